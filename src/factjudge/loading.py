@@ -1,0 +1,144 @@
+"""Loading and validation of fact files and judge configs.
+
+Every problem is raised as :class:`InputError` with a one-line message that names the file and
+the record, so the CLI can print it and exit 2 without a traceback.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+from pydantic import ValidationError
+
+from .models import OUTPUT_FIELDS, JudgeConfig
+
+
+class InputError(ValueError):
+    """Bad user input: a file, a record or a config value that cannot be used."""
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"{path}: cannot read file: {reason}") from None
+
+
+def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> InputError:
+    where = f"line {line}" if line is not None else f"line {exc.lineno} column {exc.colno}"
+    return InputError(f"{path}: {where}: invalid JSON: {exc.msg}")
+
+
+def read_fact_records(path: str | Path) -> list[tuple[str, Any]]:
+    """Raw records of a ``.json`` / ``.jsonl`` file, each with a label naming where it sits."""
+    path = Path(path)
+    text = _read_text(path)
+    if path.suffix.lower() == ".jsonl":
+        records = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((f"line {lineno}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise _json_error(path, exc, lineno) from None
+        return records
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _json_error(path, exc) from None
+    if isinstance(data, dict) and set(data) == {"facts"}:
+        data = data["facts"]
+    if not isinstance(data, list):
+        raise InputError(f"{path}: expected a list of facts or an object {{\"facts\": [...]}}")
+    return [(f"record {i}", rec) for i, rec in enumerate(data)]
+
+
+def validate_facts(records: Iterable[tuple[str, Any]], source: str) -> list[dict[str, Any]]:
+    """Check each record and return the facts with string ids, other fields untouched."""
+    facts: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for where, rec in records:
+        prefix = f"{source}: {where}"
+        if not isinstance(rec, dict):
+            raise InputError(f"{prefix}: a fact must be a JSON object, got {type(rec).__name__}")
+        fact_id = rec.get("id")
+        if isinstance(fact_id, int) and not isinstance(fact_id, bool):
+            fact_id = str(fact_id)
+        if not isinstance(fact_id, str) or not fact_id.strip():
+            raise InputError(f"{prefix}: missing or empty 'id' (a non-empty string or an integer)")
+        prefix = f"{prefix} (id {fact_id!r})"
+        fact_type = rec.get("fact_type")
+        if not isinstance(fact_type, str) or not fact_type.strip():
+            raise InputError(f"{prefix}: missing or empty 'fact_type' (a non-empty string)")
+        reserved = [k for k in OUTPUT_FIELDS if k in rec]
+        if reserved:
+            raise InputError(f"{prefix}: field {reserved[0]!r} is reserved for factjudge's output")
+        if fact_id in seen:
+            raise InputError(f"{prefix}: duplicate id, first seen at {seen[fact_id]}")
+        seen[fact_id] = where
+        fact = dict(rec)
+        fact["id"] = fact_id
+        facts.append(fact)
+    return facts
+
+
+def load_facts(path: str | Path) -> list[dict[str, Any]]:
+    """Load and validate a fact file (``.json`` list, ``{"facts": [...]}``, or ``.jsonl``)."""
+    return validate_facts(read_fact_records(path), str(path))
+
+
+def coerce_facts(facts: Iterable[Mapping[str, Any]] | None, source: str) -> list[dict[str, Any]]:
+    """Validate facts handed over in Python (the same rules as files)."""
+    if facts is None:
+        return []
+    return validate_facts(((f"record {i}", f) for i, f in enumerate(facts)), source)
+
+
+def _config_error(source: str, exc: ValidationError) -> InputError:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        return InputError(f"{source}: unknown config key '{loc}'")
+    return InputError(f"{source}: config key '{loc}': {err['msg']}")
+
+
+def parse_config(data: Any, source: str = "config") -> JudgeConfig:
+    if data is None:
+        data = {}
+    if isinstance(data, JudgeConfig):
+        return data
+    if not isinstance(data, Mapping):
+        raise InputError(f"{source}: the config must be a mapping of keys to values")
+    try:
+        return JudgeConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        raise _config_error(source, exc) from None
+
+
+def load_config(path: str | Path | None) -> JudgeConfig:
+    """Load a ``.json`` / ``.yaml`` / ``.yml`` judge config; ``None`` gives the defaults."""
+    if path is None:
+        return JudgeConfig()
+    path = Path(path)
+    text = _read_text(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _json_error(path, exc) from None
+    elif suffix in (".yaml", ".yml"):
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}: " if mark is not None else ""
+            problem = getattr(exc, "problem", None) or "invalid YAML"
+            raise InputError(f"{path}: {where}invalid YAML: {problem}") from None
+    else:
+        raise InputError(f"{path}: config must be a .json, .yaml or .yml file")
+    return parse_config(data, str(path))

@@ -1,0 +1,110 @@
+"""Data models shared by every stage: config, per-pass verdicts, usage and the result."""
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+
+Direction = Literal["gold", "predicted"]
+PassStatus = Literal["TP", "FN", "FP", "ERROR"]
+Status = Literal["TP", "FN", "FP", "ERROR", "OUT_OF_SCOPE"]
+
+#: Fields factjudge adds to every output fact; an input fact may not carry them.
+OUTPUT_FIELDS = ("in_scope", "status", "matched_ids", "description", "reasoning")
+
+Number = Union[StrictInt, StrictFloat]
+
+
+class Tolerance(BaseModel):
+    """Numeric tolerance for one field: equal when within either bound."""
+
+    model_config = ConfigDict(extra="forbid")
+    relative: Number | None = Field(default=None, ge=0)
+    absolute: Number | None = Field(default=None, ge=0)
+
+
+class JudgeConfig(BaseModel):
+    """The judge config file. Unknown keys are rejected so typos never pass silently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entity_types: list[StrictStr] = Field(default_factory=list)
+    matching_rules: list[Union[StrictStr, dict[str, Any]]] = Field(default_factory=list)
+    fields: list[StrictStr] | None = None
+    tolerances: dict[StrictStr, Tolerance] = Field(default_factory=dict)
+    one_to_one: StrictBool = False
+    # rules judge (text similarity, 0-100 rapidfuzz score)
+    text_threshold: Number = Field(default=90, ge=0, le=100)
+    ignore_company_suffixes: StrictBool = True
+
+
+class CallUsage(BaseModel):
+    """What one judged fact cost."""
+
+    llm_calls: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Verdict(BaseModel):
+    """One pass's answer about one fact, after validation."""
+
+    fact_id: str
+    status: PassStatus
+    matched_id: str | None = None
+    reasoning: str | None = None
+    #: Why the verdict is what it is when no judge said so (no candidates, ERROR reason, ...).
+    note: str = ""
+    usage: CallUsage = Field(default_factory=CallUsage)
+
+
+class Usage(BaseModel):
+    llm_calls: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, call: CallUsage) -> None:
+        self.llm_calls += call.llm_calls
+        self.retries += call.retries
+        self.prompt_tokens += call.prompt_tokens
+        self.cached_prompt_tokens += call.cached_prompt_tokens
+        self.completion_tokens += call.completion_tokens
+
+
+class Counts(BaseModel):
+    tp_gold: int = 0
+    fn: int = 0
+    tp_predicted: int = 0
+    fp: int = 0
+    errors: int = 0
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+
+
+class Metrics(Counts):
+    out_of_scope_gold: int = 0
+    out_of_scope_predicted: int = 0
+    by_fact_type: dict[str, Counts] = Field(default_factory=dict)
+
+
+class JudgeResult(BaseModel):
+    """The result of judging one document; ``to_json()`` is the documented output format."""
+
+    gold_facts: list[dict[str, Any]]
+    predicted_facts: list[dict[str, Any]]
+    metrics: Metrics
+    dedup_notes: list[str]
+    usage: Usage
+    config: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return self.model_dump_json(indent=indent)

@@ -1,0 +1,157 @@
+"""run_judge: scope, both passes (concurrent, bounded), reconciliation, metrics, output."""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+from .judges import Judge
+from .loading import coerce_facts, parse_config
+from .metrics import compute_metrics
+from .models import Direction, JudgeConfig, JudgeResult, Usage, Verdict
+from .prompts import JudgeTask, negative_status, prefix_messages
+from .reconcile import PassVerdict, reconcile
+from .scope import in_scope_facts
+
+#: Called with 0 once per document with the number of judge questions it will ask
+#: (``total=n``), then once per answered question.
+Progress = Callable[..., None]
+
+
+def _no_candidates_verdict(direction: Direction, fact_id: str) -> Verdict:
+    other = "predicted" if direction == "gold" else "gold"
+    return Verdict(fact_id=fact_id, status=negative_status(direction),
+                   note=f"no in-scope {other} facts to compare with; no judge call made")
+
+
+async def _judge_direction(
+    direction: Direction,
+    subjects: list[dict[str, Any]],
+    candidates: list[dict[str, Any]],
+    config: JudgeConfig,
+    judge: Judge,
+    limiter: asyncio.Semaphore,
+    cache_key: str,
+    progress: Progress | None,
+) -> dict[str, Verdict]:
+    if not candidates:
+        return {f["id"]: _no_candidates_verdict(direction, f["id"]) for f in subjects}
+    prefix = prefix_messages(direction, candidates, config)
+
+    async def one(fact: dict[str, Any]) -> Verdict:
+        task = JudgeTask(direction, fact, candidates, config, prefix, cache_key)
+        async with limiter:
+            verdict = await judge.judge(task)
+        if progress:
+            progress(verdict=verdict)
+        return verdict
+
+    verdicts = await asyncio.gather(*(one(f) for f in subjects))
+    return {v.fact_id: v for v in verdicts}
+
+
+def _output_fact(fact: dict[str, Any], in_scope: bool, status: str, matched: list[str],
+                 description: str, reasoning: str | None) -> dict[str, Any]:
+    out = dict(fact)
+    out.update(in_scope=in_scope, status=status, matched_ids=matched,
+               description=description, reasoning=reasoning)
+    return out
+
+
+async def run_judge_async(
+    gold_facts: Iterable[Mapping[str, Any]],
+    predicted_facts: Iterable[Mapping[str, Any]],
+    judge_config: JudgeConfig | Mapping[str, Any] | None = None,
+    judge: Judge | None = None,
+    *,
+    concurrency: int = 8,
+    limiter: asyncio.Semaphore | None = None,
+    progress: Progress | None = None,
+    doc_id: str = "",
+) -> JudgeResult:
+    """Judge one document. ``limiter`` lets several documents share one pool of calls."""
+    started = time.perf_counter()
+    config = parse_config(judge_config)
+    gold = coerce_facts(gold_facts, "gold facts")
+    predicted = coerce_facts(predicted_facts, "predicted facts")
+    if judge is None:
+        from .rules import RulesJudge
+
+        judge = RulesJudge()
+    if limiter is None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        limiter = asyncio.Semaphore(concurrency)
+
+    gold_in, pred_in = in_scope_facts(gold, config), in_scope_facts(predicted, config)
+    if progress:
+        progress(total=(len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
+    key = f"factjudge:{doc_id}" if doc_id else "factjudge"
+    gv, pv = await asyncio.gather(
+        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, f"{key}:gold", progress),
+        _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, f"{key}:predicted",
+                         progress),
+    )
+    rec = reconcile(
+        [f["id"] for f in gold_in], [f["id"] for f in pred_in],
+        {k: PassVerdict(v.status, v.matched_id) for k, v in gv.items()},
+        {k: PassVerdict(v.status, v.matched_id) for k, v in pv.items()},
+        one_to_one=config.one_to_one,
+    )
+
+    usage = Usage()
+    for v in (*gv.values(), *pv.values()):
+        usage.add(v.usage)
+
+    def assemble(facts: list[dict[str, Any]], side: str) -> list[dict[str, Any]]:
+        verdicts, outcomes = (gv, rec.gold) if side == "gold" else (pv, rec.predicted)
+        out = []
+        for fact in facts:
+            if fact["id"] not in outcomes:
+                out.append(_output_fact(fact, False, "OUT_OF_SCOPE", [],
+                                        f"fact_type {fact['fact_type']!r} is not in entity_types; "
+                                        "not judged", None))
+                continue
+            v, o = verdicts[fact["id"]], outcomes[fact["id"]]
+            description = " ".join(n for n in [v.note, *o.notes] if n)
+            out.append(_output_fact(fact, True, o.status, o.matched_ids, description, v.reasoning))
+        return out
+
+    gold_out, pred_out = assemble(gold, "gold"), assemble(predicted, "predicted")
+    metrics = compute_metrics(((f["fact_type"], f["status"]) for f in gold_out),
+                              ((f["fact_type"], f["status"]) for f in pred_out))
+    usage.seconds = round(time.perf_counter() - started, 3)
+    return JudgeResult(gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics,
+                       dedup_notes=rec.notes, usage=usage,
+                       config=config.model_dump(mode="json"))
+
+
+def run_judge(
+    gold_facts: Iterable[Mapping[str, Any]],
+    predicted_facts: Iterable[Mapping[str, Any]],
+    judge_config: JudgeConfig | Mapping[str, Any] | None = None,
+    judge: Judge | None = None,
+    **kwargs: Any,
+) -> JudgeResult:
+    """Synchronous :func:`run_judge_async`; also works inside a running loop (e.g. Jupyter)."""
+    coro = run_judge_async(gold_facts, predicted_facts, judge_config, judge, **kwargs)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    # A notebook already runs a loop in this thread: run ours in a worker thread.
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            box["result"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
