@@ -98,9 +98,18 @@ def coerce_facts(facts: Iterable[Mapping[str, Any]] | None, source: str) -> list
     return validate_facts(((f"record {i}", f) for i, f in enumerate(facts)), source)
 
 
-def _config_error(source: str, exc: ValidationError) -> InputError:
+def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    # pydantic adds union branch names to the location; keep only the parts present in the input
+    parts, node = [], data
+    for part in err["loc"]:
+        if isinstance(node, dict) and part in node or (
+                isinstance(node, list) and isinstance(part, int) and part < len(node)):
+            parts.append(str(part))
+            node = node[part]
+        else:
+            break
+    loc = ".".join(parts) or "(top level)"
     if err["type"] == "extra_forbidden":
         return InputError(f"{source}: unknown config key '{loc}'")
     return InputError(f"{source}: config key '{loc}': {err['msg']}")
@@ -116,7 +125,7 @@ def parse_config(data: Any, source: str = "config") -> JudgeConfig:
     try:
         return JudgeConfig.model_validate(dict(data))
     except ValidationError as exc:
-        raise _config_error(source, exc) from None
+        raise _config_error(source, dict(data), exc) from None
 
 
 def load_config(path: str | Path | None) -> JudgeConfig:

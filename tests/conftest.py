@@ -1,0 +1,27 @@
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scripted_server import ScriptedServer  # noqa: E402
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as s:
+        yield s
+
+
+@pytest.fixture
+def write_json(tmp_path):
+    def write(name, data):
+        path = tmp_path / name
+        if name.endswith(".jsonl"):
+            path.write_text("".join(json.dumps(r) + "\n" for r in data), encoding="utf-8")
+        else:
+            path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+    return write

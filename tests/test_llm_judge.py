@@ -1,0 +1,211 @@
+"""End to end through a real OpenAI-compatible HTTP server on 127.0.0.1 and the real openai client."""
+import json
+import time
+
+import pytest
+
+from factjudge import OpenAIJudge, run_judge
+from factjudge.judges import JudgeSetupError
+from scripted_server import Reply, answer, describe, http_error
+
+GOLD = [
+    {"id": "g1", "fact_type": "revenue", "value": "12.5", "unit": "USD million"},
+    {"id": "g2", "fact_type": "revenue", "value": "3.1", "unit": "USD million"},
+    {"id": "g3", "fact_type": "ceo", "name": "Jane Doe"},
+    {"id": "g4", "fact_type": "address", "text": "1 Main St"},
+]
+PRED = [
+    {"id": "p1", "fact_type": "revenue", "value": "$12,500,000"},
+    {"id": "p2", "fact_type": "ceo", "name": "J. Doe"},
+    {"id": "p3", "fact_type": "address", "text": "1 Main Street"},
+]
+CONFIG = {"entity_types": ["revenue", "ceo"], "matching_rules": ["scale numbers before comparing"],
+          "tolerances": {"value": {"relative": 0.01}}}
+
+
+def judge_for(server, **kw):
+    return OpenAIJudge("scripted-model", base_url=server.base_url, backoff=0.01, **kw)
+
+
+def by_id(result):
+    return {**{("gold", f["id"]): f for f in result.gold_facts},
+            **{("predicted", f["id"]): f for f in result.predicted_facts}}
+
+
+def test_prompt_layout_schema_and_scope(server):
+    server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
+    result = run_judge(GOLD, PRED, CONFIG, judge_for(server))
+    # out-of-scope facts are never asked about, nor shown as candidates
+    assert sorted(server.subjects("gold")) == ["g1", "g2", "g3"]
+    assert sorted(server.subjects("predicted")) == ["p1", "p2"]
+    for req in server.requests:
+        assert "1 Main St" not in json.dumps(req["messages"])
+        assert req["temperature"] == 0
+        assert req["prompt_cache_key"].endswith(":" + describe(req)[0])
+    for direction in ("gold", "predicted"):
+        reqs = [r for r in server.requests if describe(r)[0] == direction]
+        prefixes = {json.dumps(r["messages"][:-1]) for r in reqs}
+        assert len(prefixes) == 1  # byte-identical shared prefix
+        roles = [m["role"] for m in reqs[0]["messages"]]
+        assert roles == ["system", "user", "user"]
+        assert "scale numbers before comparing" in reqs[0]["messages"][0]["content"]
+        assert '"relative":0.01' in reqs[0]["messages"][0]["content"]
+        for r in reqs:  # the fact judged is the last message
+            assert f'"id":"{describe(r)[1]}"' in r["messages"][-1]["content"]
+    req = next(r for r in server.requests if describe(r)[:2] == ("gold", "g1"))
+    fmt = req["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    schema = fmt["json_schema"]["schema"]
+    assert schema["additionalProperties"] is False
+    assert list(schema["properties"]) == ["gold_fact_id", "reasoning", "status", "matched_predicted_id"]
+    assert schema["required"] == list(schema["properties"])
+    assert schema["properties"]["gold_fact_id"]["enum"] == ["g1"]
+    assert schema["properties"]["status"]["enum"] == ["TP", "FN"]
+    assert schema["properties"]["matched_predicted_id"]["anyOf"] == [
+        {"type": "string", "enum": ["p1", "p2"]}, {"type": "null"}]
+    pschema = next(r for r in server.requests if describe(r)[0] == "predicted")[
+        "response_format"]["json_schema"]["schema"]
+    assert list(pschema["properties"]) == ["predicted_fact_id", "reasoning", "status", "matched_gold_id"]
+    assert pschema["properties"]["status"]["enum"] == ["TP", "FP"]
+
+    facts = by_id(result)
+    assert facts[("gold", "g4")]["status"] == "OUT_OF_SCOPE" and facts[("gold", "g4")]["in_scope"] is False
+    assert facts[("predicted", "p3")]["matched_ids"] == []
+    assert facts[("gold", "g1")]["matched_ids"] == ["p1"]
+    assert result.usage.llm_calls == 5 and result.usage.retries == 0
+    assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens == 100
+    assert result.usage.cached_prompt_tokens > 0  # the server reports repeated prefixes as cached
+    m = result.metrics
+    assert (m.tp_gold, m.fn, m.tp_predicted, m.fp, m.out_of_scope_gold) == (1, 2, 1, 1, 1)
+    assert m.precision == 0.5 and m.recall == pytest.approx(1 / 3)
+
+
+def test_every_conflict_case_end_to_end(server):
+    gold = [{"id": f"g{i}", "fact_type": "t", "v": i} for i in range(1, 8)]
+    pred = [{"id": f"p{i}", "fact_type": "t", "v": i} for i in range(1, 9)]
+    server.truth = {
+        ("gold", "g1"): "p1", ("predicted", "p1"): "g1",      # mutual
+        ("gold", "g2"): "p2", ("predicted", "p2"): None,      # gold-only, predicted says FP: dropped
+        ("gold", "g3"): "p3", ("predicted", "p3"): "g4",      # gold-only, p3 TP->another gold: kept
+        ("gold", "g4"): "p3",
+        ("gold", "g5"): None, ("predicted", "p4"): "g5",      # predicted-only: g5 promoted
+        ("gold", "g6"): "p6", ("predicted", "p5"): "g6",      # duplicates for g6: mutual p6 kept
+        ("predicted", "p6"): "g6", ("predicted", "p7"): "g6",
+        ("gold", "g7"): None, ("predicted", "p8"): None,
+    }
+    facts = by_id(run_judge(gold, pred, {}, judge_for(server)))
+    status = {k: (f["status"], f["matched_ids"]) for k, f in facts.items()}
+    assert status[("gold", "g1")] == ("TP", ["p1"])
+    assert status[("gold", "g2")] == ("FN", []) and status[("predicted", "p2")] == ("FP", [])
+    assert "predicted side decides" in facts[("gold", "g2")]["description"]
+    assert status[("gold", "g3")] == ("TP", ["p3"]) and status[("predicted", "p3")] == ("TP", ["g3", "g4"])
+    assert status[("gold", "g5")] == ("TP", ["p4"]) and "promoted" in facts[("gold", "g5")]["description"]
+    assert status[("gold", "g6")] == ("TP", ["p6"])
+    assert status[("predicted", "p5")] == ("FP", []) and status[("predicted", "p7")] == ("FP", [])
+    assert "duplicate of p6 for gold g6" in facts[("predicted", "p7")]["description"]
+    assert status[("gold", "g7")] == ("FN", []) and status[("predicted", "p8")] == ("FP", [])
+    assert facts[("gold", "g1")]["reasoning"] == "scripted"
+
+    server.requests.clear()
+    one = by_id(run_judge(gold, pred, {"one_to_one": True}, judge_for(server)))
+    assert one[("predicted", "p3")]["matched_ids"] == ["g4"]  # its own verdict named g4
+    assert one[("gold", "g3")]["status"] == "FN"
+    assert "duplicate of g4 for predicted p3" in one[("gold", "g3")]["description"]
+
+
+def test_transport_and_answer_retries_then_success(server):
+    gold, pred = [{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}]
+    server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
+    server.faults[("gold", "g1")] = [
+        http_error(429, retry_after="0.3"), http_error(500),
+        Reply(content="{not json"),
+        answer("gold", "g1", "p9"),  # an id that is not a candidate
+    ]
+    server.faults[("predicted", "p1")] = [answer("predicted", "WRONG", "g1"),
+                                          answer("predicted", "p1", None, status="TP")]
+    result = run_judge(gold, pred, {}, judge_for(server))
+    facts = by_id(result)
+    assert facts[("gold", "g1")]["status"] == "TP" and facts[("predicted", "p1")]["status"] == "TP"
+    gold_reqs = [r for r in server.requests if describe(r)[0] == "gold"]
+    assert len(gold_reqs) == 5
+    # the re-asks tell the model what was wrong, after its own bad answer
+    assert "not valid JSON" in gold_reqs[3]["messages"][-1]["content"]
+    assert gold_reqs[3]["messages"][-2] == {"role": "assistant", "content": "{not json"}
+    assert "'p9' is not the id of a candidate" in gold_reqs[4]["messages"][-1]["content"]
+    pred_reqs = [r for r in server.requests if describe(r)[0] == "predicted"]
+    assert "must be 'p1'" in pred_reqs[1]["messages"][-1]["content"]
+    assert "requires matched_gold_id to name a candidate" in pred_reqs[2]["messages"][-1]["content"]
+    assert result.usage.llm_calls == 8 and result.usage.retries == 6
+
+
+def test_retry_after_is_honoured(server):
+    gold, pred = [{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}]
+    stamps = []
+    base = server.responder
+
+    def stamp(req):
+        stamps.append(time.monotonic())
+        return base(req)
+    server.responder = stamp
+    server.faults[("gold", "g1")] = [http_error(429, retry_after="0.4")]
+    t0 = time.monotonic()
+    run_judge(gold, pred, {}, judge_for(server))
+    gold_done = stamps[0] if describe(server.requests[1])[0] == "gold" else stamps[1]
+    assert gold_done - t0 >= 0.4  # the client waited as asked, not its own 10 ms backoff
+
+
+def test_error_after_exhausted_retries_is_left_out_of_metrics(server):
+    gold = [{"id": "g1", "fact_type": "t"}, {"id": "g2", "fact_type": "t"}]
+    pred = [{"id": "p1", "fact_type": "t"}]
+    server.truth = {("gold", "g2"): "p1", ("predicted", "p1"): "g2"}
+    server.faults[("gold", "g1")] = [http_error(503)] * 5
+    server.faults[("predicted", "p1")] = [Reply(content="[]")] * 3
+    result = run_judge(gold, pred, {}, judge_for(server, transport_retries=4))
+    facts = by_id(result)
+    g1, p1 = facts[("gold", "g1")], facts[("predicted", "p1")]
+    assert g1["status"] == "ERROR" and "failed after 5 attempt(s)" in g1["description"]
+    assert "503" in g1["description"]
+    assert p1["status"] == "ERROR" and "no valid answer after 3 tries" in p1["description"]
+    assert p1["matched_ids"] == ["g2"]  # g2's own TP link to p1 stands, p1 itself stays ERROR
+    assert facts[("gold", "g2")]["status"] == "TP"
+    m = result.metrics
+    assert m.errors == 2 and (m.tp_gold, m.fn, m.tp_predicted, m.fp) == (1, 0, 0, 0)
+    assert m.recall == 1.0 and m.precision is None
+
+
+def test_no_candidates_means_no_call(server):
+    result = run_judge([{"id": "g1", "fact_type": "a"}], [{"id": "p1", "fact_type": "b"}],
+                       {"entity_types": ["a"]}, judge_for(server))
+    assert server.requests == []
+    g = result.gold_facts[0]
+    assert g["status"] == "FN" and "no in-scope predicted facts" in g["description"]
+    assert result.usage.llm_calls == 0
+
+
+def test_api_key_never_leaks(server, monkeypatch):
+    secret = "sk-test-SECRET-0123456789"
+    monkeypatch.setenv("MY_KEY", secret)
+    server.faults[("gold", "g1")] = [Reply(status=401, body=json.dumps(
+        {"error": {"message": f"Incorrect API key provided: {secret}"}}))]
+    result = run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
+                       judge_for(server, api_key_env="MY_KEY"))
+    assert result.gold_facts[0]["status"] == "ERROR"
+    assert "401" in result.gold_facts[0]["description"]
+    assert secret not in result.to_json()
+    assert server.headers[0]["Authorization"] == f"Bearer {secret}"
+
+
+def test_missing_api_key_is_a_setup_error(monkeypatch):
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    with pytest.raises(JudgeSetupError, match="NOPE_KEY"):
+        OpenAIJudge("gpt-4o-mini", api_key_env="NOPE_KEY")
+
+
+def test_run_judge_inside_a_running_loop(server):
+    import asyncio
+    server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
+
+    async def notebook_cell():
+        return run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
+                         judge_for(server))
+    assert asyncio.run(notebook_cell()).metrics.f1 == 1.0
