@@ -100,6 +100,8 @@ class JudgeResult(BaseModel):
     predicted_facts: list[dict[str, Any]]
     metrics: Metrics
     dedup_notes: list[str]
+    #: How many times each reconciliation rule changed something, by kind.
+    conflicts: dict[str, int] = Field(default_factory=dict)
     usage: Usage
     config: dict[str, Any]
 

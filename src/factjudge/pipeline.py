@@ -123,7 +123,7 @@ async def run_judge_async(
                               ((f["fact_type"], f["status"]) for f in pred_out))
     usage.seconds = round(time.perf_counter() - started, 3)
     return JudgeResult(gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics,
-                       dedup_notes=rec.notes, usage=usage,
+                       dedup_notes=rec.notes, conflicts=rec.conflicts, usage=usage,
                        config=config.model_dump(mode="json"))
 
 
