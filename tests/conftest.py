@@ -25,3 +25,10 @@ def write_json(tmp_path):
             path.write_text(json.dumps(data), encoding="utf-8")
         return path
     return write
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    """Never touch the user's response cache from tests (subprocesses inherit this too)."""
+    monkeypatch.setenv("FACTJUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"

@@ -41,7 +41,7 @@ def test_prompt_layout_schema_and_scope(server):
     for req in server.requests:
         assert "1 Main St" not in json.dumps(req["messages"])
         assert req["temperature"] == 0
-        assert req["prompt_cache_key"].endswith(":" + describe(req)[0])
+        assert req["prompt_cache_key"].startswith(f"factjudge-{describe(req)[0]}-")
     for direction in ("gold", "predicted"):
         reqs = [r for r in server.requests if describe(r)[0] == direction]
         prefixes = {json.dumps(r["messages"][:-1]) for r in reqs}

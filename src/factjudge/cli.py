@@ -5,7 +5,9 @@ Exit codes: 0 ok, 1 finished with ERROR facts, 2 bad input or usage.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import sqlite3
 import sys
 import tempfile
 from enum import Enum
@@ -19,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .judges import Judge, JudgeSetupError
 from .loading import InputError, load_config, load_facts
 from .models import JudgeResult
-from .pipeline import run_judge_async
+from .pipeline import preview, run_judge_async
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Score fact-extraction systems against gold facts.")
@@ -29,6 +31,7 @@ err = Console(stderr=True, highlight=False)
 class JudgeKind(str, Enum):
     rules = "rules"
     llm = "llm"
+    hybrid = "hybrid"
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -38,7 +41,10 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optional[str],
-                api_key_env: str, temperature: float, max_tokens: Optional[int]) -> Judge:
+                api_key_env: str = "OPENAI_API_KEY", temperature: float = 0.0,
+                max_tokens: Optional[int] = None, *, cache_dir: Optional[Path] = None,
+                no_cache: bool = False, warmup: bool = True,
+                prompt_cache_key: bool = True) -> Judge:
     """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge."""
     if kind is None:
         kind = JudgeKind.llm if model else JudgeKind.rules
@@ -49,14 +55,26 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
 
         return RulesJudge()
     if not model:
-        raise fail("--judge llm needs --model NAME")
-    from .judges import OpenAIJudge
+        raise fail(f"--judge {kind.value} needs --model NAME")
+    from .cache import ResponseCache
+    from .judges import HybridJudge, OpenAIJudge
 
     try:
-        return OpenAIJudge(model, base_url=base_url, api_key_env=api_key_env,
-                           temperature=temperature, max_tokens=max_tokens)
+        cache = None if no_cache else ResponseCache(cache_dir)
+    except (OSError, sqlite3.Error) as exc:
+        raise fail(f"cannot open the response cache in {cache_dir or 'the default cache directory'}:"
+                   f" {exc} (use --cache-dir DIR or --no-cache)") from None
+    try:
+        llm = OpenAIJudge(model, base_url=base_url, api_key_env=api_key_env,
+                          temperature=temperature, max_tokens=max_tokens, cache=cache,
+                          warmup=warmup, send_prompt_cache_key=prompt_cache_key)
     except JudgeSetupError as exc:
         raise fail(str(exc)) from None
+    if kind is JudgeKind.hybrid:
+        from .rules import RulesJudge
+
+        return HybridJudge(RulesJudge(), llm)
+    return llm
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -112,7 +130,42 @@ class ProgressBar:
         self.bar.stop()
 
 
-JUDGE_OPT = typer.Option(None, "--judge", help="rules (offline, default) or llm (default when --model is given).")
+#: Completion tokens assumed per call in cost previews when --max-tokens is not given.
+EST_COMPLETION_TOKENS = 200
+
+
+def print_plan(plan: dict[str, Any], price_in: Optional[float], price_out: Optional[float],
+               max_tokens: Optional[int]) -> None:
+    """The dry run's report, on stdout: a table, then the same figures as JSON."""
+    calls = plan["gold"]["calls"] + plan["predicted"]["calls"]
+    before = plan["gold"]["prompt_tokens"] + plan["predicted"]["prompt_tokens"]
+    after = (plan["gold"]["prompt_tokens_after_prefix_cache"]
+             + plan["predicted"]["prompt_tokens_after_prefix_cache"])
+    completion = calls * (max_tokens or EST_COMPLETION_TOKENS)
+    lines = [f"dry run: no call made; tokens counted with {plan['token_counter']}"]
+    for d in ("gold", "predicted"):
+        st = plan[d]
+        lines.append(f"{d:>9} pass: {st['calls']} calls, {st['cache_hits']} answered by the response "
+                     f"cache, {st['decided_by_rules']} decided by rules, {st['shortlisted']} shortlisted, "
+                     f"{st['too_large']} too large; prompt tokens {st['prompt_tokens']:,} "
+                     f"({st['prompt_tokens_after_prefix_cache']:,} after provider prefix caching)")
+    lines.append(f"    total: {calls} calls, {before:,} prompt tokens, ~{after:,} uncached after prefix "
+                 f"caching, ~{completion:,} completion tokens (estimated)")
+    plan = {**plan, "calls": calls, "prompt_tokens": before, "prompt_tokens_after_prefix_cache": after,
+            "estimated_completion_tokens": completion}
+    if price_in is not None or price_out is not None:
+        # cached prompt tokens are priced like the rest here: an upper bound
+        cost_before = (before * (price_in or 0) + completion * (price_out or 0)) / 1e6
+        cost_after = (after * (price_in or 0) + completion * (price_out or 0)) / 1e6
+        lines.append(f"     cost: ~{cost_after:.4f} with prefix caching, at most {cost_before:.4f} "
+                     "without (same currency as the prices)")
+        plan.update(estimated_cost=round(cost_after, 6), estimated_cost_without_prefix_cache=round(cost_before, 6))
+    typer.echo("\n".join(lines))
+    typer.echo(json.dumps(plan))
+
+
+JUDGE_OPT = typer.Option(None, "--judge", help="rules (offline, default), llm (default when --model is "
+                         "given) or hybrid (rules for exact matches, LLM for the rest).")
 MODEL_OPT = typer.Option(None, "--model", help="Model name for the LLM judge.")
 BASE_URL_OPT = typer.Option(None, "--base-url", help="OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, Azure...).")
 KEY_ENV_OPT = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key.")
@@ -121,6 +174,12 @@ TEMP_OPT = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperatur
 MAXTOK_OPT = typer.Option(None, "--max-tokens", min=1, help="Max completion tokens per LLM call.")
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="Judge config (.json, .yaml, .yml).")
 QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No progress bar or summary on stderr.")
+CACHE_DIR_OPT = typer.Option(None, "--cache-dir", help="Response cache directory (default: the user cache dir).")
+NO_CACHE_OPT = typer.Option(False, "--no-cache", help="Do not read or write the response cache.")
+WARMUP_OPT = typer.Option(True, "--warmup/--no-warmup", help="Send each direction's first LLM call alone so "
+                          "the rest can hit the provider's prompt cache.")
+PCK_OPT = typer.Option(True, "--prompt-cache-key/--no-prompt-cache-key",
+                       help="Send OpenAI's prompt_cache_key (turn off for servers that reject it).")
 
 
 @app.command("judge")
@@ -137,6 +196,13 @@ def judge_cmd(
     max_tokens: Optional[int] = MAXTOK_OPT,
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the JSON here (default: stdout)."),
     quiet: bool = QUIET_OPT,
+    cache_dir: Optional[Path] = CACHE_DIR_OPT,
+    no_cache: bool = NO_CACHE_OPT,
+    warmup: bool = WARMUP_OPT,
+    prompt_cache_key: bool = PCK_OPT,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call nothing."),
+    price_in: Optional[float] = typer.Option(None, "--price-in", min=0, help="Price per million prompt tokens (dry run)."),
+    price_out: Optional[float] = typer.Option(None, "--price-out", min=0, help="Price per million completion tokens (dry run)."),
 ) -> None:
     """Judge one document: per-fact TP/FP/FN, reconciled both ways, with P/R/F1."""
     try:
@@ -144,7 +210,15 @@ def judge_cmd(
         gold_facts, pred_facts = load_facts(gold), load_facts(predicted)
     except InputError as exc:
         raise fail(str(exc)) from None
-    the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens)
+    the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens,
+                            cache_dir=cache_dir, no_cache=no_cache, warmup=warmup,
+                            prompt_cache_key=prompt_cache_key)
+    if dry_run:
+        if the_judge.name == "rules":
+            raise fail("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")
+        plan = preview(gold_facts, pred_facts, cfg, the_judge)
+        print_plan(plan, price_in, price_out, max_tokens)
+        return
 
     async def run() -> JudgeResult:
         try:

@@ -13,8 +13,10 @@ import random
 import time
 from typing import Any, Protocol, runtime_checkable
 
+from .cache import ResponseCache, cache_key
 from .models import CallUsage, Verdict
-from .prompts import InvalidAnswer, JudgeTask, parse_answer
+from .prompts import InvalidAnswer, JudgeTask, PreparedCall, PromptTooLarge, parse_answer, prepare_call
+from .tokens import TokenCounter
 
 
 @runtime_checkable
@@ -84,6 +86,9 @@ class OpenAIJudge:
         answer_retries: int = 2,
         backoff: float = 1.0,
         max_backoff: float = 60.0,
+        cache: ResponseCache | None = None,
+        send_prompt_cache_key: bool = True,
+        warmup: bool = True,
         client: Any = None,
     ) -> None:
         import openai  # imported here so the rules judge path never pays for it
@@ -96,6 +101,13 @@ class OpenAIJudge:
         self.answer_retries = answer_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.cache = cache
+        self.send_prompt_cache_key = send_prompt_cache_key
+        #: Send the first call of each direction alone so the rest can hit the provider's cache.
+        self.warmup = warmup
+        self.tokens = TokenCounter(model)
+        # Prefix token counts, per shared prefix list (kept alive here so its id is not reused).
+        self._prefix_tokens: dict[int, tuple[list[dict[str, str]], int]] = {}
         key = api_key if api_key is not None else os.environ.get(api_key_env)
         if not key:
             if base_url is None:
@@ -113,15 +125,40 @@ class OpenAIJudge:
         return text.replace(self._secret, "***") if self._secret and self._secret != "none" else text
 
     def _request(self, task: JudgeTask, messages: list[dict[str, str]]) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.temperature,
-            "response_format": task.response_format(),
-        }
-        if self.max_tokens is not None:
-            kwargs["max_tokens"] = self.max_tokens
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages,
+                                  "response_format": task.response_format(), **self._sampling()}
+        if self.send_prompt_cache_key and task.cache_key:
+            kwargs["prompt_cache_key"] = task.cache_key
         return kwargs
+
+    def _sampling(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"temperature": self.temperature}
+        if self.max_tokens is not None:
+            out["max_tokens"] = self.max_tokens
+        return out
+
+    def _count_messages(self, messages: list[dict[str, str]]) -> int:
+        """Token count of messages, counting a shared prefix only once per document direction."""
+        *prefix, last = messages
+        if not prefix:
+            return self.tokens.messages(messages)
+        # Tasks of one direction share the very same prefix message objects.
+        hit = self._prefix_tokens.get(id(prefix[0]))
+        if hit is None or hit[0][0] is not prefix[0]:
+            if len(self._prefix_tokens) > 64:
+                self._prefix_tokens.clear()
+            hit = (prefix, self.tokens.messages(prefix))
+            self._prefix_tokens[id(prefix[0])] = hit
+        return hit[1] + self.tokens.messages([last]) - 3
+
+    def prepare(self, task: JudgeTask) -> PreparedCall:
+        """Count the prompt and shortlist candidates when it would not fit (raises PromptTooLarge)."""
+        return prepare_call(task, self.tokens.text, self._count_messages)
+
+    def cache_key_for(self, task: JudgeTask) -> str:
+        return cache_key(judge=self.name, model=self.model, base_url=self.base_url,
+                         messages=task.messages(), response_format=task.response_format(),
+                         sampling=self._sampling())
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         response = getattr(exc, "response", None)
@@ -154,46 +191,68 @@ class OpenAIJudge:
 
     async def judge(self, task: JudgeTask) -> Verdict:
         usage = CallUsage()
+        try:
+            prepared = self.prepare(task)
+        except PromptTooLarge as exc:
+            return error_verdict(task, str(exc))
+        task = prepared.task
+        key = self.cache_key_for(task) if self.cache is not None else ""
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                try:
+                    verdict = parse_answer(task, cached["content"])
+                except InvalidAnswer:  # a cache from another version: ask again
+                    pass
+                else:
+                    usage.cache_hits = 1
+                    return verdict.model_copy(update={"usage": usage, "note": prepared.note})
+        verdict, content = await self._ask(task, usage)
+        if verdict.status != "ERROR":
+            if self.cache is not None:
+                self.cache.put(key, {"content": content})
+            verdict.note = " ".join(n for n in (prepared.note, verdict.note) if n)
+        else:
+            verdict.note = " ".join(n for n in (verdict.note, prepared.note) if n)
+        return verdict
+
+    async def _ask(self, task: JudgeTask, usage: CallUsage) -> tuple[Verdict, str | None]:
+        """Ask until a valid answer (returned with its raw content), re-asking on invalid ones."""
         messages = task.messages()
-        problem = ""
+        last_problem = ""
         for ask in range(self.answer_retries + 1):
-            kwargs = self._request(task, messages)
-            if task.cache_key:
-                kwargs["prompt_cache_key"] = task.cache_key
             if ask:
                 usage.retries += 1
             try:
-                response = await self._complete(kwargs, usage)
+                response = await self._complete(self._request(task, messages), usage)
             except self._openai.OpenAIError as exc:
                 status = getattr(exc, "status_code", None)
                 what = f"HTTP {status}: " if status else ""
                 reason = self._redact(f"{type(exc).__name__}: {what}{exc}")
                 return error_verdict(task, f"judge call failed after {usage.llm_calls} attempt(s): "
-                                     f"{reason}", usage)
+                                     f"{reason}", usage), None
             self._account(response, usage)
-            content = None
+            content, problem = None, ""
             if response.choices:
                 message = response.choices[0].message
                 content = message.content
                 if not content and getattr(message, "refusal", None):
-                    content = None
                     problem = f"the model refused: {message.refusal}"
             try:
                 verdict = parse_answer(task, content)
             except InvalidAnswer as exc:
-                problem = problem or str(exc)
+                last_problem = problem or str(exc)
                 messages = [
                     *task.messages(),
                     {"role": "assistant", "content": content or ""},
-                    {"role": "user", "content": f"Your answer was invalid: {problem}. Answer again, "
-                                                "following the JSON schema exactly."},
+                    {"role": "user", "content": f"Your answer was invalid: {last_problem}. Answer "
+                                                "again, following the JSON schema exactly."},
                 ]
-                last_problem, problem = problem, ""
                 continue
             verdict.usage = usage
-            return verdict
+            return verdict, content
         return error_verdict(
-            task, f"no valid answer after {self.answer_retries + 1} tries: {last_problem}", usage)
+            task, f"no valid answer after {self.answer_retries + 1} tries: {last_problem}", usage), None
 
     @staticmethod
     def _account(response: Any, usage: CallUsage) -> None:
@@ -209,3 +268,28 @@ class OpenAIJudge:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+class HybridJudge:
+    """Rules first, LLM only where needed: an exact rules match (every compared field equal after
+    normalisation, exactly one such candidate) is final; everything else goes to the LLM."""
+
+    name = "hybrid"
+
+    def __init__(self, rules: Any, llm: OpenAIJudge) -> None:
+        self.rules, self.llm = rules, llm
+        self.tokens, self.warmup = llm.tokens, llm.warmup
+
+    async def judge(self, task: JudgeTask) -> Verdict:
+        verdict, exact = self.rules.decide(task)
+        if exact:
+            return verdict.model_copy(update={
+                "reasoning": f"[decided by the rules judge: exact match] {verdict.reasoning}",
+                "usage": CallUsage(llm_calls_saved=1)})
+        verdict = await self.llm.judge(task)
+        if verdict.reasoning is not None:
+            verdict.reasoning = f"[decided by the LLM judge] {verdict.reasoning}"
+        return verdict
+
+    async def aclose(self) -> None:
+        await self.llm.aclose()

@@ -36,12 +36,19 @@ class JudgeConfig(BaseModel):
     # rules judge (text similarity, 0-100 rapidfuzz score)
     text_threshold: Number = Field(default=90, ge=0, le=100)
     ignore_company_suffixes: StrictBool = True
+    # LLM prompt budget: larger candidate lists are shortlisted to fit (see README)
+    max_prompt_tokens: StrictInt = Field(default=100_000, ge=256)
+    #: Always shortlist to this many candidates (cheaper, off by default: it defeats prefix caching).
+    shortlist_top_k: StrictInt | None = Field(default=None, ge=1)
 
 
 class CallUsage(BaseModel):
     """What one judged fact cost."""
 
     llm_calls: int = 0
+    cache_hits: int = 0
+    #: Questions the hybrid judge settled with the rules judge instead of an LLM call.
+    llm_calls_saved: int = 0
     retries: int = 0
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
@@ -60,20 +67,14 @@ class Verdict(BaseModel):
     usage: CallUsage = Field(default_factory=CallUsage)
 
 
-class Usage(BaseModel):
-    llm_calls: int = 0
-    retries: int = 0
-    prompt_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    completion_tokens: int = 0
+class Usage(CallUsage):
     seconds: float = 0.0
+    #: How prompt tokens were counted before sending ("tiktoken:..." or "estimate:..."), if they were.
+    token_counter: str | None = None
 
     def add(self, call: CallUsage) -> None:
-        self.llm_calls += call.llm_calls
-        self.retries += call.retries
-        self.prompt_tokens += call.prompt_tokens
-        self.cached_prompt_tokens += call.cached_prompt_tokens
-        self.completion_tokens += call.completion_tokens
+        for name in CallUsage.model_fields:
+            setattr(self, name, getattr(self, name) + getattr(call, name))
 
 
 class Counts(BaseModel):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
 from typing import Any, Callable, Iterable, Mapping
@@ -10,7 +11,7 @@ from .judges import Judge
 from .loading import coerce_facts, parse_config
 from .metrics import compute_metrics
 from .models import Direction, JudgeConfig, JudgeResult, Usage, Verdict
-from .prompts import JudgeTask, negative_status, prefix_messages
+from .prompts import JudgeTask, PromptTooLarge, canonical_json, negative_status, prefix_messages
 from .reconcile import PassVerdict, reconcile
 from .scope import in_scope_facts
 
@@ -25,6 +26,17 @@ def _no_candidates_verdict(direction: Direction, fact_id: str) -> Verdict:
                    note=f"no in-scope {other} facts to compare with; no judge call made")
 
 
+def _task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
+                  doc_id: str) -> Callable[[dict[str, Any]], JudgeTask]:
+    """Tasks of one direction, all sharing one prefix (and so one provider cache entry)."""
+    prefix = prefix_messages(direction, candidates, config)
+    # Derived from the document's content, so providers route its calls to the same cache.
+    digest = hashlib.sha256(canonical_json(prefix).encode("utf-8")).hexdigest()[:16]
+    label = f"{doc_id[:24]}-" if doc_id else ""
+    cache_key = f"factjudge-{label}{direction}-{digest}"
+    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, cache_key)
+
+
 async def _judge_direction(
     direction: Direction,
     subjects: list[dict[str, Any]],
@@ -32,22 +44,27 @@ async def _judge_direction(
     config: JudgeConfig,
     judge: Judge,
     limiter: asyncio.Semaphore,
-    cache_key: str,
+    doc_id: str,
     progress: Progress | None,
+    warmup: bool,
 ) -> dict[str, Verdict]:
     if not candidates:
         return {f["id"]: _no_candidates_verdict(direction, f["id"]) for f in subjects}
-    prefix = prefix_messages(direction, candidates, config)
+    make_task = _task_factory(direction, candidates, config, doc_id)
 
     async def one(fact: dict[str, Any]) -> Verdict:
-        task = JudgeTask(direction, fact, candidates, config, prefix, cache_key)
+        task = make_task(fact)  # built only when its turn comes: prompts are never all in memory
         async with limiter:
             verdict = await judge.judge(task)
         if progress:
             progress(verdict=verdict)
         return verdict
 
-    verdicts = await asyncio.gather(*(one(f) for f in subjects))
+    first: list[Verdict] = []
+    if warmup and len(subjects) > 1:
+        first = [await one(subjects[0])]
+        subjects = subjects[1:]
+    verdicts = [*first, *await asyncio.gather(*(one(f) for f in subjects))]
     return {v.fact_id: v for v in verdicts}
 
 
@@ -69,8 +86,11 @@ async def run_judge_async(
     limiter: asyncio.Semaphore | None = None,
     progress: Progress | None = None,
     doc_id: str = "",
+    warmup: bool | None = None,
 ) -> JudgeResult:
-    """Judge one document. ``limiter`` lets several documents share one pool of calls."""
+    """Judge one document. ``limiter`` lets several documents share one pool of calls;
+    ``doc_id`` labels the provider prompt-cache key; ``warmup`` (default: the judge's own
+    ``warmup`` attribute) sends each direction's first call alone so the rest hit the cache."""
     started = time.perf_counter()
     config = parse_config(judge_config)
     gold = coerce_facts(gold_facts, "gold facts")
@@ -87,11 +107,12 @@ async def run_judge_async(
     gold_in, pred_in = in_scope_facts(gold, config), in_scope_facts(predicted, config)
     if progress:
         progress(total=(len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
-    key = f"factjudge:{doc_id}" if doc_id else "factjudge"
+    if warmup is None:
+        warmup = bool(getattr(judge, "warmup", False))
     gv, pv = await asyncio.gather(
-        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, f"{key}:gold", progress),
-        _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, f"{key}:predicted",
-                         progress),
+        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, doc_id, progress, warmup),
+        _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, doc_id, progress,
+                         warmup),
     )
     rec = reconcile(
         [f["id"] for f in gold_in], [f["id"] for f in pred_in],
@@ -100,7 +121,8 @@ async def run_judge_async(
         one_to_one=config.one_to_one,
     )
 
-    usage = Usage()
+    counter = getattr(judge, "tokens", None)
+    usage = Usage(token_counter=getattr(counter, "name", None))
     for v in (*gv.values(), *pv.values()):
         usage.add(v.usage)
 
@@ -155,3 +177,59 @@ def run_judge(
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+#: OpenAI caches prompt prefixes of at least this many tokens.
+MIN_CACHED_PREFIX = 1024
+
+
+def preview(
+    gold_facts: Iterable[Mapping[str, Any]],
+    predicted_facts: Iterable[Mapping[str, Any]],
+    judge_config: JudgeConfig | Mapping[str, Any] | None,
+    judge: Any,
+    doc_id: str = "",
+) -> dict[str, Any]:
+    """What judging would cost, without any call: calls per direction, prompt tokens before and
+    after provider prefix caching (estimated), and answers already in the response cache."""
+    config = parse_config(judge_config)
+    gold = in_scope_facts(coerce_facts(gold_facts, "gold facts"), config)
+    predicted = in_scope_facts(coerce_facts(predicted_facts, "predicted facts"), config)
+    llm = getattr(judge, "llm", judge)  # the hybrid judge's LLM half
+    rules = getattr(judge, "rules", None)
+    out: dict[str, Any] = {}
+    for direction, subjects, candidates in (("gold", gold, predicted), ("predicted", predicted, gold)):
+        stats = {"calls": 0, "cache_hits": 0, "decided_by_rules": 0, "too_large": 0,
+                 "shortlisted": 0, "prompt_tokens": 0, "prompt_tokens_after_prefix_cache": 0}
+        out[direction] = stats
+        if not candidates:
+            continue
+        make_task = _task_factory(direction, candidates, config, doc_id)
+        prefix_tokens, warm = None, False
+        for fact in subjects:
+            task = make_task(fact)
+            if rules is not None and rules.decide(task)[1]:
+                stats["decided_by_rules"] += 1
+                continue
+            try:
+                call = llm.prepare(task)
+            except PromptTooLarge:
+                stats["too_large"] += 1
+                continue
+            if llm.cache is not None and llm.cache.get(llm.cache_key_for(call.task)) is not None:
+                stats["cache_hits"] += 1
+                continue
+            stats["calls"] += 1
+            stats["prompt_tokens"] += call.prompt_tokens
+            uncached = call.prompt_tokens
+            if call.task.prefix is task.prefix:
+                if prefix_tokens is None:
+                    prefix_tokens = llm.tokens.messages(task.prefix)
+                if warm and prefix_tokens >= MIN_CACHED_PREFIX:
+                    uncached -= prefix_tokens
+                warm = True
+            else:
+                stats["shortlisted"] += 1
+            stats["prompt_tokens_after_prefix_cache"] += uncached
+    out["token_counter"] = llm.tokens.name
+    return out

@@ -163,3 +163,79 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer(f"status must be \"TP\" or \"{negative}\", got {status!r}")
     return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
                    reasoning=data["reasoning"])
+
+
+# --- prompt budget and shortlisting -----------------------------------------------------------
+
+#: OpenAI structured outputs: at most 1000 enum values per schema (3 are ours), and at most
+#: 15,000 characters of enum strings once an enum has more than 250 values.
+MAX_CANDIDATE_ENUM = 997
+_ENUM_CHAR_LIMIT, _ENUM_CHAR_LIMIT_ABOVE = 15_000, 250
+
+
+class PromptTooLarge(ValueError):
+    """Not even one candidate fits the prompt budget."""
+
+
+def enum_fits(ids: list[str]) -> bool:
+    n = len(ids)
+    return n <= MAX_CANDIDATE_ENUM and (n <= _ENUM_CHAR_LIMIT_ABOVE or sum(map(len, ids)) <= _ENUM_CHAR_LIMIT)
+
+
+def _fact_text(fact: dict[str, Any]) -> str:
+    return " ".join(canonical_json(v) if not isinstance(v, str) else v
+                    for k, v in fact.items() if k not in ("id", "fact_type"))
+
+
+def rank_candidates(subject: dict[str, Any], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Same fact_type first, then lexical similarity to the subject, then input order."""
+    from rapidfuzz import fuzz
+
+    text = _fact_text(subject)
+    scored = [(c.get("fact_type") != subject.get("fact_type"), -fuzz.token_set_ratio(text, _fact_text(c)), i)
+              for i, c in enumerate(candidates)]
+    return [candidates[i] for *_, i in sorted(scored)]
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    task: JudgeTask       # possibly with a shortlisted candidate list
+    prompt_tokens: int    # counted before sending (messages + schema)
+    note: str = ""        # says when the candidate list was shortlisted
+
+
+def prepare_call(task: JudgeTask, count_text: Any, count_messages: Any) -> PreparedCall:
+    """Fit a call into ``config.max_prompt_tokens`` and the enum limit, shortlisting if needed.
+
+    ``count_text(str) -> int`` and ``count_messages(messages) -> int`` count tokens.
+    """
+    config = task.config
+    budget, top_k = config.max_prompt_tokens, config.shortlist_top_k
+    tokens = count_messages(task.messages()) + count_text(canonical_json(task.response_format()))
+    n = len(task.candidates)
+    if top_k is None and tokens <= budget and enum_fits(task.candidate_ids):
+        return PreparedCall(task, tokens)
+    empty = JudgeTask(task.direction, task.subject, [], config,
+                      prefix_messages(task.direction, [], config), task.cache_key)
+    used = count_messages(empty.messages()) + count_text(canonical_json(empty.response_format()))
+    kept: list[dict[str, Any]] = []
+    for cand in rank_candidates(task.subject, task.candidates)[: top_k or n]:
+        # the candidate's line in the prompt plus its id in the schema enum
+        cost = count_text(canonical_json(cand)) + count_text(canonical_json(cand["id"])) + 1
+        if used + cost > budget or not enum_fits([*(c["id"] for c in kept), cand["id"]]):
+            break
+        kept.append(cand)
+        used += cost
+    if not kept:
+        raise PromptTooLarge(f"prompt does not fit max_prompt_tokens={budget} even with one candidate "
+                             f"({used} tokens without any)")
+    order = {id(c): i for i, c in enumerate(task.candidates)}
+    kept.sort(key=lambda c: order[id(c)])
+    why = (f"shortlist_top_k={top_k}" if top_k is not None and len(kept) == min(top_k, n)
+           else f"max_prompt_tokens={budget}" if tokens > budget else "the schema's enum limit")
+    short = JudgeTask(task.direction, task.subject, kept, config,
+                      prefix_messages(task.direction, kept, config), task.cache_key)
+    tokens = count_messages(short.messages()) + count_text(canonical_json(short.response_format()))
+    note = (f"context truncated: {len(kept)} of {n} candidates kept ({why}), chosen by fact_type "
+            "and lexical similarity" if len(kept) < n else "")
+    return PreparedCall(short, tokens, note)

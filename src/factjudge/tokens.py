@@ -1,0 +1,68 @@
+"""Prompt token counting that never downloads anything.
+
+tiktoken fetches its encoding files from the internet on first use, which fails (or hangs) offline.
+So tiktoken is used only when it is installed *and* the encoding file is already in its local cache
+(``TIKTOKEN_CACHE_DIR``, ``DATA_GYM_CACHE_DIR`` or the temp-dir cache it fills itself); otherwise a
+conservative estimate is used. ``TokenCounter.name`` says which, and ends up in ``usage``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from typing import Any, Callable
+
+_ENCODING_URLS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
+#: Per-message framing tokens of the chat format (role, separators), rounded up.
+MESSAGE_OVERHEAD = 4
+ESTIMATE_NAME = "estimate:utf8_bytes/3"
+
+
+def _tiktoken_cache_dir() -> str:
+    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if var in os.environ:
+            return os.environ[var]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _cached_encoding(model: str) -> tuple[str, Callable[[str], int]] | None:
+    """A tiktoken encoder for ``model`` if it can be had without a download."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    try:
+        name = tiktoken.encoding_name_for_model(model)
+    except KeyError:
+        name = "o200k_base"  # unknown names (local models): the newest OpenAI encoding
+    url = _ENCODING_URLS.get(name)
+    cache_dir = _tiktoken_cache_dir()
+    if url is None or not cache_dir:
+        return None
+    if not os.path.exists(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())):
+        return None
+    try:
+        enc = tiktoken.get_encoding(name)
+    except Exception:  # a corrupt cache file would make tiktoken try the network: give up instead
+        return None
+    return f"tiktoken:{name}", lambda text: len(enc.encode(text, disallowed_special=()))
+
+
+def estimate_tokens(text: str) -> int:
+    """Over-estimate: BPE tokenizers average well over 3 UTF-8 bytes per token on JSON and prose."""
+    return -(-len(text.encode("utf-8")) // 3)
+
+
+class TokenCounter:
+    def __init__(self, model: str = "") -> None:
+        found = _cached_encoding(model) if model else None
+        self.name, self._count = found or (ESTIMATE_NAME, estimate_tokens)
+
+    def text(self, text: str) -> int:
+        return self._count(text)
+
+    def messages(self, messages: list[dict[str, Any]]) -> int:
+        return sum(self._count(m.get("content") or "") + MESSAGE_OVERHEAD for m in messages) + 3
