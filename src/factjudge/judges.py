@@ -116,10 +116,27 @@ class OpenAIJudge:
                     "(or pass --base-url for a local server that needs none)")
             key = "none"  # local servers ignore it, the SDK insists on one
         self._secret = key
-        # The SDK's own retries are off: ours count them, honour Retry-After and re-ask on bad answers.
-        self._client = client or openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+        self._timeout = timeout
+        self._given_client = client
+        self._client: Any = None
+        self._client_loop: Any = None
         self._openai = openai
+
+    def _client_for_loop(self) -> Any:
+        """An SDK client bound to the running event loop.
+
+        Its connection pool belongs to one loop; ``run_judge`` starts a new loop per call, so a
+        judge reused across calls (a notebook) needs a fresh client for each loop.
+        """
+        if self._given_client is not None:
+            return self._given_client
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            # The SDK's own retries are off: ours count them, honour Retry-After, re-ask bad answers.
+            self._client = self._openai.AsyncOpenAI(api_key=self._secret, base_url=self.base_url,
+                                                    timeout=self._timeout, max_retries=0)
+            self._client_loop = loop
+        return self._client
 
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret and self._secret != "none" else text
@@ -181,7 +198,7 @@ class OpenAIJudge:
         while True:
             usage.llm_calls += 1
             try:
-                return await self._client.chat.completions.create(**kwargs)
+                return await self._client_for_loop().chat.completions.create(**kwargs)
             except self._openai.OpenAIError as exc:
                 if not self._retryable(exc) or attempt >= self.transport_retries:
                     raise
@@ -267,7 +284,9 @@ class OpenAIJudge:
         usage.cached_prompt_tokens += _extra_cached_tokens(raw)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None
 
 
 class HybridJudge:

@@ -157,7 +157,18 @@ def run_judge(
     **kwargs: Any,
 ) -> JudgeResult:
     """Synchronous :func:`run_judge_async`; also works inside a running loop (e.g. Jupyter)."""
-    coro = run_judge_async(gold_facts, predicted_facts, judge_config, judge, **kwargs)
+
+    async def once() -> JudgeResult:
+        try:
+            return await run_judge_async(gold_facts, predicted_facts, judge_config, judge, **kwargs)
+        finally:
+            # This loop ends with the call: release the judge's connections while it still runs
+            # (an LLM judge opens new ones on its next use).
+            close = getattr(judge, "aclose", None)
+            if close is not None:
+                await close()
+
+    coro = once()
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -1,0 +1,191 @@
+"""Response cache, resume, token budget and shortlisting, offline token counting, dry run."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from factjudge import OpenAIJudge, run_judge
+from factjudge.cache import ResponseCache
+from factjudge.prompts import MAX_CANDIDATE_ENUM, JudgeTask, enum_fits, prefix_messages
+from factjudge.tokens import ESTIMATE_NAME, TokenCounter, estimate_tokens
+from scripted_server import describe
+
+GOLD = [{"id": f"g{i}", "fact_type": "revenue", "value": str(100 + i)} for i in range(6)]
+PRED = [{"id": f"p{i}", "fact_type": "revenue", "value": str(100 + i)} for i in range(6)]
+TRUTH = {**{("gold", f"g{i}"): f"p{i}" for i in range(6)},
+         **{("predicted", f"p{i}"): f"g{i}" for i in range(6)}}
+
+
+def judge_for(server, cache, model="m", **kw):
+    return OpenAIJudge(model, base_url=server.base_url, backoff=0.01, cache=cache, **kw)
+
+
+def without_usage(result):
+    data = result.to_dict()
+    data.pop("usage")
+    return data
+
+
+def test_same_inputs_hit_and_changes_miss(server, tmp_path):
+    server.truth = TRUTH
+    cache = ResponseCache(tmp_path / "c")
+    first = run_judge(GOLD, PRED, {}, judge_for(server, cache))
+    assert first.usage.llm_calls == 12 and first.usage.cache_hits == 0 and len(cache) == 12
+    second = run_judge(GOLD, PRED, {}, judge_for(server, cache))
+    assert second.usage.llm_calls == 0 and second.usage.cache_hits == 12
+    assert len(server.requests) == 12
+    assert without_usage(second) == without_usage(first)
+    third = run_judge(GOLD, PRED, {}, judge_for(server, cache))
+    a, b = second.to_dict(), third.to_dict()
+    a["usage"].pop("seconds"), b["usage"].pop("seconds")
+    assert a == b  # fully cached runs are identical apart from timing
+
+    def calls(config=None, gold=GOLD, pred=PRED, **kw):
+        before = len(server.requests)
+        run_judge(gold, pred, config or {}, judge_for(server, cache, **kw))
+        return len(server.requests) - before
+
+    assert calls({"matching_rules": ["a new rule"]}) == 12          # rules change every prompt
+    assert calls(model="other-model") == 12                        # model is in the key
+    assert calls(temperature=0.5) == 12                            # sampling is in the key
+    changed = [dict(GOLD[0], value="999"), *GOLD[1:]]
+    # the changed gold fact is re-asked, and every predicted fact sees a new candidate list
+    assert calls(gold=changed) == 1 + 6
+    assert calls() == 0
+
+
+def test_no_cache_when_none_and_invalid_answers_not_stored(server, tmp_path):
+    from scripted_server import Reply
+    server.truth = TRUTH
+    cache = ResponseCache(tmp_path / "c")
+    server.faults[("gold", "g0")] = [Reply(content="bad")] * 3
+    result = run_judge(GOLD, PRED, {}, judge_for(server, cache))
+    assert result.gold_facts[0]["status"] == "ERROR"
+    assert len(cache) == 11  # only validated answers are stored
+    again = run_judge(GOLD, PRED, {}, judge_for(server, cache))
+    assert again.usage.llm_calls == 1 and again.gold_facts[0]["status"] == "TP"
+
+
+def test_cache_concurrent_writers(tmp_path):
+    script = (
+        "import sys; from factjudge.cache import ResponseCache\n"
+        "c = ResponseCache(sys.argv[1])\n"
+        "for i in range(300): c.put(f'{sys.argv[2]}-{i}', {'content': str(i)})\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), f"w{n}"]) for n in range(4)]
+    assert [p.wait(60) for p in procs] == [0, 0, 0, 0]
+    cache = ResponseCache(tmp_path)
+    assert len(cache) == 1200 and cache.get("w3-299") == {"content": "299"}
+
+
+def test_resume_after_killed_run_asks_only_what_is_missing(server, tmp_path, write_json):
+    gold = [{"id": f"g{i}", "fact_type": "t", "v": i} for i in range(20)]
+    pred = [{"id": f"p{i}", "fact_type": "t", "v": i} for i in range(20)]
+    server.truth = {**{("gold", f"g{i}"): f"p{i}" for i in range(20)},
+                    **{("predicted", f"p{i}"): f"g{i}" for i in range(20)}}
+    server.delay = 0.05
+    g, p = write_json("g.json", gold), write_json("p.json", pred)
+    cache_dir = tmp_path / "cache-resume"
+    args = [sys.executable, "-m", "factjudge", "judge", str(g), str(p), "--model", "m",
+            "--base-url", server.base_url, "--cache-dir", str(cache_dir), "--concurrency", "2", "-q"]
+    proc = subprocess.Popen([*args, "-o", str(tmp_path / "killed.json")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(server.requests) < 12 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    assert not (tmp_path / "killed.json").exists()  # no partial output
+    answered = len(ResponseCache(cache_dir))
+    assert 0 < answered < 40
+    server.requests.clear()
+    done = subprocess.run([*args, "-o", str(tmp_path / "resumed.json")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(server.requests) == 40 - answered  # only the unanswered questions are asked again
+    resumed = json.loads((tmp_path / "resumed.json").read_text())
+    assert resumed["usage"]["cache_hits"] == answered
+    fresh = run_judge(gold, pred, {}, judge_for(server, None))
+    resumed.pop("usage")
+    assert resumed == without_usage(fresh)
+
+
+def test_shortlisting_when_the_prompt_does_not_fit(server):
+    gold = [{"id": "g0", "fact_type": "revenue", "entity": "Contoso", "value": "100"}]
+    pred = [{"id": f"p{i}", "fact_type": "revenue" if i % 2 else "ceo",
+             "entity": "Contoso" if i == 7 else f"Other company number {i}", "value": str(100 + i),
+             "padding": "x" * 200} for i in range(40)]
+    server.truth = {("gold", "g0"): "p7", ("predicted", "p7"): "g0"}
+    result = run_judge(gold, pred, {"max_prompt_tokens": 1200}, judge_for(server, None))
+    req = next(r for r in server.requests if describe(r)[0] == "gold")
+    kept = describe(req)[2]
+    assert 0 < len(kept) < 40 and "p7" in kept
+    # same fact_type first: every kept candidate is a revenue fact
+    assert all(int(k[1:]) % 2 == 1 for k in kept)
+    assert kept == sorted(kept, key=lambda k: int(k[1:]))  # shown in input order
+    g = result.gold_facts[0]
+    assert g["status"] == "TP" and g["matched_ids"] == ["p7"]
+    assert f"context truncated: {len(kept)} of 40 candidates kept (max_prompt_tokens=1200)" in g["description"]
+    assert result.usage.token_counter  # the counter used is reported
+
+
+def test_shortlist_top_k_and_too_large_error(server):
+    pred = [{"id": f"p{i}", "fact_type": "t", "v": i} for i in range(10)]
+    gold = [{"id": "g0", "fact_type": "t", "v": 3}]
+    run_judge(gold, pred, {"shortlist_top_k": 3}, judge_for(server, None))
+    req = next(r for r in server.requests if describe(r)[0] == "gold")
+    assert len(describe(req)[2]) == 3
+    assert "3 of 10 candidates kept (shortlist_top_k=3)" in run_judge(
+        gold, pred, {"shortlist_top_k": 3}, judge_for(server, None)).gold_facts[0]["description"]
+    server.requests.clear()
+    huge = [{"id": "g0", "fact_type": "t", "text": "word " * 2000}]
+    result = run_judge(huge, pred, {"max_prompt_tokens": 500}, judge_for(server, None))
+    g = result.gold_facts[0]
+    assert g["status"] == "ERROR" and "even with one candidate" in g["description"]
+    assert "g0" not in server.subjects("gold")  # never sent
+
+
+def test_enum_limit_caps_candidates():
+    assert enum_fits([f"p{i}" for i in range(MAX_CANDIDATE_ENUM)])
+    assert not enum_fits([f"p{i}" for i in range(MAX_CANDIDATE_ENUM + 1)])
+    assert not enum_fits(["x" * 60 for _ in range(300)])  # >250 values, >15,000 characters
+    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1")
+    from factjudge.models import JudgeConfig
+    cands = [{"id": f"candidate-{i:05d}", "fact_type": "t"} for i in range(1200)]
+    cfg = JudgeConfig(max_prompt_tokens=10_000_000)
+    task = JudgeTask("gold", {"id": "g", "fact_type": "t"}, cands, cfg, prefix_messages("gold", cands, cfg))
+    prepared = judge.prepare(task)
+    assert enum_fits(prepared.task.candidate_ids) and len(prepared.task.candidates) < 1200
+    assert "the schema's enum limit" in prepared.note
+
+
+def test_offline_token_counter_falls_back(monkeypatch, tmp_path):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty"))
+    counter = TokenCounter("gpt-4o")
+    assert counter.name == ESTIMATE_NAME  # no download attempted, no crash
+    assert counter.text("abcdef") == estimate_tokens("abcdef") == 2
+    assert counter.messages([{"role": "user", "content": "abcdef"}]) > 2
+    assert estimate_tokens("é" * 3) == 2  # counts UTF-8 bytes: conservative for non-ASCII
+
+
+def test_dry_run_makes_no_call(server, write_json, tmp_path):
+    server.truth = TRUTH
+    g, p = write_json("g.json", GOLD), write_json("p.json", PRED)
+    run_judge(GOLD[:2], PRED, {}, judge_for(server, ResponseCache(tmp_path / "dc")))
+    server.requests.clear()
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "judge", str(g), str(p), "--model", "m",
+                           "--base-url", server.base_url, "--cache-dir", str(tmp_path / "dc"),
+                           "--dry-run", "--price-in", "2.5", "--price-out", "10"],
+                          capture_output=True, text=True, env=os.environ)
+    assert proc.returncode == 0, proc.stderr
+    assert server.requests == []
+    plan = json.loads(proc.stdout.strip().splitlines()[-1])
+    # g0, g1 were answered with the full predicted list: cached. Predicted facts saw a different
+    # gold list (2 facts) then, so all 6 predicted questions are new.
+    assert plan["gold"]["cache_hits"] == 2 and plan["gold"]["calls"] == 4
+    assert plan["predicted"]["calls"] == 6 and plan["calls"] == 10
+    assert plan["prompt_tokens"] >= plan["prompt_tokens_after_prefix_cache"] > 0
+    assert plan["estimated_cost"] > 0 and "dry run: no call made" in proc.stdout
