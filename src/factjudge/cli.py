@@ -250,6 +250,9 @@ def _root() -> None:
     """factjudge: score fact-extraction systems against gold facts."""
 
 
+from . import evaluate_cli  # noqa: E402,F401  (registers eval/compare)
+
+
 def main() -> None:
     app()
 

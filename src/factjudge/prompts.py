@@ -226,6 +226,8 @@ def prepare_call(task: JudgeTask, count_text: Any, count_messages: Any) -> Prepa
             break
         kept.append(cand)
         used += cost
+    if len(kept) == n:  # nothing was cut: keep the shared prefix (and its provider cache entry)
+        return PreparedCall(task, tokens)
     if not kept:
         raise PromptTooLarge(f"prompt does not fit max_prompt_tokens={budget} even with one candidate "
                              f"({used} tokens without any)")
@@ -237,5 +239,5 @@ def prepare_call(task: JudgeTask, count_text: Any, count_messages: Any) -> Prepa
                       prefix_messages(task.direction, kept, config), task.cache_key)
     tokens = count_messages(short.messages()) + count_text(canonical_json(short.response_format()))
     note = (f"context truncated: {len(kept)} of {n} candidates kept ({why}), chosen by fact_type "
-            "and lexical similarity" if len(kept) < n else "")
+            "and lexical similarity")
     return PreparedCall(short, tokens, note)
