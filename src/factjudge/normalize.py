@@ -10,7 +10,8 @@ Every field value is read into one of a few normal forms, once per fact:
 * :class:`Other`    -- bools, lists, dicts, non-finite floats: compared by canonical JSON.
 
 Text
-    NFKC, case-folded, ``&`` read as ``and``, apostrophes dropped (``McDonald's`` =
+    NFKC, case-folded, accents removed (``María`` = ``maria``; extractors often drop them, and
+    letters that do not decompose are mapped: ø, ł, đ, æ, œ), ``&`` read as ``and``, apostrophes dropped (``McDonald's`` =
     ``McDonalds``), dots inside abbreviations dropped (``U.S.`` = ``US``), thousands commas
     inside numbers dropped, every other punctuation or symbol becomes a space, whitespace
     collapsed. With ``ignore_company_suffixes`` the trailing legal-form words (Inc, Corp,
@@ -182,8 +183,11 @@ def canonical_json(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
                           default=str)
-    except (TypeError, ValueError):  # mixed-type keys, circular references
-        return repr(value)
+    except (TypeError, ValueError):  # mixed-type keys, circular references, gigantic ints
+        try:
+            return repr(value)
+        except ValueError:
+            return f"{type(value).__name__}#{hash(value) if value.__hash__ else id(value)}"
 
 
 def format_decimal(value: Decimal) -> str:
@@ -207,8 +211,18 @@ _NOT_WORD = re.compile(r"(?:(?!(?<=\d)\.(?=\d))[^\w])+|_+")
 _NUMBER_IN_TEXT = re.compile(r"\d+(?:\.\d+)?")
 
 
+_UNDECOMPOSABLE = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i", "æ": "ae",
+                                  "œ": "oe", "þ": "th", "ð": "d"})
+
+
+def _strip_accents(s: str) -> str:
+    decomposed = unicodedata.normalize("NFD", s)
+    kept = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFC", kept).translate(_UNDECOMPOSABLE)
+
+
 def normalize_text(text: str, *, ignore_company_suffixes: bool = False) -> str:
-    s = unicodedata.normalize("NFKC", text).casefold()
+    s = _strip_accents(unicodedata.normalize("NFKC", text).casefold())
     s = s.replace("&", " and ")
     s = _APOSTROPHES.sub("", s)
     s = _ABBREV_DOT.sub("", s)
@@ -315,6 +329,8 @@ _NUMBER_CORE = re.compile(
     rf"(?![a-z]))?\s*(?:(?P<pct>{_alternation(_PERCENT_WORDS)})|(?P<bp>{_alternation(_BP_WORDS)}))?"
 )
 _PLAIN_DIGITS = re.compile(r"\d+")
+_PARENS_THEN_WORD = re.compile(
+    rf"\((?P<inner>[^()]*)\)\s*(?P<word>{_alternation([*_SCALES, *_PERCENT_WORDS, *_BP_WORDS])})")
 
 
 def parse_number(text: str) -> Quantity | None:
@@ -330,6 +346,9 @@ def parse_number(text: str) -> Quantity | None:
             continue
         if s[0] == "(" and s[-1] == ")":
             negative, s, changed = True, s[1:-1].strip(), True
+            continue
+        if m := _PARENS_THEN_WORD.fullmatch(s):  # "(5.2) million": the scale sits outside
+            negative, s, changed = True, f"{m['inner'].strip()} {m['word']}", True
             continue
         for pattern, at_start in ((_CURRENCY_PREFIX, True), (_CURRENCY_SUFFIX, False)):
             m = pattern.match(s) if at_start else pattern.search(s)
@@ -350,6 +369,8 @@ def parse_number(text: str) -> Quantity | None:
         value = Decimal(digits + (m.group("exp") or ""))
     except InvalidOperation:
         return None
+    if not _sane(value):
+        return None
     scale, pct, bp = m.group("scale"), m.group("pct"), m.group("bp")
     if scale:
         value *= _SCALES[scale]
@@ -362,11 +383,24 @@ def parse_number(text: str) -> Quantity | None:
                     scaled=bool(scale or pct or bp), source=text.strip())
 
 
+#: Larger magnitudes are not amounts anyone reports; refusing them keeps Decimal arithmetic
+#: (scales, differences) and float conversion (tolerance windows) from overflowing.
+_MAX_ADJUSTED_EXPONENT = 200
+
+
+def _sane(value: Decimal) -> bool:
+    return value.is_finite() and (value.is_zero() or value.adjusted() <= _MAX_ADJUSTED_EXPONENT)
+
+
 def _quantity_from_json(value: int | float) -> Quantity | None:
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    return Quantity(value=Decimal(repr(value)) if isinstance(value, float) else Decimal(value),
-                    plain=isinstance(value, int), source=repr(value))
+    if isinstance(value, int) and abs(value) >= 10 ** _MAX_ADJUSTED_EXPONENT:
+        return None  # also avoids int -> str limits on gigantic integers
+    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if not _sane(number):
+        return None
+    return Quantity(value=number, plain=isinstance(value, int), source=repr(value))
 
 
 # --------------------------------------------------------------------------- units
@@ -478,7 +512,8 @@ _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, 
 _ISO = re.compile(r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})"
                   r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:z|[+-]\d{2}:?\d{2})?)?")
 _NUMERIC_DATE = re.compile(r"(?P<a>\d{1,2})(?P<sep>[-/.])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})")
-_DAY_MON_YEAR = re.compile(rf"(?P<d>\d{{1,2}}){_ORD}[\s\-/]*(?:of\s+)?{_MON}[\s,\-/]*(?P<y>\d{{4}})")
+_DAY_MON_YEAR = re.compile(
+    rf"(?P<d>\d{{1,2}}){_ORD}[\s\-/]*(?:of\s+)?{_MON}[\s,\-/]*(?P<y>\d{{4}})")
 _MON_DAY_YEAR = re.compile(rf"{_MON}[\s\-/]*(?P<d>\d{{1,2}}){_ORD}[\s,\-/]+(?P<y>\d{{4}})")
 _MON_YEAR = re.compile(rf"{_MON}[\s,\-/]*(?P<y>\d{{4}})")
 _YEAR_MON = re.compile(r"(?P<y>\d{4})[-/](?P<m>\d{1,2})")
@@ -552,6 +587,16 @@ def parse_period(text: str, *, bare_year: bool = True) -> str | None:
 # --------------------------------------------------------------------------- values and facts
 
 
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
+
+
+def _strip_quotes(text: str) -> str:
+    t = text.strip()
+    if len(t) >= 2 and _QUOTES.get(t[0]) == t[-1]:
+        return t[1:-1].strip()
+    return t
+
+
 def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
                     unit: Unit | None = None, amount: bool = False) -> Norm:
     """The normal form of one (non-unit) field value.
@@ -567,10 +612,12 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
         if q is None:
             return Other(canonical_json(value))
         return _apply_unit(q, unit) if unit is not None else q
-    key = parse_period(value, bare_year=not amount)
+    # a quoted date or number ('"1923-11-18"', as RDF literals are written) is still one
+    bare = _strip_quotes(value)
+    key = parse_period(bare, bare_year=not amount)
     if key is not None:
         return Period(key=key, raw=value.strip())
-    q = parse_number(value)
+    q = parse_number(bare)
     if q is not None:
         return _apply_unit(q, unit) if unit is not None else q
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)

@@ -75,6 +75,8 @@ def prepare(fact: dict[str, Any], position: int, ignore_company_suffixes: bool) 
 
 
 def compared_fields(subject: dict[str, Any], config: JudgeConfig) -> list[str]:
+    """``config.fields`` in order, else the subject's own fields. ``fact_type`` is checked before
+    any field, and ``id`` is never data: listing it compares nothing (both read as missing)."""
     if config.fields is not None:
         return [f for f in dict.fromkeys(config.fields) if f != "fact_type"]
     return [k for k in subject if k not in _SKIP]
@@ -100,7 +102,10 @@ def _pct(x: Decimal) -> str:
     return f"{float(x) * 100:.2f}".rstrip("0").rstrip(".") + "%"
 
 
-def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> tuple[bool, bool, float, str]:
+_Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail
+
+
+def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Outcome:
     shown = f"{a.describe()} vs {b.describe()}"
     if a.currency and b.currency and a.currency != b.currency:
         return False, False, 0.0, f"{shown}: currency {a.currency} != {b.currency}"
@@ -119,7 +124,8 @@ def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> tupl
     if tol.absolute is not None:
         bounds.append(f"abs. {tol.absolute}")
         if diff <= Decimal(str(tol.absolute)):
-            return True, False, score, f"{shown}: within tolerance (abs. diff {format_decimal(diff)} <= {tol.absolute})"
+            return True, False, score, (f"{shown}: within tolerance (abs. diff "
+                                        f"{format_decimal(diff)} <= {tol.absolute})")
     if tol.relative is not None:
         bounds.append(f"rel. {_pct(Decimal(str(tol.relative)))}")
         if rel <= Decimal(str(tol.relative)):
@@ -128,7 +134,7 @@ def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> tupl
     return False, False, score, f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})"
 
 
-def _compare_texts(a: Text, b: Text, threshold: float) -> tuple[bool, bool, float, str]:
+def _compare_texts(a: Text, b: Text, threshold: float) -> _Outcome:
     shown = f"{a.describe()} vs {b.describe()}"
     if a.norm == b.norm:
         return True, True, 100.0, f"{shown}: equal after normalisation ({a.norm!r})"
@@ -143,7 +149,7 @@ def _compare_texts(a: Text, b: Text, threshold: float) -> tuple[bool, bool, floa
 
 
 def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
-                   threshold: float) -> tuple[bool, bool, float, str]:
+                   threshold: float) -> _Outcome:
     if not (isinstance(a, Unit) and isinstance(b, Unit)):
         return _compare_plain(a, b)
     shown = f"{a.describe()} vs {b.describe()}"
@@ -160,14 +166,14 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
         ok, _, score, why = _compare_texts(rest_a, rest_b, threshold)
         if not ok:
             return False, False, score, f"{shown}: {why}"
-    exact = (a.currency, a.scale, a.percent, rest_a and rest_a.norm) == (
-        b.currency, b.scale, b.percent, rest_b and rest_b.norm)
+    # the scale is already inside the amount, so equality is about what is left
+    exact = (ea, a.percent, rest_a and rest_a.norm) == (eb, b.percent, rest_b and rest_b.norm)
     currency = f"currency {ea or '-'} / {eb or '-'} agree" if (ea or eb) else "no currency"
     scale = "; scale applied to the amount" if (a.scale or b.scale) else ""
     return True, exact, score, f"{shown}: {currency}{scale}"
 
 
-def _compare_plain(a: Norm, b: Norm) -> tuple[bool, bool, float, str]:
+def _compare_plain(a: Norm, b: Norm) -> _Outcome:
     shown = f"{a.describe()} vs {b.describe()}"
     if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
         return True, True, 100.0, f"{shown}: equal"
@@ -180,9 +186,13 @@ def _kind(n: Norm) -> str:
             Other: "JSON value", Unit: "unit"}[type(n)]
 
 
-def _year_vs_number(p: Period, q: Quantity) -> bool:
-    return (p.year is not None and q.plain and q.currency is None and not q.percent
-            and q.value == p.year)
+def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
+    """A bare year equals only the same plain integer ("2023" = 2023, "2023" != "2,023")."""
+    if p.year is None:
+        return False, False, 0.0, f"{shown}: a date or period is not a number"
+    if q.plain and q.currency is None and not q.percent and q.value == p.year:
+        return True, True, 100.0, f"{shown}: same year"
+    return False, False, 0.0, f"{shown}: a year only equals the same bare integer"
 
 
 def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
@@ -203,12 +213,10 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
         ok = exact = a.key == b.key
         score = 100.0 if ok else 0.0
         detail = f"{a.describe()} vs {b.describe()}: {'same' if ok else 'different'} period"
-    elif isinstance(a, Period) and isinstance(b, Quantity) or isinstance(a, Quantity) and isinstance(b, Period):
-        p, q = (a, b) if isinstance(a, Period) else (b, a)
-        ok = exact = _year_vs_number(p, q)  # type: ignore[arg-type]
-        score = 100.0 if ok else 0.0
-        why = "same year" if ok else "a year only equals the same bare integer"
-        detail = f"{a.describe()} vs {b.describe()}: {why}"
+    elif isinstance(a, Period) and isinstance(b, Quantity):
+        ok, exact, score, detail = _compare_year(a, b, f"{a.describe()} vs {b.describe()}")
+    elif isinstance(a, Quantity) and isinstance(b, Period):
+        ok, exact, score, detail = _compare_year(b, a, f"{a.describe()} vs {b.describe()}")
     else:
         ok, exact, score, detail = _compare_plain(a, b)
     return FieldResult(name, ok, exact, score, detail)
@@ -333,7 +341,8 @@ class CandidateIndex:
 
 
 def _type_key(fact_type: Any) -> Any:
-    return fact_type if isinstance(fact_type, (str, int, float, bool, type(None))) else repr(fact_type)
+    hashable = isinstance(fact_type, (str, int, float, bool, type(None)))
+    return fact_type if hashable else repr(fact_type)
 
 
 def _signature(p: Prepared, fields: list[str] | None = None) -> str:
@@ -451,11 +460,11 @@ class RulesJudge:
                            best.candidate.fact_id), len(matches) == 1 and best.exact
         if results:
             closest = max(results, key=lambda r: r.closeness)
-            how = "closest of those agreeing on the indexed fields"
+            how = ""
         else:
             i = index.closest_overall(subject, fields)
             closest = compare_facts(subject, index.prepared[i], fields, config)
-            how = "no candidate agrees on the indexed fields; most similar overall"
+            how = " (by overall similarity: none agrees on the indexed fields)"
         return verdict(negative, _negative_reasoning(negative, other, subject, closest, len(bucket),
                                                      how)), False
 
@@ -479,7 +488,7 @@ def _negative_reasoning(negative: str, other: str, subject: Prepared, closest: C
     failed = [f for f in closest.fields if not f.ok]
     agreed = [f.name for f in closest.fields if f.ok]
     lines = [f"{negative}: no {other} fact of fact_type {subject.fact_type!r} matches "
-             f"({same_type} of that type). Closest: {closest.candidate.fact_id} ({how})."]
+             f"({same_type} of that type). Closest: {closest.candidate.fact_id}{how}."]
     lines += [f"{f.line()}." for f in failed]
     if agreed:
         lines.append(f"Agrees on {', '.join(agreed)}.")
