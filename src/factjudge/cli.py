@@ -94,14 +94,22 @@ def _fmt(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+def usage_text(u: Any) -> str:
+    if not (u.llm_calls or u.cache_hits):
+        return "no LLM calls"
+    cached = f" ({u.cached_prompt_tokens:,} cached)" if u.cached_prompt_tokens else ""
+    hits = f", {u.cache_hits} cache hits" if u.cache_hits else ""
+    saved = f", {u.llm_calls_saved} decided by rules" if u.llm_calls_saved else ""
+    return (f"{u.llm_calls} calls{hits}{saved}, {u.prompt_tokens:,} prompt tokens{cached}, "
+            f"{u.completion_tokens:,} completion tokens")
+
+
 def summary_line(result: JudgeResult) -> str:
     m, u = result.metrics, result.usage
-    cached = f" ({u.cached_prompt_tokens:,} cached)" if u.cached_prompt_tokens else ""
     return (f"gold: {m.tp_gold} TP, {m.fn} FN | predicted: {m.tp_predicted} TP, {m.fp} FP | "
             f"errors {m.errors} | out of scope {m.out_of_scope_gold}+{m.out_of_scope_predicted} | "
-            f"P {_fmt(m.precision)} R {_fmt(m.recall)} F1 {_fmt(m.f1)} | "
-            f"{u.llm_calls} calls, {u.prompt_tokens:,} prompt tokens{cached}, "
-            f"{u.completion_tokens:,} completion tokens | {u.seconds:.2f}s")
+            f"P {_fmt(m.precision)} R {_fmt(m.recall)} F1 {_fmt(m.f1)} | {usage_text(u)} | "
+            f"{u.seconds:.2f}s")
 
 
 class ProgressBar:
