@@ -82,22 +82,23 @@ class Dataset(Protocol):
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]: ...
 
 
-def input_salt(config: JudgeConfig, judge: Any) -> str:
-    """Everything besides the facts that decides a document's result, for its input hash."""
-    from . import __version__
-
+def judge_identity(judge: Any) -> dict[str, Any]:
+    """What names a judge's answers: its kind and, for an LLM, the model and sampling."""
     ident: dict[str, Any] = {"name": getattr(judge, "name", type(judge).__name__)}
     for part in (judge, getattr(judge, "llm", None)):  # the hybrid judge keeps its LLM half apart
         for attr in ("model", "temperature", "max_tokens"):
             value = getattr(part, attr, None)
             if value is not None:
                 ident[attr] = value
+    return ident
+
+
+def input_salt(config: JudgeConfig, judge: Any) -> str:
+    """Everything besides the facts that decides a document's result, for its input hash."""
+    from . import __version__
+
     return canonical_json({"factjudge": __version__, "prompt_format": PROMPT_FORMAT_VERSION,
-                           "config": config.model_dump(mode="json"), "judge": ident})
-
-
-def judge_identity(judge: Any) -> dict[str, Any]:
-    return json.loads(input_salt(JudgeConfig(), judge))["judge"]
+                           "config": config.model_dump(mode="json"), "judge": judge_identity(judge)})
 
 
 def _doc_hash(salt: str, doc: Document) -> str:
@@ -334,6 +335,7 @@ class ResultStore:
         """Rewrite the file atomically in dataset order, yielding each line parsed."""
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
         try:
+            os.chmod(tmp, self.path.stat().st_mode)  # mkstemp's 0600 would surprise readers
             with os.fdopen(fd, "wb") as out, self.path.open("rb") as src:
                 for info in order:
                     sha, offset, _ = self.index[info.doc_id]
@@ -456,53 +458,85 @@ def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[i
     return out
 
 
-def aggregate(stats: Sequence[DocStats], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """``documents``, ``micro``, ``macro``, ``by_fact_type``, ``ci95``, ``conflicts``, ``usage``."""
-    micro: dict[str, Any] = {k: 0 for k in COUNT_KEYS}
-    by_type: dict[str, dict[str, Any]] = {}
-    conflicts: dict[str, int] = {}
-    usage: dict[str, float] = {}
-    per_doc: dict[str, list[float]] = {k: [] for k in RATIOS}
-    for s in stats:
-        _add(micro, s.counts)
+class Aggregator:
+    """Aggregates built one document at a time: what it keeps per document is four integers
+    (for the bootstrap), so memory does not grow with the size of the documents."""
+
+    def __init__(self, worst: int = 10) -> None:
+        self.documents = 0
+        self.micro: dict[str, Any] = {k: 0 for k in COUNT_KEYS}
+        self.by_type: dict[str, dict[str, Any]] = {}
+        self.conflicts: dict[str, int] = {}
+        self.usage: dict[str, float] = {}
+        self.macro_sum = {k: 0.0 for k in RATIOS}
+        self.macro_defined = {k: 0 for k in RATIOS}
+        self.keys: list[array] = [array("q") for _ in range(4)]
+        self._worst_n = worst
+        self._worst: list[tuple[tuple[float, int, int], dict[str, Any]]] = []
+
+    def add(self, s: DocStats) -> None:
+        _add(self.micro, s.counts)
         for t, c in s.by_type.items():
-            _add(by_type.setdefault(t, {k: 0 for k in TYPE_KEYS}), c)
-        _add(conflicts, s.conflicts)
-        _add(usage, s.usage)
-        for k, v in prf(*s.key).items():
+            _add(self.by_type.setdefault(t, {k: 0 for k in TYPE_KEYS}), c)
+        _add(self.conflicts, s.conflicts)
+        _add(self.usage, s.usage)
+        for column, value in zip(self.keys, s.key):
+            column.append(value)
+        r = prf(*s.key)
+        for k, v in r.items():
             if v is not None:
-                per_doc[k].append(v)
-    micro.update(prf(micro["tp_predicted"], micro["fp"], micro["tp_gold"], micro["fn"]))
-    for c in by_type.values():
-        c.update(prf(c["tp_predicted"], c["fp"], c["tp_gold"], c["fn"]))
-    if "seconds" in usage:  # summed float noise would make files differ for no reason
-        usage["seconds"] = round(usage["seconds"], 3)
-    macro: dict[str, Any] = {k: (sum(v) / len(v) if v else None) for k, v in per_doc.items()}
-    macro["defined"] = {k: len(v) for k, v in per_doc.items()}
-    return {
-        "documents": len(stats),
-        "micro": micro,
-        "macro": macro,
-        "by_fact_type": dict(sorted(by_type.items())),
-        "ci95": bootstrap_ci([s.key for s in stats], resamples, seed),
-        "conflicts": dict(sorted(conflicts.items())),
-        "usage": dict(sorted(usage.items())),
-    }
-
-
-def worst_documents(stats: Sequence[DocStats], n: int = 10) -> list[dict[str, Any]]:
-    """Documents with something wrong, lowest F1 first (undefined F1 counts as 0)."""
-    rows = []
-    for i, s in enumerate(stats):
+                self.macro_sum[k] += v
+                self.macro_defined[k] += 1
         c = s.counts
         wrong = c["fn"] + c["fp"] + c["errors"]
-        if not wrong:
-            continue
-        r = prf(*s.key)
-        rows.append(((r["f1"] or 0.0, -wrong, i),
-                     {"doc_id": s.doc_id, **r, "fn": c["fn"], "fp": c["fp"], "errors": c["errors"]}))
-    rows.sort(key=lambda kv: kv[0])
-    return [r for _, r in rows[:n]]
+        if wrong:  # lowest F1 first (undefined counts as 0), then most wrong, then dataset order
+            self._worst.append(((r["f1"] or 0.0, -wrong, self.documents),
+                                {"doc_id": s.doc_id, **r, "fn": c["fn"], "fp": c["fp"],
+                                 "errors": c["errors"]}))
+            if len(self._worst) > 4 * self._worst_n:
+                self._worst.sort(key=lambda kv: kv[0])
+                del self._worst[self._worst_n:]
+        self.documents += 1
+
+    def worst(self) -> list[dict[str, Any]]:
+        """Documents with something wrong, worst first."""
+        return [row for _, row in sorted(self._worst, key=lambda kv: kv[0])[:self._worst_n]]
+
+    def summary(self, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+        """``documents``, ``micro``, ``macro``, ``by_fact_type``, ``ci95``, ``conflicts``, ``usage``."""
+        micro = dict(self.micro)
+        micro.update(prf(micro["tp_predicted"], micro["fp"], micro["tp_gold"], micro["fn"]))
+        by_type = {t: {**c, **prf(c["tp_predicted"], c["fp"], c["tp_gold"], c["fn"])}
+                   for t, c in sorted(self.by_type.items())}
+        usage = dict(sorted(self.usage.items()))
+        if "seconds" in usage:  # summed float noise would make files differ for no reason
+            usage["seconds"] = round(usage["seconds"], 3)
+        macro: dict[str, Any] = {k: self.macro_sum[k] / n if (n := self.macro_defined[k]) else None
+                                 for k in RATIOS}
+        macro["defined"] = dict(self.macro_defined)
+        return {
+            "documents": self.documents,
+            "micro": micro,
+            "macro": macro,
+            "by_fact_type": by_type,
+            "ci95": bootstrap_ci(list(zip(*self.keys)), resamples, seed),
+            "conflicts": dict(sorted(self.conflicts.items())),
+            "usage": usage,
+        }
+
+
+def aggregate(stats: Iterable[DocStats], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    agg = Aggregator()
+    for s in stats:
+        agg.add(s)
+    return agg.summary(resamples, seed)
+
+
+def worst_documents(stats: Iterable[DocStats], n: int = 10) -> list[dict[str, Any]]:
+    agg = Aggregator(worst=n)
+    for s in stats:
+        agg.add(s)
+    return agg.worst()
 
 
 # --------------------------------------------------------------------------- running
@@ -537,9 +571,13 @@ async def judge_documents(
             for task in done:
                 on_result(*task.result())
 
+    docs = iter(documents)
     try:
-        for doc in documents:
-            await drain(in_flight - 1)
+        while True:
+            await drain(in_flight - 1)  # before reading the next document, not after
+            doc = next(docs, None)
+            if doc is None:
+                break
             pending.add(asyncio.create_task(one(doc)))
         await drain(0)
     finally:
@@ -604,21 +642,21 @@ async def evaluate_async(
         await judge_documents(dataset.documents(skip=reused), config, judge, finished,
                               concurrency=concurrency, progress=progress)
 
-    stats: list[DocStats] = []
+    agg = Aggregator()
     rows: list[dict[str, Any]] = []
     rows_total = 0
     for line in store.rewrite(dataset.infos):
-        stats.append(doc_stats(line))
+        agg.add(doc_stats(line))
         doc_rows = collect_rows(line)
         rows_total += len(doc_rows)
         rows.extend(doc_rows[:max(0, report_rows - len(rows))])
 
-    summary = aggregate(stats, resamples, seed)
+    summary = agg.summary(resamples, seed)
     summary["bootstrap"] = {"resamples": resamples, "seed": seed, "level": 0.95}
     summary["skipped"] = [p.to_dict() for p in skipped]
     summary["judge"] = judge_identity(judge)
     summary["config"] = config.model_dump(mode="json")
-    worst = worst_documents(stats)
+    worst = agg.worst()
     write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total))
     write_atomic(out_dir / REPORT_HTML, render_html(summary, worst, rows, rows_total))
     # last, so its presence means the whole run finished

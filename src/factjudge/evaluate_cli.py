@@ -9,8 +9,9 @@ from typing import Any, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from .cli import (BASE_URL_OPT, CONC_OPT, CONFIG_OPT, JUDGE_OPT, KEY_ENV_OPT, MAXTOK_OPT, MODEL_OPT,
-                  QUIET_OPT, TEMP_OPT, JudgeKind, app, build_judge, err, fail)
+from .cli import (BASE_URL_OPT, CACHE_DIR_OPT, CONC_OPT, CONFIG_OPT, JUDGE_OPT, KEY_ENV_OPT,
+                  MAXTOK_OPT, MODEL_OPT, NO_CACHE_OPT, PCK_OPT, QUIET_OPT, TEMP_OPT, WARMUP_OPT,
+                  JudgeKind, app, build_judge, err, fail)
 from .evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, Dataset, JsonlDataset, Problem,
                        SplitDataset, evaluate_async, input_salt, paired_bootstrap, read_eval_dir)
 from .loading import InputError, load_config
@@ -50,6 +51,9 @@ class EvalProgress:
         self._refresh(advance=0)
 
     def _refresh(self, advance: int) -> None:
+        if self.bar.disable:  # no terminal: keep the counts, skip the text
+            self.bar.advance(self.task, advance)
+            return
         rate = self.calls / max(time.perf_counter() - self.started, 1e-9)
         info = f"{self.docs_done}/{self.docs_total} docs | {rate:.1f} calls/s | {self.cache_hits} cache hits"
         if self.errors:
@@ -88,6 +92,10 @@ def eval_cmd(
     concurrency: int = CONC_OPT,
     temperature: float = TEMP_OPT,
     max_tokens: Optional[int] = MAXTOK_OPT,
+    cache_dir: Optional[Path] = CACHE_DIR_OPT,
+    no_cache: bool = NO_CACHE_OPT,
+    warmup: bool = WARMUP_OPT,
+    prompt_cache_key: bool = PCK_OPT,
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Score the valid lines and list the bad ones in the summary, instead of stopping."),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="Bootstrap resamples for the 95% intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
@@ -107,7 +115,9 @@ def eval_cmd(
         cfg = load_config(config)
     except InputError as exc:
         raise fail(str(exc)) from None
-    the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens)
+    the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens,
+                            cache_dir=cache_dir, no_cache=no_cache, warmup=warmup,
+                            prompt_cache_key=prompt_cache_key)
     data: Dataset = JsonlDataset(dataset) if dataset is not None else SplitDataset(gold, predicted)  # type: ignore[arg-type]
     try:
         problems = data.scan(cfg, input_salt(cfg, the_judge))

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 from .models import OUTPUT_FIELDS
 
 ROW_STATUSES = ("FN", "FP", "ERROR")
+_NOT_SHOWN = frozenset({"id", "fact_type", *OUTPUT_FIELDS})
 COLORS = {"precision": "#4e79a7", "recall": "#f28e2b", "f1": "#59a14f"}
 
 
@@ -25,7 +26,8 @@ def collect_rows(line: Mapping[str, Any]) -> list[dict[str, Any]]:
             rows.append({
                 "doc_id": line["doc_id"], "side": side, "id": fact["id"],
                 "fact_type": fact["fact_type"], "status": fact["status"],
-                "fact": {k: v for k, v in fact.items() if k not in OUTPUT_FIELDS},
+                # id and fact_type have their own columns
+                "fact": {k: v for k, v in fact.items() if k not in _NOT_SHOWN},
                 "matched_ids": fact.get("matched_ids") or [],
                 "reasoning": fact.get("reasoning") or "", "note": fact.get("description") or "",
             })
@@ -45,7 +47,9 @@ def _fact_text(fact: Mapping[str, Any]) -> str:
 
 
 def _usage_text(usage: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return [(k, f"{v:,.3f}" if isinstance(v, float) else f"{v:,}") for k, v in usage.items()]
+    label = {"seconds": "seconds (per document, summed: overlaps under concurrency)"}
+    return [(label.get(k, k), f"{v:,.3f}" if isinstance(v, float) else f"{v:,}")
+            for k, v in usage.items()]
 
 
 def _truncation_note(shown: int, total: int) -> str:
