@@ -209,3 +209,15 @@ def test_run_judge_inside_a_running_loop(server):
         return run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
                          judge_for(server))
     assert asyncio.run(notebook_cell()).metrics.f1 == 1.0
+
+
+def test_retry_after_header_forms():
+    from email.utils import format_datetime
+    from datetime import datetime, timedelta, timezone
+    from factjudge.judges import _retry_after_seconds
+    assert _retry_after_seconds({"retry-after": "2"}) == 2.0
+    assert _retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    soon = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    assert 25 < _retry_after_seconds({"retry-after": soon}) <= 30
+    assert _retry_after_seconds({"retry-after": "soon-ish"}) is None
+    assert _retry_after_seconds({}) is None
