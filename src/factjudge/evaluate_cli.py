@@ -152,15 +152,20 @@ def eval_cmd(
         err.print(f"factjudge: interrupted; finished documents are in {output_dir / RESULTS}; "
                   "run the same command again to judge the rest", markup=False, soft_wrap=True)
         raise typer.Exit(130) from None
+    except OSError as exc:  # the output folder: judges never raise, they return ERROR verdicts
+        where = exc.filename or output_dir
+        raise fail(f"{where}: cannot write: {exc.strerror or exc}") from None
     summary = outcome.summary
     if not quiet:
         m, ci, u = summary["micro"], summary["ci95"], summary["usage"]
+        calls = ""
+        if u.get("llm_calls") or u.get("cache_hits"):  # nothing to say for the rules judge
+            calls = f"{int(u.get('llm_calls', 0))} calls, {int(u.get('cache_hits', 0))} cache hits | "
         err.print(
             f"{summary['documents']} documents ({outcome.judged} judged, {outcome.reused} reused) | "
             f"micro P {fmt(m['precision'])} {fmt_ci(ci['precision'])} "
             f"R {fmt(m['recall'])} {fmt_ci(ci['recall'])} F1 {fmt(m['f1'])} {fmt_ci(ci['f1'])} | "
-            f"errors {m['errors']} | {int(u.get('llm_calls', 0))} calls, "
-            f"{int(u.get('cache_hits', 0))} cache hits | {time.perf_counter() - started:.1f}s",
+            f"errors {m['errors']} | {calls}{time.perf_counter() - started:.1f}s",
             markup=False, soft_wrap=True)
         err.print(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}",
                   markup=False, soft_wrap=True)

@@ -1,0 +1,110 @@
+"""``factjudge eval`` at scale, run as the real command in its own process.
+
+1. Rules judge (offline) on 500 and 2,000 documents x 20 facts per side: documents/s and peak
+   RSS of the process. Peak memory must not grow with the dataset: only ``2 x concurrency``
+   documents are in flight, and aggregates keep four integers per document.
+2. LLM judge on 2,000 documents x 20 facts per side (80,000 calls) against the scripted
+   OpenAI-compatible server (own process) answering after 200 ms: wall time against the ideal
+   (calls x delay / concurrency). About 5 minutes at concurrency 64; ``--llm-docs 200`` for a
+   30-second run.
+
+Run: python benchmarks/eval_scale.py [--docs 500,2000] [--facts 20] [--llm-docs 2000]
+     [--llm-concurrency 64] [--delay 0.2] [--big]   (--big adds 10,000 docs x 50 facts, rules)
+
+Measured on a 2-core VM: rules 116-130 documents/s (the rules judge itself is ~80% of the
+time), peak RSS 58 MB (500 docs), 67 MB (2,000), 73 MB (10,000 x 50 facts, 128 MB dataset);
+LLM 2,000 documents in 283 s against an ideal of 250 s (1.13x), 2.2 ms client CPU per call.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ServerProcess, report, synthetic_document
+
+
+def write_dataset(path: Path, docs: int, facts: int) -> None:
+    """Extractor-like predictions: mostly the same facts in another notation, a few wrong values,
+    a missed fact and an invented one per document."""
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(docs):
+            gold, pred = synthetic_document(facts, seed=i)
+            rng = random.Random(i)
+            for p in rng.sample(pred, k=max(1, facts // 10)):
+                p["value"] = f"${rng.uniform(1, 5000):.1f} million"
+            pred.pop(rng.randrange(len(pred)))
+            pred.append({"id": "p_extra", "fact_type": "type_0", "entity": "Invented Co",
+                         "period": "FY2021", "value": "1.0", "unit": "USD"})
+            fh.write(json.dumps({"doc_id": f"d{i:05d}", "gold_facts": gold,
+                                 "predicted_facts": pred}) + "\n")
+
+
+def run_eval(args: list[str]) -> tuple[float, float, float, dict]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of the eval process, and its summary."""
+    out = Path(args[args.index("-o") + 1])
+    env = {**os.environ, "OPENAI_API_KEY": "unused"}
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "factjudge", "eval", *args, "-q"], env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"eval failed with exit code {proc.returncode}")
+    summary = json.loads((out / "summary.json").read_text())
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", default="500,2000", help="comma-separated document counts (rules)")
+    ap.add_argument("--facts", type=int, default=20, help="facts per side per document")
+    ap.add_argument("--concurrency", type=int, default=8, help="rules judge --concurrency")
+    ap.add_argument("--llm-docs", type=int, default=2000)
+    ap.add_argument("--llm-concurrency", type=int, default=64)
+    ap.add_argument("--delay", type=float, default=0.2)
+    ap.add_argument("--big", action="store_true", help="also 10,000 documents x 50 facts (rules)")
+    args = ap.parse_args()
+    sizes = [(int(n), args.facts) for n in args.docs.split(",")] + ([(10_000, 50)] if args.big else [])
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for docs, facts in sizes:
+            data = tmp / f"rules-{docs}-{facts}.jsonl"
+            write_dataset(data, docs, facts)
+            wall, rss, _, s = run_eval([str(data), "-o", str(tmp / f"out-rules-{docs}"),
+                                     "--concurrency", str(args.concurrency)])
+            report(f"eval, rules judge, {docs:,} documents x {facts} facts per side", [
+                ("dataset", f"{data.stat().st_size / 1e6:.1f} MB"),
+                ("wall", f"{wall:.1f} s (process start, validation, judging, reports)"),
+                ("throughput", f"{docs / wall:,.0f} documents/s"),
+                ("peak RSS", f"{rss:.0f} MB"),
+                ("micro F1", f"{s['micro']['f1']:.3f}, 95% CI [{s['ci95']['f1'][0]:.3f}, "
+                             f"{s['ci95']['f1'][1]:.3f}]"),
+            ])
+
+        data = tmp / "llm.jsonl"
+        write_dataset(data, args.llm_docs, args.facts)
+        with ServerProcess(args.delay) as server:
+            wall, rss, cpu, s = run_eval([str(data), "-o", str(tmp / "out-llm"), "--model", "bench",
+                                     "--base-url", server.base_url, "--no-cache",
+                                     "--concurrency", str(args.llm_concurrency)])
+        calls = int(s["usage"]["llm_calls"])
+        ideal = calls * args.delay / args.llm_concurrency
+        report(f"eval, LLM judge, {args.llm_docs:,} documents x {args.facts} facts per side", [
+            ("calls", f"{calls:,} at concurrency {args.llm_concurrency}, server delay "
+                      f"{args.delay * 1000:.0f} ms"),
+            ("wall", f"{wall:.1f} s (ideal {ideal:.1f} s) -> ratio {wall / ideal:.2f}"),
+            ("throughput", f"{args.llm_docs / wall:,.1f} documents/s, {calls / wall:,.0f} calls/s"),
+            ("client CPU", f"{cpu * 1000 / calls:.2f} ms per call (eval process, all stages)"),
+            ("peak RSS", f"{rss:.0f} MB"),
+        ])
+
+
+if __name__ == "__main__":
+    main()
