@@ -21,7 +21,7 @@ from factjudge import OpenAIJudge
 from factjudge.evaluate import (DocStats, Document, JsonlDataset, SplitDataset, aggregate,
                                 bootstrap_ci, evaluate_async, input_salt, judge_documents,
                                 paired_bootstrap, prf)
-from factjudge.evaluate_cli import EvalProgress
+from factjudge.cli import ProgressBar
 from factjudge.loading import parse_config
 from factjudge.models import Verdict
 
@@ -486,7 +486,7 @@ def test_one_pool_across_documents_and_bounded_documents_in_flight():
 
 
 def test_progress_counts_documents_calls_and_cache_hits():
-    p = EvalProgress(enabled=False)
+    p = ProgressBar(enabled=False)
     p.start(to_judge=3, reused=2, questions=10)
     v = Verdict(fact_id="x", status="TP")
     p(total=4)

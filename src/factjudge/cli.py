@@ -10,13 +10,14 @@ import os
 import sqlite3
 import sys
 import tempfile
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .judges import Judge, JudgeSetupError
 from .loading import InputError, load_config, load_facts
@@ -116,22 +117,47 @@ def summary_line(result: JudgeResult) -> str:
 
 
 class ProgressBar:
-    """A rich progress bar over judge questions, on stderr; silent when stderr is not a terminal."""
+    """One bar over judge calls on stderr: calls/s, cache hits, errors, ETA, and documents done
+    when ``start`` gives a dataset's totals. Silent when stderr is not a terminal."""
 
     def __init__(self, enabled: bool) -> None:
         self.bar = Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+                            TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
                             console=err, transient=True, disable=not enabled)
         self.task = self.bar.add_task("judging", total=0, info="")
-        self.errors = 0
+        self.docs_total = self.docs_done = self.calls = self.cache_hits = self.errors = 0
+        self.started = time.perf_counter()
+
+    def start(self, to_judge: int, reused: int, questions: int) -> None:
+        self.docs_total, self.docs_done = to_judge + reused, reused
+        self.started = time.perf_counter()
+        self.bar.update(self.task, total=questions)
+        self._refresh(advance=0)
 
     def __call__(self, total: int | None = None, verdict: Any = None) -> None:
-        if total is not None:
+        if total is not None and not self.docs_total:  # a dataset's exact total comes from start()
             self.bar.update(self.task, total=(self.bar.tasks[0].total or 0) + total)
         if verdict is not None:
+            self.calls += 1
+            self.cache_hits += verdict.usage.cache_hits
             self.errors += verdict.status == "ERROR"
-            info = f"[red]{self.errors} errors[/red]" if self.errors else ""
-            self.bar.update(self.task, advance=1, info=info)
+            self._refresh(advance=1)
+
+    def document_done(self) -> None:
+        self.docs_done += 1
+        self._refresh(advance=0)
+
+    def _refresh(self, advance: int) -> None:
+        if self.bar.disable:  # no terminal: keep the counts, skip the text
+            self.bar.advance(self.task, advance)
+            return
+        rate = self.calls / max(time.perf_counter() - self.started, 1e-9)
+        info = f"{rate:.1f} calls/s | {self.cache_hits} cache hits"
+        if self.docs_total:
+            info = f"{self.docs_done}/{self.docs_total} docs | {info}"
+        if self.errors:
+            info += f" | [red]{self.errors} errors[/red]"
+        self.bar.update(self.task, advance=advance, info=info)
 
     def __enter__(self) -> "ProgressBar":
         self.bar.start()

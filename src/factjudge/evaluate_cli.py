@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .cli import (BASE_URL_OPT, CACHE_DIR_OPT, CONC_OPT, CONFIG_OPT, JUDGE_OPT, KEY_ENV_OPT,
                   MAXTOK_OPT, MODEL_OPT, NO_CACHE_OPT, PCK_OPT, QUIET_OPT, TEMP_OPT, WARMUP_OPT,
-                  JudgeKind, app, build_judge, err, fail)
+                  JudgeKind, ProgressBar, app, build_judge, err, fail)
 from .evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, Dataset, JsonlDataset, Problem,
                        SplitDataset, evaluate_async, input_salt, paired_bootstrap, read_eval_dir)
 from .loading import InputError, load_config
@@ -19,53 +18,6 @@ from .report import fmt, fmt_ci
 
 #: Bad lines printed before the run stops (all of them are in the summary with --skip-invalid).
 MAX_PROBLEMS_SHOWN = 20
-
-
-class EvalProgress:
-    """One bar over judge calls for the whole dataset: documents done, calls/s, cache hits, ETA."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.bar = Progress(TextColumn("judging"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
-                            console=err, transient=True, disable=not enabled)
-        self.task = self.bar.add_task("judging", total=0, info="")
-        self.docs_total = self.docs_done = self.calls = self.cache_hits = self.errors = 0
-        self.started = time.perf_counter()
-
-    def start(self, to_judge: int, reused: int, questions: int) -> None:
-        self.docs_total, self.docs_done = to_judge + reused, reused
-        self.started = time.perf_counter()
-        self.bar.update(self.task, total=questions)
-        self._refresh(advance=0)
-
-    def __call__(self, total: int | None = None, verdict: Any = None) -> None:
-        # ``total`` is ignored: the exact total of the whole dataset is set by ``start``.
-        if verdict is not None:
-            self.calls += 1
-            self.cache_hits += verdict.usage.cache_hits
-            self.errors += verdict.status == "ERROR"
-            self._refresh(advance=1)
-
-    def document_done(self) -> None:
-        self.docs_done += 1
-        self._refresh(advance=0)
-
-    def _refresh(self, advance: int) -> None:
-        if self.bar.disable:  # no terminal: keep the counts, skip the text
-            self.bar.advance(self.task, advance)
-            return
-        rate = self.calls / max(time.perf_counter() - self.started, 1e-9)
-        info = f"{self.docs_done}/{self.docs_total} docs | {rate:.1f} calls/s | {self.cache_hits} cache hits"
-        if self.errors:
-            info += f" | [red]{self.errors} errors[/red]"
-        self.bar.update(self.task, advance=advance, info=info)
-
-    def __enter__(self) -> "EvalProgress":
-        self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
 
 
 def _report_problems(problems: list[Problem], skip_invalid: bool) -> None:
@@ -132,7 +84,7 @@ def eval_cmd(
         raise fail(f"{dataset or gold}: no documents to judge")
 
     started = time.perf_counter()
-    progress = EvalProgress(enabled=not quiet and err.is_terminal)
+    progress = ProgressBar(enabled=not quiet and err.is_terminal)
 
     async def run() -> Any:
         try:
