@@ -6,7 +6,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from factjudge import OpenAIJudge, run_judge
 from factjudge.cache import ResponseCache

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import sys
-import tempfile
 import time
 from enum import Enum
 from pathlib import Path
@@ -20,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .judges import Judge, JudgeSetupError
-from .loading import InputError, load_config, load_facts
+from .loading import InputError, load_config, load_facts, write_atomic
 from .models import JudgeResult
 from .pipeline import preview, run_judge_async
 
@@ -76,22 +74,6 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
 
         return HybridJudge(RulesJudge(), llm)
     return llm
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file, so a reader never sees half an output."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file gets the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _fmt(x: Optional[float]) -> str:

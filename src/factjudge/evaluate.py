@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from .loading import InputError, validate_facts
+from .loading import InputError, validate_facts, write_atomic
 from .metrics import f1_score, ratio
 from .models import JudgeConfig, JudgeResult
 from .pipeline import Progress, run_judge_async
@@ -622,7 +622,6 @@ async def evaluate_async(
     ``on_start(documents to judge, reused, questions to ask)`` is called once before judging,
     ``on_document()`` as each document finishes."""
     from .report import collect_rows, render_html, render_markdown
-    from .cli import write_atomic
 
     out_dir.mkdir(parents=True, exist_ok=True)
     _remove_stale(out_dir)

@@ -6,6 +6,8 @@ the record, so the CLI can print it and exit 2 without a traceback.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -151,3 +153,19 @@ def load_config(path: str | Path | None) -> JudgeConfig:
     else:
         raise InputError(f"{path}: config must be a .json, .yaml or .yml file")
     return parse_config(data, str(path))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file, so a reader never sees half an output."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file gets the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
