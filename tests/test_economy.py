@@ -188,3 +188,24 @@ def test_dry_run_makes_no_call(server, write_json, tmp_path):
     assert plan["predicted"]["calls"] == 6 and plan["calls"] == 10
     assert plan["prompt_tokens"] >= plan["prompt_tokens_after_prefix_cache"] > 0
     assert plan["estimated_cost"] > 0 and "dry run: no call made" in proc.stdout
+
+
+def test_warmup_sends_each_directions_first_call_alone(server):
+    server.truth = TRUTH
+    server.delay = 0.1
+    arrivals = []
+    base = server.responder
+
+    def record(req):
+        arrivals.append((describe(req)[0], time.monotonic()))
+        return base(req)
+    server.responder = record
+    run_judge(GOLD, PRED, {}, judge_for(server, None), concurrency=8)
+    for direction in ("gold", "predicted"):
+        times = sorted(t for d, t in arrivals if d == direction)
+        # the responder runs after the server's delay: the rest arrive one delay after the first
+        assert all(t - times[0] >= 0.09 for t in times[1:])
+    arrivals.clear()
+    run_judge(GOLD, PRED, {}, judge_for(server, None, warmup=False), concurrency=16)
+    gold_times = sorted(t for d, t in arrivals if d == "gold")
+    assert gold_times[-1] - gold_times[0] < 0.09  # without warm-up they all go at once
