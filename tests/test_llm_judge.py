@@ -221,3 +221,18 @@ def test_retry_after_header_forms():
     assert 25 < _retry_after_seconds({"retry-after": soon}) <= 30
     assert _retry_after_seconds({"retry-after": "soon-ish"}) is None
     assert _retry_after_seconds({}) is None
+
+
+def test_a_custom_judge_that_breaks_the_contract_gets_error():
+    from factjudge import Verdict
+
+    class Sloppy:
+        name = "sloppy"
+
+        async def judge(self, task):
+            return Verdict(fact_id=task.subject_id, status="TP", matched_id="nope", reasoning="?")
+
+    result = run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {}, Sloppy())
+    g = result.gold_facts[0]
+    assert g["status"] == "ERROR" and "'nope', which is not a candidate" in g["description"]
+    assert result.metrics.errors == 2

@@ -26,6 +26,17 @@ def _no_candidates_verdict(direction: Direction, fact_id: str) -> Verdict:
                    note=f"no in-scope {other} facts to compare with; no judge call made")
 
 
+def _verdict_problem(task: JudgeTask, verdict: Verdict, candidate_ids: set[str]) -> str:
+    if verdict.fact_id != task.subject_id:
+        return f"verdict for {verdict.fact_id!r}, asked about {task.subject_id!r}"
+    if verdict.status == "TP" and verdict.matched_id not in candidate_ids:
+        return f"TP names {verdict.matched_id!r}, which is not a candidate"
+    if verdict.status in ("FN", "FP") and (verdict.status != negative_status(task.direction)
+                                         or verdict.matched_id is not None):
+        return f"status {verdict.status} with match {verdict.matched_id!r} in the {task.direction} pass"
+    return ""
+
+
 def _task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
                   doc_id: str) -> Callable[[dict[str, Any]], JudgeTask]:
     """Tasks of one direction, all sharing one prefix (and so one provider cache entry)."""
@@ -51,11 +62,16 @@ async def _judge_direction(
     if not candidates:
         return {f["id"]: _no_candidates_verdict(direction, f["id"]) for f in subjects}
     make_task = _task_factory(direction, candidates, config, doc_id)
+    candidate_ids = {c["id"] for c in candidates}
 
     async def one(fact: dict[str, Any]) -> Verdict:
         task = make_task(fact)  # built only when its turn comes: prompts are never all in memory
         async with limiter:
             verdict = await judge.judge(task)
+        problem = _verdict_problem(task, verdict, candidate_ids)
+        if problem:  # a judge of the user's own that broke the contract: claim nothing
+            verdict = Verdict(fact_id=task.subject_id, status="ERROR", usage=verdict.usage,
+                              note=f"judge {getattr(judge, 'name', '?')!r} answered wrongly: {problem}")
         if progress:
             progress(verdict=verdict)
         return verdict
