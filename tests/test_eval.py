@@ -145,7 +145,8 @@ def test_aggregates_equal_a_hand_computation(server, dataset, tmp_path):
     assert s["usage"]["completion_tokens"] == 20 * CALLS
     assert s["usage"]["seconds"] == round(sum(x["usage"]["seconds"] for x in lines), 3)
     assert s["config"]["entity_types"] == ["revenue", "ceo"]
-    assert s["judge"] == {"name": "llm", "model": "m", "temperature": 0.0}
+    assert s["judge"] == {"name": "llm", "model": "m", "temperature": 0.0,
+                          "server": f"127.0.0.1:{server.port}"}
     assert s["skipped"] == [] and s["bootstrap"] == {"resamples": 1000, "seed": 0, "level": 0.95}
     for k in ("precision", "recall", "f1"):
         low, high = s["ci95"][k]

@@ -33,9 +33,17 @@ def default_cache_dir() -> Path:
     return base / "factjudge"
 
 
+def server_host(base_url: str | None) -> str:
+    """host[:port] of an OpenAI-compatible server, without any credentials in the URL."""
+    if not base_url:
+        return "api.openai.com"
+    url = urlparse(base_url)
+    return f"{url.hostname}:{url.port}" if url.port else str(url.hostname)
+
+
 def cache_key(*, judge: str, model: str, base_url: str | None, messages: list[dict[str, Any]],
               response_format: dict[str, Any], sampling: dict[str, Any]) -> str:
-    host = urlparse(base_url).netloc if base_url else "api.openai.com"
+    host = server_host(base_url)
     material = canonical_json({
         "v": PROMPT_FORMAT_VERSION, "judge": judge, "model": model, "host": host,
         "messages": messages, "response_format": response_format, "sampling": sampling,

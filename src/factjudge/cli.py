@@ -21,6 +21,7 @@ from .judges import Judge, JudgeSetupError
 from .loading import InputError, load_config, load_facts, write_atomic
 from .models import JudgeResult
 from .pipeline import preview, run_judge_async
+from .report import fmt
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Score fact-extraction systems against gold facts.")
@@ -76,10 +77,6 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
     return llm
 
 
-def _fmt(x: Optional[float]) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
-
-
 def usage_text(u: Any) -> str:
     if not (u.llm_calls or u.cache_hits):
         return "no LLM calls"
@@ -94,7 +91,7 @@ def summary_line(result: JudgeResult) -> str:
     m, u = result.metrics, result.usage
     return (f"gold: {m.tp_gold} TP, {m.fn} FN | predicted: {m.tp_predicted} TP, {m.fp} FP | "
             f"errors {m.errors} | out of scope {m.out_of_scope_gold}+{m.out_of_scope_predicted} | "
-            f"P {_fmt(m.precision)} R {_fmt(m.recall)} F1 {_fmt(m.f1)} | {usage_text(u)} | "
+            f"P {fmt(m.precision)} R {fmt(m.recall)} F1 {fmt(m.f1)} | {usage_text(u)} | "
             f"{u.seconds:.2f}s")
 
 

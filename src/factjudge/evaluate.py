@@ -83,13 +83,17 @@ class Dataset(Protocol):
 
 
 def judge_identity(judge: Any) -> dict[str, Any]:
-    """What names a judge's answers: its kind and, for an LLM, the model and sampling."""
+    """What names a judge's answers: its kind and, for an LLM, the server, model and sampling."""
+    from .cache import server_host
+
     ident: dict[str, Any] = {"name": getattr(judge, "name", type(judge).__name__)}
     for part in (judge, getattr(judge, "llm", None)):  # the hybrid judge keeps its LLM half apart
         for attr in ("model", "temperature", "max_tokens"):
             value = getattr(part, attr, None)
             if value is not None:
                 ident[attr] = value
+        if getattr(part, "model", None) is not None:
+            ident["server"] = server_host(getattr(part, "base_url", None))
     return ident
 
 
@@ -530,13 +534,6 @@ def aggregate(stats: Iterable[DocStats], resamples: int = 1000, seed: int = 0) -
     for s in stats:
         agg.add(s)
     return agg.summary(resamples, seed)
-
-
-def worst_documents(stats: Iterable[DocStats], n: int = 10) -> list[dict[str, Any]]:
-    agg = Aggregator(worst=n)
-    for s in stats:
-        agg.add(s)
-    return agg.worst()
 
 
 # --------------------------------------------------------------------------- running

@@ -82,9 +82,11 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Union
 
+from .prompts import canonical_json as _strict_json
+
 __all__ = [
     "COMPANY_SUFFIXES", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity", "Text",
-    "Unit", "canonical_json", "format_decimal", "is_unit_field", "normalize_fact",
+    "Unit", "format_decimal", "is_unit_field", "normalize_fact",
     "normalize_text", "normalize_value", "parse_number", "parse_period", "parse_unit",
     "sorted_tokens", "text_numbers", "text_similarity", "unit_target",
 ]
@@ -179,14 +181,15 @@ Norm = Union[Missing, Text, Quantity, Period, Other, Unit]
 
 
 def canonical_json(value: Any) -> str:
-    """Deterministic JSON that never raises: unknown Python objects become their ``str``."""
+    """The prompts' canonical JSON, but never raising: facts handed over in Python may hold
+    values JSON cannot encode (dates, gigantic ints)."""
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                          default=str)
-    except (TypeError, ValueError):  # mixed-type keys, circular references, gigantic ints
+        return _strict_json(value)
+    except (TypeError, ValueError):
         try:
-            return repr(value)
-        except ValueError:
+            return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                              default=str)
+        except (TypeError, ValueError):  # mixed-type keys, circular references, gigantic ints
             return f"{type(value).__name__}#{hash(value) if value.__hash__ else id(value)}"
 
 
@@ -389,7 +392,7 @@ _MAX_ADJUSTED_EXPONENT = 200
 
 
 def _sane(value: Decimal) -> bool:
-    return value.is_finite() and (value.is_zero() or value.adjusted() <= _MAX_ADJUSTED_EXPONENT)
+    return value.is_finite() and (value.is_zero() or abs(value.adjusted()) <= _MAX_ADJUSTED_EXPONENT)
 
 
 def _quantity_from_json(value: int | float) -> Quantity | None:

@@ -63,7 +63,8 @@ def _truncation_note(shown: int, total: int) -> str:
 
 
 def _md_cell(value: Any) -> str:
-    text = value if isinstance(value, str) else str(value)
+    # escaped: Markdown renderers pass raw HTML through, and facts are untrusted text
+    text = html.escape(value if isinstance(value, str) else str(value), quote=False)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
 
 
