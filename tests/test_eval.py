@@ -411,10 +411,23 @@ def test_output_folder_that_cannot_be_written_exits_2(tmp_path):
     data = write_jsonl(tmp_path / "data.jsonl", DOCS[:1])
     (tmp_path / "file").write_text("")
     for out, message in ((tmp_path / "file", "file: not a folder"),
-                         (tmp_path / "file" / "sub", "file/sub: cannot write: Not a directory")):
+                         (tmp_path / "file" / "sub", "file/sub: cannot read or write: Not a directory")):
         proc = run_cli("eval", data, "-o", out)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert proc.stderr.strip().splitlines() == [f"factjudge: error: {tmp_path}/{message}"]
+
+
+def test_a_foreign_results_file_is_never_overwritten(tmp_path):
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS[:1])
+    out = tmp_path / "theirs"
+    out.mkdir()
+    (out / "results.jsonl").write_text("my precious data\n")
+    (out / "summary.json").write_text("{}")
+    proc = run_cli("eval", data, "-o", out)
+    assert proc.returncode == 2
+    assert "results.jsonl: line 1 is not a factjudge result line" in proc.stderr
+    assert (out / "results.jsonl").read_text() == "my precious data\n"
+    assert (out / "summary.json").read_text() == "{}"
 
 
 # --------------------------------------------------------------------------- compare
@@ -441,6 +454,13 @@ def test_compare_two_extractors_with_a_paired_interval(tmp_path):
     same = run_cli("compare", tmp_path / "good", tmp_path / "good")
     f1 = next(line for line in same.stdout.splitlines() if line.startswith("f1"))
     assert "+0.000" in f1 and "[+0.000, +0.000]" in f1 and f1.endswith(" no")
+
+    assert "warning" not in proc.stderr  # same config, same judge
+    (tmp_path / "narrow.yaml").write_text("entity_types: [revenue]\n", encoding="utf-8")
+    proc = run_cli("eval", tmp_path / "good.jsonl", "-c", tmp_path / "narrow.yaml", "-o", tmp_path / "narrow")
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("compare", tmp_path / "good", tmp_path / "narrow")
+    assert "different judge configs (differing: entity_types)" in proc.stderr
 
     proc = run_cli("compare", tmp_path / "weak", tmp_path / "nowhere")
     assert proc.returncode == 2 and "not a finished eval output folder" in proc.stderr

@@ -178,6 +178,7 @@ class JsonlDataset:
         return Document(doc_id, *sides)
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
+        self.infos, self._offsets, self._lines = [], array("q"), array("q")  # a re-scan starts over
         problems: list[Problem] = []
         seen: dict[str, int] = {}
         for lineno, offset, raw in _lines(self.path):
@@ -213,8 +214,9 @@ class _Side:
 class SplitDataset:
     """``--gold G.jsonl --predicted P.jsonl``: one fact per line, grouped by its ``doc_id``.
 
-    The files are indexed (byte offsets per document) rather than loaded, so memory grows with
-    the number of documents, not of facts. A document on one side only is still scored."""
+    The files are indexed (two integers per fact line: byte offset and line number) rather than
+    loaded, so facts and prompts are read only when their document is judged. A document on one
+    side only is still scored."""
 
     def __init__(self, gold: Path, predicted: Path) -> None:
         self.paths = {"gold": gold, "predicted": predicted}
@@ -232,6 +234,7 @@ class SplitDataset:
                 for off, n in zip(where.offsets, where.lines)]
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
+        self.infos, self._index = [], {}  # a re-scan starts over
         problems: list[Problem] = []
         # pass 1: each line on its own, and where each document's lines are
         for side, path in self.paths.items():
@@ -309,7 +312,7 @@ class ResultStore:
         end = 0
         with self.path.open("rb") as fh:
             offset = 0
-            for raw in fh:
+            for lineno, raw in enumerate(fh, start=1):
                 if not raw.endswith(b"\n"):
                     break  # cut off by a kill: dropped below
                 try:
@@ -317,7 +320,9 @@ class ResultStore:
                     self.index[rec["doc_id"]] = (rec["input_sha256"], offset,
                                                  int(rec["metrics"]["errors"]))
                 except (ValueError, KeyError, TypeError):
-                    pass  # not one of ours: never reused, gone after the final rewrite
+                    # not written by factjudge: never overwrite someone else's file
+                    raise InputError(f"{self.path}: line {lineno} is not a factjudge "
+                                     "result line; choose another output folder") from None
                 offset += len(raw)
                 end = offset
         if end != self.path.stat().st_size:
@@ -620,9 +625,11 @@ async def evaluate_async(
     ``on_document()`` as each document finishes."""
     from .report import collect_rows, render_html, render_markdown
 
+    if not dataset.infos:
+        raise ValueError("no documents: call dataset.scan(config, salt) first (or it is empty)")
     out_dir.mkdir(parents=True, exist_ok=True)
-    _remove_stale(out_dir)
     store = ResultStore(out_dir / RESULTS)
+    _remove_stale(out_dir)
     reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
     todo = [i for i in dataset.infos if i.doc_id not in reused]
     if on_start:

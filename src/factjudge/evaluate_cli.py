@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -104,15 +106,20 @@ def eval_cmd(
         err.print(f"factjudge: interrupted; finished documents are in {output_dir / RESULTS}; "
                   "run the same command again to judge the rest", markup=False, soft_wrap=True)
         raise typer.Exit(130) from None
-    except OSError as exc:  # the output folder: judges never raise, they return ERROR verdicts
+    except InputError as exc:  # a foreign results.jsonl, or the dataset changed since it was checked
+        raise fail(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise fail(f"response cache: {exc} (try --cache-dir DIR or --no-cache)") from None
+    except OSError as exc:  # judges never raise: they return ERROR verdicts
         where = exc.filename or output_dir
-        raise fail(f"{where}: cannot write: {exc.strerror or exc}") from None
+        raise fail(f"{where}: cannot read or write: {exc.strerror or exc}") from None
     summary = outcome.summary
     if not quiet:
         m, ci, u = summary["micro"], summary["ci95"], summary["usage"]
         calls = ""
         if u.get("llm_calls") or u.get("cache_hits"):  # nothing to say for the rules judge
-            calls = f"{int(u.get('llm_calls', 0))} calls, {int(u.get('cache_hits', 0))} cache hits | "
+            calls = f"{int(u.get('llm_calls', 0))} calls, {int(u.get('cache_hits', 0))} cache hits"
+            calls += " (incl. reused documents) | " if outcome.reused else " | "
         err.print(
             f"{summary['documents']} documents ({outcome.judged} judged, {outcome.reused} reused) | "
             f"micro P {fmt(m['precision'])} {fmt_ci(ci['precision'])} "
@@ -135,6 +142,13 @@ def _signed(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
+def _summary_part(out_dir: Path, key: str) -> Any:
+    try:
+        return json.loads((out_dir / SUMMARY).read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 @app.command("compare")
 def compare_cmd(
     dir_a: Path = typer.Argument(..., help="Output folder of one eval run (A)."),
@@ -154,6 +168,12 @@ def compare_cmd(
     if only_a or only_b:
         err.print(f"factjudge: comparing the {len(common)} documents both scored; "
                   f"{only_a} only in A and {only_b} only in B are left out", markup=False, soft_wrap=True)
+    for key, what in (("config", "judge configs"), ("judge", "judges")):
+        sa, sb = _summary_part(dir_a, key), _summary_part(dir_b, key)
+        if sa != sb:
+            keys = sorted(k for k in {*(sa or {}), *(sb or {})} if (sa or {}).get(k) != (sb or {}).get(k))
+            err.print(f"factjudge: warning: the two runs used different {what} (differing: "
+                      f"{', '.join(keys)}); the comparison may not be fair", markup=False, soft_wrap=True)
     differ = sum(a[d][1] != b[d][1] for d in common)
     if differ:
         err.print(f"factjudge: warning: the gold facts differ in {differ} of the {len(common)} shared "
