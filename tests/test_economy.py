@@ -209,3 +209,21 @@ def test_warmup_sends_each_directions_first_call_alone(server):
     run_judge(GOLD, PRED, {}, judge_for(server, None, warmup=False), concurrency=16)
     gold_times = sorted(t for d, t in arrivals if d == "gold")
     assert gold_times[-1] - gold_times[0] < 0.09  # without warm-up they all go at once
+
+
+def test_ctrl_c_exits_130_without_output_or_traceback(server, tmp_path, write_json):
+    server.truth = TRUTH
+    server.delay = 0.3
+    g, p = write_json("g.json", GOLD), write_json("p.json", PRED)
+    out = tmp_path / "out.json"
+    proc = subprocess.Popen([sys.executable, "-m", "factjudge", "judge", str(g), str(p), "--model", "m",
+                             "--base-url", server.base_url, "--concurrency", "1", "-o", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(server.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "Traceback" not in stderr and "run the same command again to resume" in stderr
+    assert not out.exists()

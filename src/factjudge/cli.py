@@ -246,7 +246,14 @@ def judge_cmd(
             if close:
                 await close()
 
-    result = asyncio.run(run())
+    try:
+        result = asyncio.run(run())
+    except KeyboardInterrupt:
+        err.print("factjudge: interrupted; no output written. Answers received so far are in the "
+                  "response cache: run the same command again to resume", markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+    except sqlite3.Error as exc:
+        raise fail(f"response cache: {exc} (try --cache-dir DIR or --no-cache)") from None
     text = result.to_json() + "\n"
     if output is None:
         sys.stdout.write(text)
