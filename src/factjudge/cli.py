@@ -17,11 +17,13 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from .judges import Judge, JudgeSetupError
+from .cache import ResponseCache
+from .judges import HybridJudge, Judge, JudgeSetupError, OpenAIJudge
 from .loading import InputError, load_config, load_facts, write_atomic
 from .models import JudgeResult
 from .pipeline import preview, run_judge_async
 from .report import fmt
+from .rules import RulesJudge
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Score fact-extraction systems against gold facts.")
@@ -51,14 +53,9 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
     if kind is JudgeKind.rules:
         if model or base_url:
             raise fail("--model/--base-url are for the LLM judge; drop them or use --judge llm")
-        from .rules import RulesJudge
-
         return RulesJudge()
     if not model:
         raise fail(f"--judge {kind.value} needs --model NAME")
-    from .cache import ResponseCache
-    from .judges import HybridJudge, OpenAIJudge
-
     try:
         cache = None if no_cache else ResponseCache(cache_dir)
     except (OSError, sqlite3.Error) as exc:
@@ -71,8 +68,6 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
     except JudgeSetupError as exc:
         raise fail(str(exc)) from None
     if kind is JudgeKind.hybrid:
-        from .rules import RulesJudge
-
         return HybridJudge(RulesJudge(), llm)
     return llm
 

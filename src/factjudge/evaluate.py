@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
+from .cache import server_host
 from .loading import InputError, validate_facts, write_atomic
 from .metrics import f1_score, ratio
-from .models import JudgeConfig, JudgeResult
+from .models import OUTPUT_FIELDS, JudgeConfig, JudgeResult
 from .pipeline import Progress, run_judge_async
 from .prompts import PROMPT_FORMAT_VERSION, canonical_json
+from .report import collect_rows, render_html, render_markdown
 from .scope import in_scope_facts
 
 RESULTS, SUMMARY, REPORT_MD, REPORT_HTML = "results.jsonl", "summary.json", "report.md", "report.html"
@@ -84,8 +86,6 @@ class Dataset(Protocol):
 
 def judge_identity(judge: Any) -> dict[str, Any]:
     """What names a judge's answers: its kind and, for an LLM, the server, model and sampling."""
-    from .cache import server_host
-
     ident: dict[str, Any] = {"name": getattr(judge, "name", type(judge).__name__)}
     for part in (judge, getattr(judge, "llm", None)):  # the hybrid judge keeps its LLM half apart
         for attr in ("model", "temperature", "max_tokens"):
@@ -623,7 +623,6 @@ async def evaluate_async(
 
     ``on_start(documents to judge, reused, questions to ask)`` is called once before judging,
     ``on_document()`` as each document finishes."""
-    from .report import collect_rows, render_html, render_markdown
 
     if not dataset.infos:
         raise ValueError("no documents: call dataset.scan(config, salt) first (or it is empty)")
@@ -672,8 +671,6 @@ async def evaluate_async(
 
 def read_eval_dir(out_dir: Path) -> dict[str, tuple[tuple[int, int, int, int], str]]:
     """doc_id -> (bootstrap key, hash of its gold facts) from a finished eval folder."""
-    from .models import OUTPUT_FIELDS
-
     if not (out_dir / SUMMARY).is_file():
         raise InputError(f"{out_dir}: not a finished eval output folder (no {SUMMARY})")
     docs: dict[str, tuple[tuple[int, int, int, int], str]] = {}

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from .cache import ResponseCache, cache_key
 from .models import CallUsage, Verdict
 from .prompts import InvalidAnswer, JudgeTask, PreparedCall, PromptTooLarge, parse_answer, prepare_call
-from .tokens import TokenCounter
+from .tokens import REPLY_PRIMING, TokenCounter
 
 
 @runtime_checkable
@@ -169,7 +169,7 @@ class OpenAIJudge:
                 self._prefix_tokens.clear()
             hit = (prefix, self.tokens.messages(prefix))
             self._prefix_tokens[id(prefix[0])] = hit
-        return hit[1] + self.tokens.messages([last]) - 3
+        return hit[1] + self.tokens.messages([last]) - REPLY_PRIMING  # primed once, not twice
 
     def prepare(self, task: JudgeTask) -> PreparedCall:
         """Count the prompt and shortlist candidates when it would not fit (raises PromptTooLarge)."""
@@ -228,12 +228,9 @@ class OpenAIJudge:
                     usage.cache_hits = 1
                     return verdict.model_copy(update={"usage": usage, "note": prepared.note})
         verdict, content = await self._ask(task, usage)
-        if verdict.status != "ERROR":
-            if self.cache is not None:
-                self.cache.put(key, {"content": content})
-            verdict.note = " ".join(n for n in (prepared.note, verdict.note) if n)
-        else:
-            verdict.note = " ".join(n for n in (verdict.note, prepared.note) if n)
+        if verdict.status != "ERROR" and self.cache is not None:
+            self.cache.put(key, {"content": content})
+        verdict.note = " ".join(n for n in (verdict.note, prepared.note) if n)
         return verdict
 
     async def _ask(self, task: JudgeTask, usage: CallUsage) -> tuple[Verdict, str | None]:

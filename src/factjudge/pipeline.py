@@ -7,12 +7,13 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from .judges import Judge
+from .judges import Judge, error_verdict
 from .loading import coerce_facts, parse_config
 from .metrics import compute_metrics
 from .models import Direction, JudgeConfig, JudgeResult, Usage, Verdict
 from .prompts import JudgeTask, PromptTooLarge, canonical_json, negative_status, prefix_messages
 from .reconcile import PassVerdict, reconcile
+from .rules import RulesJudge
 from .scope import in_scope_facts
 
 #: Called with 0 once per document with the number of judge questions it will ask
@@ -70,8 +71,8 @@ async def _judge_direction(
             verdict = await judge.judge(task)
         problem = _verdict_problem(task, verdict, candidate_ids)
         if problem:  # a judge of the user's own that broke the contract: claim nothing
-            verdict = Verdict(fact_id=task.subject_id, status="ERROR", usage=verdict.usage,
-                              note=f"judge {getattr(judge, 'name', '?')!r} answered wrongly: {problem}")
+            verdict = error_verdict(
+                task, f"judge {getattr(judge, 'name', '?')!r} answered wrongly: {problem}", verdict.usage)
         if progress:
             progress(verdict=verdict)
         return verdict
@@ -112,8 +113,6 @@ async def run_judge_async(
     gold = coerce_facts(gold_facts, "gold facts")
     predicted = coerce_facts(predicted_facts, "predicted facts")
     if judge is None:
-        from .rules import RulesJudge
-
         judge = RulesJudge()
     if limiter is None:
         if concurrency < 1:

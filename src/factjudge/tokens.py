@@ -18,6 +18,8 @@ _ENCODING_URLS = {
 }
 #: Per-message framing tokens of the chat format (role, separators), rounded up.
 MESSAGE_OVERHEAD = 4
+#: Tokens that prime the assistant's reply, once per request.
+REPLY_PRIMING = 3
 ESTIMATE_NAME = "estimate:utf8_bytes/3"
 
 
@@ -65,4 +67,4 @@ class TokenCounter:
         return self._count(text)
 
     def messages(self, messages: list[dict[str, Any]]) -> int:
-        return sum(self._count(m.get("content") or "") + MESSAGE_OVERHEAD for m in messages) + 3
+        return sum(self._count(m.get("content") or "") + MESSAGE_OVERHEAD for m in messages) + REPLY_PRIMING
