@@ -115,7 +115,7 @@ def test_plain_digits_are_marked_plain_only_without_any_formatting():
     ("FY99", "FY1999"), ("Q1 2023", "2023-Q1"), ("1Q23", "2023-Q1"), ("2023Q4", "2023-Q4"),
     ("Q3-2023", "2023-Q3"), ("first quarter of 2023", "2023-Q1"), ("Q1 FY2023", "FY2023-Q1"),
     ("FY23 Q2", "FY2023-Q2"), ("first quarter of fiscal 2023", "FY2023-Q1"),
-    ("H1 2023", "2023-H1"), ("2H23", "2023-H2"),
+    ("H1 2023", "2023-H1"), ("2H23", "2023-H2"), ("30_March_2007", "2007-03-30"),
 ])
 def test_parse_period(text, key):
     assert parse_period(text) == key

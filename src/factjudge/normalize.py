@@ -553,7 +553,8 @@ def parse_period(text: str, *, bare_year: bool = True) -> str | None:
 
     ``bare_year=False`` leaves four plain digits to be read as a number.
     """
-    s = _prep(text).rstrip(".")
+    # identifiers write spaces as underscores ("30_March_2007" in RDF, as WebNLG does)
+    s = _prep(text.replace("_", " ")).rstrip(".")
     if not s or not any(ch.isdigit() for ch in s):
         return None
     if m := _ISO.fullmatch(s):
