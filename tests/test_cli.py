@@ -79,3 +79,34 @@ def test_usage_errors_exit_2(files):
     assert proc.returncode == 2 and "OPENAI_API_KEY" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert run_cli("judge", gold, pred, "--concurrency", "0").returncode == 2
+
+
+def test_refused_key_or_model_stops_with_one_line(server, files, tmp_path):
+    gold, pred, cfg = files
+    server.faults[("gold", "g1")] = [Reply(status=404, body=json.dumps(
+        {"error": {"message": "The model `nope` does not exist"}}))]
+    out = tmp_path / "out.json"
+    proc = run_cli("judge", gold, pred, "-c", cfg, "--model", "nope", "--base-url", server.base_url,
+                   "-o", out)
+    assert proc.returncode == 2 and not out.exists()
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "404" in lines[0] and "does not exist" in lines[0]
+    assert "no output written" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_an_unwritable_output_is_refused_before_any_call(server, files, tmp_path):
+    gold, pred, cfg = files
+    for bad in (tmp_path, tmp_path / "file.txt" / "out.json"):
+        (tmp_path / "file.txt").write_text("x")
+        proc = run_cli("judge", gold, pred, "-c", cfg, "--model", "m", "--base-url", server.base_url,
+                       "-o", bad)
+        assert proc.returncode == 2 and str(bad) in proc.stderr and "Traceback" not in proc.stderr
+    assert server.requests == []
+
+
+def test_a_named_key_variable_that_is_unset_is_a_usage_error(server, files):
+    gold, pred, cfg = files
+    proc = run_cli("judge", gold, pred, "--model", "m", "--base-url", server.base_url,
+                   "--api-key-env", "FACTJUDGE_TEST_NO_SUCH_KEY")
+    assert proc.returncode == 2 and "FACTJUDGE_TEST_NO_SUCH_KEY is not set" in proc.stderr
+    assert server.requests == []

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 
 from factjudge import OpenAIJudge, run_judge
 from factjudge.cache import ResponseCache
@@ -229,3 +231,36 @@ def test_ctrl_c_exits_130_without_output_or_traceback(server, tmp_path, write_js
     assert proc.returncode == 130
     assert "Traceback" not in stderr and "run the same command again to resume" in stderr
     assert not out.exists()
+
+
+def test_shortlist_skips_a_candidate_too_large_and_keeps_the_match():
+    from factjudge.models import JudgeConfig
+    from factjudge.prompts import prepare_call
+    counter = TokenCounter("")
+    # ranked first (it contains every word of the subject) but alone over the budget
+    huge = {"id": "p0", "fact_type": "t", "name": "Contoso " + "filler " * 400, "value": "100"}
+    cands = [huge, {"id": "p1", "fact_type": "t", "name": "Contoso", "value": "100"},
+             {"id": "p2", "fact_type": "t", "name": "Fabrikam", "value": "7"}]
+    cfg = JudgeConfig(max_prompt_tokens=1000)
+    subject = {"id": "g", "fact_type": "t", "name": "Contoso", "value": "100"}
+    task = JudgeTask("gold", subject, cands, cfg, prefix_messages("gold", cands, cfg))
+    prepared = prepare_call(task, counter.text, counter.messages)
+    assert prepared.task.candidate_ids == ["p1", "p2"]
+    assert prepared.prompt_tokens <= 1000
+    assert "2 of 3 candidates kept" in prepared.note
+
+
+def test_corrupt_tiktoken_file_is_left_alone_and_nothing_downloads(monkeypatch, tmp_path):
+    pytest.importorskip("tiktoken")
+    import hashlib
+    from factjudge.tokens import _ENCODING_FILES
+    url, _ = _ENCODING_FILES["o200k_base"]
+    cache = tmp_path / "tiktoken"
+    cache.mkdir()
+    cached = cache / hashlib.sha1(url.encode()).hexdigest()
+    cached.write_bytes(b"half a download")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    assert TokenCounter("gpt-4o").name == ESTIMATE_NAME
+    # tiktoken itself deletes a file whose hash differs and fetches it again
+    assert cached.read_bytes() == b"half a download"
+    assert TokenCounter("llama3.1").name == ESTIMATE_NAME  # not an OpenAI model: no OpenAI encoding

@@ -343,7 +343,7 @@ def test_bad_lines_stop_the_run_before_any_call(server, tmp_path):
         "(a non-empty string)",
         f"factjudge: error: {data}: line 6: duplicate doc_id 'A', first seen at line 1",
         f"factjudge: error: {data}: line 7 (doc_id 'Y'): 'gold_facts' must be a list of facts",
-        f"factjudge: error: {data}: line 8: expected a JSON object, got list",
+        f"factjudge: error: {data}: line 8: expected a JSON object, got array",
         "factjudge: error: 5 bad line(s); nothing was judged (--skip-invalid scores the rest)",
     ]
 

@@ -187,18 +187,32 @@ def test_api_key_never_leaks(server, monkeypatch):
     monkeypatch.setenv("MY_KEY", secret)
     server.faults[("gold", "g1")] = [Reply(status=401, body=json.dumps(
         {"error": {"message": f"Incorrect API key provided: {secret}"}}))]
-    result = run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
-                       judge_for(server, api_key_env="MY_KEY"))
-    assert result.gold_facts[0]["status"] == "ERROR"
-    assert "401" in result.gold_facts[0]["description"]
-    assert secret not in result.to_json()
+    server.truth = {("gold", "g2"): None}
+    # a refused key stops the run (every call would fail alike) with the key redacted
+    with pytest.raises(JudgeSetupError) as refused:
+        run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
+                  judge_for(server, api_key_env="MY_KEY", warmup=False))
+    assert "401" in str(refused.value) and secret not in str(refused.value)
+    assert "Incorrect API key provided: ***" in str(refused.value)
     assert server.headers[0]["Authorization"] == f"Bearer {secret}"
+    # a fact-level failure carries the server's words into the output, redacted too
+    server.faults[("gold", "g2")] = [Reply(status=400, body=json.dumps(
+        {"error": {"message": f"bad request for key {secret}"}}))]
+    result = run_judge([{"id": "g2", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
+                       judge_for(server, api_key_env="MY_KEY"))
+    assert result.gold_facts[0]["status"] == "ERROR" and "400" in result.gold_facts[0]["description"]
+    assert "key ***" in result.gold_facts[0]["description"] and secret not in result.to_json()
 
 
 def test_missing_api_key_is_a_setup_error(monkeypatch):
     monkeypatch.delenv("NOPE_KEY", raising=False)
     with pytest.raises(JudgeSetupError, match="NOPE_KEY"):
         OpenAIJudge("gpt-4o-mini", api_key_env="NOPE_KEY")
+    # named on purpose, its absence is a mistake even for a server that may need no key
+    with pytest.raises(JudgeSetupError, match="NOPE_KEY is not set"):
+        OpenAIJudge("m", base_url="http://127.0.0.1:1/v1", api_key_env="NOPE_KEY")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert OpenAIJudge("m", base_url="http://127.0.0.1:1/v1").model == "m"  # local: no key needed
 
 
 def test_run_judge_inside_a_running_loop(server):

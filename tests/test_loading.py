@@ -30,11 +30,12 @@ def test_jsonl_skips_blank_lines_and_names_bad_line(tmp_path):
     ([1, 2], "must be a JSON object"),
     ({"fact_type": "t"}, "missing or empty 'id'"),
     ({"id": "", "fact_type": "t"}, "missing or empty 'id'"),
-    ({"id": True, "fact_type": "t"}, "missing or empty 'id'"),
-    ({"id": 1.5, "fact_type": "t"}, "missing or empty 'id'"),
+    ({"id": True, "fact_type": "t"}, "'id' must be a string or an integer, got boolean true"),
+    ({"id": 1.5, "fact_type": "t"}, "'id' must be a string or an integer, got number 1.5"),
+    ({"id": None, "fact_type": "t"}, "missing or empty 'id'"),
     ({"id": "x"}, "missing or empty 'fact_type'"),
     ({"id": "x", "fact_type": "  "}, "missing or empty 'fact_type'"),
-    ({"id": "x", "fact_type": 3}, "missing or empty 'fact_type'"),
+    ({"id": "x", "fact_type": 3}, "'fact_type' must be a string, got number 3"),
     ({"id": "x", "fact_type": "t", "status": "TP"}, "'status' is reserved"),
 ])
 def test_bad_records_are_named(write_json, record, problem):
@@ -119,3 +120,20 @@ def test_scope():
     assert in_scope_facts(facts, JudgeConfig()) == facts
     assert in_scope_facts(facts, JudgeConfig(entity_types=["b"])) == [facts[1]]
     assert not is_in_scope(facts[0], JudgeConfig(entity_types=["A"]))  # exact, case-sensitive
+
+
+def test_a_byte_order_mark_is_not_an_error(tmp_path):
+    fact = b'{"id": "a", "fact_type": "t"}'
+    for name, body in (("g.json", b"[" + fact + b"]"), ("g.jsonl", fact + b"\n")):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + body)
+        assert load_facts(path)[0]["id"] == "a"
+
+
+def test_null_list_keys_mean_defaults_and_numbers_are_named(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("entity_types:\nmatching_rules:\ntolerances:\n", encoding="utf-8")
+    assert load_config(path) == JudgeConfig()
+    path.write_text("tolerances:\n  value: {relative: '0.1'}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="'tolerances.value.relative': Input should be a number$"):
+        load_config(path)

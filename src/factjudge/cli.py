@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .cache import ResponseCache
 from .judges import HybridJudge, Judge, JudgeSetupError, OpenAIJudge
-from .loading import InputError, load_config, load_facts, write_atomic
+from .loading import InputError, check_writable, load_config, load_facts, write_atomic
 from .models import JudgeResult
 from .pipeline import preview, run_judge_async
 from .report import fmt
@@ -43,7 +43,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optional[str],
-                api_key_env: str = "OPENAI_API_KEY", temperature: float = 0.0,
+                api_key_env: Optional[str] = None, temperature: float = 0.0,
                 max_tokens: Optional[int] = None, *, cache_dir: Optional[Path] = None,
                 no_cache: bool = False, warmup: bool = True,
                 prompt_cache_key: bool = True) -> Judge:
@@ -179,7 +179,8 @@ JUDGE_OPT = typer.Option(None, "--judge", help="rules (offline, default), llm (d
                          "given) or hybrid (rules for exact matches, LLM for the rest).")
 MODEL_OPT = typer.Option(None, "--model", help="Model name for the LLM judge.")
 BASE_URL_OPT = typer.Option(None, "--base-url", help="OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, Azure...).")
-KEY_ENV_OPT = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key.")
+KEY_ENV_OPT = typer.Option(None, "--api-key-env", help="Environment variable holding the API key "
+                           "(default OPENAI_API_KEY; a local server given by --base-url needs none).")
 CONC_OPT = typer.Option(8, "--concurrency", min=1, help="Judge calls in flight at once.")
 TEMP_OPT = typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature of the LLM judge.")
 MAXTOK_OPT = typer.Option(None, "--max-tokens", min=1, help="Max completion tokens per LLM call.")
@@ -201,7 +202,7 @@ def judge_cmd(
     judge: Optional[JudgeKind] = JUDGE_OPT,
     model: Optional[str] = MODEL_OPT,
     base_url: Optional[str] = BASE_URL_OPT,
-    api_key_env: str = KEY_ENV_OPT,
+    api_key_env: Optional[str] = KEY_ENV_OPT,
     concurrency: int = CONC_OPT,
     temperature: float = TEMP_OPT,
     max_tokens: Optional[int] = MAXTOK_OPT,
@@ -219,6 +220,8 @@ def judge_cmd(
     try:
         cfg = load_config(config)
         gold_facts, pred_facts = load_facts(gold), load_facts(predicted)
+        if output is not None and not dry_run:
+            check_writable(output)
     except InputError as exc:
         raise fail(str(exc)) from None
     the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens,
@@ -249,12 +252,18 @@ def judge_cmd(
         raise typer.Exit(130) from None
     except sqlite3.Error as exc:
         raise fail(f"response cache: {exc} (try --cache-dir DIR or --no-cache)") from None
+    except JudgeSetupError as exc:
+        raise fail(f"{exc}; no output written") from None
     text = result.to_json() + "\n"
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        write_atomic(output, text)
+        try:
+            write_atomic(output, text)
+        except OSError as exc:
+            raise fail(f"{output}: cannot write the output: {exc.strerror or exc} (the LLM answers "
+                       "are in the response cache: run again with another -o)") from None
     if not quiet:
         err.print(summary_line(result), markup=False, soft_wrap=True)
     if result.metrics.errors:

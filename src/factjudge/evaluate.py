@@ -18,6 +18,7 @@ Aggregation and the bootstrap are pure functions (data in, data out).
 from __future__ import annotations
 
 import asyncio
+import codecs
 import hashlib
 import json
 import os
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from .cache import server_host
-from .loading import InputError, validate_facts, write_atomic
+from .loading import InputError, json_type, validate_facts, write_atomic
 from .metrics import f1_score, ratio
 from .models import OUTPUT_FIELDS, JudgeConfig, JudgeResult
 from .pipeline import Progress, run_judge_async
@@ -128,13 +129,13 @@ def _doc_id(rec: dict[str, Any], prefix: str) -> str:
 
 def _parse_line(raw: bytes, prefix: str) -> dict[str, Any]:
     try:
-        rec = json.loads(raw)
+        rec = json.loads(raw.removeprefix(codecs.BOM_UTF8))
     except UnicodeDecodeError:
         raise InputError(f"{prefix}: not valid UTF-8") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{prefix}: invalid JSON: {exc.msg}") from None
     if not isinstance(rec, dict):
-        raise InputError(f"{prefix}: expected a JSON object, got {type(rec).__name__}")
+        raise InputError(f"{prefix}: expected a JSON object, got {json_type(rec)}")
     return rec
 
 
@@ -316,7 +317,7 @@ class ResultStore:
                 if not raw.endswith(b"\n"):
                     break  # cut off by a kill: dropped below
                 try:
-                    rec = json.loads(raw)
+                    rec = json.loads(raw.removeprefix(codecs.BOM_UTF8))
                     self.index[rec["doc_id"]] = (rec["input_sha256"], offset,
                                                  int(rec["metrics"]["errors"]))
                 except (ValueError, KeyError, TypeError):

@@ -15,6 +15,7 @@ from .cli import (BASE_URL_OPT, CACHE_DIR_OPT, CONC_OPT, CONFIG_OPT, JUDGE_OPT, 
                   JudgeKind, ProgressBar, app, build_judge, err, fail)
 from .evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, Dataset, JsonlDataset, Problem,
                        SplitDataset, evaluate_async, input_salt, paired_bootstrap, read_eval_dir)
+from .judges import JudgeSetupError
 from .loading import InputError, load_config
 from .report import fmt, fmt_ci
 
@@ -42,7 +43,7 @@ def eval_cmd(
     judge: Optional[JudgeKind] = JUDGE_OPT,
     model: Optional[str] = MODEL_OPT,
     base_url: Optional[str] = BASE_URL_OPT,
-    api_key_env: str = KEY_ENV_OPT,
+    api_key_env: Optional[str] = KEY_ENV_OPT,
     concurrency: int = CONC_OPT,
     temperature: float = TEMP_OPT,
     max_tokens: Optional[int] = MAXTOK_OPT,
@@ -110,6 +111,8 @@ def eval_cmd(
         raise fail(str(exc)) from None
     except sqlite3.Error as exc:
         raise fail(f"response cache: {exc} (try --cache-dir DIR or --no-cache)") from None
+    except JudgeSetupError as exc:
+        raise fail(f"{exc}; finished documents are in {output_dir / RESULTS}") from None
     except OSError as exc:  # judges never raise: they return ERROR verdicts
         where = exc.filename or output_dir
         raise fail(f"{where}: cannot read or write: {exc.strerror or exc}") from None

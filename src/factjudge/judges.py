@@ -33,7 +33,13 @@ def error_verdict(task: JudgeTask, reason: str, usage: CallUsage | None = None) 
 
 
 class JudgeSetupError(ValueError):
-    """The judge cannot be used as configured (e.g. no API key); a usage error, not a fact error."""
+    """The judge cannot be used as configured (no API key, a key or model the server refuses);
+    a usage error that stops the run, not a fact error."""
+
+
+#: Answers that say the judge itself is misconfigured (bad key, no access, no such model or
+#: endpoint), not that one question failed: the run stops instead of marking every fact ERROR.
+FATAL_STATUSES = (401, 403, 404)
 
 
 def _retry_after_seconds(headers: Any) -> float | None:
@@ -81,7 +87,7 @@ class OpenAIJudge:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = None,
         temperature: float = 0.0,
         max_tokens: int | None = None,
         timeout: float = 120.0,
@@ -111,11 +117,14 @@ class OpenAIJudge:
         self.tokens = TokenCounter(model)
         # Prefix token counts, per shared prefix list (kept alive here so its id is not reused).
         self._prefix_tokens: dict[int, tuple[list[dict[str, str]], int]] = {}
-        key = api_key if api_key is not None else os.environ.get(api_key_env)
+        env = api_key_env or "OPENAI_API_KEY"
+        key = api_key if api_key is not None else os.environ.get(env)
         if not key:
+            if api_key_env is not None:  # named on purpose: its absence is a mistake
+                raise JudgeSetupError(f"no API key: the environment variable {env} is not set")
             if base_url is None:
                 raise JudgeSetupError(
-                    f"no API key: set the environment variable {api_key_env} "
+                    f"no API key: set the environment variable {env} "
                     "(or pass --base-url for a local server that needs none)")
             key = "none"  # local servers ignore it, the SDK insists on one
         self._secret = key
@@ -148,7 +157,8 @@ class OpenAIJudge:
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages,
                                   "response_format": task.response_format(), **self._sampling()}
         if self.send_prompt_cache_key and task.cache_key:
-            kwargs["prompt_cache_key"] = task.cache_key
+            # in the body rather than as a keyword: SDKs before 1.98 do not know the keyword
+            kwargs["extra_body"] = {"prompt_cache_key": task.cache_key}
         return kwargs
 
     def _sampling(self) -> dict[str, Any]:
@@ -230,7 +240,7 @@ class OpenAIJudge:
         verdict, content = await self._ask(task, usage)
         if verdict.status != "ERROR" and self.cache is not None:
             self.cache.put(key, {"content": content})
-        verdict.note = " ".join(n for n in (verdict.note, prepared.note) if n)
+        verdict.note = "; ".join(n for n in (verdict.note, prepared.note) if n)
         return verdict
 
     async def _ask(self, task: JudgeTask, usage: CallUsage) -> tuple[Verdict, str | None]:
@@ -246,6 +256,10 @@ class OpenAIJudge:
                 status = getattr(exc, "status_code", None)
                 what = f"HTTP {status}: " if status else ""
                 reason = self._redact(f"{type(exc).__name__}: {what}{exc}")
+                if status in FATAL_STATUSES:  # every other call would fail the same way
+                    raise JudgeSetupError(
+                        f"the server at {self.base_url or 'api.openai.com'} refused the judge "
+                        f"({reason}); check --model, --base-url and the API key") from None
                 return error_verdict(task, f"judge call failed after {usage.llm_calls} attempt(s): "
                                      f"{reason}", usage), None
             self._account(response, usage)

@@ -21,9 +21,18 @@ class InputError(ValueError):
     """Bad user input: a file, a record or a config value that cannot be used."""
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for error messages."""
+    for kind, name in ((bool, "boolean"), ((int, float), "number"), (str, "string"),
+                       (list, "array"), (dict, "object")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a BOM, as some Windows tools write, is fine
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise InputError(f"{path}: cannot read file: {reason}") from None
@@ -66,14 +75,20 @@ def validate_facts(records: Iterable[tuple[str, Any]], source: str) -> list[dict
     for where, rec in records:
         prefix = f"{source}: {where}"
         if not isinstance(rec, dict):
-            raise InputError(f"{prefix}: a fact must be a JSON object, got {type(rec).__name__}")
+            raise InputError(f"{prefix}: a fact must be a JSON object, got {json_type(rec)}")
         fact_id = rec.get("id")
         if isinstance(fact_id, int) and not isinstance(fact_id, bool):
             fact_id = str(fact_id)
+        if fact_id is not None and not isinstance(fact_id, str):
+            raise InputError(f"{prefix}: 'id' must be a string or an integer, "
+                             f"got {json_type(fact_id)} {json.dumps(fact_id)}")
         if not isinstance(fact_id, str) or not fact_id.strip():
             raise InputError(f"{prefix}: missing or empty 'id' (a non-empty string or an integer)")
         prefix = f"{prefix} (id {fact_id!r})"
         fact_type = rec.get("fact_type")
+        if fact_type is not None and not isinstance(fact_type, str):
+            raise InputError(f"{prefix}: 'fact_type' must be a string, "
+                             f"got {json_type(fact_type)} {json.dumps(fact_type)}")
         if not isinstance(fact_type, str) or not fact_type.strip():
             raise InputError(f"{prefix}: missing or empty 'fact_type' (a non-empty string)")
         reserved = [k for k in OUTPUT_FIELDS if k in rec]
@@ -114,7 +129,10 @@ def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
     loc = ".".join(parts) or "(top level)"
     if err["type"] == "extra_forbidden":
         return InputError(f"{source}: unknown config key '{loc}'")
-    return InputError(f"{source}: config key '{loc}': {err['msg']}")
+    msg = err["msg"]
+    if err["type"] == "int_type" and any(e["type"] == "float_type" for e in exc.errors()[1:]):
+        msg = "Input should be a number"  # not just the first branch of int | float
+    return InputError(f"{source}: config key '{loc}': {msg}")
 
 
 def parse_config(data: Any, source: str = "config") -> JudgeConfig:
@@ -153,6 +171,18 @@ def load_config(path: str | Path | None) -> JudgeConfig:
     else:
         raise InputError(f"{path}: config must be a .json, .yaml or .yml file")
     return parse_config(data, str(path))
+
+
+def check_writable(path: Path) -> None:
+    """Fail before any work when ``path`` cannot be written as an output file."""
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; give a file name for the output")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the output here: {exc.strerror or exc}") from None
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr,
+                      model_validator)
 
 Direction = Literal["gold", "predicted"]
 PassStatus = Literal["TP", "FN", "FP", "ERROR"]
@@ -13,6 +14,9 @@ Status = Literal["TP", "FN", "FP", "ERROR", "OUT_OF_SCOPE"]
 OUTPUT_FIELDS = ("in_scope", "status", "matched_ids", "description", "reasoning")
 
 Number = Union[StrictInt, StrictFloat]
+
+#: Config keys whose null value means the same as leaving them out.
+_NULL_IS_DEFAULT = ("entity_types", "matching_rules", "tolerances")
 
 
 class Tolerance(BaseModel):
@@ -27,6 +31,14 @@ class JudgeConfig(BaseModel):
     """The judge config file. Unknown keys are rejected so typos never pass silently."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        # "entity_types:" with nothing after it is null in YAML; it means "none given"
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if not (v is None and k in _NULL_IS_DEFAULT)}
+        return data
 
     entity_types: list[StrictStr] = Field(default_factory=list)
     matching_rules: list[Union[StrictStr, dict[str, Any]]] = Field(default_factory=list)

@@ -151,7 +151,7 @@ async def run_judge_async(
                                         "not judged", None))
                 continue
             v, o = verdicts[fact["id"]], outcomes[fact["id"]]
-            description = " ".join(n for n in [v.note, *o.notes] if n)
+            description = "; ".join(n for n in [v.note, *o.notes] if n)
             out.append(_output_fact(fact, True, o.status, o.matched_ids, description, v.reasoning))
         return out
 

@@ -177,9 +177,12 @@ class PromptTooLarge(ValueError):
     """Not even one candidate fits the prompt budget."""
 
 
+def _enum_size_fits(n: int, chars: int) -> bool:
+    return n <= MAX_CANDIDATE_ENUM and (n <= _ENUM_CHAR_LIMIT_ABOVE or chars <= _ENUM_CHAR_LIMIT)
+
+
 def enum_fits(ids: list[str]) -> bool:
-    n = len(ids)
-    return n <= MAX_CANDIDATE_ENUM and (n <= _ENUM_CHAR_LIMIT_ABOVE or sum(map(len, ids)) <= _ENUM_CHAR_LIMIT)
+    return _enum_size_fits(len(ids), sum(map(len, ids)))
 
 
 def _fact_text(fact: dict[str, Any]) -> str:
@@ -219,13 +222,17 @@ def prepare_call(task: JudgeTask, count_text: Any, count_messages: Any) -> Prepa
                       prefix_messages(task.direction, [], config), task.cache_key)
     used = count_messages(empty.messages()) + count_text(canonical_json(empty.response_format()))
     kept: list[dict[str, Any]] = []
+    id_chars = 0
     for cand in rank_candidates(task.subject, task.candidates)[: top_k or n]:
+        if len(kept) == MAX_CANDIDATE_ENUM:
+            break
         # the candidate's line in the prompt plus its id in the schema enum
         cost = count_text(canonical_json(cand)) + count_text(canonical_json(cand["id"])) + 1
-        if used + cost > budget or not enum_fits([*(c["id"] for c in kept), cand["id"]]):
-            break
+        if used + cost > budget or not _enum_size_fits(len(kept) + 1, id_chars + len(cand["id"])):
+            continue  # a smaller candidate further down may still fit
         kept.append(cand)
         used += cost
+        id_chars += len(cand["id"])
     if len(kept) == n:  # nothing was cut: keep the shared prefix (and its provider cache entry)
         return PreparedCall(task, tokens)
     if not kept:

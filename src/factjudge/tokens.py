@@ -12,9 +12,13 @@ import os
 import tempfile
 from typing import Any, Callable
 
-_ENCODING_URLS = {
-    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+#: Encoding files of OpenAI's chat models: where tiktoken caches them from, and their sha256.
+#: tiktoken deletes a cached file whose hash differs and downloads it again: checked here first.
+_ENCODING_FILES = {
+    "o200k_base": ("https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+                   "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
+    "cl100k_base": ("https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+                    "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
 }
 #: Per-message framing tokens of the chat format (role, separators), rounded up.
 MESSAGE_OVERHEAD = 4
@@ -38,17 +42,22 @@ def _cached_encoding(model: str) -> tuple[str, Callable[[str], int]] | None:
         return None
     try:
         name = tiktoken.encoding_name_for_model(model)
-    except KeyError:
-        name = "o200k_base"  # unknown names (local models): the newest OpenAI encoding
-    url = _ENCODING_URLS.get(name)
+    except KeyError:  # not an OpenAI model: its tokenizer is unknown, the estimate is safer
+        return None
+    url, sha256 = _ENCODING_FILES.get(name, (None, None))
     cache_dir = _tiktoken_cache_dir()
     if url is None or not cache_dir:
         return None
-    if not os.path.exists(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())):
+    try:
+        with open(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest()), "rb") as fh:
+            intact = hashlib.sha256(fh.read()).hexdigest() == sha256
+    except OSError:
+        return None
+    if not intact:
         return None
     try:
         enc = tiktoken.get_encoding(name)
-    except Exception:  # a corrupt cache file would make tiktoken try the network: give up instead
+    except Exception:
         return None
     return f"tiktoken:{name}", lambda text: len(enc.encode(text, disallowed_special=()))
 
