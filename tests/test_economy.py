@@ -190,6 +190,12 @@ def test_dry_run_makes_no_call(server, write_json, tmp_path):
     assert plan["predicted"]["calls"] == 6 and plan["calls"] == 10
     assert plan["prompt_tokens"] >= plan["prompt_tokens_after_prefix_cache"] > 0
     assert plan["estimated_cost"] > 0 and "dry run: no call made" in proc.stdout
+    # a preview of OpenAI itself needs no key either: it calls nothing
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "judge", str(g), str(p), "--model",
+                           "gpt-4o-mini", "--no-cache", "--dry-run"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["calls"] == 12
 
 
 def test_warmup_sends_each_directions_first_call_alone(server):

@@ -2,6 +2,7 @@
 from pathlib import Path
 
 from example_truth import TRUTH
+from scripted_server import describe
 from factjudge import OpenAIJudge, load_config, load_facts, run_judge
 from factjudge.judges import HybridJudge
 from factjudge.rules import RulesJudge
@@ -33,3 +34,23 @@ def test_hybrid_saves_calls_and_agrees_with_the_llm(server):
     reasons = [f["reasoning"] for f in hybrid.gold_facts + hybrid.predicted_facts if f["in_scope"]]
     assert sum(r.startswith("[decided by the rules judge") for r in reasons) == saved
     assert sum(r.startswith("[decided by the LLM judge]") for r in reasons) == len(TRUTH) - saved
+
+
+def test_hybrid_warms_up_with_the_first_question_that_needs_the_llm(server):
+    # g1/p1 are an exact match the rules settle; g2, g3 (and p2, p3) need the LLM
+    gold = [{"id": "g1", "fact_type": "t", "v": "alpha"}, {"id": "g2", "fact_type": "t", "v": "beta"},
+            {"id": "g3", "fact_type": "t", "v": "gamma"}]
+    pred = [{"id": "p1", "fact_type": "t", "v": "alpha"}, {"id": "p2", "fact_type": "t", "v": "betta"},
+            {"id": "p3", "fact_type": "t", "v": "delta"}]
+    server.delay = 0.2
+    received_before_first_answer = {}
+    base = server.responder
+
+    def record(req):  # runs after the server's delay
+        d = describe(req)[0]
+        received_before_first_answer.setdefault(d, sum(describe(r)[0] == d for r in server.requests))
+        return base(req)
+    server.responder = record
+    result = run_judge(gold, pred, {}, HybridJudge(RulesJudge(), OpenAIJudge("m", base_url=server.base_url)))
+    assert result.usage.llm_calls_saved == 2 and result.usage.llm_calls == 4
+    assert received_before_first_answer == {"gold": 1, "predicted": 1}

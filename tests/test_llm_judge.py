@@ -6,7 +6,9 @@ import pytest
 
 from factjudge import OpenAIJudge, run_judge
 from factjudge.judges import JudgeSetupError
-from scripted_server import Reply, answer, describe, http_error
+from factjudge.models import JudgeConfig
+from factjudge.prompts import JudgeTask
+from scripted_server import Reply, ScriptedServer, answer, describe, http_error
 
 GOLD = [
     {"id": "g1", "fact_type": "revenue", "value": "12.5", "unit": "USD million"},
@@ -250,3 +252,39 @@ def test_a_custom_judge_that_breaks_the_contract_gets_error():
     g = result.gold_facts[0]
     assert g["status"] == "ERROR" and "'nope', which is not a candidate" in g["description"]
     assert result.metrics.errors == 2
+
+
+def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    judge = OpenAIJudge("m", backoff=0.01)  # no key needed: the server is not OpenAI's
+    server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
+    assert run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
+                     judge).metrics.f1 == 1.0
+    assert len(server.requests) == 2
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    task = JudgeTask("gold", {"id": "g1", "fact_type": "t"}, [], JudgeConfig(), [])
+    # the local server's answers never serve a run against OpenAI's
+    assert judge.cache_key_for(task) != OpenAIJudge("m").cache_key_for(task)
+
+
+def test_a_server_that_never_answers_stops_the_run():
+    import socket
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    judge = OpenAIJudge("m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01, transport_retries=1)
+    with pytest.raises(JudgeSetupError, match=f"cannot reach the server at 127.0.0.1:{port} after 2 attempt"):
+        run_judge([{"id": "g1", "fact_type": "t"}, {"id": "g2", "fact_type": "t"}],
+                  [{"id": "p1", "fact_type": "t"}], {}, judge)
+
+
+def test_connection_failures_after_the_server_answered_are_fact_errors():
+    server = ScriptedServer({("gold", "g1"): "p1", ("predicted", "p1"): "g1"}).start()
+    judge = judge_for(server, transport_retries=1)
+    gold, pred = [{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}]
+    assert run_judge(gold, pred, {}, judge).metrics.f1 == 1.0
+    server.stop()  # gone mid-evaluation: each question left is ERROR, as the retries ran out
+    result = run_judge(gold, pred, {}, judge)
+    assert result.metrics.errors == 2 and "failed after 2 attempt(s)" in result.gold_facts[0]["description"]

@@ -83,6 +83,8 @@ def test_labelled_set_is_well_formed_and_covers_every_rule():
     ("12.5 per cent", "12.5", None, True),
     ("25 bps", "0.25", None, True),
     (".5", "0.5", None, False),
+    ("12.5 USD million", "12500000", "USD", False),
+    ("3.1 EUR bn", "3100000000", "EUR", False),
 ])
 def test_parse_number(text, value, currency, percent):
     q = parse_number(text)
@@ -91,7 +93,7 @@ def test_parse_number(text, value, currency, percent):
 
 
 @pytest.mark.parametrize("text", ["12,5", "1,23", "Apple", "12.5x", "$12 EUR", "", "-", "1.2.3",
-                                  "5 apples", "12.5 musd"])
+                                  "5 apples", "12.5 musd", "$12.5 EUR million"])
 def test_parse_number_rejects(text):
     assert parse_number(text) is None
 

@@ -46,7 +46,7 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
                 api_key_env: Optional[str] = None, temperature: float = 0.0,
                 max_tokens: Optional[int] = None, *, cache_dir: Optional[Path] = None,
                 no_cache: bool = False, warmup: bool = True,
-                prompt_cache_key: bool = True) -> Judge:
+                prompt_cache_key: bool = True, dry_run: bool = False) -> Judge:
     """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge."""
     if kind is None:
         kind = JudgeKind.llm if model else JudgeKind.rules
@@ -63,6 +63,7 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
                    f" {exc} (use --cache-dir DIR or --no-cache)") from None
     try:
         llm = OpenAIJudge(model, base_url=base_url, api_key_env=api_key_env,
+                          api_key="unused: dry run" if dry_run else None,  # a preview calls nothing
                           temperature=temperature, max_tokens=max_tokens, cache=cache,
                           warmup=warmup, send_prompt_cache_key=prompt_cache_key)
     except JudgeSetupError as exc:
@@ -226,7 +227,7 @@ def judge_cmd(
         raise fail(str(exc)) from None
     the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens,
                             cache_dir=cache_dir, no_cache=no_cache, warmup=warmup,
-                            prompt_cache_key=prompt_cache_key)
+                            prompt_cache_key=prompt_cache_key, dry_run=dry_run)
     if dry_run:
         if the_judge.name == "rules":
             raise fail("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")

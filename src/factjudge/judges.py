@@ -13,7 +13,7 @@ import random
 import time
 from typing import Any, Protocol, runtime_checkable
 
-from .cache import ResponseCache, cache_key
+from .cache import ResponseCache, cache_key, server_host
 from .models import CallUsage, Verdict
 from .prompts import InvalidAnswer, JudgeTask, PreparedCall, PromptTooLarge, parse_answer, prepare_call
 from .tokens import REPLY_PRIMING, TokenCounter
@@ -103,7 +103,8 @@ class OpenAIJudge:
         import openai  # imported here so the rules judge path never pays for it
 
         self.model = model
-        self.base_url = base_url
+        # the SDK would read OPENAI_BASE_URL itself; read it here so cache keys name the real host
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.transport_retries = transport_retries
@@ -122,7 +123,7 @@ class OpenAIJudge:
         if not key:
             if api_key_env is not None:  # named on purpose: its absence is a mistake
                 raise JudgeSetupError(f"no API key: the environment variable {env} is not set")
-            if base_url is None:
+            if self.base_url is None:
                 raise JudgeSetupError(
                     f"no API key: set the environment variable {env} "
                     "(or pass --base-url for a local server that needs none)")
@@ -130,6 +131,9 @@ class OpenAIJudge:
         self._secret = key
         self._timeout = timeout
         self._given_client = client
+        #: Whether the server has ever answered (with anything): until it has, a connection
+        #: failure means it cannot be reached at all and the run stops.
+        self._reached = False
         self._client: Any = None
         self._client_loop: Any = None
         self._openai = openai
@@ -211,8 +215,12 @@ class OpenAIJudge:
         while True:
             usage.llm_calls += 1
             try:
-                return await self._client_for_loop().chat.completions.create(**kwargs)
+                response = await self._client_for_loop().chat.completions.create(**kwargs)
+                self._reached = True
+                return response
             except self._openai.OpenAIError as exc:
+                if isinstance(exc, self._openai.APIStatusError):
+                    self._reached = True
                 if not self._retryable(exc) or attempt >= self.transport_retries:
                     raise
                 await asyncio.sleep(self._delay(attempt, exc))
@@ -258,8 +266,14 @@ class OpenAIJudge:
                 reason = self._redact(f"{type(exc).__name__}: {what}{exc}")
                 if status in FATAL_STATUSES:  # every other call would fail the same way
                     raise JudgeSetupError(
-                        f"the server at {self.base_url or 'api.openai.com'} refused the judge "
+                        f"the server at {server_host(self.base_url)} refused the judge "
                         f"({reason}); check --model, --base-url and the API key") from None
+                if not self._reached and isinstance(exc, self._openai.APIConnectionError) \
+                        and not isinstance(exc, self._openai.APITimeoutError):
+                    # never answered at all: a wrong URL or a server that is down, not one bad call
+                    raise JudgeSetupError(
+                        f"cannot reach the server at {server_host(self.base_url)} after "
+                        f"{usage.llm_calls} attempt(s) ({reason}); check --base-url") from None
                 return error_verdict(task, f"judge call failed after {usage.llm_calls} attempt(s): "
                                      f"{reason}", usage), None
             self._account(response, usage)

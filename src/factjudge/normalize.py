@@ -325,10 +325,14 @@ _CURRENCY_PREFIX = re.compile(
     rf"(?:{_alternation(_CURRENCY_SYMBOLS)})|(?:{_alternation(_CURRENCY_WORDS)})(?=[\s\d.(+-])")
 _CURRENCY_SUFFIX = re.compile(
     rf"(?:(?<=[\s\d)])(?:{_alternation(_CURRENCY_WORDS)})|(?:{_alternation(_CURRENCY_SYMBOLS)}))$")
+_SCALE_WORDS = _alternation(w for w in _SCALES if not w.startswith(("0", "'")))
+# "12.5 USD million": the currency written between the amount and its scale
+_CURRENCY_BEFORE_SCALE = re.compile(
+    rf"(?<=[\s\d])(?P<cur>{_alternation(_CURRENCY_WORDS)})\s*(?P<scale>{_SCALE_WORDS})$")
 _NUMBER_CORE = re.compile(
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d{1,3}(?: \d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)"
     r"(?P<exp>e[+-]?\d+)?"
-    rf"\s*(?:(?P<scale>{_alternation(w for w in _SCALES if not w.startswith(('0', chr(39))))})"
+    rf"\s*(?:(?P<scale>{_SCALE_WORDS})"
     rf"(?![a-z]))?\s*(?:(?P<pct>{_alternation(_PERCENT_WORDS)})|(?P<bp>{_alternation(_BP_WORDS)}))?"
 )
 _PLAIN_DIGITS = re.compile(r"\d+")
@@ -353,15 +357,19 @@ def parse_number(text: str) -> Quantity | None:
         if m := _PARENS_THEN_WORD.fullmatch(s):  # "(5.2) million": the scale sits outside
             negative, s, changed = True, f"{m['inner'].strip()} {m['word']}", True
             continue
-        for pattern, at_start in ((_CURRENCY_PREFIX, True), (_CURRENCY_SUFFIX, False)):
+        for pattern, at_start in ((_CURRENCY_PREFIX, True), (_CURRENCY_SUFFIX, False),
+                                  (_CURRENCY_BEFORE_SCALE, False)):
             m = pattern.match(s) if at_start else pattern.search(s)
             if not m:
                 continue
-            found = _ALL_CURRENCY[m.group(0)]
+            found = _ALL_CURRENCY[m.group("cur") if pattern is _CURRENCY_BEFORE_SCALE else m.group(0)]
             if currency not in (None, found):
                 return None  # "$12 EUR": contradictory, not a number we can read
             currency = found
-            s = (s[m.end():] if at_start else s[:m.start()]).strip()
+            if pattern is _CURRENCY_BEFORE_SCALE:
+                s = f"{s[:m.start()].strip()} {m['scale']}"
+            else:
+                s = (s[m.end():] if at_start else s[:m.start()]).strip()
             changed = True
             break
     m = _NUMBER_CORE.fullmatch(s)

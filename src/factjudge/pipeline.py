@@ -78,9 +78,12 @@ async def _judge_direction(
         return verdict
 
     first: list[Verdict] = []
-    if warmup and len(subjects) > 1:
-        first = [await one(subjects[0])]
-        subjects = subjects[1:]
+    if warmup:
+        # One at a time until a question really reached the LLM (not the rules judge or the
+        # response cache): the rest then fan out to a warm provider cache.
+        while len(subjects) > 1 and not (first and first[-1].usage.llm_calls):
+            first.append(await one(subjects[0]))
+            subjects = subjects[1:]
     verdicts = [*first, *await asyncio.gather(*(one(f) for f in subjects))]
     return {v.fact_id: v for v in verdicts}
 
