@@ -288,6 +288,27 @@ def test_changed_documents_and_config_are_judged_again(server, dataset, tmp_path
     assert len(server.requests) == CALLS
 
 
+def test_dry_run_previews_the_calls_a_run_would_make(server, dataset, tmp_path):
+    data, cfg = dataset
+    server.truth = TRUTH
+    out = tmp_path / "out"
+    dry = ["eval", data, "-c", cfg, *llm_args(server, tmp_path / "cache"), "-o", out, "--dry-run",
+           "--price-in", "1", "--price-out", "4"]
+    proc = run_cli(*dry)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (plan["documents"], plan["reused_documents"], plan["calls"]) == (5, 0, CALLS)
+    assert plan["estimated_cost"] > 0
+    assert server.requests == [] and not out.exists()  # nothing asked, nothing written
+    docs = [dict(d) for d in DOCS]
+    write_jsonl(data, docs[:3])
+    assert run_cli("eval", data, "-c", cfg, *llm_args(server, tmp_path / "cache"), "-o", out).returncode == 0
+    write_jsonl(data, docs)
+    plan = json.loads(run_cli(*dry).stdout.strip().splitlines()[-1])
+    # A, B and C are finished: only D and E would be judged
+    assert (plan["documents"], plan["reused_documents"], plan["calls"]) == (2, 3, 2 + 3)
+
+
 def test_error_facts_exit_1_and_are_retried_by_the_next_run(server, dataset, tmp_path):
     from scripted_server import Reply
 

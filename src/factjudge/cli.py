@@ -53,6 +53,8 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
     if kind is JudgeKind.rules:
         if model or base_url:
             raise fail("--model/--base-url are for the LLM judge; drop them or use --judge llm")
+        if dry_run:
+            raise fail("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")
         return RulesJudge()
     if not model:
         raise fail(f"--judge {kind.value} needs --model NAME")
@@ -155,6 +157,9 @@ def print_plan(plan: dict[str, Any], price_in: Optional[float], price_out: Optio
              + plan["predicted"]["prompt_tokens_after_prefix_cache"])
     completion = calls * (max_tokens or EST_COMPLETION_TOKENS)
     lines = [f"dry run: no call made; tokens counted with {plan['token_counter']}"]
+    if "documents" in plan:
+        lines.append(f"documents: {plan['documents']} to judge, {plan['reused_documents']} finished "
+                     "already (reused)")
     for d in ("gold", "predicted"):
         st = plan[d]
         lines.append(f"{d:>9} pass: {st['calls']} calls, {st['cache_hits']} answered by the response "
@@ -191,6 +196,9 @@ CACHE_DIR_OPT = typer.Option(None, "--cache-dir", help="Response cache directory
 NO_CACHE_OPT = typer.Option(False, "--no-cache", help="Do not read or write the response cache.")
 WARMUP_OPT = typer.Option(True, "--warmup/--no-warmup", help="Send each direction's first LLM call alone so "
                           "the rest can hit the provider's prompt cache.")
+DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call nothing.")
+PRICE_IN_OPT = typer.Option(None, "--price-in", min=0, help="Price per million prompt tokens (dry run).")
+PRICE_OUT_OPT = typer.Option(None, "--price-out", min=0, help="Price per million completion tokens (dry run).")
 PCK_OPT = typer.Option(True, "--prompt-cache-key/--no-prompt-cache-key",
                        help="Send OpenAI's prompt_cache_key (turn off for servers that reject it).")
 
@@ -213,9 +221,9 @@ def judge_cmd(
     no_cache: bool = NO_CACHE_OPT,
     warmup: bool = WARMUP_OPT,
     prompt_cache_key: bool = PCK_OPT,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call nothing."),
-    price_in: Optional[float] = typer.Option(None, "--price-in", min=0, help="Price per million prompt tokens (dry run)."),
-    price_out: Optional[float] = typer.Option(None, "--price-out", min=0, help="Price per million completion tokens (dry run)."),
+    dry_run: bool = DRY_RUN_OPT,
+    price_in: Optional[float] = PRICE_IN_OPT,
+    price_out: Optional[float] = PRICE_OUT_OPT,
 ) -> None:
     """Judge one document: per-fact TP/FP/FN, reconciled both ways, with P/R/F1."""
     try:
@@ -229,8 +237,6 @@ def judge_cmd(
                             cache_dir=cache_dir, no_cache=no_cache, warmup=warmup,
                             prompt_cache_key=prompt_cache_key, dry_run=dry_run)
     if dry_run:
-        if the_judge.name == "rules":
-            raise fail("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")
         plan = preview(gold_facts, pred_facts, cfg, the_judge)
         print_plan(plan, price_in, price_out, max_tokens)
         return

@@ -33,7 +33,7 @@ from .cache import server_host
 from .loading import InputError, json_type, validate_facts, write_atomic
 from .metrics import f1_score, ratio
 from .models import OUTPUT_FIELDS, JudgeConfig, JudgeResult
-from .pipeline import Progress, run_judge_async
+from .pipeline import PREVIEW_STATS, Progress, preview, run_judge_async
 from .prompts import PROMPT_FORMAT_VERSION, canonical_json
 from .report import collect_rows, render_html, render_markdown
 from .scope import in_scope_facts
@@ -302,14 +302,14 @@ class SplitDataset:
 class ResultStore:
     """``results.jsonl``, append-only while running; indexed by doc_id for resuming."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, repair: bool = True) -> None:
         self.path = path
         #: doc_id -> (input hash, byte offset, ERROR facts) of its latest complete line
         self.index: dict[str, tuple[str, int, int]] = {}
         if path.exists():
-            self._load()
+            self._load(repair)
 
-    def _load(self) -> None:
+    def _load(self, repair: bool) -> None:
         end = 0
         with self.path.open("rb") as fh:
             offset = 0
@@ -326,7 +326,7 @@ class ResultStore:
                                      "result line; choose another output folder") from None
                 offset += len(raw)
                 end = offset
-        if end != self.path.stat().st_size:
+        if repair and end != self.path.stat().st_size:
             os.truncate(self.path, end)
 
     def reusable(self, info: DocInfo) -> bool:
@@ -594,6 +594,23 @@ def _remove_stale(out_dir: Path) -> None:
     """Outputs of an earlier run must not pass for this run's until it has finished."""
     for name in (SUMMARY, REPORT_MD, REPORT_HTML):
         (out_dir / name).unlink(missing_ok=True)
+
+
+def preview_dataset(dataset: Dataset, config: JudgeConfig, judge: Any, out_dir: Path) -> dict[str, Any]:
+    """The dry run of ``factjudge eval``: :func:`~factjudge.pipeline.preview` summed over the
+    documents a run would judge (those already finished in ``out_dir`` would be reused)."""
+    store = ResultStore(out_dir / RESULTS, repair=False)  # a dry run changes no file
+    reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
+    llm = getattr(judge, "llm", judge)
+    plan: dict[str, Any] = {"documents": len(dataset.infos) - len(reused),
+                            "reused_documents": len(reused), "token_counter": llm.tokens.name}
+    totals = {d: dict.fromkeys(PREVIEW_STATS, 0) for d in ("gold", "predicted")}
+    for doc in dataset.documents(skip=reused):
+        one = preview(doc.gold, doc.predicted, config, judge, doc_id=doc.doc_id)
+        for direction, stats in totals.items():
+            for key in stats:
+                stats[key] += one[direction][key]
+    return {**plan, **totals}
 
 
 @dataclass

@@ -10,11 +10,13 @@ from typing import Any, Optional
 
 import typer
 
-from .cli import (BASE_URL_OPT, CACHE_DIR_OPT, CONC_OPT, CONFIG_OPT, JUDGE_OPT, KEY_ENV_OPT,
-                  MAXTOK_OPT, MODEL_OPT, NO_CACHE_OPT, PCK_OPT, QUIET_OPT, TEMP_OPT, WARMUP_OPT,
-                  JudgeKind, ProgressBar, app, build_judge, err, fail)
+from .cli import (BASE_URL_OPT, CACHE_DIR_OPT, CONC_OPT, CONFIG_OPT, DRY_RUN_OPT, JUDGE_OPT,
+                  KEY_ENV_OPT, MAXTOK_OPT, MODEL_OPT, NO_CACHE_OPT, PCK_OPT, PRICE_IN_OPT,
+                  PRICE_OUT_OPT, QUIET_OPT, TEMP_OPT, WARMUP_OPT, JudgeKind, ProgressBar, app,
+                  build_judge, err, fail, print_plan)
 from .evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, Dataset, JsonlDataset, Problem,
-                       SplitDataset, evaluate_async, input_salt, paired_bootstrap, read_eval_dir)
+                       SplitDataset, evaluate_async, input_salt, paired_bootstrap, preview_dataset,
+                       read_eval_dir)
 from .judges import JudgeSetupError
 from .loading import InputError, load_config
 from .report import fmt, fmt_ci
@@ -51,6 +53,9 @@ def eval_cmd(
     no_cache: bool = NO_CACHE_OPT,
     warmup: bool = WARMUP_OPT,
     prompt_cache_key: bool = PCK_OPT,
+    dry_run: bool = DRY_RUN_OPT,
+    price_in: Optional[float] = PRICE_IN_OPT,
+    price_out: Optional[float] = PRICE_OUT_OPT,
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Score the valid lines and list the bad ones in the summary, instead of stopping."),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="Bootstrap resamples for the 95% intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
@@ -72,7 +77,7 @@ def eval_cmd(
         raise fail(str(exc)) from None
     the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens,
                             cache_dir=cache_dir, no_cache=no_cache, warmup=warmup,
-                            prompt_cache_key=prompt_cache_key)
+                            prompt_cache_key=prompt_cache_key, dry_run=dry_run)
     data: Dataset = JsonlDataset(dataset) if dataset is not None else SplitDataset(gold, predicted)  # type: ignore[arg-type]
     try:
         problems = data.scan(cfg, input_salt(cfg, the_judge))
@@ -85,6 +90,13 @@ def eval_cmd(
                        "the rest)")
     if not data.infos:
         raise fail(f"{dataset or gold}: no documents to judge")
+    if dry_run:
+        try:
+            plan = preview_dataset(data, cfg, the_judge, output_dir)
+        except InputError as exc:
+            raise fail(str(exc)) from None
+        print_plan(plan, price_in, price_out, max_tokens)
+        return
 
     started = time.perf_counter()
     progress = ProgressBar(enabled=not quiet and err.is_terminal)

@@ -210,6 +210,9 @@ def run_judge(
 
 #: OpenAI caches prompt prefixes of at least this many tokens.
 MIN_CACHED_PREFIX = 1024
+#: What :func:`preview` counts per direction.
+PREVIEW_STATS = ("calls", "cache_hits", "decided_by_rules", "too_large", "shortlisted",
+                 "prompt_tokens", "prompt_tokens_after_prefix_cache")
 
 
 def preview(
@@ -228,8 +231,7 @@ def preview(
     rules = getattr(judge, "rules", None)
     out: dict[str, Any] = {}
     for direction, subjects, candidates in (("gold", gold, predicted), ("predicted", predicted, gold)):
-        stats = {"calls": 0, "cache_hits": 0, "decided_by_rules": 0, "too_large": 0,
-                 "shortlisted": 0, "prompt_tokens": 0, "prompt_tokens_after_prefix_cache": 0}
+        stats = dict.fromkeys(PREVIEW_STATS, 0)
         out[direction] = stats
         if not candidates:
             continue
