@@ -1,8 +1,10 @@
 """The judge interface and the OpenAI-compatible LLM judge.
 
 A judge answers one question per call (see :class:`~factjudge.prompts.JudgeTask`) and returns a
-validated :class:`~factjudge.models.Verdict`. It never raises for a failed call: a fact it cannot
-decide comes back with status ``ERROR`` and the reason in ``note``.
+validated :class:`~factjudge.models.Verdict`. It never raises for a failed question: a fact it
+cannot decide comes back with status ``ERROR`` and the reason in ``note``. Only a judge that cannot
+work at all (a key or model the server refuses, a server never reached) raises
+:class:`JudgeSetupError`, which stops the run.
 """
 from __future__ import annotations
 
