@@ -321,10 +321,11 @@ for _words, _factor in (
 _PERCENT_WORDS = ("%", "percent", "per cent", "per-cent", "pct")
 _BP_WORDS = ("bp", "bps", "basis point", "basis points")
 
+# Each currency pattern names the currency "cur"; parse_number cuts that span out.
 _CURRENCY_PREFIX = re.compile(
-    rf"(?:{_alternation(_CURRENCY_SYMBOLS)})|(?:{_alternation(_CURRENCY_WORDS)})(?=[\s\d.(+-])")
+    rf"(?P<cur>{_alternation(_CURRENCY_SYMBOLS)}|(?:{_alternation(_CURRENCY_WORDS)})(?=[\s\d.(+-]))")
 _CURRENCY_SUFFIX = re.compile(
-    rf"(?:(?<=[\s\d)])(?:{_alternation(_CURRENCY_WORDS)})|(?:{_alternation(_CURRENCY_SYMBOLS)}))$")
+    rf"(?P<cur>(?<=[\s\d)])(?:{_alternation(_CURRENCY_WORDS)})|(?:{_alternation(_CURRENCY_SYMBOLS)}))$")
 _SCALE_WORDS = _alternation(w for w in _SCALES if not w.startswith(("0", "'")))
 # "12.5 USD million": the currency written between the amount and its scale
 _CURRENCY_BEFORE_SCALE = re.compile(
@@ -362,14 +363,11 @@ def parse_number(text: str) -> Quantity | None:
             m = pattern.match(s) if at_start else pattern.search(s)
             if not m:
                 continue
-            found = _ALL_CURRENCY[m.group("cur") if pattern is _CURRENCY_BEFORE_SCALE else m.group(0)]
+            found = _ALL_CURRENCY[m["cur"]]
             if currency not in (None, found):
                 return None  # "$12 EUR": contradictory, not a number we can read
             currency = found
-            if pattern is _CURRENCY_BEFORE_SCALE:
-                s = f"{s[:m.start()].strip()} {m['scale']}"
-            else:
-                s = (s[m.end():] if at_start else s[:m.start()]).strip()
+            s = f"{s[:m.start('cur')]} {s[m.end('cur'):]}".strip()
             changed = True
             break
     m = _NUMBER_CORE.fullmatch(s)
