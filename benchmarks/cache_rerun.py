@@ -10,7 +10,7 @@ import time
 
 from _common import ServerProcess, report, synthetic_document
 
-from factjudge import OpenAIJudge, run_judge
+from factjudge import LLMJudge, run_judge
 from factjudge.cache import ResponseCache
 
 
@@ -25,7 +25,7 @@ def main() -> None:
         cache = ResponseCache(tmp)
         runs = []
         for _ in range(2):
-            judge = OpenAIJudge("bench", base_url=server.base_url, cache=cache)
+            judge = LLMJudge("bench", base_url=server.base_url, cache=cache)
             t0 = time.perf_counter()
             result = run_judge(gold, pred, {}, judge, concurrency=args.concurrency)
             runs.append((time.perf_counter() - t0, result))

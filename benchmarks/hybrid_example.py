@@ -7,7 +7,7 @@ from __future__ import annotations
 from _common import ROOT, report
 
 from example_truth import TRUTH
-from factjudge import OpenAIJudge, load_config, load_facts, run_judge
+from factjudge import LLMJudge, load_config, load_facts, run_judge
 from factjudge.judges import HybridJudge
 from factjudge.rules import RulesJudge
 from scripted_server import ScriptedServer
@@ -24,9 +24,9 @@ def main() -> None:
     gold, pred = load_facts(ex / "report_gold.json"), load_facts(ex / "report_predicted.jsonl")
     config = load_config(ex / "config.yaml")
     with ScriptedServer(truth=TRUTH) as server:
-        llm = run_judge(gold, pred, config, OpenAIJudge("m", base_url=server.base_url))
+        llm = run_judge(gold, pred, config, LLMJudge("m", base_url=server.base_url))
         hybrid = run_judge(gold, pred, config,
-                           HybridJudge(RulesJudge(), OpenAIJudge("m", base_url=server.base_url)))
+                           HybridJudge(RulesJudge(), LLMJudge("m", base_url=server.base_url)))
     a, b = verdicts(llm), verdicts(hybrid)
     diff = [f"{k}: llm {a[k]} vs hybrid {b[k]}" for k in a if a[k] != b[k]]
     report("hybrid judge on the bundled example", [

@@ -13,13 +13,13 @@ import time
 
 from _common import ServerProcess, report, synthetic_document
 
-from factjudge import OpenAIJudge, run_judge_async
+from factjudge import LLMJudge, run_judge_async
 
 
 async def run(base_url: str, calls: int, concurrency: int, warmup: bool) -> tuple[float, float, int]:
     per_doc = 10  # 10 gold + 10 predicted facts: 20 calls per document
     docs = [synthetic_document(per_doc, seed=i) for i in range(calls // (2 * per_doc))]
-    judge = OpenAIJudge("bench", base_url=base_url, warmup=warmup)
+    judge = LLMJudge("bench", base_url=base_url, warmup=warmup)
     limiter = asyncio.Semaphore(concurrency)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     results = await asyncio.gather(*(run_judge_async(g, p, {}, judge, limiter=limiter) for g, p in docs))

@@ -8,12 +8,12 @@ import argparse
 
 from _common import report, synthetic_document
 
-from factjudge import OpenAIJudge
+from factjudge import LLMJudge
 from factjudge.models import JudgeConfig
 from factjudge.pipeline import _task_factory
 
 
-def measure(n: int, config: JudgeConfig, judge: OpenAIJudge) -> tuple[float, float]:
+def measure(n: int, config: JudgeConfig, judge: LLMJudge) -> tuple[float, float]:
     gold, pred = synthetic_document(n)
     total = shared = calls = shortlisted = 0
     for direction, subjects, cands in (("gold", gold, pred), ("predicted", pred, gold)):
@@ -34,7 +34,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--top-k", type=int, default=20)
     args = ap.parse_args()
-    judge = OpenAIJudge("gpt-4o-mini", base_url="http://127.0.0.1:9/v1")  # never called
+    judge = LLMJudge("gpt-4o-mini", base_url="http://127.0.0.1:9/v1")  # never called
     rows = []
     for n in (10, 100, 1000):
         full, full_share, cut = measure(n, JudgeConfig(), judge)

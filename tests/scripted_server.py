@@ -4,8 +4,10 @@ It runs aiohttp in a background thread so the real ``openai`` client talks HTTP 
 answers is decided by a ``responder(request) -> Reply``; by default it answers from ``truth``:
 ``{(direction, subject_id): matched_id_or_None}``. ``faults[(direction, subject_id)]`` holds
 replies served first, in order (HTTP errors, broken JSON, wrong ids...), before the responder.
-Every request body is recorded in ``requests``. It also mimics provider prefix caching: prompt
-tokens of a message prefix seen before are reported as cached.
+Every request body is recorded in ``requests``. It models provider prefix caching honestly: the
+prompt tokens of the message prefix are reported as cached only when an earlier request had the
+same ``response_format`` and the same message prefix (providers count the schema as part of the
+prefix).
 """
 from __future__ import annotations
 
@@ -27,14 +29,15 @@ class Reply:
     status: int = 200
     content: str | None = None          # the assistant message content (for status 200)
     headers: dict[str, str] = field(default_factory=dict)
-    body: str | None = None             # a raw body, for error replies
+    body: str | None = None             # a raw body: for error replies, or a broken 200
 
 
 def answer(direction: str, subject_id: str, matched: str | None, reasoning: str = "scripted",
            status: str | None = None) -> Reply:
     id_key, matched_key, negative = ID_KEYS[direction]
     data = {id_key: subject_id, "reasoning": reasoning,
-            "status": status or ("TP" if matched is not None else negative), matched_key: matched}
+            "decision": {"status": status or ("TP" if matched is not None else negative),
+                         matched_key: matched}}
     return Reply(content=json.dumps(data))
 
 
@@ -45,12 +48,19 @@ def http_error(status: int, retry_after: str | None = None) -> Reply:
 
 
 def describe(request: dict[str, Any]) -> tuple[str, str, list[str]]:
-    """(direction, subject id, candidate ids) of a judge request, read from its response schema."""
-    fmt = request["response_format"]["json_schema"]
-    direction = fmt["name"].removesuffix("_fact_verdict")
-    id_key, matched_key, _ = ID_KEYS[direction]
-    props = fmt["schema"]["properties"]
-    return direction, props[id_key]["enum"][0], props[matched_key]["anyOf"][0]["enum"]
+    """(direction, subject id, candidate ids) of a judge request, read from its messages (the
+    response schema no longer names the subject, and mode ``none`` sends no schema at all)."""
+    last = request["messages"][2]["content"]
+    head, _, fact = last.partition("\n")
+    direction = "gold" if head.startswith("GOLD") else "predicted"
+    candidates = request["messages"][1]["content"].split("\n")[1:]
+    ids = [json.loads(line)["id"] for line in candidates if line]
+    return direction, json.loads(fact)["id"], ids
+
+
+def mode_of(request: dict[str, Any]) -> str:
+    fmt = request.get("response_format")
+    return "none" if fmt is None else fmt["type"]
 
 
 class ScriptedServer:
@@ -87,13 +97,15 @@ class ScriptedServer:
         direction, subject, _ = describe(request)
         return answer(direction, subject, self.truth.get((direction, subject)))
 
-    def _usage(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        prefix = json.dumps(messages[:-1])
-        total = sum(len(m.get("content") or "") for m in messages) // 4 + 1
+    def _usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        fmt = json.dumps(body.get("response_format"), sort_keys=True)
+        prefix = fmt + json.dumps(messages[:-1])
+        total = (len(fmt) + sum(len(m.get("content") or "") for m in messages)) // 4 + 1
         with self._lock:
             hit = prefix in self._seen_prefixes
             self._seen_prefixes.add(prefix)
-        cached = sum(len(m.get("content") or "") for m in messages[:-1]) // 4 if hit else 0
+        cached = (len(fmt) + sum(len(m.get("content") or "") for m in messages[:-1])) // 4 if hit else 0
         return {"prompt_tokens": total, "completion_tokens": 20, "total_tokens": total + 20,
                 "prompt_tokens_details": {"cached_tokens": cached}}
 
@@ -110,15 +122,16 @@ class ScriptedServer:
             reply = queue.pop(0) if queue else None
         if reply is None:
             reply = self.responder(body)
-        if reply.status != 200:
-            return web.Response(status=reply.status, text=reply.body or "", headers=reply.headers,
-                                content_type="application/json")
+        if reply.status != 200 or reply.body is not None:
+            headers = {k: v for k, v in reply.headers.items() if k.lower() != "content-type"}
+            return web.Response(status=reply.status, text=reply.body or "", headers=headers,
+                                content_type=reply.headers.get("content-type", "application/json"))
         payload = {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "scripted"),
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": reply.content}}],
-            "usage": self._usage(body["messages"]),
+            "usage": self._usage(body),
         }
         return web.json_response(payload, headers=reply.headers)
 

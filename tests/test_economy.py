@@ -9,7 +9,7 @@ import time
 import pytest
 
 
-from factjudge import OpenAIJudge, run_judge
+from factjudge import LLMJudge, run_judge
 from factjudge.cache import ResponseCache
 from factjudge.prompts import MAX_CANDIDATE_ENUM, JudgeTask, enum_fits, prefix_messages
 from factjudge.tokens import ESTIMATE_NAME, TokenCounter, estimate_tokens
@@ -22,7 +22,7 @@ TRUTH = {**{("gold", f"g{i}"): f"p{i}" for i in range(6)},
 
 
 def judge_for(server, cache, model="m", **kw):
-    return OpenAIJudge(model, base_url=server.base_url, backoff=0.01, cache=cache, **kw)
+    return LLMJudge(model, base_url=server.base_url, backoff=0.01, cache=cache, **kw)
 
 
 def without_usage(result):
@@ -153,7 +153,7 @@ def test_enum_limit_caps_candidates():
     assert enum_fits([f"p{i}" for i in range(MAX_CANDIDATE_ENUM)])
     assert not enum_fits([f"p{i}" for i in range(MAX_CANDIDATE_ENUM + 1)])
     assert not enum_fits(["x" * 60 for _ in range(300)])  # >250 values, >15,000 characters
-    judge = OpenAIJudge("m", base_url="http://127.0.0.1:9/v1")
+    judge = LLMJudge("m", base_url="http://127.0.0.1:9/v1")
     from factjudge.models import JudgeConfig
     cands = [{"id": f"candidate-{i:05d}", "fact_type": "t"} for i in range(1200)]
     cfg = JudgeConfig(max_prompt_tokens=10_000_000)
@@ -250,7 +250,7 @@ def test_shortlist_skips_a_candidate_too_large_and_keeps_the_match():
     cfg = JudgeConfig(max_prompt_tokens=1000)
     subject = {"id": "g", "fact_type": "t", "name": "Contoso", "value": "100"}
     task = JudgeTask("gold", subject, cands, cfg, prefix_messages("gold", cands, cfg))
-    prepared = prepare_call(task, counter.text, counter.messages)
+    prepared = prepare_call(task, lambda t: counter.messages(t.messages()), counter.text)
     assert prepared.task.candidate_ids == ["p1", "p2"]
     assert prepared.prompt_tokens <= 1000
     assert "2 of 3 candidates kept" in prepared.note

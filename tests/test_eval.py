@@ -14,10 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+
+from factjudge import JudgeBase
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from factjudge import OpenAIJudge
+from factjudge import LLMJudge
 from factjudge.evaluate import (DocStats, Document, JsonlDataset, SplitDataset, aggregate,
                                 bootstrap_ci, evaluate_async, input_salt, judge_documents,
                                 paired_bootstrap, prf)
@@ -173,7 +175,7 @@ def test_gold_predicted_form_scores_documents_of_one_side(server, tmp_path):
     pred = [{"doc_id": d["doc_id"], **f} for d in DOCS for f in d["predicted_facts"]]
     gold.append({"doc_id": 99, "id": 1, "fact_type": "revenue", "value": "4"})  # gold only
     g, p = write_jsonl(tmp_path / "g.jsonl", gold), write_jsonl(tmp_path / "p.jsonl", pred)
-    judge = OpenAIJudge("m", base_url=server.base_url, backoff=0.01)
+    judge = LLMJudge("m", base_url=server.base_url, backoff=0.01)
     ds = SplitDataset(g, p)
     assert ds.scan(parse_config(CONFIG), input_salt(parse_config(CONFIG), judge)) == []
     # documents in order of first appearance: gold file first, then predicted-only ones
@@ -490,7 +492,7 @@ def test_compare_two_extractors_with_a_paired_interval(tmp_path):
 # --------------------------------------------------------------------------- pool and memory
 
 
-class SlowJudge:
+class SlowJudge(JudgeBase):
     """Counts calls and documents in flight; answers FN/FP after a short sleep."""
 
     name = "slow"

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from example_truth import TRUTH
 from scripted_server import describe
-from factjudge import OpenAIJudge, load_config, load_facts, run_judge
+from factjudge import LLMJudge, load_config, load_facts, run_judge
 from factjudge.judges import HybridJudge
 from factjudge.rules import RulesJudge
 
@@ -21,11 +21,11 @@ def test_hybrid_saves_calls_and_agrees_with_the_llm(server):
     gold = load_facts(EXAMPLES / "report_gold.json")
     pred = load_facts(EXAMPLES / "report_predicted.jsonl")
     config = load_config(EXAMPLES / "config.yaml")
-    llm = run_judge(gold, pred, config, OpenAIJudge("m", base_url=server.base_url))
+    llm = run_judge(gold, pred, config, LLMJudge("m", base_url=server.base_url))
     asked_llm = len(server.requests)
     server.requests.clear()
     hybrid = run_judge(gold, pred, config,
-                       HybridJudge(RulesJudge(), OpenAIJudge("m", base_url=server.base_url)))
+                       HybridJudge(RulesJudge(), LLMJudge("m", base_url=server.base_url)))
     assert llm.usage.llm_calls == asked_llm == len(TRUTH)
     saved = hybrid.usage.llm_calls_saved
     assert 0 < saved < len(TRUTH)  # exact matches only: near misses and negatives go to the LLM
@@ -51,6 +51,6 @@ def test_hybrid_warms_up_with_the_first_question_that_needs_the_llm(server):
         received_before_first_answer.setdefault(d, sum(describe(r)[0] == d for r in server.requests))
         return base(req)
     server.responder = record
-    result = run_judge(gold, pred, {}, HybridJudge(RulesJudge(), OpenAIJudge("m", base_url=server.base_url)))
+    result = run_judge(gold, pred, {}, HybridJudge(RulesJudge(), LLMJudge("m", base_url=server.base_url)))
     assert result.usage.llm_calls_saved == 2 and result.usage.llm_calls == 4
     assert received_before_first_answer == {"gold": 1, "predicted": 1}

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from factjudge import OpenAIJudge, run_judge
+from factjudge import LLMJudge, run_judge
 from factjudge.judges import JudgeSetupError
 from factjudge.models import JudgeConfig
 from factjudge.prompts import JudgeTask
@@ -26,7 +26,7 @@ CONFIG = {"entity_types": ["revenue", "ceo"], "matching_rules": ["scale numbers 
 
 
 def judge_for(server, **kw):
-    return OpenAIJudge("scripted-model", base_url=server.base_url, backoff=0.01, **kw)
+    return LLMJudge("scripted-model", base_url=server.base_url, backoff=0.01, **kw)
 
 
 def by_id(result):
@@ -59,16 +59,24 @@ def test_prompt_layout_schema_and_scope(server):
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     schema = fmt["json_schema"]["schema"]
     assert schema["additionalProperties"] is False
-    assert list(schema["properties"]) == ["gold_fact_id", "reasoning", "status", "matched_predicted_id"]
+    assert list(schema["properties"]) == ["gold_fact_id", "reasoning", "decision"]
     assert schema["required"] == list(schema["properties"])
-    assert schema["properties"]["gold_fact_id"]["enum"] == ["g1"]
-    assert schema["properties"]["status"]["enum"] == ["TP", "FN"]
-    assert schema["properties"]["matched_predicted_id"]["anyOf"] == [
-        {"type": "string", "enum": ["p1", "p2"]}, {"type": "null"}]
+    assert schema["properties"]["gold_fact_id"] == {"type": "string"}  # not pinned: one schema per direction
+    tp, negative = schema["properties"]["decision"]["anyOf"]
+    assert tp["properties"] == {"status": {"type": "string", "enum": ["TP"]},
+                                "matched_predicted_id": {"type": "string", "enum": ["p1", "p2"]}}
+    assert negative["properties"] == {"status": {"type": "string", "enum": ["FN"]},
+                                      "matched_predicted_id": {"type": "null"}}
+    for shape in (tp, negative):
+        assert shape["additionalProperties"] is False and shape["required"] == list(shape["properties"])
     pschema = next(r for r in server.requests if describe(r)[0] == "predicted")[
         "response_format"]["json_schema"]["schema"]
-    assert list(pschema["properties"]) == ["predicted_fact_id", "reasoning", "status", "matched_gold_id"]
-    assert pschema["properties"]["status"]["enum"] == ["TP", "FP"]
+    assert list(pschema["properties"]) == ["predicted_fact_id", "reasoning", "decision"]
+    assert [b["properties"]["status"]["enum"] for b in pschema["properties"]["decision"]["anyOf"]] == [
+        ["TP"], ["FP"]]
+    for direction in ("gold", "predicted"):  # byte-identical response_format within a direction
+        formats = {json.dumps(r["response_format"]) for r in server.requests if describe(r)[0] == direction}
+        assert len(formats) == 1
 
     facts = by_id(result)
     assert facts[("gold", "g4")]["status"] == "OUT_OF_SCOPE" and facts[("gold", "g4")]["in_scope"] is False
@@ -197,11 +205,14 @@ def test_api_key_never_leaks(server, monkeypatch):
     assert "401" in str(refused.value) and secret not in str(refused.value)
     assert "Incorrect API key provided: ***" in str(refused.value)
     assert server.headers[0]["Authorization"] == f"Bearer {secret}"
-    # a fact-level failure carries the server's words into the output, redacted too
+    # once the server has answered, a fact-level failure carries the server's words into the
+    # output, redacted too
+    judge = judge_for(server, api_key_env="MY_KEY")
+    server.truth = {("gold", "g0"): None, ("predicted", "p1"): None}
+    run_judge([{"id": "g0", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {}, judge)
     server.faults[("gold", "g2")] = [Reply(status=400, body=json.dumps(
         {"error": {"message": f"bad request for key {secret}"}}))]
-    result = run_judge([{"id": "g2", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
-                       judge_for(server, api_key_env="MY_KEY"))
+    result = run_judge([{"id": "g2", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {}, judge)
     assert result.gold_facts[0]["status"] == "ERROR" and "400" in result.gold_facts[0]["description"]
     assert "key ***" in result.gold_facts[0]["description"] and secret not in result.to_json()
 
@@ -209,12 +220,12 @@ def test_api_key_never_leaks(server, monkeypatch):
 def test_missing_api_key_is_a_setup_error(monkeypatch):
     monkeypatch.delenv("NOPE_KEY", raising=False)
     with pytest.raises(JudgeSetupError, match="NOPE_KEY"):
-        OpenAIJudge("gpt-4o-mini", api_key_env="NOPE_KEY")
+        LLMJudge("gpt-4o-mini", api_key_env="NOPE_KEY")
     # named on purpose, its absence is a mistake even for a server that may need no key
     with pytest.raises(JudgeSetupError, match="NOPE_KEY is not set"):
-        OpenAIJudge("m", base_url="http://127.0.0.1:1/v1", api_key_env="NOPE_KEY")
+        LLMJudge("m", base_url="http://127.0.0.1:1/v1", api_key_env="NOPE_KEY")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert OpenAIJudge("m", base_url="http://127.0.0.1:1/v1").model == "m"  # local: no key needed
+    assert LLMJudge("m", base_url="http://127.0.0.1:1/v1").model == "m"  # local: no key needed
 
 
 def test_run_judge_inside_a_running_loop(server):
@@ -230,7 +241,7 @@ def test_run_judge_inside_a_running_loop(server):
 def test_retry_after_header_forms():
     from email.utils import format_datetime
     from datetime import datetime, timedelta, timezone
-    from factjudge.judges import _retry_after_seconds
+    from factjudge.judges.backends import retry_after_seconds as _retry_after_seconds
     assert _retry_after_seconds({"retry-after": "2"}) == 2.0
     assert _retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     soon = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
@@ -240,9 +251,9 @@ def test_retry_after_header_forms():
 
 
 def test_a_custom_judge_that_breaks_the_contract_gets_error():
-    from factjudge import Verdict
+    from factjudge import JudgeBase, Verdict
 
-    class Sloppy:
+    class Sloppy(JudgeBase):
         name = "sloppy"
 
         async def judge(self, task):
@@ -254,19 +265,24 @@ def test_a_custom_judge_that_breaks_the_contract_gets_error():
     assert result.metrics.errors == 2
 
 
-def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypatch):
+def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypatch, tmp_path):
+    from factjudge import ResponseCache
+    from factjudge.pipeline import _task_factory
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    judge = OpenAIJudge("m", backoff=0.01)  # no key needed: the server is not OpenAI's
+    cache = ResponseCache(tmp_path / "c")
+    judge = LLMJudge("m", backoff=0.01, cache=cache)  # no key needed: the server is not OpenAI's
     server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
     assert run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
                      judge).metrics.f1 == 1.0
     assert len(server.requests) == 2
     monkeypatch.delenv("OPENAI_BASE_URL")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
-    task = JudgeTask("gold", {"id": "g1", "fact_type": "t"}, [], JudgeConfig(), [])
+    task = _task_factory("gold", [{"id": "p1", "fact_type": "t"}], JudgeConfig(), "")(
+        {"id": "g1", "fact_type": "t"})
+    assert judge.estimate(task).outcome == "cache_hit"
     # the local server's answers never serve a run against OpenAI's
-    assert judge.cache_key_for(task) != OpenAIJudge("m").cache_key_for(task)
+    assert LLMJudge("m", cache=cache).estimate(task).outcome == "call"
 
 
 def test_a_server_that_never_answers_stops_the_run():
@@ -274,8 +290,9 @@ def test_a_server_that_never_answers_stops_the_run():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    judge = OpenAIJudge("m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01, transport_retries=1)
-    with pytest.raises(JudgeSetupError, match=f"cannot reach the server at 127.0.0.1:{port} after 2 attempt"):
+    judge = LLMJudge("m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01, transport_retries=1)
+    # refused at once: nothing listens there, retrying would only delay the message
+    with pytest.raises(JudgeSetupError, match=f"cannot reach the server at 127.0.0.1:{port} .*refused"):
         run_judge([{"id": "g1", "fact_type": "t"}, {"id": "g2", "fact_type": "t"}],
                   [{"id": "p1", "fact_type": "t"}], {}, judge)
 

@@ -1,20 +1,25 @@
 """factjudge: score fact-extraction systems with a two-pass judge and deterministic reconciliation."""
+__version__ = "0.1.0"  # the one place (pyproject.toml reads it)
+
 from .cache import ResponseCache
-from .judges import HybridJudge, Judge, OpenAIJudge
+from .errors import FactJudgeError, JudgeSetupError
+from .judges import HybridJudge, Judge, JudgeBase, LLMJudge, RulesJudge
 from .loading import InputError, load_config, load_facts
 from .models import JudgeConfig, JudgeResult, Verdict
 from .pipeline import run_judge, run_judge_async
 from .prompts import JudgeTask
-from .rules import RulesJudge
 
 __all__ = [
+    "FactJudgeError",
     "HybridJudge",
     "InputError",
     "Judge",
+    "JudgeBase",
     "JudgeConfig",
     "JudgeResult",
+    "JudgeSetupError",
     "JudgeTask",
-    "OpenAIJudge",
+    "LLMJudge",
     "ResponseCache",
     "RulesJudge",
     "Verdict",
@@ -23,4 +28,3 @@ __all__ = [
     "run_judge",
     "run_judge_async",
 ]
-__version__ = "0.1.0"

@@ -18,12 +18,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .cache import ResponseCache
-from .judges import HybridJudge, Judge, JudgeSetupError, OpenAIJudge
+from .errors import JudgeSetupError
+from .judges import HybridJudge, Judge, LLMJudge, RulesJudge
 from .loading import InputError, check_writable, load_config, load_facts, write_atomic
 from .models import JudgeResult
 from .pipeline import preview, run_judge_async
 from .report import fmt
-from .rules import RulesJudge
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Score fact-extraction systems against gold facts.")
@@ -42,11 +42,26 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+class Backend(str, Enum):
+    http = "http"
+    openai_sdk = "openai-sdk"
+
+
+class StructuredOutputMode(str, Enum):
+    auto = "auto"
+    json_schema = "json_schema"
+    json_object = "json_object"
+    none = "none"
+
+
 def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optional[str],
                 api_key_env: Optional[str] = None, temperature: float = 0.0,
                 max_tokens: Optional[int] = None, *, cache_dir: Optional[Path] = None,
                 no_cache: bool = False, warmup: bool = True,
-                prompt_cache_key: bool = True, dry_run: bool = False) -> Judge:
+                prompt_cache_key: bool = True, dry_run: bool = False,
+                backend: Backend = Backend.http, timeout: float = 120.0,
+                structured_output: Optional[StructuredOutputMode] = None,
+                config_structured_output: Optional[str] = None) -> Judge:
     """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge."""
     if kind is None:
         kind = JudgeKind.llm if model else JudgeKind.rules
@@ -63,13 +78,17 @@ def build_judge(kind: Optional[JudgeKind], model: Optional[str], base_url: Optio
     except (OSError, sqlite3.Error) as exc:
         raise fail(f"cannot open the response cache in {cache_dir or 'the default cache directory'}:"
                    f" {exc} (use --cache-dir DIR or --no-cache)") from None
+    mode = structured_output.value if structured_output else (config_structured_output or "auto")
     try:
-        llm = OpenAIJudge(model, base_url=base_url, api_key_env=api_key_env,
-                          api_key="unused: dry run" if dry_run else None,  # a preview calls nothing
-                          temperature=temperature, max_tokens=max_tokens, cache=cache,
-                          warmup=warmup, send_prompt_cache_key=prompt_cache_key)
+        llm = LLMJudge(model, base_url=base_url, api_key_env=api_key_env,
+                       api_key="unused: dry run" if dry_run else None,  # a preview calls nothing
+                       temperature=temperature, max_tokens=max_tokens, cache=cache,
+                       warmup=warmup, send_prompt_cache_key=prompt_cache_key,
+                       backend=backend.value, timeout=timeout, structured_output=mode,
+                       notify=lambda text: err.print(text, markup=False, soft_wrap=True))
     except JudgeSetupError as exc:
-        raise fail(str(exc)) from None
+        # the judge names its Python arguments; here the user typed flags
+        raise fail(str(exc).replace("pass api_key=", "set it").replace("base_url=", "--base-url")) from None
     if kind is JudgeKind.hybrid:
         return HybridJudge(RulesJudge(), llm)
     return llm
@@ -199,6 +218,13 @@ WARMUP_OPT = typer.Option(True, "--warmup/--no-warmup", help="Send each directio
 DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call nothing.")
 PRICE_IN_OPT = typer.Option(None, "--price-in", min=0, help="Price per million prompt tokens (dry run).")
 PRICE_OUT_OPT = typer.Option(None, "--price-out", min=0, help="Price per million completion tokens (dry run).")
+BACKEND_OPT = typer.Option(Backend.http, "--backend", help="How requests are sent: http (lean, default) "
+                           "or openai-sdk (the openai package: pip install 'factjudge[openai]').")
+TIMEOUT_OPT = typer.Option(120.0, "--timeout", min=0.001, help="Seconds one LLM request may take; one "
+                           "question (all its tries) gets at most 3 times this.")
+SO_OPT = typer.Option(None, "--structured-output", help="auto (default: json_schema, falling back to "
+                      "json_object, then none when the server refuses it), json_schema, json_object "
+                      "(llama-cpp-python's server) or none (schema in the prompt).")
 PCK_OPT = typer.Option(True, "--prompt-cache-key/--no-prompt-cache-key",
                        help="Send OpenAI's prompt_cache_key (turn off for servers that reject it).")
 
@@ -224,6 +250,9 @@ def judge_cmd(
     dry_run: bool = DRY_RUN_OPT,
     price_in: Optional[float] = PRICE_IN_OPT,
     price_out: Optional[float] = PRICE_OUT_OPT,
+    backend: Backend = BACKEND_OPT,
+    timeout: float = TIMEOUT_OPT,
+    structured_output: Optional[StructuredOutputMode] = SO_OPT,
 ) -> None:
     """Judge one document: per-fact TP/FP/FN, reconciled both ways, with P/R/F1."""
     try:
@@ -235,7 +264,8 @@ def judge_cmd(
         raise fail(str(exc)) from None
     the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens,
                             cache_dir=cache_dir, no_cache=no_cache, warmup=warmup,
-                            prompt_cache_key=prompt_cache_key, dry_run=dry_run)
+                            prompt_cache_key=prompt_cache_key, dry_run=dry_run, backend=backend,
+                            timeout=timeout, structured_output=structured_output)
     if dry_run:
         plan = preview(gold_facts, pred_facts, cfg, the_judge)
         print_plan(plan, price_in, price_out, max_tokens)
@@ -247,9 +277,7 @@ def judge_cmd(
                 return await run_judge_async(gold_facts, pred_facts, cfg, the_judge,
                                              concurrency=concurrency, progress=bar)
         finally:
-            close = getattr(the_judge, "aclose", None)
-            if close:
-                await close()
+            await the_judge.aclose()
 
     try:
         result = asyncio.run(run())

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from .cache import server_host
+from .judges.base import Judge
 from .loading import InputError, json_type, validate_facts, write_atomic
 from .metrics import f1_score, ratio
 from .models import OUTPUT_FIELDS, JudgeConfig, JudgeResult
@@ -85,25 +85,12 @@ class Dataset(Protocol):
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]: ...
 
 
-def judge_identity(judge: Any) -> dict[str, Any]:
-    """What names a judge's answers: its kind and, for an LLM, the server, model and sampling."""
-    ident: dict[str, Any] = {"name": getattr(judge, "name", type(judge).__name__)}
-    for part in (judge, getattr(judge, "llm", None)):  # the hybrid judge keeps its LLM half apart
-        for attr in ("model", "temperature", "max_tokens"):
-            value = getattr(part, attr, None)
-            if value is not None:
-                ident[attr] = value
-        if getattr(part, "model", None) is not None:
-            ident["server"] = server_host(getattr(part, "base_url", None))
-    return ident
-
-
-def input_salt(config: JudgeConfig, judge: Any) -> str:
+def input_salt(config: JudgeConfig, judge: Judge) -> str:
     """Everything besides the facts that decides a document's result, for its input hash."""
     from . import __version__
 
     return canonical_json({"factjudge": __version__, "prompt_format": PROMPT_FORMAT_VERSION,
-                           "config": config.model_dump(mode="json"), "judge": judge_identity(judge)})
+                           "config": config.model_dump(mode="json"), "judge": judge.identity()})
 
 
 def _doc_hash(salt: str, doc: Document) -> str:
@@ -548,7 +535,7 @@ def aggregate(stats: Iterable[DocStats], resamples: int = 1000, seed: int = 0) -
 async def judge_documents(
     documents: Iterable[Document],
     config: JudgeConfig,
-    judge: Any,
+    judge: Judge,
     on_result: Callable[[Document, JudgeResult], None],
     *,
     concurrency: int = 8,
@@ -596,14 +583,14 @@ def _remove_stale(out_dir: Path) -> None:
         (out_dir / name).unlink(missing_ok=True)
 
 
-def preview_dataset(dataset: Dataset, config: JudgeConfig, judge: Any, out_dir: Path) -> dict[str, Any]:
+def preview_dataset(dataset: Dataset, config: JudgeConfig, judge: Judge, out_dir: Path) -> dict[str, Any]:
     """The dry run of ``factjudge eval``: :func:`~factjudge.pipeline.preview` summed over the
     documents a run would judge (those already finished in ``out_dir`` would be reused)."""
     store = ResultStore(out_dir / RESULTS, repair=False)  # a dry run changes no file
     reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
-    llm = getattr(judge, "llm", judge)
     plan: dict[str, Any] = {"documents": len(dataset.infos) - len(reused),
-                            "reused_documents": len(reused), "token_counter": llm.tokens.name}
+                            "reused_documents": len(reused),
+                            "token_counter": judge.run_info().get("token_counter")}
     totals = {d: dict.fromkeys(PREVIEW_STATS, 0) for d in ("gold", "predicted")}
     for doc in dataset.documents(skip=reused):
         one = preview(doc.gold, doc.predicted, config, judge, doc_id=doc.doc_id)
@@ -625,7 +612,7 @@ class EvalRun:
 async def evaluate_async(
     dataset: Dataset,
     config: JudgeConfig,
-    judge: Any,
+    judge: Judge,
     out_dir: Path,
     *,
     concurrency: int = 8,
@@ -674,7 +661,7 @@ async def evaluate_async(
     summary = agg.summary(resamples, seed)
     summary["bootstrap"] = {"resamples": resamples, "seed": seed, "level": 0.95}
     summary["skipped"] = [p.to_dict() for p in skipped]
-    summary["judge"] = judge_identity(judge)
+    summary["judge"] = judge.identity()
     summary["config"] = config.model_dump(mode="json")
     worst = agg.worst()
     write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total))

@@ -10,14 +10,14 @@ from typing import Any, Optional
 
 import typer
 
-from .cli import (BASE_URL_OPT, CACHE_DIR_OPT, CONC_OPT, CONFIG_OPT, DRY_RUN_OPT, JUDGE_OPT,
+from .cli import (BACKEND_OPT, SO_OPT, TIMEOUT_OPT, Backend, StructuredOutputMode, BASE_URL_OPT, CACHE_DIR_OPT, CONC_OPT, CONFIG_OPT, DRY_RUN_OPT, JUDGE_OPT,
                   KEY_ENV_OPT, MAXTOK_OPT, MODEL_OPT, NO_CACHE_OPT, PCK_OPT, PRICE_IN_OPT,
                   PRICE_OUT_OPT, QUIET_OPT, TEMP_OPT, WARMUP_OPT, JudgeKind, ProgressBar, app,
                   build_judge, err, fail, print_plan)
 from .evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, Dataset, JsonlDataset, Problem,
                        SplitDataset, evaluate_async, input_salt, paired_bootstrap, preview_dataset,
                        read_eval_dir)
-from .judges import JudgeSetupError
+from .errors import JudgeSetupError
 from .loading import InputError, load_config
 from .report import fmt, fmt_ci
 
@@ -61,6 +61,9 @@ def eval_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     report_rows: int = typer.Option(5000, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in the reports (all are in results.jsonl)."),
     quiet: bool = QUIET_OPT,
+    backend: Backend = BACKEND_OPT,
+    timeout: float = TIMEOUT_OPT,
+    structured_output: Optional[StructuredOutputMode] = SO_OPT,
 ) -> None:
     """Judge a whole dataset: results per document, aggregate metrics with 95% intervals, reports.
 
@@ -77,7 +80,8 @@ def eval_cmd(
         raise fail(str(exc)) from None
     the_judge = build_judge(judge, model, base_url, api_key_env, temperature, max_tokens,
                             cache_dir=cache_dir, no_cache=no_cache, warmup=warmup,
-                            prompt_cache_key=prompt_cache_key, dry_run=dry_run)
+                            prompt_cache_key=prompt_cache_key, dry_run=dry_run, backend=backend,
+                            timeout=timeout, structured_output=structured_output)
     data: Dataset = JsonlDataset(dataset) if dataset is not None else SplitDataset(gold, predicted)  # type: ignore[arg-type]
     try:
         problems = data.scan(cfg, input_salt(cfg, the_judge))
@@ -109,9 +113,7 @@ def eval_cmd(
                     seed=seed, report_rows=report_rows, skipped=problems, progress=progress,
                     on_start=progress.start, on_document=progress.document_done)
         finally:
-            close = getattr(the_judge, "aclose", None)
-            if close:
-                await close()
+            await the_judge.aclose()
 
     try:
         outcome = asyncio.run(run())

@@ -83,6 +83,8 @@ class Usage(CallUsage):
     seconds: float = 0.0
     #: How prompt tokens were counted before sending ("tiktoken:..." or "estimate:..."), if they were.
     token_counter: str | None = None
+    #: The structured-output mode the LLM judge used (``auto`` settles on one), if any.
+    structured_output: str | None = None
 
     def add(self, call: CallUsage) -> None:
         for name in CallUsage.model_fields:

@@ -7,11 +7,11 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from .judges import Judge, error_verdict
+from .judges.base import Judge, error_verdict
 from .loading import coerce_facts, parse_config
 from .metrics import compute_metrics
 from .models import Direction, JudgeConfig, JudgeResult, Usage, Verdict
-from .prompts import JudgeTask, PromptTooLarge, canonical_json, negative_status, prefix_messages
+from .prompts import JudgeTask, canonical_json, fact_type_problem, negative_status, prefix_messages
 from .reconcile import PassVerdict, reconcile
 from .rules import RulesJudge
 from .scope import in_scope_facts
@@ -32,6 +32,10 @@ def _verdict_problem(task: JudgeTask, verdict: Verdict, candidate_ids: set[str])
         return f"verdict for {verdict.fact_id!r}, asked about {task.subject_id!r}"
     if verdict.status == "TP" and verdict.matched_id not in candidate_ids:
         return f"TP names {verdict.matched_id!r}, which is not a candidate"
+    if verdict.status == "TP" and verdict.matched_id is not None:
+        problem = fact_type_problem(task, verdict.matched_id)
+        if problem:
+            return problem
     if verdict.status in ("FN", "FP") and (verdict.status != negative_status(task.direction)
                                          or verdict.matched_id is not None):
         return f"status {verdict.status} with match {verdict.matched_id!r} in the {task.direction} pass"
@@ -45,8 +49,8 @@ def _task_factory(direction: Direction, candidates: list[dict[str, Any]], config
     # Derived from the document's content, so providers route its calls to the same cache.
     digest = hashlib.sha256(canonical_json(prefix).encode("utf-8")).hexdigest()[:16]
     label = f"{doc_id[:24]}-" if doc_id else ""
-    cache_key = f"factjudge-{label}{direction}-{digest}"
-    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, cache_key)
+    key = f"factjudge-{label}{direction}-{digest}"
+    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key)
 
 
 async def _judge_direction(
@@ -72,7 +76,7 @@ async def _judge_direction(
         problem = _verdict_problem(task, verdict, candidate_ids)
         if problem:  # a judge of the user's own that broke the contract: claim nothing
             verdict = error_verdict(
-                task, f"judge {getattr(judge, 'name', '?')!r} answered wrongly: {problem}", verdict.usage)
+                task, f"judge {judge.name!r} answered wrongly: {problem}", verdict.usage)
         if progress:
             progress(verdict=verdict)
         return verdict
@@ -110,7 +114,7 @@ async def run_judge_async(
 ) -> JudgeResult:
     """Judge one document. ``limiter`` lets several documents share one pool of calls;
     ``doc_id`` labels the provider prompt-cache key; ``warmup`` (default: the judge's own
-    ``warmup`` attribute) sends each direction's first call alone so the rest hit the cache."""
+    ``warmup``) sends each direction's first call alone so the rest hit the cache."""
     started = time.perf_counter()
     config = parse_config(judge_config)
     gold = coerce_facts(gold_facts, "gold facts")
@@ -126,7 +130,7 @@ async def run_judge_async(
     if progress:
         progress(total=(len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
     if warmup is None:
-        warmup = bool(getattr(judge, "warmup", False))
+        warmup = judge.warmup
     gv, pv = await asyncio.gather(
         _judge_direction("gold", gold_in, pred_in, config, judge, limiter, doc_id, progress, warmup),
         _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, doc_id, progress,
@@ -139,8 +143,7 @@ async def run_judge_async(
         one_to_one=config.one_to_one,
     )
 
-    counter = getattr(judge, "tokens", None)
-    usage = Usage(token_counter=getattr(counter, "name", None))
+    usage = Usage(**judge.run_info())
     for v in (*gv.values(), *pv.values()):
         usage.add(v.usage)
 
@@ -182,9 +185,8 @@ def run_judge(
         finally:
             # This loop ends with the call: release the judge's connections while it still runs
             # (an LLM judge opens new ones on its next use).
-            close = getattr(judge, "aclose", None)
-            if close is not None:
-                await close()
+            if judge is not None:
+                await judge.aclose()
 
     coro = once()
     try:
@@ -219,7 +221,7 @@ def preview(
     gold_facts: Iterable[Mapping[str, Any]],
     predicted_facts: Iterable[Mapping[str, Any]],
     judge_config: JudgeConfig | Mapping[str, Any] | None,
-    judge: Any,
+    judge: Judge,
     doc_id: str = "",
 ) -> dict[str, Any]:
     """What judging would cost, without any call: calls per direction, prompt tokens before and
@@ -227,8 +229,6 @@ def preview(
     config = parse_config(judge_config)
     gold = in_scope_facts(coerce_facts(gold_facts, "gold facts"), config)
     predicted = in_scope_facts(coerce_facts(predicted_facts, "predicted facts"), config)
-    llm = getattr(judge, "llm", judge)  # the hybrid judge's LLM half
-    rules = getattr(judge, "rules", None)
     out: dict[str, Any] = {}
     for direction, subjects, candidates in (("gold", gold, predicted), ("predicted", predicted, gold)):
         stats = dict.fromkeys(PREVIEW_STATS, 0)
@@ -236,31 +236,21 @@ def preview(
         if not candidates:
             continue
         make_task = _task_factory(direction, candidates, config, doc_id)
-        prefix_tokens, warm = None, False
+        warm = False
         for fact in subjects:
-            task = make_task(fact)
-            if rules is not None and rules.decide(task)[1]:
-                stats["decided_by_rules"] += 1
-                continue
-            try:
-                call = llm.prepare(task)
-            except PromptTooLarge:
-                stats["too_large"] += 1
-                continue
-            if llm.cache is not None and llm.cache.get(llm.cache_key_for(call.task)) is not None:
-                stats["cache_hits"] += 1
+            est = judge.estimate(make_task(fact))
+            if est.outcome != "call":
+                stats["cache_hits" if est.outcome == "cache_hit" else est.outcome] += 1
                 continue
             stats["calls"] += 1
-            stats["prompt_tokens"] += call.prompt_tokens
-            uncached = call.prompt_tokens
-            if call.task.prefix is task.prefix:
-                if prefix_tokens is None:
-                    prefix_tokens = llm.tokens.messages(task.prefix)
-                if warm and prefix_tokens >= MIN_CACHED_PREFIX:
-                    uncached -= prefix_tokens
-                warm = True
-            else:
+            stats["prompt_tokens"] += est.prompt_tokens
+            uncached = est.prompt_tokens
+            if est.shortlisted:
                 stats["shortlisted"] += 1
+            else:
+                if warm and est.shared_prefix_tokens >= MIN_CACHED_PREFIX:
+                    uncached -= est.shared_prefix_tokens
+                warm = True
             stats["prompt_tokens_after_prefix_cache"] += uncached
-    out["token_counter"] = llm.tokens.name
+    out["token_counter"] = judge.run_info().get("token_counter")
     return out

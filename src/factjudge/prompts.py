@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Literal
 
+from .errors import InvalidAnswer, PromptTooLarge
 from .models import Direction, JudgeConfig, Verdict
 
 #: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys).
-PROMPT_FORMAT_VERSION = "1"
+PROMPT_FORMAT_VERSION = "2"
 
 # Per direction: (subject side, candidate side, negative status, id key, matched key)
 _SIDES: dict[str, tuple[str, str, str, str, str]] = {
@@ -31,7 +32,7 @@ def negative_status(direction: Direction) -> str:
 
 
 def system_message(direction: Direction, config: JudgeConfig) -> str:
-    subject, other, negative, _, matched_key = _SIDES[direction]
+    subject, other, negative, id_key, matched_key = _SIDES[direction]
     lines = [
         "You judge the output of a fact-extraction system against a reference.",
         f"You are given a list of {other} facts (the candidates) and then one {subject} fact.",
@@ -39,10 +40,10 @@ def system_message(direction: Direction, config: JudgeConfig) -> str:
         "under the matching rules below. Compare meaning, not formatting: units, number formats,",
         "date formats and wording may differ; facts of different fact_type never match.",
         f"- If exactly one candidate matches (or several do and one is clearly the best), answer "
-        f"status \"TP\" and put its id in {matched_key}.",
-        f"- If no candidate matches, answer status \"{negative}\" and {matched_key} null.",
-        "Write your reasoning first, field by field, then decide. Use only ids that appear in the"
-        " candidate list.",
+        f"decision {{\"status\": \"TP\", \"{matched_key}\": <its id>}}.",
+        f"- If no candidate matches, answer decision {{\"status\": \"{negative}\", \"{matched_key}\": null}}.",
+        f"Put the judged fact's id in {id_key}. Write your reasoning first, field by field, then "
+        "decide. Use only ids that appear in the candidate list.",
         "",
         "Matching rules:",
     ]
@@ -79,24 +80,53 @@ def prefix_messages(
     ]
 
 
-def response_format(direction: Direction, subject_id: str, candidate_ids: list[str]) -> dict[str, Any]:
-    """OpenAI strict ``json_schema`` response format; reasoning comes before the decision."""
+#: How the answer's JSON schema reaches the server: OpenAI's strict ``json_schema``, llama-cpp-python's
+#: ``{"type": "json_object", "schema": ...}``, or ``none`` (described in the prompt, no
+#: ``response_format``). ``auto`` starts with the first and falls back when the server refuses it.
+STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "none")
+StructuredOutput = Literal["auto", "json_schema", "json_object", "none"]
+
+
+def verdict_schema(direction: Direction, candidate_ids: list[str]) -> dict[str, Any]:
+    """The answer's JSON schema: one per document and direction (the judged fact's id is a plain
+    string, checked in code), so every call of a direction sends the same bytes and providers can
+    cache it with the prompt prefix. ``decision`` is one of two shapes, so a TP without a
+    candidate id, or a negative with one, cannot be written; ``reasoning`` comes first."""
     _, _, negative, id_key, matched_key = _SIDES[direction]
-    schema = {
+
+    def shape(status: str, matched: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object",
+                "properties": {"status": {"type": "string", "enum": [status]}, matched_key: matched},
+                "required": ["status", matched_key], "additionalProperties": False}
+
+    return {
         "type": "object",
         "properties": {
-            id_key: {"type": "string", "enum": [subject_id]},
+            id_key: {"type": "string"},
             "reasoning": {"type": "string"},
-            "status": {"type": "string", "enum": ["TP", negative]},
-            matched_key: {"anyOf": [{"type": "string", "enum": list(candidate_ids)}, {"type": "null"}]},
+            "decision": {"anyOf": [shape("TP", {"type": "string", "enum": list(candidate_ids)}),
+                                   shape(negative, {"type": "null"})]},
         },
-        "required": [id_key, "reasoning", "status", matched_key],
+        "required": [id_key, "reasoning", "decision"],
         "additionalProperties": False,
     }
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": f"{direction}_fact_verdict", "strict": True, "schema": schema},
-    }
+
+
+def response_format(direction: Direction, candidate_ids: list[str], mode: str) -> dict[str, Any] | None:
+    """The request's ``response_format`` in structured-output ``mode`` (None for ``none``)."""
+    schema = verdict_schema(direction, candidate_ids)
+    if mode == "json_schema":
+        return {"type": "json_schema",
+                "json_schema": {"name": f"{direction}_fact_verdict", "strict": True, "schema": schema}}
+    if mode == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return None
+
+
+def schema_instruction(direction: Direction, candidate_ids: list[str]) -> str:
+    """Appended to the system message when the server is given no schema (mode ``none``)."""
+    return ("\n\nAnswer with one JSON object and nothing else, following this JSON schema:\n"
+            + canonical_json(verdict_schema(direction, candidate_ids)))
 
 
 @dataclass(frozen=True)
@@ -108,26 +138,27 @@ class JudgeTask:
     candidates: list[dict[str, Any]]
     config: JudgeConfig
     prefix: list[dict[str, str]]
-    #: Stable name of the document and direction, for provider prompt caches.
-    cache_key: str = ""
+    #: Stable name of the document and direction, sent as OpenAI's ``prompt_cache_key``.
+    prompt_cache_key: str = ""
 
     @property
     def subject_id(self) -> str:
-        return self.subject["id"]
+        return str(self.subject["id"])
 
     @property
     def candidate_ids(self) -> list[str]:
         return [c["id"] for c in self.candidates]
 
+    def last_message(self) -> dict[str, str]:
+        return {"role": "user", "content": subject_message(self.direction, self.subject)}
+
     def messages(self) -> list[dict[str, str]]:
-        return [*self.prefix, {"role": "user", "content": subject_message(self.direction, self.subject)}]
+        return [*self.prefix, self.last_message()]
 
-    def response_format(self) -> dict[str, Any]:
-        return response_format(self.direction, self.subject_id, self.candidate_ids)
-
-
-class InvalidAnswer(ValueError):
-    """The judge's answer breaks the schema or the rules; the message is told back to the model."""
+    def with_candidates(self, candidates: list[dict[str, Any]]) -> JudgeTask:
+        """The same question over another candidate list (a shortlist), with its own prefix."""
+        return JudgeTask(self.direction, self.subject, candidates, self.config,
+                         prefix_messages(self.direction, candidates, self.config), self.prompt_cache_key)
 
 
 def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
@@ -138,10 +169,12 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
     try:
         data = json.loads(content)
     except json.JSONDecodeError as exc:
-        raise InvalidAnswer(f"the answer is not valid JSON ({exc.msg})") from None
+        raise InvalidAnswer(f"the answer is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InvalidAnswer("the answer is nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidAnswer("the answer must be a JSON object")
-    expected = {id_key, "reasoning", "status", matched_key}
+    expected = {id_key, "reasoning", "decision"}
     if set(data) != expected:
         missing, extra = sorted(expected - set(data)), sorted(set(data) - expected)
         raise InvalidAnswer(f"the answer must have exactly the keys {sorted(expected)}"
@@ -150,12 +183,18 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer(f"{id_key} must be {task.subject_id!r}, got {data[id_key]!r}")
     if not isinstance(data["reasoning"], str):
         raise InvalidAnswer("reasoning must be a string")
-    status, matched = data["status"], data[matched_key]
+    decision = data["decision"]
+    if not isinstance(decision, dict) or set(decision) != {"status", matched_key}:
+        raise InvalidAnswer(f"decision must be an object with exactly the keys status and {matched_key}")
+    status, matched = decision["status"], decision[matched_key]
     if status == "TP":
         if matched is None:
             raise InvalidAnswer(f"status TP requires {matched_key} to name a candidate")
         if matched not in task.candidate_ids:
             raise InvalidAnswer(f"{matched_key} {matched!r} is not the id of a candidate")
+        problem = fact_type_problem(task, matched)
+        if problem:
+            raise InvalidAnswer(problem)
     elif status == negative:
         if matched is not None:
             raise InvalidAnswer(f"status {negative} requires {matched_key} to be null")
@@ -165,16 +204,22 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
                    reasoning=data["reasoning"])
 
 
+def fact_type_problem(task: JudgeTask, matched_id: str) -> str:
+    """Facts of different fact_type never match: why a TP naming ``matched_id`` is wrong, or ""."""
+    want = task.subject.get("fact_type")
+    for cand in task.candidates:
+        if cand["id"] == matched_id and cand.get("fact_type") != want:
+            return (f"{matched_id!r} is a {cand.get('fact_type')!r} fact and the judged fact is "
+                    f"{want!r}: facts of different fact_type never match")
+    return ""
+
+
 # --- prompt budget and shortlisting -----------------------------------------------------------
 
 #: OpenAI structured outputs: at most 1000 enum values per schema (3 are ours), and at most
 #: 15,000 characters of enum strings once an enum has more than 250 values.
 MAX_CANDIDATE_ENUM = 997
 _ENUM_CHAR_LIMIT, _ENUM_CHAR_LIMIT_ABOVE = 15_000, 250
-
-
-class PromptTooLarge(ValueError):
-    """Not even one candidate fits the prompt budget."""
 
 
 def _enum_size_fits(n: int, chars: int) -> bool:
@@ -207,20 +252,19 @@ class PreparedCall:
     note: str = ""        # says when the candidate list was shortlisted
 
 
-def prepare_call(task: JudgeTask, count_text: Any, count_messages: Any) -> PreparedCall:
+def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
+                 count_text: Callable[[str], int]) -> PreparedCall:
     """Fit a call into ``config.max_prompt_tokens`` and the enum limit, shortlisting if needed.
 
-    ``count_text(str) -> int`` and ``count_messages(messages) -> int`` count tokens.
-    """
+    ``count_prompt(task)`` counts a whole request (messages and schema) as the judge sends it;
+    ``count_text(str)`` counts a piece of text. Raises :class:`PromptTooLarge`."""
     config = task.config
     budget, top_k = config.max_prompt_tokens, config.shortlist_top_k
-    tokens = count_messages(task.messages()) + count_text(canonical_json(task.response_format()))
+    tokens = count_prompt(task)
     n = len(task.candidates)
     if top_k is None and tokens <= budget and enum_fits(task.candidate_ids):
         return PreparedCall(task, tokens)
-    empty = JudgeTask(task.direction, task.subject, [], config,
-                      prefix_messages(task.direction, [], config), task.cache_key)
-    used = count_messages(empty.messages()) + count_text(canonical_json(empty.response_format()))
+    used = count_prompt(task.with_candidates([]))
     kept: list[dict[str, Any]] = []
     id_chars = 0
     for cand in rank_candidates(task.subject, task.candidates)[: top_k or n]:
@@ -242,9 +286,7 @@ def prepare_call(task: JudgeTask, count_text: Any, count_messages: Any) -> Prepa
     kept.sort(key=lambda c: order[id(c)])
     why = (f"shortlist_top_k={top_k}" if top_k is not None and len(kept) == min(top_k, n)
            else f"max_prompt_tokens={budget}" if tokens > budget else "the schema's enum limit")
-    short = JudgeTask(task.direction, task.subject, kept, config,
-                      prefix_messages(task.direction, kept, config), task.cache_key)
-    tokens = count_messages(short.messages()) + count_text(canonical_json(short.response_format()))
+    short = task.with_candidates(kept)
     note = (f"context truncated: {len(kept)} of {n} candidates kept ({why}), chosen by fact_type "
             "and lexical similarity")
-    return PreparedCall(short, tokens, note)
+    return PreparedCall(short, count_prompt(short), note)

@@ -33,6 +33,7 @@ from typing import Any, Hashable, Iterable
 
 from rapidfuzz import fuzz, process
 
+from .judges.base import JudgeBase
 from .models import OUTPUT_FIELDS, JudgeConfig, Tolerance, Verdict
 from .normalize import (
     EMPTY_UNIT, MISSING, Missing, Norm, Other, Period, Quantity, Text, Unit, fact_currency,
@@ -414,7 +415,7 @@ def _window(q: Quantity, tol: Tolerance) -> tuple[float, float]:
 # --------------------------------------------------------------------------- the judge
 
 
-class RulesJudge:
+class RulesJudge(JudgeBase):
     """Deterministic offline judge: normalisation + per-field rules, no LLM calls."""
 
     name = "rules"

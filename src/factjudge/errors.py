@@ -1,0 +1,23 @@
+"""The one error tree of factjudge.
+
+Every error meant for a user derives from :class:`FactJudgeError`; its message is one line that
+names the file, the record or the server, so the CLI prints it and exits 2 without a traceback.
+"""
+from __future__ import annotations
+
+
+class FactJudgeError(Exception):
+    """Root of factjudge's errors."""
+
+
+class JudgeSetupError(FactJudgeError):
+    """The judge cannot be used as configured (no API key, a key, model or request format the
+    server refuses, a server never reached): it stops the run instead of failing every fact."""
+
+
+class InvalidAnswer(FactJudgeError):
+    """A judge's answer breaks the schema or the rules; the message is told back to the model."""
+
+
+class PromptTooLarge(FactJudgeError):
+    """Not even one candidate fits the prompt budget."""

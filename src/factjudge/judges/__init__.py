@@ -1,0 +1,12 @@
+"""Judges: the contract (:mod:`.base`), the rules, LLM and hybrid judges, and the LLM backends.
+
+Adding a provider is one file under :mod:`.backends` and one line in its ``BACKENDS`` registry.
+"""
+from ..errors import JudgeSetupError
+from ..rules import RulesJudge
+from .base import Estimate, Judge, JudgeBase, error_verdict
+from .hybrid import HybridJudge
+from .llm import LLMJudge
+
+__all__ = ["Estimate", "HybridJudge", "Judge", "JudgeBase", "JudgeSetupError", "LLMJudge",
+           "RulesJudge", "error_verdict"]

@@ -1,0 +1,88 @@
+"""The judge contract, shared by the rules, LLM and hybrid judges and any judge of a user's own.
+
+A judge answers one question per call (a :class:`~factjudge.prompts.JudgeTask`) and returns a
+:class:`~factjudge.models.Verdict`. It never raises for a failed question: a fact it cannot decide
+comes back with status ``ERROR`` and the reason in ``note``. Only a judge that cannot work at all
+(a key, model or request format the server refuses, a server never reached) raises
+:class:`~factjudge.errors.JudgeSetupError`, which stops the run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..models import CallUsage, Verdict
+from ..prompts import JudgeTask
+
+#: What a dry run learns about one question without asking it.
+Outcome = Literal["call", "cache_hit", "decided_by_rules", "too_large"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What asking one question would cost (for ``--dry-run``)."""
+
+    outcome: Outcome
+    #: Prompt tokens of the request as it would be sent (0 unless ``outcome == "call"``).
+    prompt_tokens: int = 0
+    #: Tokens of the shared prefix a provider can cache; 0 when the call was shortlisted.
+    shared_prefix_tokens: int = 0
+    shortlisted: bool = False
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """What the pipeline, ``eval`` and the CLI use of a judge, and nothing more."""
+
+    name: str
+    #: Send each direction's questions one at a time until one has really reached an LLM, so the
+    #: rest hit a warm provider prompt cache.
+    warmup: bool
+
+    async def judge(self, task: JudgeTask) -> Verdict: ...
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes verdicts (kind, model, server, sampling...): part of the resume
+        hash of ``eval`` and of the response-cache key."""
+        ...
+
+    def estimate(self, task: JudgeTask) -> Estimate: ...
+
+    def run_info(self) -> dict[str, Any]:
+        """How the questions were asked, for ``usage`` (token counter, structured-output mode)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class JudgeBase:
+    """Defaults for the optional parts of :class:`Judge`; a judge of your own subclasses it and
+    writes ``judge()`` (and ``identity()`` when it has settings that change its verdicts)."""
+
+    name = "judge"
+    warmup = False
+
+    async def judge(self, task: JudgeTask) -> Verdict:
+        raise NotImplementedError
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def estimate(self, task: JudgeTask) -> Estimate:
+        return Estimate("decided_by_rules")  # no LLM: nothing to pay for
+
+    def run_info(self) -> dict[str, Any]:
+        return {}
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> JudgeBase:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def error_verdict(task: JudgeTask, reason: str, usage: CallUsage | None = None) -> Verdict:
+    return Verdict(fact_id=task.subject_id, status="ERROR", note=reason, usage=usage or CallUsage())
