@@ -30,6 +30,7 @@ class Reply:
     content: str | None = None          # the assistant message content (for status 200)
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None             # a raw body: for error replies, or a broken 200
+    hang: float = 0.0                   # seconds to wait before answering (a stuck server)
 
 
 def answer(direction: str, subject_id: str, matched: str | None, reasoning: str = "scripted",
@@ -70,8 +71,12 @@ class ScriptedServer:
         self.truth = truth or {}
         self.responder = responder or self._from_truth
         self.faults: dict[tuple[str, str], list[Reply]] = {}
+        #: Structured-output modes refused the way llama-cpp-python's server refuses json_schema.
+        self.reject_modes: set[str] = set()
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
+        #: (direction, prompt tokens, cached prompt tokens) of every answered request
+        self.usage_log: list[tuple[str, int, int]] = []
         self.headers: list[dict[str, str]] = []
         self._seen_prefixes: set[str] = set()
         self._lock = threading.Lock()
@@ -106,6 +111,8 @@ class ScriptedServer:
             hit = prefix in self._seen_prefixes
             self._seen_prefixes.add(prefix)
         cached = (len(fmt) + sum(len(m.get("content") or "") for m in messages[:-1])) // 4 if hit else 0
+        with self._lock:
+            self.usage_log.append((describe(body)[0], total, cached))
         return {"prompt_tokens": total, "completion_tokens": 20, "total_tokens": total + 20,
                 "prompt_tokens_details": {"cached_tokens": cached}}
 
@@ -116,12 +123,20 @@ class ScriptedServer:
             self.headers.append(dict(request.headers))
         if self.delay:
             await asyncio.sleep(self.delay)
+        if mode_of(body) in self.reject_modes:
+            return web.Response(status=500, content_type="application/json", text=json.dumps({
+                "error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                          "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                          "'json_object'\"}\n\n  File \"app.py\", line 376\n    POST /v1/chat/completions",
+                          "type": "internal_server_error"}}))
         key = describe(body)[:2]
         with self._lock:
             queue = self.faults.get(key)
             reply = queue.pop(0) if queue else None
         if reply is None:
             reply = self.responder(body)
+        if reply.hang:
+            await asyncio.sleep(reply.hang)
         if reply.status != 200 or reply.body is not None:
             headers = {k: v for k, v in reply.headers.items() if k.lower() != "content-type"}
             return web.Response(status=reply.status, text=reply.body or "", headers=headers,

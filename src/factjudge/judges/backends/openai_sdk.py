@@ -61,6 +61,9 @@ class OpenAISDKBackend:
             raise BackendError(kind, redact(f"cannot connect: {cause or exc}")) from None
         except (o.APIResponseValidationError, ValueError) as exc:  # a 200 whose body is not JSON
             return ChatReply(None, problem=redact(f"the server's reply is not a chat completion: {exc}"))
+        if not hasattr(response, "model_dump"):  # the SDK hands back a non-JSON body as text
+            start = " ".join(str(response)[:80].split())
+            return ChatReply(None, problem=f"the server answered HTTP 200 with not JSON: {start!r}")
         return parse_completion(response.model_dump())
 
     async def aclose(self) -> None:

@@ -1,0 +1,207 @@
+"""The LLM judge's wire contract with servers as they really behave: one response schema per
+direction (so providers can cache it), structured-output fallbacks, fail-fast on servers that
+cannot work, bounded time per question, broken replies, credentials. All through real HTTP."""
+import base64
+import json
+import subprocess
+import sys
+
+import pytest
+
+from factjudge import LLMJudge, ResponseCache, run_judge
+from factjudge.errors import JudgeSetupError
+from factjudge.models import JudgeConfig
+from factjudge.pipeline import _task_factory
+from scripted_server import Reply, answer, describe, http_error, mode_of
+
+G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "ceo", "name": "Ann"}]
+P = [{"id": "p1", "fact_type": "revenue", "value": 12}, {"id": "p2", "fact_type": "ceo", "name": "Ann"}]
+TRUTH = {("gold", "g1"): "p1", ("gold", "g2"): "p2", ("predicted", "p1"): "g1", ("predicted", "p2"): "g2"}
+
+def judge_for(server, **kw):
+    kw.setdefault("backoff", 0.01)
+    return LLMJudge("m", base_url=server.base_url, **kw)
+
+
+def statuses(result):
+    return [(f["id"], f["status"], f["matched_ids"]) for f in result.gold_facts + result.predicted_facts]
+
+
+def test_one_response_format_per_direction_and_90_percent_cached_at_100_facts(server):
+    gold = [{"id": f"g{i}", "fact_type": "revenue", "segment": f"segment {i}", "value": i * 1.5}
+            for i in range(100)]
+    pred = [{"id": f"p{i}", "fact_type": "revenue", "segment": f"segment {i}", "value": i * 1.5}
+            for i in range(100)]
+    server.truth = {**{("gold", f"g{i}"): f"p{i}" for i in range(100)},
+                    **{("predicted", f"p{i}"): f"g{i}" for i in range(100)}}
+    result = run_judge(gold, pred, {}, judge_for(server), concurrency=16)
+    assert result.metrics.f1 == 1.0
+    for direction in ("gold", "predicted"):
+        reqs = [r for r in server.requests if describe(r)[0] == direction]
+        assert len(reqs) == 100
+        assert len({json.dumps(r["response_format"]) for r in reqs}) == 1
+        assert len({json.dumps(r["messages"][:-1]) for r in reqs}) == 1
+        log = [(p, c) for d, p, c in server.usage_log if d == direction][1:]  # after the warm-up call
+        share = sum(c for _, c in log) / sum(p for p, _ in log)
+        assert share >= 0.9, (direction, share)
+
+
+def test_changing_the_schema_is_a_cache_miss_on_the_scripted_server(server):
+    """The test server itself must not report a cache hit when only the schema is the same as
+    before but the message prefix is not, or the reverse."""
+    server.truth = TRUTH
+    run_judge(G, P, {}, judge_for(server))
+    first = [c for d, _, c in server.usage_log]
+    assert first[0] == 0 and any(first[1:])
+    server.usage_log.clear()
+    run_judge(G, P[:1], {}, judge_for(server, warmup=False))  # other candidates: other enum, prefix
+    assert [c for d, _, c in server.usage_log if d == "gold"][0] == 0
+
+
+@pytest.mark.parametrize("rejected, settled", [({"json_schema"}, "json_object"),
+                                               ({"json_schema", "json_object"}, "none")])
+def test_auto_falls_back_once_per_mode_and_records_it(server, rejected, settled):
+    server.truth = TRUTH
+    server.reject_modes = rejected
+    said = []
+    result = run_judge(G, P, {}, judge_for(server, notify=said.append))
+    assert statuses(result) == [("g1", "TP", ["p1"]), ("g2", "TP", ["p2"]),
+                                ("p1", "TP", ["g1"]), ("p2", "TP", ["g2"])]
+    assert result.usage.structured_output == settled and result.metrics.errors == 0
+    assert len(said) == len(rejected) and "refused structured output 'json_schema'" in said[0]
+    answered = [r for r in server.requests if mode_of(r) == settled]
+    assert len(answered) == 4
+    if settled == "json_object":  # llama-cpp-python's form: the schema inside json_object
+        schema = answered[0]["response_format"]["schema"]
+        assert list(schema["properties"]) == ["gold_fact_id", "reasoning", "decision"] or \
+            list(schema["properties"]) == ["predicted_fact_id", "reasoning", "decision"]
+    else:  # no response_format: the schema is described in the system message
+        assert all("response_format" not in r for r in answered)
+        assert '"decision"' in answered[0]["messages"][0]["content"]
+
+
+def test_a_chosen_mode_is_kept_and_a_refusal_stops_the_run_at_once(server):
+    server.reject_modes = {"json_schema"}
+    with pytest.raises(JudgeSetupError, match=r"failed every try of the first question .*"
+                                              r"Input should be 'text' or 'json_object'"):
+        run_judge(G, P, {}, judge_for(server, structured_output="json_schema", transport_retries=2))
+    assert len(server.requests) <= 2 * 3  # the first question of each direction, 3 tries each
+    assert all(mode_of(r) == "json_schema" for r in server.requests)
+
+
+def test_mode_is_part_of_the_response_cache_key(server, tmp_path):
+    server.truth = TRUTH
+    cache = ResponseCache(tmp_path / "c")
+    run_judge(G, P, {}, judge_for(server, cache=cache, structured_output="json_object"))
+    task = _task_factory("gold", P, JudgeConfig(), "")(G[0])
+    assert judge_for(server, cache=cache, structured_output="json_object").estimate(task).outcome == "cache_hit"
+    assert judge_for(server, cache=cache).estimate(task).outcome == "call"
+
+
+def test_a_4xx_before_any_answer_stops_with_the_servers_words(server):
+    server.responder = lambda body: Reply(status=400, body=json.dumps(
+        {"error": {"message": "model 'm' does not support\nthis\n\nrequest"}}))
+    said = []
+    with pytest.raises(JudgeSetupError) as stop:
+        run_judge(G, P, {}, judge_for(server, notify=said.append))
+    message = str(stop.value)
+    assert "HTTP 400: model 'm' does not support this request" in message and "\n" not in message
+    # auto tried each structured-output mode once, then stopped: not every fact, not 5 tries each
+    assert len(said) == 2 and len(server.requests) <= 6
+
+
+def test_errors_after_the_first_answer_are_one_line_fact_errors(server):
+    server.truth = TRUTH
+    judge = judge_for(server, transport_retries=1)
+    run_judge(G[:1], P[:1], {}, judge)
+    trace = "Traceback (most recent call last):\n" + "  File \"x.py\", line 1\n" * 200
+    server.faults[("gold", "g1")] = [Reply(status=500, body=trace)] * 2
+    result = run_judge(G[:1], P[:1], {}, judge)
+    desc = result.gold_facts[0]["description"]
+    assert result.gold_facts[0]["status"] == "ERROR" and "\n" not in desc
+    assert desc.startswith("judge call failed after 2 attempt(s): HTTP 500: Traceback") and len(desc) < 400
+
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+@pytest.mark.parametrize("broken", [Reply(body="<html><body>502 Bad Gateway</body></html>",
+                                          headers={"content-type": "text/html"}),
+                                    Reply(body=""), Reply(body='{"choices": [')])
+def test_a_200_whose_body_is_not_json_is_an_invalid_answer(server, backend, broken):
+    if backend == "openai-sdk":
+        pytest.importorskip("openai")
+    server.truth = TRUTH
+    judge = judge_for(server, backend=backend, warmup=False)
+    server.faults[("gold", "g1")] = [broken]  # once: re-asked, then answered
+    server.faults[("gold", "g2")] = [broken] * 3  # every try: ERROR, the run goes on
+    result = run_judge(G, P, {}, judge)
+    facts = {f["id"]: f for f in result.gold_facts}
+    assert facts["g1"]["status"] == "TP"
+    assert facts["g2"]["status"] == "ERROR" and "no valid answer after 3 tries" in facts["g2"]["description"]
+    assert result.metrics.errors == 1
+
+
+def test_tp_naming_a_candidate_of_another_fact_type_is_asked_again(server):
+    server.truth = TRUTH
+    server.faults[("gold", "g1")] = [answer("gold", "g1", "p2")]  # revenue linked to a ceo fact
+    server.faults[("gold", "g2")] = [answer("gold", "g2", "p1")] * 3
+    result = run_judge(G, P, {}, judge_for(server, warmup=False))
+    facts = {f["id"]: f for f in result.gold_facts}
+    assert facts["g1"]["status"] == "TP" and facts["g1"]["matched_ids"] == ["p1"]
+    assert facts["g2"]["status"] == "ERROR" and "facts of different fact_type never match" in facts["g2"]["description"]
+    reask = [r for r in server.requests if describe(r)[:2] == ("gold", "g1")][1]
+    assert "different fact_type" in reask["messages"][-1]["content"]
+
+
+def test_a_server_that_never_answers_the_first_question_stops_the_run(server):
+    server.responder = lambda body: Reply(hang=1.5, content="{}")
+    with pytest.raises(JudgeSetupError, match="accepts connections but did not answer the first question"):
+        run_judge(G, P, {}, judge_for(server, timeout=0.2, transport_retries=1))
+    assert len(server.requests) <= 4
+
+
+def test_time_spent_on_one_question_is_bounded(server):
+    server.truth = TRUTH
+    judge = judge_for(server, timeout=0.3, max_question_seconds=0.8, transport_retries=20)
+    run_judge(G[:1], P[:1], {}, judge)  # the server has answered: failures are per fact now
+    server.requests.clear()
+    server.faults[("gold", "g1")] = [Reply(hang=1.5, content="{}")] * 20
+    result = run_judge(G[:1], P[:1], {}, judge)
+    assert result.gold_facts[0]["status"] == "ERROR" and "timeout" in result.gold_facts[0]["description"]
+    assert len([r for r in server.requests if describe(r)[0] == "gold"]) <= 3  # not 21 tries
+
+
+def test_credentials_in_the_base_url_are_basic_auth_and_never_shown(server):
+    user, password = "alice", "pa55-SECRET"
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    url = server.base_url.replace("http://", f"http://{user}:{password}@")
+    server.responder = lambda body: Reply(status=401, body=json.dumps(
+        {"error": {"message": f"bad credentials: Basic {token} ({user}:{password})"}}))
+    judge = LLMJudge("m", base_url=url, backoff=0.01)
+    with pytest.raises(JudgeSetupError) as stop:
+        run_judge(G, P, {}, judge)
+    assert server.headers[0]["Authorization"] == f"Basic {token}"
+    message = str(stop.value)
+    assert password not in message and token not in message and "***" in message
+    assert judge.identity()["server"] == f"127.0.0.1:{server.port}"
+
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+def test_both_backends_send_the_same_request(server, backend):
+    if backend == "openai-sdk":
+        pytest.importorskip("openai")
+    server.truth = TRUTH
+    result = run_judge(G, P, {}, judge_for(server, backend=backend))
+    assert result.metrics.f1 == 1.0 and result.usage.llm_calls == 4
+    req = server.requests[0]
+    assert set(req) == {"model", "temperature", "response_format", "prompt_cache_key", "messages"}
+    assert result.usage.prompt_tokens > 0 and result.usage.cached_prompt_tokens > 0
+
+
+def test_the_default_backend_never_imports_openai(server):
+    code = ("import sys, factjudge, factjudge.cli\n"
+            f"j = factjudge.LLMJudge('m', base_url={server.base_url!r})\n"
+            f"r = factjudge.run_judge({G!r}, {P!r}, {{}}, j)\n"
+            "print('openai' in sys.modules, r.usage.llm_calls)")
+    server.truth = TRUTH
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "4"]
