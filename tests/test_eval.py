@@ -23,7 +23,7 @@ from factjudge import LLMJudge
 from factjudge.evaluate import (DocStats, Document, JsonlDataset, SplitDataset, aggregate,
                                 bootstrap_ci, evaluate_async, input_salt, judge_documents,
                                 paired_bootstrap, prf)
-from factjudge.cli import ProgressBar
+from factjudge.cli.output import ProgressBar
 from factjudge.loading import parse_config
 from factjudge.models import Verdict
 
@@ -537,7 +537,7 @@ def test_progress_counts_documents_calls_and_cache_hits():
     p(verdict=v)
     p(verdict=v.model_copy(update={"usage": v.usage.model_copy(update={"cache_hits": 1})}))
     p.document_done()
-    assert (p.docs_done, p.docs_total, p.calls, p.cache_hits) == (3, 5, 2, 1)
+    assert (p.docs_done, p.docs_total, p.answered, p.cache_hits) == (3, 5, 2, 1)
     assert p.bar.tasks[0].total == 10 and p.bar.tasks[0].completed == 2
 
 

@@ -10,6 +10,10 @@ class FactJudgeError(Exception):
     """Root of factjudge's errors."""
 
 
+class InputError(FactJudgeError):
+    """Bad user input: a file, a record, an option or a config value that cannot be used."""
+
+
 class JudgeSetupError(FactJudgeError):
     """The judge cannot be used as configured (no API key, a key, model or request format the
     server refuses, a server never reached): it stops the run instead of failing every fact."""

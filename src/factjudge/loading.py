@@ -14,11 +14,10 @@ from typing import Any, Iterable, Mapping
 import yaml
 from pydantic import ValidationError
 
+from .errors import InputError
 from .models import OUTPUT_FIELDS, JudgeConfig
 
 
-class InputError(ValueError):
-    """Bad user input: a file, a record or a config value that cannot be used."""
 
 
 def json_type(value: Any) -> str:

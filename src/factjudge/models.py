@@ -52,6 +52,8 @@ class JudgeConfig(BaseModel):
     max_prompt_tokens: StrictInt = Field(default=100_000, ge=256)
     #: Always shortlist to this many candidates (cheaper, off by default: it defeats prefix caching).
     shortlist_top_k: StrictInt | None = Field(default=None, ge=1)
+    #: LLM judge: how the answer's schema reaches the server (see README); the CLI flag overrides it.
+    structured_output: Literal["auto", "json_schema", "json_object", "none"] = "auto"
 
 
 class CallUsage(BaseModel):

@@ -1,0 +1,64 @@
+"""The ``factjudge`` Typer app, its one-line errors and the exit-code policy of every command.
+
+Exit codes: 0 ok, 1 finished with ERROR facts, 2 bad input or usage, 3 below a ``--fail-under``
+gate, 130 interrupted.
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable, NoReturn, Optional
+
+import typer
+from rich.console import Console
+
+from .. import __version__
+from ..errors import FactJudgeError, JudgeSetupError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Score fact-extraction systems against gold facts.")
+err = Console(stderr=True, highlight=False)
+
+
+def say(text: str) -> None:
+    """One line on stderr, never wrapped or styled."""
+    err.print(text, markup=False, soft_wrap=True, highlight=False)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print a one-line error to stderr and return the exit to raise."""
+    say(f"factjudge: error: {message}")
+    return typer.Exit(code)
+
+
+def run_command(work: Callable[[], Optional[int]], *, interrupted: str, after: str = "") -> None:
+    """Run a command's work, mapping what it raises to one line and an exit code. ``interrupted``
+    says what Ctrl-C leaves behind; ``after`` is appended to a setup error (what was written)."""
+    try:
+        code = work()
+    except KeyboardInterrupt:
+        say(f"factjudge: interrupted; {interrupted}")
+        raise typer.Exit(130) from None
+    except JudgeSetupError as exc:
+        raise fail(f"{exc}{after}") from None
+    except FactJudgeError as exc:
+        raise fail(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise fail(f"response cache: {exc} (try --cache-dir DIR or --no-cache)") from None
+    except OSError as exc:  # judges never raise for a question: they return ERROR verdicts
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise fail(f"{where}cannot read or write: {exc.strerror or exc}") from None
+    if code:
+        raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"factjudge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> NoReturn | None:
+    """factjudge: score fact-extraction systems against gold facts."""
+    return None

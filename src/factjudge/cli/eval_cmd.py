@@ -1,0 +1,122 @@
+"""``factjudge eval``: a whole dataset into an output folder."""
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from ..errors import InputError
+from ..evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, Dataset, EvalRun, JsonlDataset,
+                        Problem, SplitDataset, evaluate_async, input_salt, preview_dataset)
+from ..judges import Judge
+from ..loading import load_config
+from ..models import JudgeConfig
+from ..report import fmt, fmt_ci
+from .app import app, fail, run_command, say
+from .gate import Gate, with_gate
+from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
+from .output import ProgressBar, print_plan
+
+#: Bad lines printed before the run stops (all of them are in the summary with --skip-invalid).
+MAX_PROBLEMS_SHOWN = 20
+
+
+@app.command("eval")
+@with_gate
+@with_judge_options
+def eval_cmd(
+    dataset: Optional[Path] = typer.Argument(
+        None, help="Dataset .jsonl: one document per line, {\"doc_id\", \"gold_facts\", \"predicted_facts\"}."),
+    gold: Optional[Path] = typer.Option(None, "--gold", help="Gold facts, one fact per line with its doc_id."),
+    predicted: Optional[Path] = typer.Option(None, "--predicted", help="Predicted facts, one fact per line with its doc_id."),
+    output_dir: Path = output_opt("Folder for results.jsonl, summary.json, report.md, report.html.", required=True),
+    config: Optional[Path] = CONFIG_OPT,
+    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Score the valid lines and list the bad ones in the summary, instead of stopping."),
+    bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="Bootstrap resamples for the 95% intervals."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+    report_rows: int = typer.Option(5000, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in the reports (all are in results.jsonl)."),
+    quiet: bool = QUIET_OPT,
+    *,
+    opts: JudgeOptions,
+    gate: Gate,
+) -> None:
+    """Judge a whole dataset: results per document, aggregate metrics with 95% intervals, reports.
+
+    Run it again after an interruption: finished documents are kept, the rest are judged."""
+    if (dataset is None) == (gold is None and predicted is None):
+        raise fail("give either DATASET.jsonl or both --gold and --predicted")
+    if dataset is None and (gold is None or predicted is None):
+        raise fail("--gold and --predicted go together")
+    if output_dir.exists() and not output_dir.is_dir():
+        raise fail(f"{output_dir}: not a folder")
+    data: Dataset = JsonlDataset(dataset) if dataset is not None else SplitDataset(gold, predicted)  # type: ignore[arg-type]
+    settings = dict(resamples=bootstrap, seed=seed, report_rows=report_rows)
+    name = str(dataset or gold)
+    run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate, settings),
+                interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
+                "command again to judge the rest", after=f"; finished documents are in {output_dir / RESULTS}")
+
+
+def _scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid: bool) -> list[Problem]:
+    """Check every line before any call; stop on bad ones unless they are to be skipped."""
+    problems = data.scan(cfg, input_salt(cfg, judge))
+    for p in problems[:MAX_PROBLEMS_SHOWN]:
+        say(("factjudge: skipped: " if skip_invalid else "factjudge: error: ") + p.message)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        say(f"factjudge: ... and {len(problems) - MAX_PROBLEMS_SHOWN} more bad line(s)")
+    if problems and not skip_invalid:
+        raise InputError(f"{len(problems)} bad line(s); nothing was judged (--skip-invalid scores the rest)")
+    if not data.infos:
+        raise InputError(f"{name}: no documents to judge")
+    return problems
+
+
+def _eval(data: Dataset, name: str, config: Optional[Path], output_dir: Path, skip_invalid: bool, quiet: bool,
+          opts: JudgeOptions, gate: Gate, settings: dict[str, Any]) -> int:
+    cfg = load_config(config)
+    judge = opts.build(cfg)
+    problems = _scan(data, name, cfg, judge, skip_invalid)
+    if opts.dry_run:
+        print_plan(preview_dataset(data, cfg, judge, output_dir), opts.price_in, opts.price_out,
+                   opts.max_tokens)
+        return 0
+    started = time.perf_counter()
+    progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(judge.run_info()))
+
+    async def run() -> EvalRun:
+        async with judge:
+            with progress:
+                return await evaluate_async(
+                    data, cfg, judge, output_dir, concurrency=opts.concurrency, skipped=problems,
+                    progress=progress, on_start=progress.start, on_document=progress.document_done,
+                    **settings)
+
+    outcome = asyncio.run(run())
+    if not quiet:
+        _print_summary(outcome, output_dir, time.perf_counter() - started)
+    if problems:
+        say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
+    micro = outcome.summary["micro"]
+    if micro["errors"]:
+        say(f"factjudge: {micro['errors']} fact(s) could not be judged (status ERROR); they are "
+            "left out of precision and recall; run again to retry them")
+        return 1
+    return gate.check(micro["precision"], micro["recall"], micro["f1"])
+
+
+def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
+    summary = outcome.summary
+    m, ci, u = summary["micro"], summary["ci95"], summary["usage"]
+    calls = ""
+    if u.get("llm_calls") or u.get("cache_hits"):  # nothing to say for the rules judge
+        calls = f"{int(u.get('llm_calls', 0))} calls, {int(u.get('cache_hits', 0))} cache hits"
+        calls += " (incl. reused documents) | " if outcome.reused else " | "
+    say(f"{summary['documents']} documents ({outcome.judged} judged, {outcome.reused} reused) | "
+        f"micro P {fmt(m['precision'])} {fmt_ci(ci['precision'])} "
+        f"R {fmt(m['recall'])} {fmt_ci(ci['recall'])} F1 {fmt(m['f1'])} {fmt_ci(ci['f1'])} | "
+        f"errors {m['errors']} | {calls}{seconds:.1f}s")
+    say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}")

@@ -1,0 +1,86 @@
+"""``factjudge judge GOLD PREDICTED``: one document."""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import InputError
+from ..loading import check_writable, load_config, load_facts, write_atomic
+from ..models import JudgeResult
+from ..pipeline import preview, run_judge_async
+from .app import app, run_command, say
+from .gate import Gate, with_gate
+from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
+from .output import ProgressBar, print_plan, summary_line
+
+
+@app.command("judge")
+@with_gate
+@with_judge_options
+def judge_cmd(
+    gold: Path = typer.Argument(..., help="Gold facts (.json list, {\"facts\": [...]}, or .jsonl)."),
+    predicted: Path = typer.Argument(..., help="Predicted facts, same formats."),
+    config: Optional[Path] = CONFIG_OPT,
+    output: Optional[Path] = output_opt("Write the JSON here (default: stdout)."),
+    quiet: bool = QUIET_OPT,
+    *,
+    opts: JudgeOptions,
+    gate: Gate,
+) -> None:
+    """Judge one document: per-fact TP/FP/FN, reconciled both ways, with P/R/F1."""
+    run_command(lambda: _judge(gold, predicted, config, output, quiet, opts, gate),
+                interrupted="no output written. Answers received so far are in the response "
+                "cache: run the same command again to resume", after="; no output written")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def _judge(gold: Path, predicted: Path, config: Optional[Path], output: Optional[Path], quiet: bool,
+           opts: JudgeOptions, gate: Gate) -> int:
+    cfg = load_config(config)
+    gold_facts, pred_facts = load_facts(gold), load_facts(predicted)
+    if output is not None and not opts.dry_run:
+        for source in (gold, predicted, config):
+            if source is not None and same_file(output, source):
+                raise InputError(f"{output}: is an input of this run; give another -o")
+        check_writable(output)
+    judge = opts.build(cfg)
+    if opts.dry_run:
+        print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.price_in, opts.price_out,
+                   opts.max_tokens)
+        return 0
+
+    async def run() -> JudgeResult:
+        async with judge:
+            with ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(judge.run_info())) as bar:
+                return await run_judge_async(gold_facts, pred_facts, cfg, judge,
+                                             concurrency=opts.concurrency, progress=bar)
+
+    result = asyncio.run(run())
+    text = result.to_json() + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        try:
+            write_atomic(output, text)
+        except OSError as exc:
+            raise InputError(f"{output}: cannot write the output: {exc.strerror or exc} (the LLM "
+                             "answers are in the response cache: run again with another -o)") from None
+    if not quiet:
+        say(summary_line(result))
+    if result.metrics.errors:
+        say(f"factjudge: {result.metrics.errors} fact(s) could not be judged (status ERROR); "
+            "they are left out of precision and recall")
+        return 1
+    return gate.check(result.metrics.precision, result.metrics.recall, result.metrics.f1)

@@ -1,0 +1,162 @@
+"""Options shared by the commands that judge (``judge``, ``eval``, ``calibrate``), declared once,
+and the judge they build."""
+from __future__ import annotations
+
+import functools
+import inspect
+import sqlite3
+from dataclasses import dataclass, fields
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+
+from ..cache import ResponseCache
+from ..errors import JudgeSetupError
+from ..judges import HybridJudge, Judge, LLMJudge, RulesJudge
+from ..models import JudgeConfig
+from .app import fail, say
+
+
+class JudgeKind(str, Enum):
+    rules = "rules"
+    llm = "llm"
+    hybrid = "hybrid"
+
+
+class Backend(str, Enum):
+    http = "http"
+    openai_sdk = "openai-sdk"
+
+
+class StructuredOutputMode(str, Enum):
+    auto = "auto"
+    json_schema = "json_schema"
+    json_object = "json_object"
+    none = "none"
+
+
+CONFIG_OPT = typer.Option(None, "--config", "-c", help="Judge config (.json, .yaml, .yml).")
+QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No progress bar or summary on stderr.")
+
+
+def output_opt(help: str, required: bool = False) -> Any:
+    # one name on every command: -o, --output and --output-dir all work
+    return typer.Option(... if required else None, "--output", "-o", "--output-dir", help=help)
+
+
+@dataclass
+class JudgeOptions:
+    """The judge options of a command line, as typed."""
+
+    judge: Optional[JudgeKind] = None
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key_env: Optional[str] = None
+    backend: Backend = Backend.http
+    structured_output: Optional[StructuredOutputMode] = None
+    timeout: float = 120.0
+    concurrency: int = 8
+    temperature: float = 0.0
+    max_tokens: Optional[int] = None
+    cache_dir: Optional[Path] = None
+    no_cache: bool = False
+    warmup: bool = True
+    prompt_cache_key: bool = True
+    dry_run: bool = False
+    price_in: Optional[float] = None
+    price_out: Optional[float] = None
+
+    def build(self, config: JudgeConfig) -> Judge:
+        """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge."""
+        kind = self.judge or (JudgeKind.llm if self.model else JudgeKind.rules)
+        if kind is JudgeKind.rules:
+            if self.model or self.base_url:
+                raise fail("--model/--base-url are for the LLM judge; drop them or use --judge llm")
+            if self.dry_run:
+                raise fail("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")
+            return RulesJudge()
+        if not self.model:
+            raise fail(f"--judge {kind.value} needs --model NAME")
+        try:
+            cache = None if self.no_cache else ResponseCache(self.cache_dir)
+        except (OSError, sqlite3.Error) as exc:
+            raise fail(f"cannot open the response cache in {self.cache_dir or 'the default cache directory'}:"
+                       f" {exc} (use --cache-dir DIR or --no-cache)") from None
+        mode = self.structured_output.value if self.structured_output else config.structured_output
+        try:
+            llm = LLMJudge(self.model, base_url=self.base_url, api_key_env=self.api_key_env,
+                           api_key="unused: dry run" if self.dry_run else None,  # a preview calls nothing
+                           temperature=self.temperature, max_tokens=self.max_tokens, cache=cache,
+                           warmup=self.warmup, send_prompt_cache_key=self.prompt_cache_key,
+                           backend=self.backend.value, timeout=self.timeout,
+                           structured_output=mode, notify=say)
+        except JudgeSetupError as exc:
+            # the judge names its Python arguments; here the user typed flags
+            raise fail(str(exc).replace("or pass api_key= ", "").replace("base_url=", "--base-url")) from None
+        return HybridJudge(RulesJudge(), llm) if kind is JudgeKind.hybrid else llm
+
+
+_OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
+    "judge": (Optional[JudgeKind], typer.Option(None, "--judge", help="rules (offline, default), llm "
+              "(default when --model is given) or hybrid (rules for exact matches, LLM for the rest).")),
+    "model": (Optional[str], typer.Option(None, "--model", help="Model name for the LLM judge.")),
+    "base_url": (Optional[str], typer.Option(None, "--base-url", help="OpenAI-compatible base URL "
+                 "(vLLM, Ollama, llama.cpp, Azure...).")),
+    "api_key_env": (Optional[str], typer.Option(None, "--api-key-env", help="Environment variable "
+                    "holding the API key (default OPENAI_API_KEY; a local server given by --base-url "
+                    "needs none).")),
+    "backend": (Backend, typer.Option(Backend.http, "--backend", help="How requests are sent: http "
+                "(lean, default) or openai-sdk (pip install 'factjudge[openai]').")),
+    "structured_output": (Optional[StructuredOutputMode], typer.Option(None, "--structured-output",
+                          help="auto (default: json_schema, falling back to json_object, then none "
+                          "when the server refuses it), json_schema, json_object (llama-cpp-python's "
+                          "server) or none (the schema in the prompt).")),
+    "timeout": (float, typer.Option(120.0, "--timeout", min=0.001, help="Seconds one LLM request may "
+                "take; one question (all its tries) gets at most 3 times this.")),
+    "concurrency": (int, typer.Option(8, "--concurrency", min=1, help="Judge questions in flight at "
+                    "once (1 for single-slot servers such as llama-cpp-python's).")),
+    "temperature": (float, typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature of "
+                    "the LLM judge.")),
+    "max_tokens": (Optional[int], typer.Option(None, "--max-tokens", min=1, help="Max completion "
+                   "tokens per LLM call.")),
+    "cache_dir": (Optional[Path], typer.Option(None, "--cache-dir", help="Response cache directory "
+                  "(default: the user cache dir).")),
+    "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not read or write the response cache.")),
+    "warmup": (bool, typer.Option(True, "--warmup/--no-warmup", help="Send each direction's first LLM "
+               "call alone so the rest can hit the provider's prompt cache.")),
+    "prompt_cache_key": (bool, typer.Option(True, "--prompt-cache-key/--no-prompt-cache-key",
+                         help="Send OpenAI's prompt_cache_key (turn off for servers that reject it).")),
+    "dry_run": (bool, typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call "
+                "nothing.")),
+    "price_in": (Optional[float], typer.Option(None, "--price-in", min=0, help="Price per million "
+                 "prompt tokens (dry run).")),
+    "price_out": (Optional[float], typer.Option(None, "--price-out", min=0, help="Price per million "
+                  "completion tokens (dry run).")),
+}
+assert set(_OPTIONS) == {f.name for f in fields(JudgeOptions)}
+
+
+def inject_options(name: str, options: dict[str, tuple[Any, Any]],
+                   make: Callable[[dict[str, Any]], Any]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Add ``options`` (param name -> (annotation, typer option)) to a command's signature; the
+    command receives ``make(their values)`` as its keyword argument ``name``."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        params = [p for p in inspect.signature(command).parameters.values() if p.name != name]
+        params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=o, annotation=a)
+                   for n, (a, o) in options.items()]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> None:
+            command(**{name: make({n: kwargs.pop(n) for n in options})}, **kwargs)
+
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+#: Adds the judge options; the command receives them as ``opts``.
+with_judge_options = inject_options("opts", _OPTIONS, lambda values: JudgeOptions(**values))

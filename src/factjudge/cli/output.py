@@ -1,0 +1,123 @@
+"""What the commands print: the one-line summary, the progress bar, the dry-run plan."""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ..models import JudgeResult, Usage
+from ..report import fmt
+from .app import err
+
+
+def usage_text(u: Usage) -> str:
+    if not (u.llm_calls or u.cache_hits):
+        return "no LLM calls"
+    cached = f" ({u.cached_prompt_tokens:,} cached)" if u.cached_prompt_tokens else ""
+    hits = f", {u.cache_hits} cache hits" if u.cache_hits else ""
+    saved = f", {u.llm_calls_saved} decided by rules" if u.llm_calls_saved else ""
+    return (f"{u.llm_calls} calls{hits}{saved}, {u.prompt_tokens:,} prompt tokens{cached}, "
+            f"{u.completion_tokens:,} completion tokens")
+
+
+def summary_line(result: JudgeResult) -> str:
+    m, u = result.metrics, result.usage
+    return (f"gold: {m.tp_gold} TP, {m.fn} FN | predicted: {m.tp_predicted} TP, {m.fp} FP | "
+            f"errors {m.errors} | out of scope {m.out_of_scope_gold}+{m.out_of_scope_predicted} | "
+            f"P {fmt(m.precision)} R {fmt(m.recall)} F1 {fmt(m.f1)} | {usage_text(u)} | "
+            f"{u.seconds:.2f}s")
+
+
+class ProgressBar:
+    """One bar over judge questions on stderr: questions/s, response-cache hits (LLM judges only),
+    errors, a labelled ETA, and documents done when ``start`` gives a dataset's totals. Fits 80
+    columns with the total in view. Silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool, llm: bool = True) -> None:
+        self.bar = Progress(TextColumn("judging"), BarColumn(bar_width=12), MofNCompleteColumn(),
+                            TextColumn("questions {task.fields[info]}"), TextColumn("ETA"),
+                            TimeRemainingColumn(), console=err, transient=True, disable=not enabled)
+        self.task = self.bar.add_task("judging", total=0, info="")
+        self.llm = llm
+        self.docs_total = self.docs_done = self.answered = self.cache_hits = self.errors = 0
+        self.started = time.perf_counter()
+
+    def start(self, to_judge: int, reused: int, questions: int) -> None:
+        self.docs_total, self.docs_done = to_judge + reused, reused
+        self.started = time.perf_counter()
+        self.bar.update(self.task, total=questions)
+        self._refresh(advance=0)
+
+    def __call__(self, total: int | None = None, verdict: Any = None) -> None:
+        if total is not None and not self.docs_total:  # a dataset's exact total comes from start()
+            self.bar.update(self.task, total=(self.bar.tasks[0].total or 0) + total)
+        if verdict is not None:
+            self.answered += 1
+            self.cache_hits += verdict.usage.cache_hits
+            self.errors += verdict.status == "ERROR"
+            self._refresh(advance=1)
+
+    def document_done(self) -> None:
+        self.docs_done += 1
+        self._refresh(advance=0)
+
+    def _refresh(self, advance: int) -> None:
+        if self.bar.disable:  # no terminal: keep the counts, skip the text
+            self.bar.advance(self.task, advance)
+            return
+        rate = self.answered / max(time.perf_counter() - self.started, 1e-9)
+        parts = [f"{rate:.0f}/s"]
+        if self.docs_total:
+            parts.insert(0, f"{self.docs_done}/{self.docs_total} docs")
+        if self.llm:
+            parts.append(f"{self.cache_hits} cached")
+        if self.errors:
+            parts.append(f"[red]{self.errors} err[/red]")
+        self.bar.update(self.task, advance=advance, info="| " + " | ".join(parts))
+
+    def __enter__(self) -> ProgressBar:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+
+#: Completion tokens assumed per call in cost previews when --max-tokens is not given.
+EST_COMPLETION_TOKENS = 200
+
+
+def print_plan(plan: dict[str, Any], price_in: Optional[float], price_out: Optional[float],
+               max_tokens: Optional[int]) -> None:
+    """The dry run's report, on stdout: a table, then the same figures as JSON."""
+    calls = plan["gold"]["calls"] + plan["predicted"]["calls"]
+    before = plan["gold"]["prompt_tokens"] + plan["predicted"]["prompt_tokens"]
+    after = (plan["gold"]["prompt_tokens_after_prefix_cache"]
+             + plan["predicted"]["prompt_tokens_after_prefix_cache"])
+    completion = calls * (max_tokens or EST_COMPLETION_TOKENS)
+    lines = [f"dry run: no call made; tokens counted with {plan['token_counter']}"]
+    if "documents" in plan:
+        lines.append(f"documents: {plan['documents']} to judge, {plan['reused_documents']} finished "
+                     "already (reused)")
+    for d in ("gold", "predicted"):
+        st = plan[d]
+        lines.append(f"{d:>9} pass: {st['calls']} calls, {st['cache_hits']} answered by the response "
+                     f"cache, {st['decided_by_rules']} decided by rules, {st['shortlisted']} shortlisted, "
+                     f"{st['too_large']} too large; prompt tokens {st['prompt_tokens']:,} "
+                     f"({st['prompt_tokens_after_prefix_cache']:,} after provider prefix caching)")
+    lines.append(f"    total: {calls} calls, {before:,} prompt tokens, ~{after:,} uncached after prefix "
+                 f"caching, ~{completion:,} completion tokens (estimated)")
+    plan = {**plan, "calls": calls, "prompt_tokens": before, "prompt_tokens_after_prefix_cache": after,
+            "estimated_completion_tokens": completion}
+    if price_in is not None or price_out is not None:
+        # cached prompt tokens are priced like the rest here: an upper bound
+        cost_before = (before * (price_in or 0) + completion * (price_out or 0)) / 1e6
+        cost_after = (after * (price_in or 0) + completion * (price_out or 0)) / 1e6
+        lines.append(f"     cost: ~{cost_after:.4f} with prefix caching, at most {cost_before:.4f} "
+                     "without (same currency as the prices)")
+        plan.update(estimated_cost=round(cost_after, 6), estimated_cost_without_prefix_cache=round(cost_before, 6))
+    typer.echo("\n".join(lines))
+    typer.echo(json.dumps(plan))
