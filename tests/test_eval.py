@@ -20,9 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from factjudge import LLMJudge
-from factjudge.evaluate import (DocStats, Document, JsonlDataset, SplitDataset, aggregate,
-                                bootstrap_ci, evaluate_async, input_salt, judge_documents,
-                                paired_bootstrap, prf)
+from factjudge.aggregate import DocStats, aggregate, bootstrap_ci, paired_bootstrap
+from factjudge.datasets import Document, JsonlDataset, SplitDataset, input_salt
+from factjudge.evaluate import evaluate_async, judge_documents
+from factjudge.metrics import prf
 from factjudge.cli.output import ProgressBar
 from factjudge.loading import parse_config
 from factjudge.models import Verdict
@@ -186,9 +187,8 @@ def test_gold_predicted_form_scores_documents_of_one_side(server, tmp_path):
     assert "Showing the first 2 of 8 FN/FP/ERROR facts" in md
     facts = md.split("## FN, FP and ERROR facts")[1].split("##")[0]
     assert facts.count("| FN |") + facts.count("| FP |") == 2
-    s = run.summary
-    m = s["micro"]
-    assert (m["tp_gold"], m["fn"], m["tp_predicted"], m["fp"]) == (4, 4, 4, 4)
+    m = run.summary.micro
+    assert (m.tp_gold, m.fn, m.tp_predicted, m.fp) == (4, 4, 4, 4)
     lines = {x["doc_id"]: x for x in read_lines(tmp_path / "out" / "results.jsonl")}
     assert [f["status"] for f in lines["99"]["gold_facts"]] == ["FN"]
     assert "doc_id" not in lines["A"]["gold_facts"][0]  # doc_id belongs to the document
@@ -577,7 +577,7 @@ def test_micro_is_the_sum_and_paired_diff_of_a_run_with_itself_is_zero(docs):
                       {"t": {"tp_predicted": a, "fp": b, "tp_gold": c, "fn": d, "errors": 0}},
                       {"duplicate_gold": 1}, {"llm_calls": a, "seconds": 0.1})
              for i, (a, b, c, d) in enumerate(docs)]
-    s = aggregate(stats, resamples=20)
+    s = aggregate(stats, resamples=20).model_dump()
     assert s["documents"] == len(docs)
     assert s["micro"]["tp_predicted"] == sum(d[0] for d in docs)
     assert s["micro"]["fn"] == sum(d[3] for d in docs)

@@ -48,3 +48,8 @@ def compute_metrics(gold: Iterable[tuple[str, str]], predicted: Iterable[tuple[s
         with_ratios(counts)
     metrics.by_fact_type = dict(sorted(metrics.by_fact_type.items()))
     return metrics
+
+
+def prf(tp_predicted: int, fp: int, tp_gold: int, fn: int) -> dict[str, float | None]:
+    precision, recall = ratio(tp_predicted, tp_predicted + fp), ratio(tp_gold, tp_gold + fn)
+    return {"precision": precision, "recall": recall, "f1": f1_score(precision, recall)}

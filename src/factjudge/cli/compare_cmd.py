@@ -7,7 +7,9 @@ from typing import Any
 
 import typer
 
-from ..evaluate import SUMMARY, paired_bootstrap, read_eval_dir
+from ..aggregate import paired_bootstrap
+from ..evaluate import SUMMARY
+from ..results import read_eval_dir
 from ..report import fmt
 from .app import app, fail, run_command, say
 

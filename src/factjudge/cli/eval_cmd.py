@@ -4,14 +4,15 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
 from ..errors import InputError
-from ..evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, Dataset, EvalRun, JsonlDataset,
-                        Problem, SplitDataset, evaluate_async, input_salt, preview_dataset)
+from ..datasets import Dataset, JsonlDataset, Problem, SplitDataset, input_salt
+from ..evaluate import REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, EvalRun, evaluate_async, preview_dataset
 from ..judges import Judge
 from ..loading import load_config
 from ..models import JudgeConfig
@@ -20,6 +21,12 @@ from .app import app, fail, run_command, say
 from .gate import Gate, with_gate
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
 from .output import ProgressBar, print_plan
+
+class ZeroDivisionOpt(str, Enum):
+    skip = "skip"
+    zero = "0"
+    one = "1"
+
 
 #: Bad lines printed before the run stops (all of them are in the summary with --skip-invalid).
 MAX_PROBLEMS_SHOWN = 20
@@ -39,6 +46,7 @@ def eval_cmd(
     bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="Bootstrap resamples for the 95% intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     report_rows: int = typer.Option(5000, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in the reports (all are in results.jsonl)."),
+    zero_division: ZeroDivisionOpt = typer.Option(ZeroDivisionOpt.skip, "--zero-division", help="Macro averages: a document's undefined precision or recall is left out (skip), or counts as 0 or 1 (scikit-learn's zero_division)."),
     quiet: bool = QUIET_OPT,
     *,
     opts: JudgeOptions,
@@ -54,7 +62,8 @@ def eval_cmd(
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
     data: Dataset = JsonlDataset(dataset) if dataset is not None else SplitDataset(gold, predicted)  # type: ignore[arg-type]
-    settings = dict(resamples=bootstrap, seed=seed, report_rows=report_rows)
+    settings = dict(resamples=bootstrap, seed=seed, report_rows=report_rows,
+                    zero_division=zero_division.value)
     name = str(dataset or gold)
     run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate, settings),
                 interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
@@ -100,23 +109,23 @@ def _eval(data: Dataset, name: str, config: Optional[Path], output_dir: Path, sk
         _print_summary(outcome, output_dir, time.perf_counter() - started)
     if problems:
         say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
-    micro = outcome.summary["micro"]
-    if micro["errors"]:
-        say(f"factjudge: {micro['errors']} fact(s) could not be judged (status ERROR); they are "
+    micro = outcome.summary.micro
+    if micro.errors:
+        say(f"factjudge: {micro.errors} fact(s) could not be judged (status ERROR); they are "
             "left out of precision and recall; run again to retry them")
         return 1
-    return gate.check(micro["precision"], micro["recall"], micro["f1"])
+    return gate.check(micro.precision, micro.recall, micro.f1)
 
 
 def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
     summary = outcome.summary
-    m, ci, u = summary["micro"], summary["ci95"], summary["usage"]
+    m, ci, u = summary.micro, summary.ci95, summary.usage
     calls = ""
     if u.get("llm_calls") or u.get("cache_hits"):  # nothing to say for the rules judge
         calls = f"{int(u.get('llm_calls', 0))} calls, {int(u.get('cache_hits', 0))} cache hits"
         calls += " (incl. reused documents) | " if outcome.reused else " | "
-    say(f"{summary['documents']} documents ({outcome.judged} judged, {outcome.reused} reused) | "
-        f"micro P {fmt(m['precision'])} {fmt_ci(ci['precision'])} "
-        f"R {fmt(m['recall'])} {fmt_ci(ci['recall'])} F1 {fmt(m['f1'])} {fmt_ci(ci['f1'])} | "
-        f"errors {m['errors']} | {calls}{seconds:.1f}s")
+    say(f"{summary.documents} documents ({outcome.judged} judged, {outcome.reused} reused) | "
+        f"micro P {fmt(m.precision)} {fmt_ci(ci['precision'])} "
+        f"R {fmt(m.recall)} {fmt_ci(ci['recall'])} F1 {fmt(m.f1)} {fmt_ci(ci['f1'])} | "
+        f"errors {m.errors} | {calls}{seconds:.1f}s")
     say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}")

@@ -1,0 +1,238 @@
+"""Aggregates over documents (micro, macro, per fact type, conflicts, usage) and bootstrap
+intervals. Pure: data in, data out; memory per document is four integers."""
+from __future__ import annotations
+
+import random
+from array import array
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+from pydantic import BaseModel, Field
+
+from .metrics import f1_score, prf
+from .models import Counts
+
+#: How a document's undefined precision or recall counts in the macro average, as scikit-learn's
+#: ``zero_division``: ``skip`` leaves it out (``macro.defined`` says for how many documents each
+#: was defined), ``0`` or ``1`` counts it as that value.
+ZeroDivision = Literal["skip", "0", "1"]
+
+#: Per-document counts that are summed into ``micro`` (the ``metrics`` keys of ``judge``).
+COUNT_KEYS = ("tp_gold", "fn", "tp_predicted", "fp", "errors", "out_of_scope_gold",
+              "out_of_scope_predicted")
+TYPE_KEYS = ("tp_gold", "fn", "tp_predicted", "fp", "errors")
+RATIOS = ("precision", "recall", "f1")
+
+@dataclass(frozen=True)
+class DocStats:
+    """The numbers of one document that aggregates need."""
+
+    doc_id: str
+    counts: Mapping[str, int]
+    by_type: Mapping[str, Mapping[str, int]]
+    conflicts: Mapping[str, int]
+    usage: Mapping[str, float]
+
+    @property
+    def key(self) -> tuple[int, int, int, int]:
+        """(TP predicted, FP, TP gold, FN): all the bootstrap needs."""
+        c = self.counts
+        return c["tp_predicted"], c["fp"], c["tp_gold"], c["fn"]
+
+
+def doc_stats(line: Mapping[str, Any]) -> DocStats:
+    m = line["metrics"]
+    usage = {k: v for k, v in line.get("usage", {}).items()
+             if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return DocStats(
+        doc_id=line["doc_id"],
+        counts={k: int(m.get(k, 0)) for k in COUNT_KEYS},
+        by_type={t: {k: int(c.get(k, 0)) for k in TYPE_KEYS} for t, c in m.get("by_fact_type", {}).items()},
+        conflicts=dict(line.get("conflicts", {})),
+        usage=usage,
+    )
+
+
+def _add(into: dict[str, Any], values: Mapping[str, Any]) -> None:
+    for k, v in values.items():
+        into[k] = into.get(k, 0) + v
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    pos = (len(sorted_values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def _interval(values: list[float], level: float) -> list[float] | None:
+    if not values:
+        return None
+    values.sort()
+    tail = (1 - level) / 2
+    return [percentile(values, tail), percentile(values, 1 - tail)]
+
+
+def bootstrap_ci(keys: Sequence[tuple[int, int, int, int]], resamples: int = 1000, seed: int = 0,
+                 level: float = 0.95) -> dict[str, list[float] | None]:
+    """Percentile intervals of micro P/R/F1, resampling documents with replacement.
+
+    ``keys`` are per-document (TP predicted, FP, TP gold, FN). A resample where a metric is
+    undefined (zero denominator) does not count for that metric."""
+    samples: dict[str, list[float]] = {k: [] for k in RATIOS}
+    n = len(keys)
+    if n:
+        rng = random.Random(seed)
+        columns = [list(c) for c in zip(*keys)]
+        population = range(n)
+        for _ in range(resamples):
+            idx = rng.choices(population, k=n)
+            sums = [sum(map(col.__getitem__, idx)) for col in columns]
+            for k, v in prf(*sums).items():
+                if v is not None:
+                    samples[k].append(v)
+    return {k: _interval(v, level) for k, v in samples.items()}
+
+
+def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[int, int, int, int]],
+                     resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+    """B minus A in micro P/R/F1 over the same documents (``a[i]`` and ``b[i]`` are one
+    document), with a percentile interval from resampling documents, the pairs kept together."""
+    if len(a) != len(b):
+        raise ValueError("paired samples must have the same length")
+    sums = lambda keys: [sum(c) for c in zip(*keys)] if keys else [0, 0, 0, 0]  # noqa: E731
+    pa, pb = prf(*sums(a)), prf(*sums(b))
+    diffs: dict[str, list[float]] = {k: [] for k in RATIOS}
+    n = len(a)
+    if n:
+        rng = random.Random(seed)
+        ca, cb = [list(c) for c in zip(*a)], [list(c) for c in zip(*b)]
+        for _ in range(resamples):
+            idx = rng.choices(range(n), k=n)
+            ra = prf(*(sum(map(col.__getitem__, idx)) for col in ca))
+            rb = prf(*(sum(map(col.__getitem__, idx)) for col in cb))
+            for k in RATIOS:
+                if ra[k] is not None and rb[k] is not None:
+                    diffs[k].append(rb[k] - ra[k])  # type: ignore[operator]
+    out: dict[str, Any] = {}
+    for k in RATIOS:
+        ci = _interval(diffs[k], level)
+        diff = None if pa[k] is None or pb[k] is None else pb[k] - pa[k]  # type: ignore[operator]
+        out[k] = {"a": pa[k], "b": pb[k], "diff": diff, "ci95": ci,
+                  "excludes_zero": ci is not None and (ci[0] > 0 or ci[1] < 0)}
+    return out
+
+
+class MicroCounts(Counts):
+    out_of_scope_gold: int = 0
+    out_of_scope_predicted: int = 0
+
+
+class Macro(BaseModel):
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    #: For how many documents each figure was defined (before ``zero_division`` filled the rest).
+    defined: dict[str, int] = Field(default_factory=dict)
+    zero_division: ZeroDivision = "skip"
+
+
+class Summary(BaseModel):
+    """``summary.json`` of an eval run."""
+
+    documents: int
+    micro: MicroCounts
+    macro: Macro
+    by_fact_type: dict[str, Counts]
+    #: 95% percentile-bootstrap intervals of the micro figures, ``[low, high]`` or None.
+    ci95: dict[str, list[float] | None]
+    conflicts: dict[str, int]
+    usage: dict[str, Any]
+    bootstrap: dict[str, Any] = Field(default_factory=dict)
+    skipped: list[dict[str, Any]] = Field(default_factory=list)
+    judge: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class Aggregator:
+    """Aggregates built one document at a time: what it keeps per document is four integers
+    (for the bootstrap), so memory does not grow with the size of the documents."""
+
+    def __init__(self, worst: int = 10, zero_division: ZeroDivision = "skip") -> None:
+        self.zero_division = zero_division
+        self.documents = 0
+        self.micro: dict[str, Any] = {k: 0 for k in COUNT_KEYS}
+        self.by_type: dict[str, dict[str, Any]] = {}
+        self.conflicts: dict[str, int] = {}
+        self.usage: dict[str, float] = {}
+        self.macro_sum = {k: 0.0 for k in RATIOS}
+        self.macro_defined = {k: 0 for k in RATIOS}
+        self.macro_counted = {k: 0 for k in RATIOS}
+        self.keys: list[array] = [array("q") for _ in range(4)]
+        self._worst_n = worst
+        self._worst: list[tuple[tuple[float, int, int], dict[str, Any]]] = []
+
+    def add(self, s: DocStats) -> None:
+        _add(self.micro, s.counts)
+        for t, c in s.by_type.items():
+            _add(self.by_type.setdefault(t, {k: 0 for k in TYPE_KEYS}), c)
+        _add(self.conflicts, s.conflicts)
+        _add(self.usage, s.usage)
+        for column, value in zip(self.keys, s.key):
+            column.append(value)
+        r = prf(*s.key)
+        for k, v in r.items():
+            if v is not None:
+                self.macro_defined[k] += 1
+        for k, v in self._macro_values(r).items():
+            if v is not None:
+                self.macro_sum[k] += v
+                self.macro_counted[k] += 1
+        c = s.counts
+        wrong = c["fn"] + c["fp"] + c["errors"]
+        if wrong:  # lowest F1 first (undefined counts as 0), then most wrong, then dataset order
+            self._worst.append(((r["f1"] or 0.0, -wrong, self.documents),
+                                {"doc_id": s.doc_id, **r, "fn": c["fn"], "fp": c["fp"],
+                                 "errors": c["errors"]}))
+            if len(self._worst) > 4 * self._worst_n:
+                self._worst.sort(key=lambda kv: kv[0])
+                del self._worst[self._worst_n:]
+        self.documents += 1
+
+    def worst(self) -> list[dict[str, Any]]:
+        """Documents with something wrong, worst first."""
+        return [row for _, row in sorted(self._worst, key=lambda kv: kv[0])[:self._worst_n]]
+
+    def _macro_values(self, r: Mapping[str, float | None]) -> dict[str, float | None]:
+        if self.zero_division == "skip":
+            return dict(r)
+        fill = float(self.zero_division)
+        p, rec = r["precision"], r["recall"]
+        if p is None and rec is None:  # nothing to find and nothing found
+            return {"precision": fill, "recall": fill, "f1": fill}
+        p, rec = fill if p is None else p, fill if rec is None else rec
+        return {"precision": p, "recall": rec, "f1": f1_score(p, rec)}
+
+    def summary(self, resamples: int = 1000, seed: int = 0) -> Summary:
+        micro = MicroCounts(**self.micro, **prf(self.micro["tp_predicted"], self.micro["fp"],
+                                                 self.micro["tp_gold"], self.micro["fn"]))
+        by_type = {t: Counts(**c, **prf(c["tp_predicted"], c["fp"], c["tp_gold"], c["fn"]))
+                   for t, c in sorted(self.by_type.items())}
+        usage = dict(sorted(self.usage.items()))
+        if "seconds" in usage:  # summed float noise would make files differ for no reason
+            usage["seconds"] = round(usage["seconds"], 3)
+        macro = Macro(**{k: self.macro_sum[k] / n if (n := self.macro_counted[k]) else None
+                         for k in RATIOS}, defined=dict(self.macro_defined),
+                      zero_division=self.zero_division)
+        return Summary(documents=self.documents, micro=micro, macro=macro, by_fact_type=by_type,
+                       ci95=bootstrap_ci(list(zip(*self.keys)), resamples, seed),
+                       conflicts=dict(sorted(self.conflicts.items())), usage=usage)
+
+
+def aggregate(stats: Iterable[DocStats], resamples: int = 1000, seed: int = 0,
+              zero_division: ZeroDivision = "skip") -> Summary:
+    agg = Aggregator(zero_division=zero_division)
+    for s in stats:
+        agg.add(s)
+    return agg.summary(resamples, seed)

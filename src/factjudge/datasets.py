@@ -1,0 +1,256 @@
+"""Datasets for ``eval``: a ``.jsonl`` of documents, or gold and predicted files of facts that
+carry their ``doc_id``. Read lazily: ``scan()`` validates every line and keeps per document only
+its id, an input hash and its number of questions; ``documents()`` reads them again when judged."""
+from __future__ import annotations
+
+import codecs
+import hashlib
+import json
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Protocol
+
+from . import __version__
+from .errors import InputError
+from .judges.base import Judge
+from .loading import json_type, validate_facts
+from .models import JudgeConfig
+from .prompts import PROMPT_FORMAT_VERSION, canonical_json
+from .scope import in_scope_facts
+
+# --------------------------------------------------------------------------- datasets
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A bad input line: reported, and skipped with ``--skip-invalid``."""
+
+    file: str
+    line: int
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "error": self.message}
+
+
+@dataclass(frozen=True)
+class DocInfo:
+    """What is kept in memory per document: no facts, no prompts."""
+
+    doc_id: str
+    input_sha256: str
+    questions: int
+
+
+@dataclass
+class Document:
+    doc_id: str
+    gold: list[dict[str, Any]]
+    predicted: list[dict[str, Any]]
+
+
+class Dataset(Protocol):
+    infos: list[DocInfo]
+
+    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]: ...
+
+    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]: ...
+
+
+def input_salt(config: JudgeConfig, judge: Judge) -> str:
+    """Everything besides the facts that decides a document's result, for its input hash."""
+    return canonical_json({"factjudge": __version__, "prompt_format": PROMPT_FORMAT_VERSION,
+                           "config": config.model_dump(mode="json"), "judge": judge.identity()})
+
+
+def _doc_hash(salt: str, doc: Document) -> str:
+    material = canonical_json({"salt": salt, "doc_id": doc.doc_id, "gold_facts": doc.gold,
+                               "predicted_facts": doc.predicted})
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def _questions(doc: Document, config: JudgeConfig) -> int:
+    """Judge questions of one document (as the pipeline counts them), for an exact progress total."""
+    g, p = len(in_scope_facts(doc.gold, config)), len(in_scope_facts(doc.predicted, config))
+    return (g if p else 0) + (p if g else 0)
+
+
+def _doc_id(rec: dict[str, Any], prefix: str) -> str:
+    value = rec.get("doc_id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{prefix}: missing or empty 'doc_id' (a non-empty string or an integer)")
+    return value
+
+
+def _parse_line(raw: bytes, prefix: str) -> dict[str, Any]:
+    try:
+        rec = json.loads(raw.removeprefix(codecs.BOM_UTF8))
+    except UnicodeDecodeError:
+        raise InputError(f"{prefix}: not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{prefix}: invalid JSON: {exc.msg}") from None
+    if not isinstance(rec, dict):
+        raise InputError(f"{prefix}: expected a JSON object, got {json_type(rec)}")
+    return rec
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, raw line) of every non-blank line, read lazily."""
+    try:
+        with path.open("rb") as fh:
+            offset = 0
+            for lineno, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    yield lineno, offset, raw
+                offset += len(raw)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read file: {exc.strerror or exc}") from None
+
+
+def _read_at(fh: Any, offset: int) -> bytes:
+    fh.seek(offset)
+    return fh.readline()
+
+
+class JsonlDataset:
+    """``DATASET.jsonl``: one document per line, ``{"doc_id", "gold_facts", "predicted_facts"}``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.infos: list[DocInfo] = []
+        self._offsets, self._lines = array("q"), array("q")
+
+    def _document(self, raw: bytes, lineno: int) -> Document:
+        prefix = f"{self.path}: line {lineno}"
+        rec = _parse_line(raw, prefix)
+        doc_id = _doc_id(rec, prefix)
+        sides = []
+        for key in ("gold_facts", "predicted_facts"):
+            facts = rec.get(key)
+            if not isinstance(facts, list):
+                raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r} must be a list of facts")
+            sides.append(validate_facts(((f"record {i}", f) for i, f in enumerate(facts)),
+                                        f"{prefix}: {key}"))
+        return Document(doc_id, *sides)
+
+    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
+        self.infos, self._offsets, self._lines = [], array("q"), array("q")  # a re-scan starts over
+        problems: list[Problem] = []
+        seen: dict[str, int] = {}
+        for lineno, offset, raw in _lines(self.path):
+            try:
+                doc = self._document(raw, lineno)
+                if doc.doc_id in seen:
+                    raise InputError(f"{self.path}: line {lineno}: duplicate doc_id {doc.doc_id!r}, "
+                                     f"first seen at line {seen[doc.doc_id]}")
+            except InputError as exc:
+                problems.append(Problem(str(self.path), lineno, str(exc)))
+                continue
+            seen[doc.doc_id] = lineno
+            self.infos.append(DocInfo(doc.doc_id, _doc_hash(salt, doc), _questions(doc, config)))
+            self._offsets.append(offset)
+            self._lines.append(lineno)
+        return problems
+
+    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
+        with self.path.open("rb") as fh:
+            for info, offset, lineno in zip(self.infos, self._offsets, self._lines):
+                if info.doc_id not in skip:
+                    yield self._document(_read_at(fh, offset), lineno)
+
+
+@dataclass
+class _Side:
+    """Where one document's facts sit in one file: byte offsets and line numbers."""
+
+    offsets: array = field(default_factory=lambda: array("q"))
+    lines: array = field(default_factory=lambda: array("q"))
+
+
+class SplitDataset:
+    """``--gold G.jsonl --predicted P.jsonl``: one fact per line, grouped by its ``doc_id``.
+
+    The files are indexed (two integers per fact line: byte offset and line number) rather than
+    loaded, so facts and prompts are read only when their document is judged. A document on one
+    side only is still scored."""
+
+    def __init__(self, gold: Path, predicted: Path) -> None:
+        self.paths = {"gold": gold, "predicted": predicted}
+        self.infos: list[DocInfo] = []
+        self._index: dict[str, dict[str, _Side]] = {}
+
+    @staticmethod
+    def _fact(path: Path, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
+        fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
+        return validate_facts([(f"line {lineno}", fact)], str(path))[0]
+
+    def _load(self, side: str, where: _Side, fh: Any) -> list[tuple[int, dict[str, Any]]]:
+        path = self.paths[side]
+        return [(n, _parse_line(_read_at(fh, off), f"{path}: line {n}"))
+                for off, n in zip(where.offsets, where.lines)]
+
+    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
+        self.infos, self._index = [], {}  # a re-scan starts over
+        problems: list[Problem] = []
+        # pass 1: each line on its own, and where each document's lines are
+        for side, path in self.paths.items():
+            for lineno, offset, raw in _lines(path):
+                prefix = f"{path}: line {lineno}"
+                try:
+                    rec = _parse_line(raw, prefix)
+                    doc_id = _doc_id(rec, prefix)
+                    self._fact(path, lineno, rec)
+                except InputError as exc:
+                    problems.append(Problem(str(path), lineno, str(exc)))
+                    continue
+                sides = self._index.setdefault(doc_id, {"gold": _Side(), "predicted": _Side()})
+                sides[side].offsets.append(offset)
+                sides[side].lines.append(lineno)
+        # pass 2: one document at a time, for duplicate ids and the input hash
+        handles = {side: path.open("rb") for side, path in self.paths.items()}
+        try:
+            for doc_id, sides in self._index.items():
+                facts: dict[str, list[dict[str, Any]]] = {}
+                for side, where in sides.items():
+                    path, seen, kept = self.paths[side], {}, _Side()
+                    facts[side] = []
+                    for (lineno, rec), offset in zip(self._load(side, where, handles[side]),
+                                                     where.offsets):
+                        fact = self._fact(path, lineno, rec)
+                        if fact["id"] in seen:
+                            problems.append(Problem(str(path), lineno, (
+                                f"{path}: line {lineno} (id {fact['id']!r}): duplicate id in "
+                                f"document {doc_id!r}, first seen at line {seen[fact['id']]}")))
+                            continue
+                        seen[fact["id"]] = lineno
+                        facts[side].append(fact)
+                        kept.offsets.append(offset)
+                        kept.lines.append(lineno)
+                    sides[side] = kept
+                doc = Document(doc_id, facts["gold"], facts["predicted"])
+                self.infos.append(DocInfo(doc_id, _doc_hash(salt, doc), _questions(doc, config)))
+        finally:
+            for fh in handles.values():
+                fh.close()
+        problems.sort(key=lambda p: (p.file != str(self.paths["gold"]), p.line))
+        return problems
+
+    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
+        handles = {side: path.open("rb") for side, path in self.paths.items()}
+        try:
+            for info in self.infos:
+                if info.doc_id in skip:
+                    continue
+                sides = self._index[info.doc_id]
+                gold, pred = ([self._fact(self.paths[s], n, rec)
+                               for n, rec in self._load(s, sides[s], handles[s])]
+                              for s in ("gold", "predicted"))
+                yield Document(info.doc_id, gold, pred)
+        finally:
+            for fh in handles.values():
+                fh.close()
+
+
