@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from factjudge import LLMJudge
 from factjudge.aggregate import DocStats, aggregate, bootstrap_ci, paired_bootstrap
 from factjudge.datasets import Document, JsonlDataset, SplitDataset, input_salt
-from factjudge.evaluate import evaluate_async, judge_documents
+from factjudge.evaluate import ReportSettings, evaluate_async, judge_documents
 from factjudge.metrics import prf
 from factjudge.cli.output import ProgressBar
 from factjudge.loading import parse_config
@@ -182,7 +182,7 @@ def test_gold_predicted_form_scores_documents_of_one_side(server, tmp_path):
     # documents in order of first appearance: gold file first, then predicted-only ones
     assert [i.doc_id for i in ds.infos] == ["A", "B", "D", "E", "99", "C"]
     run = asyncio.run(evaluate_async(ds, parse_config(CONFIG), judge, tmp_path / "out",
-                                     report_rows=2))
+                                     settings=ReportSettings(report_rows=2)))
     md = (tmp_path / "out" / "report.md").read_text()
     assert "Showing the first 2 of 8 FN/FP/ERROR facts" in md
     facts = md.split("## FN, FP and ERROR facts")[1].split("##")[0]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .aggregate import Aggregator, Summary, ZeroDivision, doc_stats
-from .datasets import Dataset, Document, Problem
+from .datasets import Dataset, DocInfo, Document, Problem
 from .errors import InputError
 from .judges.base import Judge
 from .loading import write_atomic
@@ -112,6 +112,55 @@ class EvalRun:
     reused: int
 
 
+@dataclass(frozen=True)
+class ReportSettings:
+    """How the final files are built from the finished results."""
+
+    resamples: int = 1000
+    seed: int = 0
+    report_rows: int = 5000
+    zero_division: ZeroDivision = "skip"
+
+
+def open_run(dataset: Dataset, out_dir: Path) -> tuple[ResultStore, list[DocInfo], frozenset[str]]:
+    """Prepare ``out_dir`` for a run: the results store, the documents still to judge and the ids
+    of those finished already (reused)."""
+    if not dataset.infos:
+        raise InputError("no documents: call dataset.scan(config, salt) first (or it is empty)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(out_dir / RESULTS)
+    _remove_stale(out_dir)
+    reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
+    return store, [i for i in dataset.infos if i.doc_id not in reused], reused
+
+
+def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge: Judge,
+               out_dir: Path, settings: ReportSettings, skipped: Sequence[Problem] = ()) -> Summary:
+    """Rewrite ``results.jsonl`` in dataset order and build summary.json and the reports from it:
+    the final files depend only on the finished lines, never on how they were judged."""
+    agg = Aggregator(zero_division=settings.zero_division)
+    rows: list[dict[str, Any]] = []
+    rows_total = 0
+    for line in store.rewrite(dataset.infos):
+        agg.add(doc_stats(line))
+        doc_rows = collect_rows(line)
+        rows_total += len(doc_rows)
+        rows.extend(doc_rows[:max(0, settings.report_rows - len(rows))])
+    summary = agg.summary(settings.resamples, settings.seed)
+    summary.usage.update({k: v for k, v in judge.run_info().items() if v is not None})
+    summary.bootstrap = {"resamples": settings.resamples, "seed": settings.seed, "level": 0.95}
+    summary.skipped = [p.to_dict() for p in skipped]
+    summary.judge = judge.identity()
+    summary.config = config.model_dump(mode="json")
+    worst = agg.worst()
+    data = summary.model_dump(mode="json")
+    write_atomic(out_dir / REPORT_MD, render_markdown(data, worst, rows, rows_total))
+    write_atomic(out_dir / REPORT_HTML, render_html(data, worst, rows, rows_total))
+    # last, so its presence means the whole run finished
+    write_atomic(out_dir / SUMMARY, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return summary
+
+
 async def evaluate_async(
     dataset: Dataset,
     config: JudgeConfig,
@@ -119,28 +168,17 @@ async def evaluate_async(
     out_dir: Path,
     *,
     concurrency: int = 8,
-    resamples: int = 1000,
-    seed: int = 0,
-    report_rows: int = 5000,
+    settings: ReportSettings = ReportSettings(),
     skipped: Sequence[Problem] = (),
     progress: Progress | None = None,
     on_start: Callable[[int, int, int], None] | None = None,
     on_document: Callable[[], None] | None = None,
-    zero_division: ZeroDivision = "skip",
 ) -> EvalRun:
     """Judge a scanned ``dataset`` into ``out_dir`` (results.jsonl, summary.json, reports).
 
     ``on_start(documents to judge, reused, questions to ask)`` is called once before judging,
-    ``on_document()`` as each document finishes; ``zero_division`` is how a document's undefined
-    precision or recall counts in the macro averages."""
-
-    if not dataset.infos:
-        raise InputError("no documents: call dataset.scan(config, salt) first (or it is empty)")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    store = ResultStore(out_dir / RESULTS)
-    _remove_stale(out_dir)
-    reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
-    todo = [i for i in dataset.infos if i.doc_id not in reused]
+    ``on_document()`` as each document finishes."""
+    store, todo, reused = open_run(dataset, out_dir)
     if on_start:
         on_start(len(todo), len(reused), sum(i.questions for i in todo))
     hashes = {i.doc_id: i.input_sha256 for i in todo}
@@ -153,27 +191,5 @@ async def evaluate_async(
 
         await judge_documents(dataset.documents(skip=reused), config, judge, finished,
                               concurrency=concurrency, progress=progress)
-
-    agg = Aggregator(zero_division=zero_division)
-    rows: list[dict[str, Any]] = []
-    rows_total = 0
-    for line in store.rewrite(dataset.infos):
-        agg.add(doc_stats(line))
-        doc_rows = collect_rows(line)
-        rows_total += len(doc_rows)
-        rows.extend(doc_rows[:max(0, report_rows - len(rows))])
-
-    summary = agg.summary(resamples, seed)
-    summary.usage.update({k: v for k, v in judge.run_info().items() if v is not None})
-    summary.bootstrap = {"resamples": resamples, "seed": seed, "level": 0.95}
-    summary.skipped = [p.to_dict() for p in skipped]
-    summary.judge = judge.identity()
-    summary.config = config.model_dump(mode="json")
-    worst = agg.worst()
-    data = summary.model_dump(mode="json")
-    write_atomic(out_dir / REPORT_MD, render_markdown(data, worst, rows, rows_total))
-    write_atomic(out_dir / REPORT_HTML, render_html(data, worst, rows, rows_total))
-    # last, so its presence means the whole run finished
-    write_atomic(out_dir / SUMMARY, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped)
     return EvalRun(summary, judged=len(todo), reused=len(reused))
-

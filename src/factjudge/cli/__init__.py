@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .app import app, fail, say
+from .app import app, say
 from . import compare_cmd, eval_cmd, judge_cmd  # noqa: F401  (register the commands)
 
 __all__ = ["app", "main"]

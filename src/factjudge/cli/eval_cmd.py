@@ -6,13 +6,14 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
 from ..errors import InputError
 from ..datasets import Dataset, JsonlDataset, Problem, SplitDataset, input_salt
-from ..evaluate import REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, EvalRun, evaluate_async, preview_dataset
+from ..evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, EvalRun, ReportSettings,
+                        evaluate_async, preview_dataset)
 from ..judges import Judge
 from ..loading import load_config
 from ..models import JudgeConfig
@@ -62,8 +63,8 @@ def eval_cmd(
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
     data: Dataset = JsonlDataset(dataset) if dataset is not None else SplitDataset(gold, predicted)  # type: ignore[arg-type]
-    settings = dict(resamples=bootstrap, seed=seed, report_rows=report_rows,
-                    zero_division=zero_division.value)
+    settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
+                              zero_division=zero_division.value)  # type: ignore[arg-type]
     name = str(dataset or gold)
     run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate, settings),
                 interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
@@ -85,7 +86,7 @@ def _scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid
 
 
 def _eval(data: Dataset, name: str, config: Optional[Path], output_dir: Path, skip_invalid: bool, quiet: bool,
-          opts: JudgeOptions, gate: Gate, settings: dict[str, Any]) -> int:
+          opts: JudgeOptions, gate: Gate, settings: ReportSettings) -> int:
     cfg = load_config(config)
     judge = opts.build(cfg)
     problems = _scan(data, name, cfg, judge, skip_invalid)
@@ -102,7 +103,7 @@ def _eval(data: Dataset, name: str, config: Optional[Path], output_dir: Path, sk
                 return await evaluate_async(
                     data, cfg, judge, output_dir, concurrency=opts.concurrency, skipped=problems,
                     progress=progress, on_start=progress.start, on_document=progress.document_done,
-                    **settings)
+                    settings=settings)
 
     outcome = asyncio.run(run())
     if not quiet:

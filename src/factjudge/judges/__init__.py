@@ -4,9 +4,9 @@ Adding a provider is one file under :mod:`.backends` and one line in its ``BACKE
 """
 from ..errors import JudgeSetupError
 from ..rules import RulesJudge
-from .base import Estimate, Judge, JudgeBase, error_verdict
+from .base import BatchRequest, Estimate, Judge, JudgeBase, error_verdict
 from .hybrid import HybridJudge
 from .llm import LLMJudge
 
-__all__ = ["Estimate", "HybridJudge", "Judge", "JudgeBase", "JudgeSetupError", "LLMJudge",
+__all__ = ["BatchRequest", "Estimate", "HybridJudge", "Judge", "JudgeBase", "JudgeSetupError", "LLMJudge",
            "RulesJudge", "error_verdict"]

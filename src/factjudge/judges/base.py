@@ -30,6 +30,16 @@ class Estimate:
     shortlisted: bool = False
 
 
+@dataclass(frozen=True)
+class BatchRequest:
+    """A question as one line of an OpenAI batch file: ``custom_id`` is its response-cache key,
+    ``body`` exactly the live request, ``task`` the question as asked (after any shortlist)."""
+
+    custom_id: str
+    body: dict[str, Any]
+    task: JudgeTask
+
+
 @runtime_checkable
 class Judge(Protocol):
     """What the pipeline, ``eval`` and the CLI use of a judge, and nothing more."""
@@ -47,6 +57,11 @@ class Judge(Protocol):
         ...
 
     def estimate(self, task: JudgeTask) -> Estimate: ...
+
+    def batch_request(self, task: JudgeTask) -> BatchRequest | None:
+        """The live request of a question an LLM would be asked and whose answer is not cached
+        yet (for ``--batch-export``); None when nothing would be sent."""
+        ...
 
     def run_info(self) -> dict[str, Any]:
         """How the questions were asked, for ``usage`` (token counter, structured-output mode)."""
@@ -70,6 +85,9 @@ class JudgeBase:
 
     def estimate(self, task: JudgeTask) -> Estimate:
         return Estimate("decided_by_rules")  # no LLM: nothing to pay for
+
+    def batch_request(self, task: JudgeTask) -> BatchRequest | None:
+        return None
 
     def run_info(self) -> dict[str, Any]:
         return {}

@@ -5,7 +5,7 @@ from typing import Any
 
 from ..models import CallUsage, Verdict
 from ..prompts import JudgeTask
-from .base import Estimate, JudgeBase
+from .base import BatchRequest, Estimate, JudgeBase
 from .llm import LLMJudge
 from ..rules import RulesJudge
 
@@ -30,6 +30,9 @@ class HybridJudge(JudgeBase):
         if self.rules.decide(task)[1]:
             return Estimate("decided_by_rules")
         return self.llm.estimate(task)
+
+    def batch_request(self, task: JudgeTask) -> BatchRequest | None:
+        return None if self.rules.decide(task)[1] else self.llm.batch_request(task)
 
     async def judge(self, task: JudgeTask) -> Verdict:
         verdict, exact = self.rules.decide(task)

@@ -25,7 +25,7 @@ from ..prompts import (PROMPT_FORMAT_VERSION, STRUCTURED_OUTPUT_MODES, JudgeTask
                        canonical_json, parse_answer, prepare_call, response_format, schema_instruction)
 from ..tokens import REPLY_PRIMING, TokenCounter
 from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint
-from .base import Estimate, JudgeBase, error_verdict
+from .base import BatchRequest, Estimate, JudgeBase, error_verdict
 
 #: Statuses that say the judge itself is misconfigured (bad key, no access, no such model or
 #: endpoint) at any point of a run: every other call would fail the same way.
@@ -161,6 +161,25 @@ class LLMJudge(JudgeBase):
             return Estimate("cache_hit")
         shortlisted = call.task is not task
         return Estimate("call", call.prompt_tokens, 0 if shortlisted else plan.tokens, shortlisted)
+
+    def batch_request(self, task: JudgeTask) -> BatchRequest | None:
+        try:
+            call = self.prepare(task)
+        except PromptTooLarge:
+            return None
+        plan = self._plan(call.task, self.mode)
+        key = self._cache_key(plan, call.task)
+        if self.cache is not None and self.cache.get(key) is not None:
+            return None
+        return BatchRequest(key, self._body(plan, call.task, []).obj(), call.task)
+
+    def store_answer(self, custom_id: str, task: JudgeTask, content: str | None) -> Verdict:
+        """Validate an answer obtained out of band (a batch output line) exactly as a live one,
+        and keep it in the response cache under ``custom_id``. Raises InvalidAnswer."""
+        verdict = parse_answer(task, content)
+        if self.cache is not None:
+            self.cache.put(custom_id, {"content": content})
+        return verdict
 
     async def judge(self, task: JudgeTask) -> Verdict:
         usage = CallUsage()
