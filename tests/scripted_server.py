@@ -8,6 +8,14 @@ Every request body is recorded in ``requests``. It models provider prefix cachin
 prompt tokens of the message prefix are reported as cached only when an earlier request had the
 same ``response_format`` and the same message prefix (providers count the schema as part of the
 prefix).
+
+It also offers OpenAI's Files and Batches endpoints (``POST /v1/files``, ``GET /v1/files/{id}``,
+``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches``, ``GET /v1/batches/{id}``),
+answering each batch line with the same faults and responder as a live request. A batch moves one
+status per retrieve (validating, in_progress, finalizing, then completed) unless ``batch_hold`` keeps
+it in progress; ``batch_plan`` scripts the outcome of the batches in creation order
+(``{"status": "expired", "answered": k}``, ``{"status": "failed"}``, ``{"status": "cancelled",
+"answered": k}``). Batch lines are recorded in ``batch_requests``, never in ``requests`` (live calls).
 """
 from __future__ import annotations
 
@@ -84,6 +92,18 @@ class ScriptedServer:
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self.port = 0
+        # --- Files and Batches
+        self.files: dict[str, dict[str, Any]] = {}
+        self.file_data: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_plan: list[dict[str, Any]] = []
+        self.batch_hold = False
+        #: every batch line answered (the request bodies), in order
+        self.batch_requests: list[dict[str, Any]] = []
+        #: (method, path) of every Files/Batches call
+        self.batch_calls: list[tuple[str, str]] = []
+        self.batch_headers: list[dict[str, str]] = []
+        self._batch_outcomes: dict[str, dict[str, Any]] = {}
 
     @property
     def base_url(self) -> str:
@@ -129,12 +149,7 @@ class ScriptedServer:
                           "'response_format', 'type'), 'msg': \"Input should be 'text' or "
                           "'json_object'\"}\n\n  File \"app.py\", line 376\n    POST /v1/chat/completions",
                           "type": "internal_server_error"}}))
-        key = describe(body)[:2]
-        with self._lock:
-            queue = self.faults.get(key)
-            reply = queue.pop(0) if queue else None
-        if reply is None:
-            reply = self.responder(body)
+        reply = self._reply_for(body)
         if reply.hang:
             await asyncio.sleep(reply.hang)
         if reply.status != 200 or reply.body is not None:
@@ -150,11 +165,209 @@ class ScriptedServer:
         }
         return web.json_response(payload, headers=reply.headers)
 
+    def _reply_for(self, body: dict[str, Any]) -> Reply:
+        """The scripted reply to one chat-completions body: its faults first, then the responder."""
+        key = describe(body)[:2]
+        with self._lock:
+            queue = self.faults.get(key)
+            reply = queue.pop(0) if queue else None
+        return reply if reply is not None else self.responder(body)
+
+    # ------------------------------------------------------------------ Files and Batches
+
+    @staticmethod
+    def _api_error(status: int, message: str) -> web.Response:
+        return web.json_response({"error": {"message": message, "type": "invalid_request_error"}},
+                                 status=status)
+
+    def _log_call(self, request: web.Request) -> None:
+        with self._lock:
+            self.batch_calls.append((request.method, request.path))
+            self.batch_headers.append(dict(request.headers))
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        self._log_call(request)
+        if not request.content_type.startswith("multipart/"):
+            return self._api_error(400, "expected a multipart/form-data upload")
+        form = await request.post()
+        upload, purpose = form.get("file"), form.get("purpose")
+        if purpose != "batch" or not isinstance(upload, web.FileField):
+            return self._api_error(400, "'file' and purpose='batch' are required")
+        data = upload.file.read()
+        with self._lock:
+            fid = f"file-{len(self.files) + 1}"
+            obj = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                   "filename": upload.filename, "purpose": "batch"}
+            self.files[fid], self.file_data[fid] = obj, data
+        return web.json_response(obj)
+
+    async def _file(self, request: web.Request) -> web.Response:
+        self._log_call(request)
+        fid = request.match_info["file_id"]
+        if fid not in self.files:
+            return self._api_error(404, f"No such File object: {fid}")
+        return web.json_response(self.files[fid])
+
+    async def _file_content(self, request: web.Request) -> web.Response:
+        self._log_call(request)
+        fid = request.match_info["file_id"]
+        if fid not in self.file_data:
+            return self._api_error(404, f"No such File object: {fid}")
+        return web.Response(body=self.file_data[fid], content_type="application/octet-stream")
+
+    def _store_file(self, name: str, lines: list[dict[str, Any]]) -> str | None:
+        if not lines:
+            return None
+        data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        fid = f"file-{len(self.files) + 1}"
+        self.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                           "filename": name, "purpose": "batch_output"}
+        self.file_data[fid] = data
+        return fid
+
+    @staticmethod
+    def _check_lines(data: bytes, endpoint: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The input file's lines and the validation errors OpenAI would report."""
+        lines, errors, seen, models = [], [], set(), set()
+        for n, raw in enumerate(data.decode("utf-8").splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                errors.append({"code": "invalid_json_line", "message": "not JSON", "line": n})
+                continue
+            problem = ""
+            if not isinstance(line.get("custom_id"), str) or line["custom_id"] in seen:
+                problem = "custom_id missing or duplicated"
+            elif line.get("method") != "POST" or line.get("url") != endpoint:
+                problem = f"method must be POST and url {endpoint}"
+            elif not isinstance(line.get("body"), dict) or "messages" not in line["body"]:
+                problem = "body must be a chat-completions request"
+            if problem:
+                errors.append({"code": "invalid_request", "message": problem, "line": n})
+                continue
+            seen.add(line["custom_id"])
+            models.add(line["body"].get("model"))
+            lines.append(line)
+        if len(models) > 1:
+            errors.append({"code": "mismatched_model", "message": "one model per batch", "line": None})
+        if not lines and not errors:
+            errors.append({"code": "empty_file", "message": "the input file is empty", "line": None})
+        return lines, errors
+
+    async def _create_batch(self, request: web.Request) -> web.Response:
+        self._log_call(request)
+        body = await request.json()
+        fid = body.get("input_file_id")
+        if fid not in self.file_data:
+            return self._api_error(400, f"No such File object: {fid}")
+        if body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h":
+            return self._api_error(400, "endpoint must be /v1/chat/completions, completion_window 24h")
+        with self._lock:
+            n = len(self.batches) + 1
+            bid = f"batch_{n}"
+            plan = self.batch_plan[n - 1] if n - 1 < len(self.batch_plan) else {}
+            obj = {"id": bid, "object": "batch", "endpoint": body["endpoint"], "errors": None,
+                   "input_file_id": fid, "completion_window": "24h", "status": "validating",
+                   "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
+                   "request_counts": {"total": 0, "completed": 0, "failed": 0}}
+            self.batches[bid] = obj
+            self._batch_outcomes[bid] = plan
+        return web.json_response(obj)
+
+    def _finish_batch(self, obj: dict[str, Any]) -> None:
+        """Answer the batch's lines (as many as its plan lets) into an output and an error file."""
+        plan = self._batch_outcomes[obj["id"]]
+        lines, errors = self._check_lines(self.file_data[obj["input_file_id"]], obj["endpoint"])
+        if errors or plan.get("status") == "failed":
+            obj["status"] = "failed"
+            obj["errors"] = {"object": "list", "data": errors or [
+                {"code": "scripted_failure", "message": "scripted batch failure", "line": None}]}
+            return
+        status = plan.get("status", "completed")
+        answered = plan.get("answered", len(lines))
+        out, err = [], []
+        for i, line in enumerate(lines):
+            rid = f"batch_req_{obj['id']}_{i}"
+            if i >= answered:
+                reason = ("batch_expired", "This request could not be executed before the completion "
+                          "window expired.") if status == "expired" else \
+                         ("batch_cancelled", "This request was cancelled.")
+                err.append({"id": rid, "custom_id": line["custom_id"], "response": None,
+                            "error": {"code": reason[0], "message": reason[1]}})
+                continue
+            body = line["body"]
+            self.batch_requests.append(body)
+            if mode_of(body) in self.reject_modes:
+                err.append({"id": rid, "custom_id": line["custom_id"], "error": None, "response": {
+                    "status_code": 400, "request_id": rid,
+                    "body": {"error": {"message": "response_format json_schema is not supported",
+                                       "type": "invalid_request_error"}}}})
+                continue
+            reply = self._reply_for(body)
+            if reply.status != 200:
+                try:
+                    payload: Any = json.loads(reply.body or "")
+                except ValueError:
+                    payload = reply.body or ""
+                err.append({"id": rid, "custom_id": line["custom_id"], "error": None,
+                            "response": {"status_code": reply.status, "request_id": rid, "body": payload}})
+                continue
+            if reply.body is not None:  # a broken 200: the body is not a chat completion
+                payload = reply.body
+            else:
+                payload = {"id": f"chatcmpl-{rid}", "object": "chat.completion",
+                           "created": int(time.time()), "model": body.get("model", "scripted"),
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": reply.content}}],
+                           "usage": self._usage(body)}
+            out.append({"id": rid, "custom_id": line["custom_id"], "error": None,
+                        "response": {"status_code": 200, "request_id": rid, "body": payload}})
+        obj["status"] = status
+        obj["output_file_id"] = self._store_file(f"{obj['id']}_output.jsonl", out)
+        obj["error_file_id"] = self._store_file(f"{obj['id']}_error.jsonl", err)
+        failed = sum(1 for e in err if e.get("response"))
+        obj["request_counts"] = {"total": len(lines), "completed": len(out), "failed": failed}
+
+    async def _retrieve_batch(self, request: web.Request) -> web.Response:
+        self._log_call(request)
+        bid = request.match_info["batch_id"]
+        # handlers run one at a time on the server's loop; the lock is for the test thread
+        obj = self.batches.get(bid)
+        if obj is None:
+            return self._api_error(404, f"No such Batch object: {bid}")
+        status = obj["status"]
+        if status == "validating":
+            lines, errors = self._check_lines(self.file_data[obj["input_file_id"]], obj["endpoint"])
+            if errors or self._batch_outcomes[bid].get("status") == "failed":
+                self._finish_batch(obj)
+            else:
+                obj["status"] = "in_progress"
+                obj["request_counts"] = {"total": len(lines), "completed": 0, "failed": 0}
+        elif status == "in_progress" and not self.batch_hold:
+            obj["status"] = "finalizing"
+        elif status == "finalizing":
+            self._finish_batch(obj)
+        return web.json_response(obj)
+
+    async def _list_batches(self, request: web.Request) -> web.Response:
+        self._log_call(request)
+        with self._lock:
+            data = list(reversed(list(self.batches.values())))
+        return web.json_response({"object": "list", "data": data, "has_more": False})
+
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
-        app = web.Application()
+        app = web.Application(client_max_size=1 << 30)  # batch input files may be large
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/files", self._upload)
+        app.router.add_get("/v1/files/{file_id}", self._file)
+        app.router.add_get("/v1/files/{file_id}/content", self._file_content)
+        app.router.add_post("/v1/batches", self._create_batch)
+        app.router.add_get("/v1/batches", self._list_batches)
+        app.router.add_get("/v1/batches/{batch_id}", self._retrieve_batch)
         runner = web.AppRunner(app, access_log=None)
         loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)

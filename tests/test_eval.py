@@ -90,8 +90,9 @@ def read_lines(path):
 
 
 def without_usage(obj):
+    """What two runs of the same inputs share: all but what they cost and when they ran."""
     if isinstance(obj, dict):
-        return {k: without_usage(v) for k, v in obj.items() if k != "usage"}
+        return {k: without_usage(v) for k, v in obj.items() if k != "usage" and k != "created"}
     if isinstance(obj, list):
         return [without_usage(v) for v in obj]
     return obj
@@ -181,10 +182,13 @@ def test_gold_predicted_form_scores_documents_of_one_side(server, tmp_path):
     assert ds.scan(parse_config(CONFIG), input_salt(parse_config(CONFIG), judge)) == []
     # documents in order of first appearance: gold file first, then predicted-only ones
     assert [i.doc_id for i in ds.infos] == ["A", "B", "D", "E", "99", "C"]
-    run = asyncio.run(evaluate_async(ds, parse_config(CONFIG), judge, tmp_path / "out",
-                                     settings=ReportSettings(report_rows=2)))
+    async def run_eval():
+        async with judge:
+            return await evaluate_async(ds, parse_config(CONFIG), judge, tmp_path / "out",
+                                        settings=ReportSettings(report_rows=2))
+    run = asyncio.run(run_eval())
     md = (tmp_path / "out" / "report.md").read_text()
-    assert "Showing the first 2 of 8 FN/FP/ERROR facts" in md
+    assert "Showing the 2 rows of the worst documents first, of 8 FN/FP/ERROR facts" in md
     facts = md.split("## FN, FP and ERROR facts")[1].split("##")[0]
     assert facts.count("| FN |") + facts.count("| FP |") == 2
     m = run.summary.micro
@@ -361,8 +365,8 @@ def test_bad_lines_stop_the_run_before_any_call(server, tmp_path):
     assert "Traceback" not in proc.stderr
     err = proc.stderr.strip().splitlines()
     assert err == [
-        f"factjudge: error: {data}: line 2: invalid JSON: Expecting property name enclosed in double quotes",
-        f"factjudge: error: {data}: line 3: gold_facts: record 0 (id '1'): missing or empty 'fact_type' "
+        f"factjudge: error: {data}: line 2 column 2: invalid JSON: Expecting property name enclosed in double quotes",
+        f"factjudge: error: {data}: line 3: gold_facts: record 1 (id '1'): missing or empty 'fact_type' "
         "(a non-empty string)",
         f"factjudge: error: {data}: line 6: duplicate doc_id 'A', first seen at line 1",
         f"factjudge: error: {data}: line 7 (doc_id 'Y'): 'gold_facts' must be a list of facts",

@@ -22,7 +22,7 @@ def test_json_list_object_and_jsonl_forms_load_the_same(write_json, tmp_path):
 def test_jsonl_skips_blank_lines_and_names_bad_line(tmp_path):
     p = tmp_path / "f.jsonl"
     p.write_text('{"id": "a", "fact_type": "t"}\n\n{"id": "b", "fact_type": \n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"f\.jsonl: line 3: invalid JSON"):
+    with pytest.raises(InputError, match=r"f\.jsonl: line 3 column 26: invalid JSON: Expecting value$"):
         load_facts(p)
 
 
@@ -43,7 +43,7 @@ def test_bad_records_are_named(write_json, record, problem):
     with pytest.raises(InputError) as exc:
         load_facts(path)
     msg = str(exc.value)
-    assert msg.startswith(f"{path}: record 1")
+    assert msg.startswith(f"{path}: record 2")  # counted from 1, like JSONL lines
     assert problem in msg
     assert "\n" not in msg
 

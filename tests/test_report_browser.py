@@ -1,16 +1,42 @@
 """report.html in a real headless browser (Debian's chromium): it loads offline without console
-errors, shows the headline numbers, escapes hostile fact values and its filters work."""
+errors, shows the headline numbers, escapes hostile fact values and its filters work; the document
+view draws a link per matched pair; the compare page filters its changed facts."""
 import json
 import re
+import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
+def external_references(html):
+    """Attributes that would load something: any src, an href leaving the page, url() or @import
+    in a style. Parsed, so escaped text inside an attribute value is not mistaken for one."""
+    from html.parser import HTMLParser
+
+    found = []
+
+    class Refs(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            for name, value in attrs:
+                value = value or ""
+                if name == "src" or (name == "href" and not value.startswith("#")) or (
+                        name == "style" and ("url(" in value or "@import" in value)):
+                    found.append((tag, name, value))
+
+        def handle_data(self, data):
+            if self.lasttag == "style" and ("url(" in data or "@import" in data):
+                found.append(("style", "", data[:80]))
+
+    Refs().feed(html)
+    return found
+
+
 HOSTILE = '</script><img src=x onerror="document.title=1"><b>bold</b> & "quotes"'
 
 pytestmark = pytest.mark.skipif(
@@ -18,16 +44,20 @@ pytestmark = pytest.mark.skipif(
     reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; .ci/run installs it)")
 
 
-def load(url: str, tmp_path: Path) -> tuple[str, list[str]]:
-    """The DOM after scripts ran, and every console message the page produced."""
+def chromium(url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tempfile.mkdtemp(dir=tmp_path)
-    proc = subprocess.run(
+    return subprocess.run(
         [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
          "--no-first-run", "--disable-background-networking", "--disable-component-update",
          "--disable-sync", f"--user-data-dir={profile}", "--host-resolver-rules=MAP * ~NOTFOUND",
          # console messages (uncaught exceptions included) go to stderr as "...:CONSOLE(...)]"
-         "--enable-logging=stderr", "--v=0", "--dump-dom", url],
+         "--enable-logging=stderr", "--v=0", *args, url],
         capture_output=True, text=True, timeout=120)
+
+
+def load(url: str, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
+    """The DOM after scripts ran, and every console message the page produced."""
+    proc = chromium(url, tmp_path, *args, "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-2000:]
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
     return proc.stdout, console
@@ -78,8 +108,8 @@ def test_loads_without_console_errors_and_shows_the_headline(report, tmp_path):
     # hostile text is shown as text: no element injected, no script broken
     assert "<img" not in dom and "<b>bold</b>" not in dom
     assert "&lt;/script&gt;&lt;img src=x" in dom and "hostile &lt;doc&gt;" in dom
-    # offline: the page references no resource at all
-    assert not re.search(r'<[^>]*\s(src|href)=|url\(|@import', dom)
+    # offline: the page references no resource at all (links within the page only)
+    assert external_references(dom) == []
 
 
 def test_filters_by_status_and_fact_type(report, tmp_path):
@@ -102,8 +132,183 @@ def test_the_harness_catches_a_script_error(report, tmp_path):
     out, _ = report
     broken = tmp_path / "broken.html"
     html = (out / "report.html").read_text(encoding="utf-8")
-    broken.write_text(html.replace("  apply();\n})();", "  apply();\n  notDefined.call();\n})();"),
+    broken.write_text(html.replace("</body>", "<script>notDefined.call();</script></body>"),
                       encoding="utf-8")
     _, console = load(broken.as_uri(), tmp_path)
     assert any("Uncaught ReferenceError: notDefined is not defined" in line for line in console)
 
+
+
+# --------------------------------------------------------------------------- what evaluate passes
+
+PROVENANCE = {"factjudge": "0.0.0-test", "created": "2025-06-01T12:00:00+00:00", "inputs": ["data.jsonl"]}
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def render_full(out: Path, dest: Path, rows_limit: int = 5000, tp_limit: int = 5000) -> Path:
+    """report.html as evaluate renders it once wired: rows and documents worst first, TP rows for
+    spot checks, the document view of the worst documents, provenance."""
+    from factjudge.report import render_html, select_rows, worst_order_key
+
+    summary = {**json.loads((out / "summary.json").read_text()), "provenance": PROVENANCE}
+    lines = read_lines(out / "results.jsonl")
+    order = sorted(range(len(lines)), key=lambda i: worst_order_key(lines[i]["metrics"], i))
+    by_worst = [lines[i] for i in order]
+    wrong = [x for x in by_worst if x["metrics"]["fn"] + x["metrics"]["fp"] + x["metrics"]["errors"]]
+    worst = [{"doc_id": x["doc_id"], **{k: x["metrics"][k] for k in
+                                        ("precision", "recall", "f1", "fn", "fp", "errors")}}
+             for x in wrong[:10]]
+    m = summary["micro"]
+    rows = select_rows(by_worst, rows_limit, tp_limit=tp_limit)
+    dest.write_text(render_html(summary, worst, rows, m["fn"] + m["fp"] + m["errors"],
+                                rows_order="worst", documents=wrong[:50]), encoding="utf-8")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def full(report, tmp_path_factory):
+    out, summary = report
+    return render_full(out, tmp_path_factory.mktemp("full") / "report.html"), out, summary
+
+
+def matched_pairs(line: dict) -> set[tuple[str, str]]:
+    pairs = {(g["id"], p) for g in line["gold_facts"] for p in g["matched_ids"]}
+    return pairs | {(g, p["id"]) for p in line["predicted_facts"] for g in p["matched_ids"]}
+
+
+def links_svg(dom: str) -> str:
+    match = re.search(r'<svg id="doc-links"[^>]*>', dom)
+    assert match
+    return match.group(0)
+
+
+def test_document_view_draws_a_link_per_matched_pair(full, tmp_path):
+    page, out, _ = full
+    lines = {x["doc_id"]: x for x in read_lines(out / "results.jsonl")}
+    for doc_id in ("contoso-robotics-ar-2023", "tailspin-toys-ar-2023", "hostile <doc>"):
+        url = page.as_uri() + "#doc=" + quote(doc_id, safe="")
+        dom, console = load(url, tmp_path, "--window-size=1280,1000", "--virtual-time-budget=2000")
+        assert console == []
+        expected = len(matched_pairs(lines[doc_id]))
+        svg = links_svg(dom)
+        assert f'data-links-drawn="{expected}"' in svg, (doc_id, svg)
+        view = dom.split('id="docview"')[1]
+        assert view.count('class="link"') == expected
+        # every fact of the document is a card, gold left, predicted right
+        gold = view.split('id="doc-gold-facts"')[1].split('id="doc-pred-facts"')[0]
+        assert gold.count('class="fact-id"') == len(lines[doc_id]["gold_facts"])
+        if lines[doc_id]["metrics"]["fn"]:
+            assert 'class="fact st-FN' in gold
+    # the hostile document's text is text
+    assert "<img" not in dom and "&lt;/script&gt;&lt;img src=x" in dom
+    assert contoso_width_ok(page, tmp_path)
+
+
+def contoso_width_ok(page: Path, tmp_path: Path) -> bool:
+    """At 1280px the two columns sit side by side (the links run left to right)."""
+    dom, _ = load(page.as_uri() + "#doc=contoso-robotics-ar-2023", tmp_path, "--window-size=1280,1000")
+    path = re.search(r'<path d="M([\d.]+),[\d.]+ C[^"]* ([\d.]+),[\d.]+" class="link"', dom)
+    assert path, "no link drawn"
+    return 500 < float(path.group(1)) < float(path.group(2)) < 760
+
+
+def test_document_view_screenshot(full, tmp_path):
+    page, _, _ = full
+    shot = tmp_path / "docview.png"
+    # tall enough that the document view is on screen without scrolling
+    proc = chromium(page.as_uri() + "#doc=contoso-robotics-ar-2023", tmp_path, "--window-size=1280,4200",
+                    "--virtual-time-budget=2000", f"--screenshot={shot}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 50_000
+    assert struct.unpack(">II", png[16:24]) == (1280, 4200)
+
+
+def test_tp_rows_are_hidden_until_asked_for_and_rows_filter_by_document(full, tmp_path):
+    page, _, summary = full
+    m = summary["micro"]
+    dom, console = load(page.as_uri(), tmp_path)
+    assert console == []
+    assert len(visible_rows(dom)) == m["fn"] + m["fp"] + m["errors"] == int(text_of(dom, "shown"))
+    assert "the worst documents first" in dom
+    dom, _ = load(page.as_uri() + "#status=TP", tmp_path)
+    rows = visible_rows(dom)
+    assert len(rows) == m["tp_gold"] + m["tp_predicted"] and all('data-status="TP"' in r for r in rows)
+    dom, _ = load(page.as_uri() + "#status=all&rowdoc=tailspin-toys-ar-2023", tmp_path)
+    rows = visible_rows(dom)
+    assert rows and all('data-doc="tailspin-toys-ar-2023"' in r for r in rows)
+    assert any('data-status="TP"' in r for r in rows) and any('data-status="FN"' in r for r in rows)
+    # the worst documents link to the document view; the first one comes first
+    worst = dom.split('id="worst"')[1].split("</table>")[0]
+    assert re.findall(r'href="#doc=([^"]*)"', worst)[0] == "hostile%20%3Cdoc%3E"
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0) -> dict:
+    """The ``cmp`` dict of ``render_compare_*``, as ``factjudge compare`` builds it."""
+    try:  # evaluate.py was split into aggregate.py / results.py
+        from factjudge.aggregate import paired_bootstrap
+        from factjudge.results import read_eval_dir
+    except ImportError:
+        from factjudge.evaluate import paired_bootstrap, read_eval_dir  # type: ignore[no-redef]
+    from factjudge.report import changed_facts, fact_type_keys
+
+    a, b = read_eval_dir(dir_a), read_eval_dir(dir_b)
+    common = [d for d in a if d in b]
+    lines_a = {x["doc_id"]: x for x in read_lines(dir_a / "results.jsonl")}
+    lines_b = {x["doc_id"]: x for x in read_lines(dir_b / "results.jsonl")}
+    keys_a = [fact_type_keys(lines_a[d]) for d in common]
+    keys_b = [fact_type_keys(lines_b[d]) for d in common]
+    types = sorted({t for k in keys_a + keys_b for t in k})
+    zero = (0, 0, 0, 0)
+    return {"a": str(dir_a), "b": str(dir_b), "documents": len(common),
+            "only_a": len(a) - len(common), "only_b": len(b) - len(common),
+            "bootstrap": {"resamples": resamples, "seed": seed},
+            "metrics": paired_bootstrap([a[d][0] for d in common], [b[d][0] for d in common],
+                                        resamples, seed),
+            "by_fact_type": {t: paired_bootstrap([k.get(t, zero) for k in keys_a],
+                                                 [k.get(t, zero) for k in keys_b], resamples, seed)
+                             for t in types},
+            "changed": [c for d in common for c in changed_facts(lines_a[d], lines_b[d])]}
+
+
+def test_compare_page_filters_changed_facts(report, tmp_path):
+    from factjudge.report import render_compare_html
+
+    out_a, _ = report
+    docs = [json.loads(x) for x in (ROOT / "examples" / "dataset.jsonl").read_text().splitlines()]
+    gold_of = {d["doc_id"]: {f["id"]: f for f in d["gold_facts"]} for d in docs}
+    for d in docs[:2]:  # B: the first two documents predict their gold facts exactly
+        d["predicted_facts"] = [{**f, "id": "b" + f["id"]} for f in gold_of[d["doc_id"]].values()]
+    docs[2]["predicted_facts"] = docs[2]["predicted_facts"][1:]  # and a third loses a prediction
+    data = tmp_path / "b.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    out_b = tmp_path / "b"
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "eval", str(data), "-c",
+                           str(ROOT / "examples" / "config.yaml"), "-o", str(out_b), "-q"],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    cmp = build_cmp(out_a, out_b)
+    assert cmp["metrics"]["recall"]["diff"] > 0 and cmp["only_a"] == 1
+    kinds = {c["change"] for c in cmp["changed"]}
+    assert {"fixed", "broke"} <= kinds
+    page = tmp_path / "compare.html"
+    page.write_text(render_compare_html(cmp), encoding="utf-8")
+    dom, console = load(page.as_uri(), tmp_path)
+    assert console == []
+    table = lambda dom: dom.split('id="changed"')[1].split("</table>")[0]  # noqa: E731
+    rows = [r for r in re.findall(r"<tr [^>]*>", table(dom)) if "hidden" not in r]
+    assert len(rows) == len(cmp["changed"]) == int(text_of(dom, "shown"))
+    doc = docs[2]["doc_id"]
+    dom, console = load(page.as_uri() + f"#change=broke&doc={doc}", tmp_path)
+    assert console == []
+    rows = [r for r in re.findall(r"<tr [^>]*>", table(dom)) if "hidden" not in r]
+    expected = [c for c in cmp["changed"] if c["change"] == "broke" and c["doc_id"] == doc]
+    assert rows and len(rows) == len(expected) == int(text_of(dom, "shown"))
+    assert all('data-change="broke"' in r and f'data-doc="{doc}"' in r for r in rows)
+    assert not re.search(r'<[^>]*\s(src|href)=|url\(|@import', dom)

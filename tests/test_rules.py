@@ -363,7 +363,9 @@ def test_indexed_decision_equals_brute_force(subjects, candidates, config, direc
 
 
 NEAR_NUMBERS = ["100", "101", "101.01", "101.0101", "99", "99.0099", "98.99", "100.5", "100.50001",
-                "99.5", "-100", "-101.01", 100, 101.01, "$100", "100 EUR", "100%", "101.01%", "0"]
+                "99.5", "-100", "-101.01", 100, 101.01, "$100", "100 EUR", "100%", "101.01%", "0",
+                # fractions near those percentages: compared in percentage points
+                "1", 1.0101, "0.995", "1.005", "0.99%", "-1.01", "0.5%"]
 NEAR_TEXTS = ["Berkshire Hathaway", "Berkshire Hathway", "Berkshre Hathawy", "Berkshire Hath",
               "Hathaway Berkshire", "Berkshire Hathaway Inc.", "Berkshire", "Apple", "Applied",
               "Apple Bank", "appel", ""]
@@ -486,6 +488,46 @@ def test_five_hundred_facts_per_side_all_match_across_formats():
     # how long it takes is for benchmarks/rules_speed.py to print, not for a test to time
     result = run_judge(gold, predicted, {"tolerances": {"value": {"relative": 0.001}}})
     assert result.metrics.tp_gold == 500 and result.metrics.fp == 0
+
+
+def test_a_percentage_is_its_number_over_100():
+    q = parse_number("12.4 pct")
+    assert (q.value, q.percent, q.number) == (Decimal("12.4"), True, Decimal("0.124"))
+    assert parse_number("12.4").number == Decimal("12.4")
+    assert normalize_fact({"value": "12.4", "unit": "percent"})["value"].number == Decimal("0.124")
+    subject = {"id": "s", "fact_type": "t", "value": "12.4%"}
+    for same in ("0.124", 0.124, "12.4 percent", "12.40%"):
+        verdict, exact = RulesJudge().decide(task(subject, [{"id": "c", "fact_type": "t",
+                                                              "value": same}]))
+        assert (verdict.status, exact) == ("TP", True), verdict.reasoning
+    for other in ("12.4", 12.4, "0.0124", "$0.124"):
+        verdict, _ = RulesJudge().decide(task(subject, [{"id": "c", "fact_type": "t",
+                                                         "value": other}]))
+        assert verdict.status == "FN", verdict.reasoning
+
+
+def test_an_absolute_tolerance_on_a_percentage_counts_points_against_fractions_too():
+    tol = {"tolerances": {"value": {"absolute": 0.5}}}
+    subject = {"id": "s", "fact_type": "t", "value": "9.9%"}
+    for value, status in ((0.098, "TP"), (0.094, "TP"), (0.093, "FN"), ("9.4%", "TP"),
+                          ("9.3%", "FN")):
+        cands = [{"id": "c", "fact_type": "t", "value": value}]
+        assert RulesJudge().decide(task(subject, cands, config=tol))[0].status == status, value
+        # and the other way round: a fraction subject against a percentage candidate
+        back = {"id": "s2", "fact_type": "t", "value": value}
+        cand = [{"id": "c", "fact_type": "t", "value": "9.9%"}]
+        assert RulesJudge().decide(task(back, cand, config=tol))[0].status == status, value
+
+
+@pytest.mark.parametrize("value", [float("nan"), [1, float("nan")], {"a": float("nan")}])
+def test_nan_never_matches_even_nan(value):
+    subject = {"id": "s", "fact_type": "t", "value": value}
+    verdict, exact = RulesJudge().decide(task(subject, [{"id": "c", "fact_type": "t",
+                                                         "value": value}]))
+    assert (verdict.status, exact) == ("FN", False)
+    assert "NaN equals nothing" in verdict.reasoning
+    inf = {"id": "s", "fact_type": "t", "value": float("inf")}
+    assert RulesJudge().decide(task(inf, [dict(inf, id="c")]))[0].status == "TP"
 
 
 def test_quoted_dates_and_numbers_are_still_dates_and_numbers():

@@ -153,6 +153,8 @@ class Summary(BaseModel):
     skipped: list[dict[str, Any]] = Field(default_factory=list)
     judge: dict[str, Any] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
+    #: ``factjudge`` version, ``created`` (UTC ISO time of the results), ``inputs`` (paths).
+    provenance: dict[str, Any] = Field(default_factory=dict)
 
 
 class Aggregator:

@@ -72,8 +72,18 @@ class ResponseCache:
         return conn
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored answer, or None; a corrupt row (a killed writer, a hand edit, another
+        program's data) is a miss too, so the question is asked again and ``put`` overwrites it."""
         row = self._conn().execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if row is None:
+            return None
+        try:
+            answer = json.loads(row[0])
+        except (TypeError, ValueError, RecursionError):
+            return None
+        if not isinstance(answer, dict) or not isinstance(answer.get("content"), str):
+            return None
+        return answer
 
     def put(self, key: str, answer: dict[str, Any]) -> None:
         self._conn().execute("INSERT OR REPLACE INTO answers (key, answer) VALUES (?, ?)",

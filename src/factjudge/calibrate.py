@@ -32,6 +32,7 @@ from .loading import InputError, json_type, parse_config, validate_facts
 from .models import JudgeConfig
 from .pipeline import run_judge_async
 from .rules import RulesJudge
+from .sync import run_sync
 
 __all__ = [
     "CalibrationReport",
@@ -377,7 +378,7 @@ async def calibrate_async(
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-    return score([d for d in decisions if d is not None], judge=getattr(judge, "name", None))
+    return score([d for d in decisions if d is not None], judge=judge.name)
 
 
 def calibrate(
@@ -395,28 +396,10 @@ def calibrate(
         try:
             return await calibrate_async(labels, config, judge, concurrency, progress=progress)
         finally:
-            close = getattr(judge, "aclose", None)
-            if close is not None:
-                await close()
+            if judge is not None:
+                await judge.aclose()
 
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(once())
-    box: dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            box["report"] = asyncio.run(once())
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=worker, name="factjudge-calibrate")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["report"]
+    return run_sync(once)
 
 
 # --------------------------------------------------------------------------- text report

@@ -3,9 +3,7 @@ carry their ``doc_id``. Read lazily: ``scan()`` validates every line and keeps p
 its id, an input hash and its number of questions; ``documents()`` reads them again when judged."""
 from __future__ import annotations
 
-import codecs
 import hashlib
-import json
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +12,7 @@ from typing import Any, Iterator, Protocol
 from . import __version__
 from .errors import InputError
 from .judges.base import Judge
-from .loading import json_type, validate_facts
+from .loading import coerce_id, json_type, parse_json_line, validate_facts
 from .models import JudgeConfig
 from .prompts import PROMPT_FORMAT_VERSION, canonical_json
 from .scope import in_scope_facts
@@ -52,6 +50,8 @@ class Document:
 
 class Dataset(Protocol):
     infos: list[DocInfo]
+    #: The input files, for provenance.
+    sources: list[str]
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]: ...
 
@@ -77,23 +77,13 @@ def _questions(doc: Document, config: JudgeConfig) -> int:
 
 
 def _doc_id(rec: dict[str, Any], prefix: str) -> str:
-    value = rec.get("doc_id")
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{prefix}: missing or empty 'doc_id' (a non-empty string or an integer)")
-    return value
+    return coerce_id(rec.get("doc_id"), "doc_id", prefix)
 
 
-def _parse_line(raw: bytes, prefix: str) -> dict[str, Any]:
-    try:
-        rec = json.loads(raw.removeprefix(codecs.BOM_UTF8))
-    except UnicodeDecodeError:
-        raise InputError(f"{prefix}: not valid UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{prefix}: invalid JSON: {exc.msg}") from None
+def _parse_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
+    rec = parse_json_line(raw, path, lineno)
     if not isinstance(rec, dict):
-        raise InputError(f"{prefix}: expected a JSON object, got {json_type(rec)}")
+        raise InputError(f"{path}: line {lineno}: expected a JSON object, got {json_type(rec)}")
     return rec
 
 
@@ -120,20 +110,21 @@ class JsonlDataset:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.sources = [str(path)]
         self.infos: list[DocInfo] = []
         self._offsets, self._lines = array("q"), array("q")
 
     def _document(self, raw: bytes, lineno: int) -> Document:
         prefix = f"{self.path}: line {lineno}"
-        rec = _parse_line(raw, prefix)
+        rec = _parse_line(raw, self.path, lineno)
         doc_id = _doc_id(rec, prefix)
         sides = []
         for key in ("gold_facts", "predicted_facts"):
             facts = rec.get(key)
             if not isinstance(facts, list):
                 raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r} must be a list of facts")
-            sides.append(validate_facts(((f"record {i}", f) for i, f in enumerate(facts)),
-                                        f"{prefix}: {key}"))
+            sides.append(validate_facts(((f"record {i}", f) for i, f in enumerate(facts, start=1)),
+                                        f"{prefix}: {key}", checked=True))
         return Document(doc_id, *sides)
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
@@ -179,17 +170,18 @@ class SplitDataset:
 
     def __init__(self, gold: Path, predicted: Path) -> None:
         self.paths = {"gold": gold, "predicted": predicted}
+        self.sources = [str(gold), str(predicted)]
         self.infos: list[DocInfo] = []
         self._index: dict[str, dict[str, _Side]] = {}
 
     @staticmethod
     def _fact(path: Path, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
         fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
-        return validate_facts([(f"line {lineno}", fact)], str(path))[0]
+        return validate_facts([(f"line {lineno}", fact)], str(path), checked=True)[0]
 
     def _load(self, side: str, where: _Side, fh: Any) -> list[tuple[int, dict[str, Any]]]:
         path = self.paths[side]
-        return [(n, _parse_line(_read_at(fh, off), f"{path}: line {n}"))
+        return [(n, _parse_line(_read_at(fh, off), path, n))
                 for off, n in zip(where.offsets, where.lines)]
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
@@ -200,7 +192,7 @@ class SplitDataset:
             for lineno, offset, raw in _lines(path):
                 prefix = f"{path}: line {lineno}"
                 try:
-                    rec = _parse_line(raw, prefix)
+                    rec = _parse_line(raw, path, lineno)
                     doc_id = _doc_id(rec, prefix)
                     self._fact(path, lineno, rec)
                 except InputError as exc:

@@ -20,9 +20,11 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from . import __version__
 from .aggregate import Aggregator, Summary, ZeroDivision, doc_stats
 from .datasets import Dataset, DocInfo, Document, Problem
 from .errors import InputError
@@ -30,7 +32,7 @@ from .judges.base import Judge
 from .loading import write_atomic
 from .models import JudgeConfig, JudgeResult
 from .pipeline import PREVIEW_STATS, Progress, preview, run_judge_async
-from .report import collect_rows, render_html, render_markdown
+from .report import render_html, render_markdown, select_rows, worst_order_key
 from .results import RESULTS, ResultStore
 
 SUMMARY, REPORT_MD, REPORT_HTML = "summary.json", "report.md", "report.html"
@@ -134,31 +136,69 @@ def open_run(dataset: Dataset, out_dir: Path) -> tuple[ResultStore, list[DocInfo
     return store, [i for i in dataset.infos if i.doc_id not in reused], reused
 
 
+#: Documents embedded in report.html's document view (worst first).
+VIEW_DOCUMENTS = 50
+#: TP rows listed in the reports for spot checks, at most.
+TP_ROWS = 1000
+
+
 def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge: Judge,
-               out_dir: Path, settings: ReportSettings, skipped: Sequence[Problem] = ()) -> Summary:
+               out_dir: Path, settings: ReportSettings, skipped: Sequence[Problem] = (),
+               created: str | None = None) -> Summary:
     """Rewrite ``results.jsonl`` in dataset order and build summary.json and the reports from it:
-    the final files depend only on the finished lines, never on how they were judged."""
+    the final files depend only on the finished lines, never on how they were judged.
+    ``created`` (ISO time, default now) is the provenance time of the results."""
     agg = Aggregator(zero_division=settings.zero_division)
-    rows: list[dict[str, Any]] = []
-    rows_total = 0
-    for line in store.rewrite(dataset.infos):
+    order: list[tuple[tuple[float, int, int], str, int, int]] = []
+    for index, line in enumerate(store.rewrite(dataset.infos)):
         agg.add(doc_stats(line))
-        doc_rows = collect_rows(line)
-        rows_total += len(doc_rows)
-        rows.extend(doc_rows[:max(0, settings.report_rows - len(rows))])
+        m = line["metrics"]
+        order.append((worst_order_key(m, index), line["doc_id"], m["fn"] + m["fp"] + m["errors"],
+                      m["tp_gold"] + m["tp_predicted"]))
     summary = agg.summary(settings.resamples, settings.seed)
     summary.usage.update({k: v for k, v in judge.run_info().items() if v is not None})
     summary.bootstrap = {"resamples": settings.resamples, "seed": settings.seed, "level": 0.95}
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    worst = agg.worst()
+    summary.provenance = {"factjudge": __version__, "created": created or _now(),
+                          "inputs": dataset.sources}
+    lines = _report_lines(store, sorted(order), settings.report_rows)
+    tp_rows = min(settings.report_rows, TP_ROWS)
+    rows = select_rows(lines, settings.report_rows, tp_limit=tp_rows)
+    wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
+             + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
+    rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
     data = summary.model_dump(mode="json")
-    write_atomic(out_dir / REPORT_MD, render_markdown(data, worst, rows, rows_total))
-    write_atomic(out_dir / REPORT_HTML, render_html(data, worst, rows, rows_total))
+    worst = agg.worst()
+    write_atomic(out_dir / REPORT_MD, render_markdown(data, worst, rows, rows_total, rows_order="worst"))
+    write_atomic(out_dir / REPORT_HTML, render_html(data, worst, rows, rows_total, rows_order="worst",
+                                                     documents=wrong))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return summary
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _report_lines(store: ResultStore, order: list[tuple[tuple[float, int, int], str, int, int]],
+                  rows: int) -> list[dict[str, Any]]:
+    """The result lines the reports show, worst document first: enough for ``rows`` failing
+    rows and the TP spot checks, and the documents of the document view."""
+    wanted: set[str] = set()
+    failing = tp = view = 0
+    for _, doc_id, wrong, right in order:
+        take = (failing < rows and wrong) or (tp < min(rows, TP_ROWS) and right) or (
+            view < VIEW_DOCUMENTS and wrong)
+        if take:
+            wanted.add(doc_id)
+            failing, tp, view = failing + wrong, tp + right, view + bool(wrong)
+        elif failing >= rows and tp >= min(rows, TP_ROWS) and view >= VIEW_DOCUMENTS:
+            break
+    found = {line["doc_id"]: line for line in store.lines() if line["doc_id"] in wanted}
+    return [found[doc_id] for _, doc_id, _, _ in order if doc_id in found]
 
 
 async def evaluate_async(
@@ -191,5 +231,6 @@ async def evaluate_async(
 
         await judge_documents(dataset.documents(skip=reused), config, judge, finished,
                               concurrency=concurrency, progress=progress)
-    summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped)
+    created = store.created if not todo else None  # nothing new: the results keep their time
+    summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created)
     return EvalRun(summary, judged=len(todo), reused=len(reused))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import (BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr,
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, StrictBool,
+                      StrictFloat, StrictInt, StrictStr, field_validator, model_serializer,
                       model_validator)
 
 Direction = Literal["gold", "predicted"]
@@ -55,6 +56,15 @@ class JudgeConfig(BaseModel):
     #: LLM judge: how the answer's schema reaches the server (see README); the CLI flag overrides it.
     structured_output: Literal["auto", "json_schema", "json_object", "none"] = "auto"
 
+    @field_validator("text_threshold")
+    @classmethod
+    def _threshold_on_the_0_100_scale(cls, value: float) -> float:
+        # 0.9 would let nearly any two texts match: someone meant 90 on a 0-1 scale
+        if 0 < value < 1:
+            raise ValueError(f"{value} looks like a 0-1 fraction, but text_threshold is a "
+                             f"similarity on the 0-100 scale: write {value * 100:g}")
+        return value
+
 
 class CallUsage(BaseModel):
     """What one judged fact cost."""
@@ -79,6 +89,10 @@ class Verdict(BaseModel):
     #: Why the verdict is what it is when no judge said so (no candidates, ERROR reason, ...).
     note: str = ""
     usage: CallUsage = Field(default_factory=CallUsage)
+    #: A jury's verdict: each juror's vote, juror name -> "TP:<matched id>", "FN", "FP" or "ERROR".
+    votes: dict[str, str] | None = None
+    #: A jury's verdict: what each juror's answer cost (``usage`` is their sum).
+    juror_usage: dict[str, CallUsage] | None = None
 
 
 class Usage(CallUsage):
@@ -87,10 +101,28 @@ class Usage(CallUsage):
     token_counter: str | None = None
     #: The structured-output mode the LLM judge used (``auto`` settles on one), if any.
     structured_output: str | None = None
+    #: A jury's usage per juror (juror name -> its calls and tokens); absent for a single judge.
+    jurors: dict[str, CallUsage] | None = None
 
     def add(self, call: CallUsage) -> None:
         for name in CallUsage.model_fields:
             setattr(self, name, getattr(self, name) + getattr(call, name))
+
+    def add_jurors(self, per_juror: dict[str, CallUsage]) -> None:
+        """Add one jury verdict's per-juror usage to ``jurors``."""
+        jurors = self.jurors if self.jurors is not None else {}
+        for juror, call in per_juror.items():
+            into = jurors.setdefault(juror, CallUsage())
+            for name in CallUsage.model_fields:
+                setattr(into, name, getattr(into, name) + getattr(call, name))
+        self.jurors = jurors
+
+    @model_serializer(mode="wrap")
+    def _no_jurors_without_a_jury(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.jurors is None and isinstance(data, dict):  # single-judge outputs stay as they were
+            data.pop("jurors", None)
+        return data
 
 
 class Counts(BaseModel):
@@ -108,6 +140,16 @@ class Metrics(Counts):
     out_of_scope_gold: int = 0
     out_of_scope_predicted: int = 0
     by_fact_type: dict[str, Counts] = Field(default_factory=dict)
+    #: A jury only: share of the questions asked where every juror gave the same answer (a failed
+    #: juror gave none); None (left out of the output) for a single judge or when nothing was asked.
+    jury_agreement: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _no_agreement_without_a_jury(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.jury_agreement is None and isinstance(data, dict):
+            data.pop("jury_agreement", None)
+        return data
 
 
 class JudgeResult(BaseModel):

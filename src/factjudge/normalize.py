@@ -7,7 +7,8 @@ Every field value is read into one of a few normal forms, once per fact:
 * :class:`Quantity` -- a number, with its currency and whether it is a percentage.
 * :class:`Text`     -- anything else that is a string.
 * :class:`Unit`     -- the value of a unit-like field (``unit``, ``currency``, ``scale``, ...).
-* :class:`Other`    -- bools, lists, dicts, non-finite floats: compared by canonical JSON.
+* :class:`Other`    -- bools, lists, dicts, non-finite floats: compared by canonical JSON (a
+  value holding NaN equals nothing, not even itself).
 
 Text
     NFKC, case-folded, accents removed (``María`` = ``maria``; extractors often drop them, and
@@ -30,9 +31,11 @@ Numbers (:func:`parse_number`)
     million/m/mn/mm/mln, billion/b/bn/bln, trillion/tn/trn; ``m`` is always million, never
     metres), and percentages (``%``, ``percent``, ``per cent``, ``pct``; ``bp``/``bps``/``basis
     points`` are hundredths of a percent). Only the English convention is read: ``12,5`` is not
-    twelve and a half, it is text. A percentage only ever equals a percentage: ``0.125`` does not
-    equal ``12.5%`` (the extraction should keep the document's form, and guessing would make
-    ``0.5`` equal ``50%`` but also ``0.5%``).
+    twelve and a half, it is text. A percentage is a number: ``12.5%`` (``12.5 percent``, ``12.5
+    pct``) is 0.125 and equals ``0.125`` (:attr:`Quantity.number`). A bare ``12.5`` is not a
+    percentage and does not equal ``12.5%``, unless a unit field says percent (``%``,
+    ``percent``, ``pct``): then the bare number is read as one (``{"value": "12.5", "unit": "%"}``
+    is 12.5% = 0.125).
 
 Units (:func:`parse_unit`, :func:`normalize_fact`)
     A unit-like field (``unit``, ``units``, ``currency``, ``scale``, ``multiplier``, ``uom``,
@@ -118,6 +121,7 @@ class Text:
 
 @dataclass(frozen=True)
 class Quantity:
+    #: As written, after scale words: 12.5 for "12.5%" (see :attr:`number`).
     value: Decimal
     currency: str | None = None
     percent: bool = False
@@ -127,6 +131,11 @@ class Quantity:
     scaled: bool = False
     #: How it was written, with the unit that was folded in (for reasoning).
     source: str = ""
+
+    @property
+    def number(self) -> Decimal:
+        """The value as a plain number: a percentage divided by 100 (12.5% -> 0.125)."""
+        return self.value.scaleb(-2) if self.percent else self.value
 
     def describe(self) -> str:
         shown = format_decimal(self.value) + ("%" if self.percent else "")
@@ -152,6 +161,8 @@ class Period:
 @dataclass(frozen=True)
 class Other:
     json: str
+    #: Holds a NaN, which equals nothing (not even NaN), whatever its JSON text says.
+    nan: bool = False
 
     def describe(self) -> str:
         return self.json
@@ -185,12 +196,28 @@ def canonical_json(value: Any) -> str:
     values JSON cannot encode (dates, gigantic ints)."""
     try:
         return _strict_json(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         try:
             return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
                               default=str)
-        except (TypeError, ValueError):  # mixed-type keys, circular references, gigantic ints
+        except (TypeError, ValueError, RecursionError):  # mixed-type keys, cycles, huge ints
             return f"{type(value).__name__}#{hash(value) if value.__hash__ else id(value)}"
+
+
+def _holds_nan(value: Any) -> bool:
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and math.isnan(item):
+            return True
+        if isinstance(item, (list, tuple, dict)) and id(item) not in seen:
+            seen.add(id(item))  # facts from Python may share or even nest themselves
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return False
+
+
+def _other(value: Any) -> Other:
+    return Other(canonical_json(value), nan=_holds_nan(value))
 
 
 def format_decimal(value: Decimal) -> str:
@@ -616,11 +643,11 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
     if value is None:
         return MISSING
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return Other(canonical_json(value))
+        return _other(value)
     if isinstance(value, (int, float)):
         q = _quantity_from_json(value)
         if q is None:
-            return Other(canonical_json(value))
+            return _other(value)
         return _apply_unit(q, unit) if unit is not None else q
     # a quoted date or number ('"1923-11-18"', as RDF literals are written) is still one
     bare = _strip_quotes(value)
@@ -638,7 +665,7 @@ def _unit_norm(value: Any) -> Norm:
         return EMPTY_UNIT
     if isinstance(value, str):
         return parse_unit(value)
-    return Other(canonical_json(value))
+    return _other(value)
 
 
 def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = False,

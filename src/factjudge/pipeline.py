@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import threading
 import time
 from typing import Any, Callable, Iterable, Mapping
 
@@ -11,10 +10,17 @@ from .judges.base import Judge, error_verdict
 from .loading import coerce_facts, parse_config
 from .metrics import compute_metrics
 from .models import Direction, JudgeConfig, JudgeResult, Usage, Verdict
-from .prompts import JudgeTask, canonical_json, fact_type_problem, negative_status, prefix_messages
+from .prompts import (
+    JudgeTask,
+    canonical_json,
+    fact_type_problem,
+    negative_status,
+    prefix_messages,
+)
 from .reconcile import PassVerdict, reconcile
 from .rules import RulesJudge
 from .scope import in_scope_facts
+from .sync import run_sync
 
 #: Called with 0 once per document with the number of judge questions it will ask
 #: (``total=n``), then once per answered question.
@@ -93,10 +99,13 @@ async def _judge_direction(
 
 
 def _output_fact(fact: dict[str, Any], in_scope: bool, status: str, matched: list[str],
-                 description: str, reasoning: str | None) -> dict[str, Any]:
+                 description: str, reasoning: str | None,
+                 votes: dict[str, str] | None = None) -> dict[str, Any]:
     out = dict(fact)
     out.update(in_scope=in_scope, status=status, matched_ids=matched,
                description=description, reasoning=reasoning)
+    if votes is not None:  # a jury's verdict: each juror's vote
+        out["votes"] = votes
     return out
 
 
@@ -144,8 +153,14 @@ async def run_judge_async(
     )
 
     usage = Usage(**judge.run_info())
+    asked = agreed = 0  # questions a jury answered, and those every juror answered alike
     for v in (*gv.values(), *pv.values()):
         usage.add(v.usage)
+        if v.juror_usage is not None:
+            usage.add_jurors(v.juror_usage)
+        if v.votes:
+            asked += 1
+            agreed += len(set(v.votes.values())) == 1 and "ERROR" not in v.votes.values()
 
     def assemble(facts: list[dict[str, Any]], side: str) -> list[dict[str, Any]]:
         verdicts, outcomes = (gv, rec.gold) if side == "gold" else (pv, rec.predicted)
@@ -158,12 +173,15 @@ async def run_judge_async(
                 continue
             v, o = verdicts[fact["id"]], outcomes[fact["id"]]
             description = "; ".join(n for n in [v.note, *o.notes] if n)
-            out.append(_output_fact(fact, True, o.status, o.matched_ids, description, v.reasoning))
+            out.append(_output_fact(fact, True, o.status, o.matched_ids, description, v.reasoning,
+                                    v.votes))
         return out
 
     gold_out, pred_out = assemble(gold, "gold"), assemble(predicted, "predicted")
     metrics = compute_metrics(((f["fact_type"], f["status"]) for f in gold_out),
                               ((f["fact_type"], f["status"]) for f in pred_out))
+    if asked:
+        metrics.jury_agreement = agreed / asked
     usage.seconds = round(time.perf_counter() - started, 3)
     return JudgeResult(gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics,
                        dedup_notes=rec.notes, conflicts=rec.conflicts, usage=usage,
@@ -188,26 +206,7 @@ def run_judge(
             if judge is not None:
                 await judge.aclose()
 
-    coro = once()
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    # A notebook already runs a loop in this thread: run ours in a worker thread.
-    box: dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            box["result"] = asyncio.run(coro)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=worker)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    return run_sync(once)
 
 
 #: OpenAI caches prompt prefixes of at least this many tokens.

@@ -18,6 +18,14 @@ from .prompts import canonical_json
 
 RESULTS = "results.jsonl"
 
+
+def _created(summary: Path) -> str | None:
+    try:
+        value = json.loads(summary.read_text(encoding="utf-8")).get("provenance", {}).get("created")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
 class ResultStore:
     """``results.jsonl``, append-only while running; indexed by doc_id for resuming."""
 
@@ -25,6 +33,8 @@ class ResultStore:
         self.path = path
         #: doc_id -> (input hash, byte offset, ERROR facts) of its latest complete line
         self.index: dict[str, tuple[str, int, int]] = {}
+        #: When the finished run in this folder made its results (its summary's provenance), if any.
+        self.created: str | None = _created(path.parent / "summary.json")
         if path.exists():
             self._load(repair)
 
@@ -47,6 +57,12 @@ class ResultStore:
                 end = offset
         if repair and end != self.path.stat().st_size:
             os.truncate(self.path, end)
+
+    def lines(self) -> Iterator[dict[str, Any]]:
+        """Every line of the file, parsed, in file order."""
+        with self.path.open("rb") as fh:
+            for raw in fh:
+                yield json.loads(raw)
 
     def reusable(self, info: DocInfo) -> bool:
         hit = self.index.get(info.doc_id)

@@ -8,10 +8,12 @@ candidates?) with normalisation (:mod:`factjudge.normalize`) and per-field compa
   only never matches (unit fields excepted: they are compared by their effect, see
   :mod:`factjudge.normalize`).
 * Text: token-sorted rapidfuzz ratio >= ``config.text_threshold`` and the same numbers inside.
-* Numbers: same currency when both name one, both or neither percentages, and equal -- or within
-  ``config.tolerances[field]``: ``|a - b| <= absolute`` or ``|a - b| <= relative * max(|a|, |b|)``
-  (symmetric, so both passes agree). A four-digit year equals only an equal bare integer.
-* Dates and periods: equal keys. Anything else: equal canonical JSON.
+* Numbers: same currency when both name one, and equal -- or within ``config.tolerances[field]``:
+  ``|a - b| <= absolute`` or ``|a - b| <= relative * max(|a|, |b|)`` (symmetric, so both passes
+  agree). A percentage is its number / 100, so ``12.5%`` equals ``0.125``; when either side is a
+  percentage both are compared in percent, so ``absolute`` counts percentage points. A percentage
+  never equals an amount of money. A four-digit year equals only an equal bare integer.
+* Dates and periods: equal keys. Anything else: equal canonical JSON (a NaN equals nothing).
 
 A candidate matches when every compared field matches. Among matching candidates the highest
 score (the mean of the field scores, 0-100) wins, ties go to the earliest candidate.
@@ -110,13 +112,16 @@ def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Out
     shown = f"{a.describe()} vs {b.describe()}"
     if a.currency and b.currency and a.currency != b.currency:
         return False, False, 0.0, f"{shown}: currency {a.currency} != {b.currency}"
-    if a.percent != b.percent:
-        return False, False, 0.0, (f"{shown}: a percentage never equals a plain number "
-                                   "(0.125 is not read as 12.5%)")
-    if a.value == b.value:
-        return True, True, 100.0, f"{shown}: equal"
-    diff = abs(a.value - b.value)
-    rel = diff / max(abs(a.value), abs(b.value))
+    mixed = a.percent != b.percent
+    if mixed and (a.currency or b.currency):
+        return False, False, 0.0, f"{shown}: a percentage is not an amount of money"
+    # in percent when either side is one, so that an absolute tolerance counts percentage points
+    va, vb = (_in_percent(a), _in_percent(b)) if a.percent or b.percent else (a.value, b.value)
+    if va == vb:
+        how = " (a percentage is its number / 100)" if mixed else ""
+        return True, True, 100.0, f"{shown}: equal{how}"
+    diff = abs(va - vb)
+    rel = diff / max(abs(va), abs(vb))
     score = max(0.0, 100.0 * (1 - float(rel)))
     facts = f"abs. diff {format_decimal(diff)}, rel. diff {_pct(rel)}"
     if tol is None or (tol.relative is None and tol.absolute is None):
@@ -133,6 +138,10 @@ def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Out
             return True, False, score, (f"{shown}: within tolerance (rel. diff {_pct(rel)} <= "
                                         f"{_pct(Decimal(str(tol.relative)))})")
     return False, False, score, f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})"
+
+
+def _in_percent(q: Quantity) -> Decimal:
+    return q.value if q.percent else q.value.scaleb(2)
 
 
 def _compare_texts(a: Text, b: Text, threshold: float) -> _Outcome:
@@ -177,6 +186,8 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
 def _compare_plain(a: Norm, b: Norm) -> _Outcome:
     shown = f"{a.describe()} vs {b.describe()}"
     if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
+        if a.nan:
+            return False, False, 0.0, f"{shown}: NaN equals nothing, not even NaN"
         return True, True, 100.0, f"{shown}: equal"
     return False, False, 0.0, f"{shown}: not comparable ({_kind(a)} vs {_kind(b)})" if type(
         a) is not type(b) else f"{shown}: differ"
@@ -261,7 +272,7 @@ def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
     if isinstance(norm, Missing):
         return (("missing",),)
     if isinstance(norm, Quantity):
-        return (("n", norm.value),)
+        return (("n", norm.number),)
     if isinstance(norm, Period):
         if norm.year is not None:  # a year also equals the bare integer
             return (("d", norm.key), ("n", Decimal(norm.year)))
@@ -306,7 +317,7 @@ class CandidateIndex:
     def number_window(self, fact_type: Any, name: str, low: float, high: float) -> set[int]:
         entry = self._numbers.get((_type_key(fact_type), name))
         if entry is None:
-            pairs = sorted((float(q.value), i) for i in self.bucket(fact_type)
+            pairs = sorted((float(q.number), i) for i in self.bucket(fact_type)
                            if isinstance(q := self.prepared[i].get(name), Quantity))
             entry = ([v for v, _ in pairs], [i for _, i in pairs])
             self._numbers[(_type_key(fact_type), name)] = entry
@@ -402,8 +413,11 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
 
 
 def _window(q: Quantity, tol: Tolerance) -> tuple[float, float]:
-    v = float(q.value)
-    width = float(tol.absolute or 0)
+    """Bounds on the plain numbers (:attr:`Quantity.number`) of the candidates that may match."""
+    v = float(q.number)
+    # a percentage compares in percentage points (absolute / 100 as a number); a plain subject
+    # may meet a percentage too, whose window (absolute / 100) lies inside this one
+    width = float(tol.absolute or 0) / (100 if q.percent else 1)
     if tol.relative:
         r = float(tol.relative)
         # |a - b| <= r * max(|a|, |b|) allows b up to |a| / (1 - r) away from zero

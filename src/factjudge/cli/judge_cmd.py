@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -10,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import InputError
-from ..loading import check_writable, load_config, load_facts, write_atomic
+from ..loading import check_writable, load_config, load_facts, same_file, write_atomic
 from ..models import JudgeResult
 from ..pipeline import preview, run_judge_async
 from .app import app, run_command, say
@@ -36,13 +35,6 @@ def judge_cmd(
     run_command(lambda: _judge(gold, predicted, config, output, quiet, opts, gate),
                 interrupted="no output written. Answers received so far are in the response "
                 "cache: run the same command again to resume", after="; no output written")
-
-
-def same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist
-        return False
 
 
 def _judge(gold: Path, predicted: Path, config: Optional[Path], output: Optional[Path], quiet: bool,

@@ -14,7 +14,8 @@ import typer
 
 from ..cache import ResponseCache
 from ..errors import JudgeSetupError
-from ..judges import HybridJudge, Judge, LLMJudge, RulesJudge
+from ..judges import HybridJudge, Judge, JuryJudge, LLMJudge, RulesJudge
+from ..judges.jury import repeat_name, split_model_spec
 from ..models import JudgeConfig
 from .app import fail, say
 
@@ -51,8 +52,11 @@ class JudgeOptions:
     """The judge options of a command line, as typed."""
 
     judge: Optional[JudgeKind] = None
-    model: Optional[str] = None
+    #: One name, or several (a jury); each may be ``NAME@URL`` (see :func:`split_model_spec`).
+    model: Optional[list[str]] = None
     base_url: Optional[str] = None
+    repeats: int = 1
+    jury_rules: bool = False
     api_key_env: Optional[str] = None
     backend: Backend = Backend.http
     structured_output: Optional[StructuredOutputMode] = None
@@ -69,41 +73,74 @@ class JudgeOptions:
     price_out: Optional[float] = None
 
     def build(self, config: JudgeConfig) -> Judge:
-        """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge."""
-        kind = self.judge or (JudgeKind.llm if self.model else JudgeKind.rules)
+        """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
+        Several ``--model``, ``--repeats`` above 1 or ``--jury-rules`` make a jury of them."""
+        models = [self.model] if isinstance(self.model, str) else list(self.model or [])
+        kind = self.judge or (JudgeKind.llm if models else JudgeKind.rules)
         if kind is JudgeKind.rules:
-            if self.model or self.base_url:
+            if models or self.base_url:
                 raise fail("--model/--base-url are for the LLM judge; drop them or use --judge llm")
+            if self.repeats > 1 or self.jury_rules:
+                raise fail("--repeats and --jury-rules make a jury of LLM judges: add --model")
             if self.dry_run:
                 raise fail("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")
             return RulesJudge()
-        if not self.model:
+        if not models:
             raise fail(f"--judge {kind.value} needs --model NAME")
+        jury = len(models) > 1 or self.repeats > 1 or self.jury_rules
+        if jury and self.dry_run:
+            raise fail("--dry-run previews one judge, not a jury: preview each --model on its own "
+                       "(a jury asks every question once per juror)")
+        if self.repeats > 1 and self.temperature <= 0:
+            raise fail(f"--repeats {self.repeats} asks each model {self.repeats} times: give "
+                       "--temperature above 0 (at 0 every repeat would give the same answer)")
+        specs = [split_model_spec(m) for m in models]
         try:
             cache = None if self.no_cache else ResponseCache(self.cache_dir)
         except (OSError, sqlite3.Error) as exc:
             raise fail(f"cannot open the response cache in {self.cache_dir or 'the default cache directory'}:"
                        f" {exc} (use --cache-dir DIR or --no-cache)") from None
         mode = self.structured_output.value if self.structured_output else config.structured_output
-        try:
-            llm = LLMJudge(self.model, base_url=self.base_url, api_key_env=self.api_key_env,
-                           api_key="unused: dry run" if self.dry_run else None,  # a preview calls nothing
-                           temperature=self.temperature, max_tokens=self.max_tokens, cache=cache,
-                           warmup=self.warmup, send_prompt_cache_key=self.prompt_cache_key,
-                           backend=self.backend.value, timeout=self.timeout,
-                           structured_output=mode, notify=say)
-        except JudgeSetupError as exc:
-            # the judge names its Python arguments; here the user typed flags
-            raise fail(str(exc).replace("or pass api_key= ", "").replace("base_url=", "--base-url")) from None
-        return HybridJudge(RulesJudge(), llm) if kind is JudgeKind.hybrid else llm
+
+        def one(model: str, url: Optional[str], repeat: int = 0) -> Judge:
+            try:
+                llm = LLMJudge(model, base_url=url or self.base_url, api_key_env=self.api_key_env,
+                               api_key="unused: dry run" if self.dry_run else None,  # a preview calls nothing
+                               temperature=self.temperature, max_tokens=self.max_tokens, cache=cache,
+                               warmup=self.warmup, send_prompt_cache_key=self.prompt_cache_key,
+                               backend=self.backend.value, timeout=self.timeout,
+                               structured_output=mode, notify=say)
+            except JudgeSetupError as exc:
+                # the judge names its Python arguments; here the user typed flags
+                raise fail(str(exc).replace("or pass api_key= ", "").replace("base_url=", "--base-url")) from None
+            if repeat:  # its own identity and response-cache key: each repeat is really asked
+                llm.name = repeat_name(llm.name, repeat)
+            return HybridJudge(RulesJudge(), llm) if kind is JudgeKind.hybrid else llm
+
+        if not jury:
+            return one(*specs[0])
+        jurors = [one(model, url, k if self.repeats > 1 else 0)
+                  for model, url in specs for k in range(1, self.repeats + 1)]
+        if self.jury_rules:
+            jurors.append(RulesJudge())
+        return JuryJudge(jurors)
 
 
 _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
     "judge": (Optional[JudgeKind], typer.Option(None, "--judge", help="rules (offline, default), llm "
               "(default when --model is given) or hybrid (rules for exact matches, LLM for the rest).")),
-    "model": (Optional[str], typer.Option(None, "--model", help="Model name for the LLM judge.")),
+    "model": (Optional[list[str]], typer.Option(None, "--model", metavar="NAME[@URL]", help="Model name for the LLM judge. "
+              "NAME@URL gives the model its own server (qwen@http://localhost:8000/v1); a plain NAME "
+              "uses --base-url. Repeat it for a jury (--model A --model B --model C): every question "
+              "goes to each model and a strict majority decides.")),
     "base_url": (Optional[str], typer.Option(None, "--base-url", help="OpenAI-compatible base URL "
-                 "(vLLM, Ollama, llama.cpp, Azure...).")),
+                 "(vLLM, Ollama, llama.cpp, Azure...) of every --model that does not name its own "
+                 "(NAME@URL).")),
+    "repeats": (int, typer.Option(1, "--repeats", min=1, help="Ask each --model K times (needs "
+                "--temperature above 0; each repeat is asked and cached on its own) and let the "
+                "majority decide: a jury of K samples.")),
+    "jury_rules": (bool, typer.Option(False, "--jury-rules", help="Seat the offline rules judge on "
+                   "the jury as one more juror.")),
     "api_key_env": (Optional[str], typer.Option(None, "--api-key-env", help="Environment variable "
                     "holding the API key (default OPENAI_API_KEY; a local server given by --base-url "
                     "needs none).")),

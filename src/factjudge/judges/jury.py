@@ -1,0 +1,213 @@
+"""A jury: several judges answer every question, a strict majority decides.
+
+Each juror answers the same :class:`~factjudge.prompts.JudgeTask`; its answer is one vote,
+``"TP:<matched id>"``, ``"FN"``, ``"FP"`` or ``"ERROR"``. The verdict:
+
+1. an answer given by more than half of the jurors wins (failed jurors count in the jury's size);
+2. otherwise, if the failed jurors could have made a majority had they answered, the question is
+   ``ERROR`` (nothing is guessed; a run started again asks only them, the others' answers are in
+   the response cache);
+3. otherwise (a real split, e.g. 1-1 or TP:p1 / TP:p2 / FN) the negative verdict (FN or FP, no
+   match), with a note naming the votes.
+
+A question to a jury holds one slot of the pipeline's pool (``--concurrency``) and its jurors
+answer one after another inside it: one judge call per juror, each counted against the
+concurrency, so at most ``concurrency`` calls are in flight whatever the size of the jury.
+
+A model asked K times (``--repeats``) is K jurors that differ only in their ``name``
+(``llm#1`` ... ``llm#K``, see :func:`repeat_name`): the LLM judge puts its name in its identity
+and in its response-cache key, so every repeat is asked and cached on its own.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any, Iterable, Sequence
+
+from ..errors import InputError, JudgeSetupError
+from ..models import CallUsage, Verdict
+from ..prompts import JudgeTask, negative_status
+from .base import BatchRequest, Estimate, Judge, JudgeBase, error_verdict
+
+#: The output field that carries the votes; an input fact judged by a jury may not have it.
+VOTES_FIELD = "votes"
+
+
+def vote_of(verdict: Verdict) -> str:
+    """A juror's answer as a vote: ``"TP:<id>"``, ``"FN"``, ``"FP"`` or ``"ERROR"``."""
+    if verdict.status == "TP":
+        return f"TP:{verdict.matched_id}"
+    return verdict.status
+
+
+def repeat_name(base: str, k: int) -> str:
+    """The name of repeat ``k`` (1-based) of a judge named ``base``: ``llm#2``."""
+    return f"{base}#{k}"
+
+
+def default_labels(jurors: Sequence[Judge]) -> list[str]:
+    """Juror names for the votes: the model (or the judge's name), then ``@server`` where one
+    model sits on several servers, then ``#k`` in jury order where names still repeat."""
+    idents = [j.identity() for j in jurors]
+    labels = [str(i.get("model") or j.name) for j, i in zip(jurors, idents)]
+    for label in set(labels):
+        same = [n for n, x in enumerate(labels) if x == label]
+        servers = {idents[n].get("server") for n in same}
+        if len(same) > 1 and len(servers) == len(same) and None not in servers:
+            for n in same:
+                labels[n] = f"{label}@{idents[n]['server']}"
+    counts = Counter(labels)
+    seen: Counter[str] = Counter()
+    for n, label in enumerate(labels):
+        if counts[label] > 1:
+            seen[label] += 1
+            labels[n] = f"{label}#{seen[label]}"
+    return labels
+
+
+def _join(parts: Iterable[str]) -> str:
+    return ", ".join(parts)
+
+
+class JuryJudge(JudgeBase):
+    """Every question to every juror; a strict majority over (status, matched id) decides.
+
+    ``names`` label the jurors in ``votes`` and in ``usage.jurors`` (default:
+    :func:`default_labels`). Output facts carry ``votes``; ``metrics.jury_agreement`` is the
+    share of questions all jurors answered alike.
+    """
+
+    name = "jury"
+
+    def __init__(self, jurors: Sequence[Judge], names: Sequence[str] | None = None) -> None:
+        if not jurors:
+            raise ValueError("a jury needs at least one juror")
+        self.jurors = list(jurors)
+        self.names = list(names) if names is not None else default_labels(self.jurors)
+        if len(self.names) != len(self.jurors):
+            raise ValueError(f"{len(self.names)} names for {len(self.jurors)} jurors")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"juror names must be unique, got {self.names}")
+        # The pipeline sends a direction's first question alone until it has reached an LLM:
+        # with a jury that first question warms every LLM juror's provider cache.
+        self.warmup = any(j.warmup for j in self.jurors)
+
+    # ------------------------------------------------------------------ the contract
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "decision": "strict majority, else negative",
+                "jurors": [{"juror": n, **j.identity()} for n, j in zip(self.names, self.jurors)]}
+
+    def run_info(self) -> dict[str, Any]:
+        """The jurors' run info, each key's distinct values joined (``tiktoken:o200k_base, estimate:...``)."""
+        merged: dict[str, list[Any]] = {}
+        for juror in self.jurors:
+            for key, value in juror.run_info().items():
+                if value is not None and value not in merged.setdefault(key, []):
+                    merged[key].append(value)
+        return {k: (_join(map(str, v)) if len(v) > 1 else v[0]) for k, v in merged.items() if v}
+
+    def estimate(self, task: JudgeTask) -> Estimate:
+        """One question's estimate with the prompt tokens of every juror that would call (a dry
+        run counts it as one call: the CLI refuses ``--dry-run`` with a jury)."""
+        ests = [j.estimate(task) for j in self.jurors]
+        calls = [e for e in ests if e.outcome == "call"]
+        if any(e.outcome == "too_large" for e in ests):
+            return Estimate("too_large")
+        if calls:
+            return Estimate("call", sum(e.prompt_tokens for e in calls),
+                            sum(e.shared_prefix_tokens for e in calls), any(e.shortlisted for e in calls))
+        if any(e.outcome == "cache_hit" for e in ests):
+            return Estimate("cache_hit")
+        return Estimate("decided_by_rules")
+
+    def batch_request(self, task: JudgeTask) -> BatchRequest | None:
+        raise JudgeSetupError("a jury cannot be exported as batch requests; export each juror's "
+                              "model on its own")
+
+    async def aclose(self) -> None:
+        results = await asyncio.gather(*(j.aclose() for j in self.jurors), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def judge(self, task: JudgeTask) -> Verdict:
+        if VOTES_FIELD in task.subject:
+            raise InputError(f"{task.direction} fact {task.subject_id!r}: field {VOTES_FIELD!r} is "
+                             "reserved for a jury's output; rename it to judge with a jury")
+        from ..pipeline import _verdict_problem  # the pipeline's own contract check (no import cycle)
+
+        candidate_ids = set(task.candidate_ids)
+        verdicts: list[Verdict] = []
+        for label, juror in zip(self.names, self.jurors):  # one at a time: one slot, one call
+            verdict = await juror.judge(task)
+            problem = _verdict_problem(task, verdict, candidate_ids)
+            if problem:  # a juror that broke the contract: its vote is a failure, not a claim
+                verdict = error_verdict(task, f"juror {label!r} answered wrongly: {problem}",
+                                        verdict.usage)
+            verdicts.append(verdict)
+        return self.decide(task, verdicts)
+
+    # ------------------------------------------------------------------ the decision
+
+    def decide(self, task: JudgeTask, verdicts: Sequence[Verdict]) -> Verdict:
+        """The jury's verdict from its jurors' verdicts (in jury order)."""
+        names = self.names
+        votes = {n: vote_of(v) for n, v in zip(names, verdicts)}
+        usage = CallUsage()
+        for v in verdicts:
+            for field in CallUsage.model_fields:
+                setattr(usage, field, getattr(usage, field) + getattr(v.usage, field))
+        per_juror = {n: v.usage.model_copy() for n, v in zip(names, verdicts)}
+        failed = [(n, v) for n, v in zip(names, verdicts) if v.status == "ERROR"]
+        answers = Counter(vote for vote in votes.values() if vote != "ERROR")
+        size = len(verdicts)
+        best, top = answers.most_common(1)[0] if answers else (None, 0)
+        failures = _join(f"{n} failed: {v.note or 'no reason given'}" for n, v in failed)
+        shown = _join(f"{n}: {vote}" for n, vote in votes.items())
+        reasoning = " | ".join(f"[{n}: {votes[n]}] {v.reasoning}" for n, v in zip(names, verdicts)
+                               if v.reasoning is not None) or None
+        common = dict(fact_id=task.subject_id, reasoning=reasoning, usage=usage, votes=votes,
+                      juror_usage=per_juror)
+        notes = self._juror_notes(verdicts)
+        if best is not None and 2 * top > size:
+            dissent = _join(f"{n}: {vote}" for n, vote in votes.items() if vote != best)
+            parts = [f"jury: {top} of {size} voted {best} ({'dissent ' + dissent})"] if top < size else []
+            if failures:
+                parts.append(failures)
+            status, _, matched = best.partition(":")
+            return Verdict(status=status, matched_id=matched or None,  # type: ignore[arg-type]
+                           note="; ".join([*parts, *notes]), **common)
+        if 2 * (top + len(failed)) > size:
+            return Verdict(status="ERROR", note="; ".join([
+                f"jury undecided: {len(failed)} of {size} juror(s) failed and their answers could "
+                f"have decided it ({failures}); votes {shown}", *notes]), **common)
+        negative = negative_status(task.direction)
+        return Verdict(status=negative, matched_id=None,  # type: ignore[arg-type]
+                       note="; ".join([f"jury: no strict majority of {size} ({shown}): "
+                                       f"{negative} by default", *([failures] if failures else []),
+                                       *notes]), **common)
+
+    def _juror_notes(self, verdicts: Sequence[Verdict]) -> list[str]:
+        """The notes of the jurors that answered (truncated context...), each once, naming the
+        jurors it came from unless all of them gave it."""
+        by_note: dict[str, list[str]] = {}
+        for n, v in zip(self.names, verdicts):
+            if v.note and v.status != "ERROR":
+                by_note.setdefault(v.note, []).append(n)
+        return [note if len(who) == len(verdicts) else f"{_join(who)}: {note}"
+                for note, who in by_note.items()]
+
+
+def split_model_spec(spec: str) -> tuple[str, str | None]:
+    """``"NAME@http://host:port/v1"`` -> ``("NAME", "http://host:port/v1")``; a plain ``"NAME"``
+    -> ``("NAME", None)`` (its server is the default one). Only an ``@`` followed by ``http://`` or
+    ``https://`` starts a server, so model names with an ``@`` of their own still work."""
+    lowered = spec.lower()
+    at = min((i for i in (lowered.find("@http://"), lowered.find("@https://")) if i >= 0), default=-1)
+    if at < 0:
+        return spec, None
+    name, url = spec[:at], spec[at + 1:]
+    if not name.strip():
+        raise InputError(f"--model {spec!r}: give the model name before the @ (NAME@URL)")
+    return name, url
