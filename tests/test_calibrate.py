@@ -404,3 +404,21 @@ def test_confusion_known_values():
     assert confusion(0, 0, 0, 0).model_dump() == {
         "n": 0, "tp": 0, "fp": 0, "fn": 0, "tn": 0, "accuracy": None, "precision": None,
         "recall": None, "f1": None, "kappa": None}
+
+
+def test_calibrate_command_prints_and_writes_the_report(tmp_path):
+    import subprocess
+    import sys
+    out = tmp_path / "cal.json"
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "calibrate", "--builtin", "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("calibration: ") and "disagreements" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["labels"] >= 150 and data["overall"]["n"] == data["labels"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "gold_fact": {"id": "g", "fact_type": "t"}}\n')
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "calibrate", str(bad)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"factjudge: error: {bad}: line 1 (id 'x'): missing 'match'")

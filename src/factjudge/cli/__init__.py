@@ -5,7 +5,7 @@ import os
 import sys
 
 from .app import app, say
-from . import compare_cmd, eval_cmd, judge_cmd  # noqa: F401  (register the commands)
+from . import calibrate_cmd, compare_cmd, eval_cmd, judge_cmd  # noqa: F401  (register the commands)
 
 __all__ = ["app", "main"]
 

@@ -1,0 +1,55 @@
+"""``factjudge calibrate LABELS.jsonl``: how well a judge agrees with labelled decisions."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..calibrate import CalibrationReport, builtin_labels_path, calibrate_async, format_report, load_labels
+from ..errors import InputError
+from ..loading import check_writable, load_config, write_atomic
+from .app import app, run_command, say
+from .options import CONFIG_OPT, JudgeOptions, output_opt, with_judge_options
+
+
+@app.command("calibrate")
+@with_judge_options
+def calibrate_cmd(
+    labels: Optional[Path] = typer.Argument(None, help="Labels .jsonl: one {\"id\", \"gold_fact\", "
+                                            "\"predicted_fact\", \"match\", \"category\"} per line."),
+    builtin: bool = typer.Option(False, "--builtin", help="Use the calibration set shipped with factjudge."),
+    config: Optional[Path] = CONFIG_OPT,
+    output: Optional[Path] = output_opt("Also write the report as JSON here."),
+    *,
+    opts: JudgeOptions,
+) -> None:
+    """Judge labelled (gold, predicted) pairs and report accuracy, precision and recall of links,
+    Cohen's kappa, per category and fact type, and every disagreement with the judge's reasoning."""
+    run_command(lambda: _calibrate(labels, builtin, config, output, opts),
+                interrupted="nothing written; answers so far are in the response cache")
+
+
+def _calibrate(labels: Optional[Path], builtin: bool, config: Optional[Path], output: Optional[Path],
+               opts: JudgeOptions) -> int:
+    if (labels is None) == (not builtin):
+        raise InputError("give a LABELS.jsonl file or --builtin (not both)")
+    if opts.dry_run:
+        raise InputError("--dry-run is for judge and eval")
+    cfg = load_config(config)
+    rows = load_labels(builtin_labels_path() if builtin else labels)  # type: ignore[arg-type]
+    if output is not None:
+        check_writable(output)
+    judge = opts.build(cfg)
+
+    async def run() -> CalibrationReport:
+        async with judge:
+            return await calibrate_async(rows, cfg, judge, opts.concurrency)
+
+    report = asyncio.run(run())
+    typer.echo(format_report(report))
+    if output is not None:
+        write_atomic(output, report.to_json() + "\n")
+        say(f"wrote {output}")
+    return 1 if report.errors else 0
