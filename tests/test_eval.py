@@ -290,8 +290,37 @@ def test_changed_documents_and_config_are_judged_again(server, dataset, tmp_path
     assert {s[0] for s in server.subjects()} == {"b"}  # only document B was asked again
     cfg.write_text(json.dumps({**CONFIG, "matching_rules": ["new rule"]}))
     server.requests.clear()
-    assert run_cli(*args).returncode == 0
+    # another config's results are not mixed into this folder, nor silently replaced
+    refused = run_cli(*args)
+    assert refused.returncode == 2 and server.requests == []
+    assert refused.stderr == (f"factjudge: error: {out}: holds the results of another run (different "
+                              "config (matching_rules)); use --overwrite to replace them, or another "
+                              "output folder\n")
+    assert run_cli(*args, "--overwrite").returncode == 0
     assert len(server.requests) == CALLS
+
+
+def test_a_folder_of_another_dataset_is_refused(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_jsonl(a, DOCS)
+    write_jsonl(b, DOCS[:2])
+    out = tmp_path / "out"
+    assert run_cli("eval", a, "-o", out).returncode == 0
+    proc = run_cli("eval", b, "-o", out)
+    assert proc.returncode == 2 and "different input files" in proc.stderr
+    assert len(read_lines(out / "results.jsonl")) == len(DOCS)  # nothing dropped
+    assert run_cli("eval", b, "-o", out, "--overwrite").returncode == 0
+    assert len(read_lines(out / "results.jsonl")) == 2
+
+
+def test_orphaned_temporary_files_are_removed_by_the_next_run(tmp_path):
+    data = write_jsonl(tmp_path / "d.jsonl", DOCS)
+    out = tmp_path / "out"
+    out.mkdir()
+    orphan = out / ".results.jsonl.abc123.tmp"
+    orphan.write_bytes(b"x" * 1000)  # left by a kill -9 during the final rewrite
+    assert run_cli("eval", data, "-o", out).returncode == 0
+    assert not orphan.exists() and not list(out.glob(".*.tmp"))
 
 
 def test_dry_run_previews_the_calls_a_run_would_make(server, dataset, tmp_path):

@@ -83,9 +83,13 @@ async def judge_documents(
 
 
 def _remove_stale(out_dir: Path) -> None:
-    """Outputs of an earlier run must not pass for this run's until it has finished."""
+    """Outputs of an earlier run must not pass for this run's until it has finished, and the
+    temporary files of a rewrite killed half-way are garbage."""
     for name in (SUMMARY, REPORT_MD, REPORT_HTML):
         (out_dir / name).unlink(missing_ok=True)
+    for tmp in out_dir.glob(".*.tmp"):
+        if tmp.name.startswith(tuple(f".{n}." for n in (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML))):
+            tmp.unlink(missing_ok=True)
 
 
 def preview_dataset(dataset: Dataset, config: JudgeConfig, judge: Judge, out_dir: Path) -> dict[str, Any]:
@@ -124,14 +128,57 @@ class ReportSettings:
     zero_division: ZeroDivision = "skip"
 
 
-def open_run(dataset: Dataset, out_dir: Path) -> tuple[ResultStore, list[DocInfo], frozenset[str]]:
+RUN = "run.json"
+#: What must be the same for a folder's results to be resumed or reused.
+RUN_KEYS = ("inputs", "config", "judge")
+
+
+def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> dict[str, Any]:
+    """What produced a folder's results: ``run.json``, written before the first result."""
+    return {"factjudge": __version__, "inputs": [str(Path(p).resolve()) for p in dataset.sources],
+            "config": config.model_dump(mode="json"), "judge": judge.identity()}
+
+
+def check_folder(out_dir: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a folder whose results came from other inputs, config or judge: resuming there would
+    mix two runs' results, and rewriting it would drop the other run's documents."""
+    try:
+        before = json.loads((out_dir / RUN).read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError):  # a new folder, or an older version's
+        return  # (documents are matched by their hashes), or not a folder (mkdir says so next)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{out_dir / RUN}: unreadable ({exc}); use --overwrite or another -o") from None
+    differ = [k for k in RUN_KEYS if not isinstance(before, dict) or before.get(k) != manifest[k]]
+    if differ:
+        what = {"inputs": "input files", "config": "config", "judge": "judge"}
+        detail = []
+        for key in differ:
+            old, new = (before.get(key) if isinstance(before, dict) else None), manifest[key]
+            if isinstance(old, dict) and isinstance(new, dict):
+                keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+                detail.append(f"{what[key]} ({', '.join(keys)})")
+            else:
+                detail.append(f"{what[key]} ({old} -> {new})" if key == "inputs" else what[key])
+        raise InputError(f"{out_dir}: holds the results of another run (different {'; '.join(detail)}); "
+                         "use --overwrite to replace them, or another output folder")
+
+
+def open_run(dataset: Dataset, out_dir: Path, *, manifest: dict[str, Any] | None = None,
+             overwrite: bool = False) -> tuple[ResultStore, list[DocInfo], frozenset[str]]:
     """Prepare ``out_dir`` for a run: the results store, the documents still to judge and the ids
-    of those finished already (reused)."""
+    of those finished already (reused). With a ``manifest`` (:func:`run_manifest`) a folder of
+    another run is refused, or emptied with ``overwrite``."""
     if not dataset.infos:
         raise InputError("no documents: call dataset.scan(config, salt) first (or it is empty)")
+    if manifest is not None and not overwrite:
+        check_folder(out_dir, manifest)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if overwrite:
+        (out_dir / RESULTS).unlink(missing_ok=True)
     store = ResultStore(out_dir / RESULTS)
     _remove_stale(out_dir)
+    if manifest is not None:
+        write_atomic(out_dir / RUN, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
     return store, [i for i in dataset.infos if i.doc_id not in reused], reused
 
@@ -213,12 +260,15 @@ async def evaluate_async(
     progress: Progress | None = None,
     on_start: Callable[[int, int, int], None] | None = None,
     on_document: Callable[[], None] | None = None,
+    overwrite: bool = False,
 ) -> EvalRun:
     """Judge a scanned ``dataset`` into ``out_dir`` (results.jsonl, summary.json, reports).
 
     ``on_start(documents to judge, reused, questions to ask)`` is called once before judging,
-    ``on_document()`` as each document finishes."""
-    store, todo, reused = open_run(dataset, out_dir)
+    ``on_document()`` as each document finishes. A folder holding another run's results (other
+    inputs, config or judge) is refused unless ``overwrite``."""
+    store, todo, reused = open_run(dataset, out_dir, manifest=run_manifest(dataset, config, judge),
+                                   overwrite=overwrite)
     if on_start:
         on_start(len(todo), len(reused), sum(i.questions for i in todo))
     hashes = {i.doc_id: i.input_sha256 for i in todo}

@@ -19,9 +19,11 @@ from ..loading import load_config
 from ..models import JudgeConfig
 from ..report import fmt, fmt_ci
 from .app import app, fail, run_command, say
+from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
 from .gate import Gate, with_gate
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
 from .output import ProgressBar, print_plan
+from .ray_cmd import eval_on_ray, ray_active, with_ray
 
 class ZeroDivisionOpt(str, Enum):
     skip = "skip"
@@ -34,7 +36,9 @@ MAX_PROBLEMS_SHOWN = 20
 
 
 @app.command("eval")
+@with_ray
 @with_gate
+@with_batch
 @with_judge_options
 def eval_cmd(
     dataset: Optional[Path] = typer.Argument(
@@ -48,10 +52,12 @@ def eval_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     report_rows: int = typer.Option(5000, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in the reports (all are in results.jsonl)."),
     zero_division: ZeroDivisionOpt = typer.Option(ZeroDivisionOpt.skip, "--zero-division", help="Macro averages: a document's undefined precision or recall is left out (skip), or counts as 0 or 1 (scikit-learn's zero_division)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of another run (other inputs, config or judge) in the output folder."),
     quiet: bool = QUIET_OPT,
     *,
     opts: JudgeOptions,
     gate: Gate,
+    batch_opts: BatchOptions,
 ) -> None:
     """Judge a whole dataset: results per document, aggregate metrics with 95% intervals, reports.
 
@@ -66,7 +72,8 @@ def eval_cmd(
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
                               zero_division=zero_division.value)  # type: ignore[arg-type]
     name = str(dataset or gold)
-    run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate, settings),
+    run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate,
+                              settings, overwrite, batch_opts),
                 interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
                 "command again to judge the rest", after=f"; finished documents are in {output_dir / RESULTS}")
 
@@ -86,7 +93,14 @@ def _scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid
 
 
 def _eval(data: Dataset, name: str, config: Optional[Path], output_dir: Path, skip_invalid: bool, quiet: bool,
-          opts: JudgeOptions, gate: Gate, settings: ReportSettings) -> int:
+          opts: JudgeOptions, gate: Gate, settings: ReportSettings, overwrite: bool,
+          batch: BatchOptions = NO_BATCH) -> int:
+    if batch.wanted:  # --batch-export / --batch (cli/batch_cmd.py); --batch then finishes live, below
+        return run_batch_eval(batch, data, name, config, output_dir, skip_invalid, quiet, opts, overwrite,
+                              live=lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts,
+                                                 gate, settings, overwrite))
+    if ray_active():  # --ray: the documents are judged by Ray workers (cli/ray_cmd.py)
+        return eval_on_ray(data, name, config, output_dir, skip_invalid, quiet, opts, gate, settings, overwrite)
     cfg = load_config(config)
     judge = opts.build(cfg)
     problems = _scan(data, name, cfg, judge, skip_invalid)
@@ -103,7 +117,7 @@ def _eval(data: Dataset, name: str, config: Optional[Path], output_dir: Path, sk
                 return await evaluate_async(
                     data, cfg, judge, output_dir, concurrency=opts.concurrency, skipped=problems,
                     progress=progress, on_start=progress.start, on_document=progress.document_done,
-                    settings=settings)
+                    settings=settings, overwrite=overwrite)
 
     outcome = asyncio.run(run())
     if not quiet:
