@@ -420,3 +420,50 @@ def test_parquet_written_by_pandas(tmp_path):
     df.to_parquet(path)
     assert load_table(path) == [{"id": "g1", "fact_type": "r", "value": 1.5, "year": 2023},
                                 {"id": "g2", "fact_type": "r", "year": 2022}]
+
+
+def test_split_tables_score_like_the_jsonl_dataset_and_eval_writes_facts_csv(tmp_path):
+    """--gold/--predicted as CSV files give the same results as the one-line-per-document form,
+    errors name the row, and --csv writes facts.csv."""
+    import csv as csv_mod
+    import subprocess
+    import sys
+    docs = [json.loads(x) for x in (ROOT / "examples" / "dataset.jsonl").read_text().splitlines()]
+    for side in ("gold", "predicted"):
+        rows = [{"doc_id": d["doc_id"], **f} for d in docs for f in d[f"{side}_facts"]]
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        with (tmp_path / f"{side}.csv").open("w", newline="", encoding="utf-8") as fh:
+            w = csv_mod.DictWriter(fh, cols)
+            w.writeheader()
+            w.writerows({k: v if isinstance(v, str) else json.dumps(v) for k, v in r.items()} for r in rows)
+    cfg = ROOT / "examples" / "config.yaml"
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "factjudge", "eval", *map(str, args), "-c", str(cfg), "-q"],
+                              capture_output=True, text=True)
+    assert run("--gold", tmp_path / "gold.csv", "--predicted", tmp_path / "predicted.csv",
+               "-o", tmp_path / "t", "--csv").returncode == 0
+    assert run(ROOT / "examples" / "dataset.jsonl", "-o", tmp_path / "j").returncode == 0
+    summary = {d: json.loads((tmp_path / d / "summary.json").read_text()) for d in ("t", "j")}
+    assert summary["t"]["micro"] == summary["j"]["micro"]
+    with (tmp_path / "t" / "facts.csv").open(encoding="utf-8") as fh:
+        facts = list(csv_mod.DictReader(fh))
+    assert len(facts) == sum(len(d["gold_facts"]) + len(d["predicted_facts"]) for d in docs)
+    with (tmp_path / "gold.csv").open(newline="", encoding="utf-8") as fh:
+        table = list(csv_mod.reader(fh))
+    table[3][table[0].index("fact_type")] = ""  # row 3 loses its fact_type
+    with (tmp_path / "gold.csv").open("w", newline="", encoding="utf-8") as fh:
+        csv_mod.writer(fh).writerows(table)
+    bad = run("--gold", tmp_path / "gold.csv", "--predicted", tmp_path / "predicted.csv", "-o", tmp_path / "b")
+    assert bad.returncode == 2 and f"{tmp_path / 'gold.csv'}: row 3" in bad.stderr and "fact_type" in bad.stderr
+
+
+def test_judge_result_to_pandas():
+    pytest.importorskip("pandas")
+    from factjudge import load_config, load_facts, run_judge
+    result = run_judge(load_facts(ROOT / "examples" / "report_gold.json"),
+                       load_facts(ROOT / "examples" / "report_predicted.jsonl"),
+                       load_config(ROOT / "examples" / "config.yaml"))
+    frame = result.to_pandas()
+    assert len(frame) == len(result.gold_facts) + len(result.predicted_facts)
+    assert list(frame["status"]) == [f["status"] for f in result.gold_facts + result.predicted_facts]

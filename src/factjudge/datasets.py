@@ -4,6 +4,8 @@ its id, an input hash and its number of questions; ``documents()`` reads them ag
 from __future__ import annotations
 
 import hashlib
+import json
+import tempfile
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,28 +175,52 @@ class SplitDataset:
         self.sources = [str(gold), str(predicted)]
         self.infos: list[DocInfo] = []
         self._index: dict[str, dict[str, _Side]] = {}
+        #: What is read per side: the file itself, or a JSON-lines copy of a table (line N = row N)
+        self._files = dict(self.paths)
+        self._unit = {"gold": "line", "predicted": "line"}
+        self._spool: tempfile.TemporaryDirectory[str] | None = None
 
-    @staticmethod
-    def _fact(path: Path, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
+    def _fact(self, side: str, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
         fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
-        return validate_facts([(f"line {lineno}", fact)], str(path), checked=True)[0]
+        where = f"{self._unit[side]} {lineno}"
+        return validate_facts([(where, fact)], str(self.paths[side]), checked=True)[0]
 
     def _load(self, side: str, where: _Side, fh: Any) -> list[tuple[int, dict[str, Any]]]:
-        path = self.paths[side]
+        path = self._files[side]
         return [(n, _parse_line(_read_at(fh, off), path, n))
                 for off, n in zip(where.offsets, where.lines)]
+
+    def _spool_tables(self) -> None:
+        """A CSV, TSV or Parquet side is copied once into JSON lines (row N on line N), so tables
+        are read by offset like JSON lines; the copy lives as long as the dataset."""
+        from .tables import DATASET_REQUIRED, is_table, iter_table_rows
+
+        for side, path in self.paths.items():
+            if not is_table(path):
+                continue
+            if self._spool is None:
+                self._spool = tempfile.TemporaryDirectory(prefix="factjudge-")
+            copy = Path(self._spool.name) / f"{side}.jsonl"
+            with copy.open("w", encoding="utf-8") as out:
+                line = 1
+                for row, rec in iter_table_rows(path, DATASET_REQUIRED):
+                    out.write("\n" * (row - line))  # blank lines for rows the table skipped
+                    out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    line = row + 1
+            self._files[side], self._unit[side] = copy, "row"
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
         self.infos, self._index = [], {}  # a re-scan starts over
         problems: list[Problem] = []
+        self._spool_tables()
         # pass 1: each line on its own, and where each document's lines are
         for side, path in self.paths.items():
-            for lineno, offset, raw in _lines(path):
-                prefix = f"{path}: line {lineno}"
+            for lineno, offset, raw in _lines(self._files[side]):
+                prefix = f"{path}: {self._unit[side]} {lineno}"
                 try:
                     rec = _parse_line(raw, path, lineno)
                     doc_id = _doc_id(rec, prefix)
-                    self._fact(path, lineno, rec)
+                    self._fact(side, lineno, rec)
                 except InputError as exc:
                     problems.append(Problem(str(path), lineno, str(exc)))
                     continue
@@ -202,7 +228,7 @@ class SplitDataset:
                 sides[side].offsets.append(offset)
                 sides[side].lines.append(lineno)
         # pass 2: one document at a time, for duplicate ids and the input hash
-        handles = {side: path.open("rb") for side, path in self.paths.items()}
+        handles = {side: path.open("rb") for side, path in self._files.items()}
         try:
             for doc_id, sides in self._index.items():
                 facts: dict[str, list[dict[str, Any]]] = {}
@@ -211,11 +237,12 @@ class SplitDataset:
                     facts[side] = []
                     for (lineno, rec), offset in zip(self._load(side, where, handles[side]),
                                                      where.offsets):
-                        fact = self._fact(path, lineno, rec)
+                        fact = self._fact(side, lineno, rec)
+                        unit = self._unit[side]
                         if fact["id"] in seen:
                             problems.append(Problem(str(path), lineno, (
-                                f"{path}: line {lineno} (id {fact['id']!r}): duplicate id in "
-                                f"document {doc_id!r}, first seen at line {seen[fact['id']]}")))
+                                f"{path}: {unit} {lineno} (id {fact['id']!r}): duplicate id in "
+                                f"document {doc_id!r}, first seen at {unit} {seen[fact['id']]}")))
                             continue
                         seen[fact["id"]] = lineno
                         facts[side].append(fact)
@@ -231,13 +258,13 @@ class SplitDataset:
         return problems
 
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
-        handles = {side: path.open("rb") for side, path in self.paths.items()}
+        handles = {side: path.open("rb") for side, path in self._files.items()}
         try:
             for info in self.infos:
                 if info.doc_id in skip:
                     continue
                 sides = self._index[info.doc_id]
-                gold, pred = ([self._fact(self.paths[s], n, rec)
+                gold, pred = ([self._fact(s, n, rec)
                                for n, rec in self._load(s, sides[s], handles[s])]
                               for s in ("gold", "predicted"))
                 yield Document(info.doc_id, gold, pred)

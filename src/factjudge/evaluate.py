@@ -18,6 +18,7 @@ Aggregation and the bootstrap are pure functions (data in, data out).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -34,8 +35,9 @@ from .models import JudgeConfig, JudgeResult
 from .pipeline import PREVIEW_STATS, Progress, preview, run_judge_async
 from .report import render_html, render_markdown, select_rows, worst_order_key
 from .results import RESULTS, ResultStore
+from .tables import FactsCsvWriter
 
-SUMMARY, REPORT_MD, REPORT_HTML = "summary.json", "report.md", "report.html"
+SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV = "summary.json", "report.md", "report.html", "facts.csv"
 
 async def judge_documents(
     documents: Iterable[Document],
@@ -85,10 +87,11 @@ async def judge_documents(
 def _remove_stale(out_dir: Path) -> None:
     """Outputs of an earlier run must not pass for this run's until it has finished, and the
     temporary files of a rewrite killed half-way are garbage."""
-    for name in (SUMMARY, REPORT_MD, REPORT_HTML):
+    for name in (SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV):
         (out_dir / name).unlink(missing_ok=True)
     for tmp in out_dir.glob(".*.tmp"):
-        if tmp.name.startswith(tuple(f".{n}." for n in (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML))):
+        if tmp.name.startswith(tuple(f".{n}." for n in (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML,
+                                                         FACTS_CSV))):
             tmp.unlink(missing_ok=True)
 
 
@@ -126,6 +129,8 @@ class ReportSettings:
     seed: int = 0
     report_rows: int = 5000
     zero_division: ZeroDivision = "skip"
+    #: Also write ``facts.csv``: one row per fact of every document.
+    csv: bool = False
 
 
 RUN = "run.json"
@@ -197,11 +202,15 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     ``created`` (ISO time, default now) is the provenance time of the results."""
     agg = Aggregator(zero_division=settings.zero_division)
     order: list[tuple[tuple[float, int, int], str, int, int]] = []
-    for index, line in enumerate(store.rewrite(dataset.infos)):
-        agg.add(doc_stats(line))
-        m = line["metrics"]
-        order.append((worst_order_key(m, index), line["doc_id"], m["fn"] + m["fp"] + m["errors"],
-                      m["tp_gold"] + m["tp_predicted"]))
+    with contextlib.ExitStack() as stack:
+        facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV)) if settings.csv else None
+        for index, line in enumerate(store.rewrite(dataset.infos)):
+            agg.add(doc_stats(line))
+            if facts_csv is not None:
+                facts_csv.add(line)
+            m = line["metrics"]
+            order.append((worst_order_key(m, index), line["doc_id"], m["fn"] + m["fp"] + m["errors"],
+                          m["tp_gold"] + m["tp_predicted"]))
     summary = agg.summary(settings.resamples, settings.seed)
     summary.usage.update({k: v for k, v in judge.run_info().items() if v is not None})
     summary.bootstrap = {"resamples": settings.resamples, "seed": settings.seed, "level": 0.95}

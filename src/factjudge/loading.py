@@ -266,6 +266,9 @@ def read_fact_records(path: str | Path) -> list[tuple[str, Any]]:
     """Raw records of a ``.json`` / ``.jsonl`` file, each with a label naming where it sits
     (``record N`` or ``line N``, both counted from 1), each checked by :func:`check_json_value`."""
     path = Path(path)
+    if path.suffix.lower() in (".csv", ".tsv", ".parquet"):
+        from .tables import read_table_records  # tables imports this module
+        return read_table_records(path)
     text = _read_text(path)
     records: list[tuple[str, Any]] = []
     if path.suffix.lower() == ".jsonl":

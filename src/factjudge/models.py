@@ -169,3 +169,9 @@ class JudgeResult(BaseModel):
 
     def to_json(self, indent: int | None = 2) -> str:
         return self.model_dump_json(indent=indent)
+
+    def to_pandas(self) -> Any:
+        """One row per fact (side, id, fact_type, status, matched ids, reasons, then the fact's
+        own fields) as a pandas DataFrame; needs pandas (``pip install 'factjudge[pandas]'``)."""
+        from .tables import result_to_pandas
+        return result_to_pandas(self)

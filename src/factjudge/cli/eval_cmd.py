@@ -12,7 +12,7 @@ import typer
 
 from ..errors import InputError
 from ..datasets import Dataset, JsonlDataset, Problem, SplitDataset, input_salt
-from ..evaluate import (REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, EvalRun, ReportSettings,
+from ..evaluate import (FACTS_CSV, REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, EvalRun, ReportSettings,
                         evaluate_async, preview_dataset)
 from ..judges import Judge
 from ..loading import load_config
@@ -43,8 +43,8 @@ MAX_PROBLEMS_SHOWN = 20
 def eval_cmd(
     dataset: Optional[Path] = typer.Argument(
         None, help="Dataset .jsonl: one document per line, {\"doc_id\", \"gold_facts\", \"predicted_facts\"}."),
-    gold: Optional[Path] = typer.Option(None, "--gold", help="Gold facts, one fact per line with its doc_id."),
-    predicted: Optional[Path] = typer.Option(None, "--predicted", help="Predicted facts, one fact per line with its doc_id."),
+    gold: Optional[Path] = typer.Option(None, "--gold", help="Gold facts with their doc_id: .jsonl (one per line), .csv, .tsv or .parquet (one per row)."),
+    predicted: Optional[Path] = typer.Option(None, "--predicted", help="Predicted facts with their doc_id, same formats."),
     output_dir: Path = output_opt("Folder for results.jsonl, summary.json, report.md, report.html.", required=True),
     config: Optional[Path] = CONFIG_OPT,
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Score the valid lines and list the bad ones in the summary, instead of stopping."),
@@ -52,6 +52,7 @@ def eval_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     report_rows: int = typer.Option(5000, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in the reports (all are in results.jsonl)."),
     zero_division: ZeroDivisionOpt = typer.Option(ZeroDivisionOpt.skip, "--zero-division", help="Macro averages: a document's undefined precision or recall is left out (skip), or counts as 0 or 1 (scikit-learn's zero_division)."),
+    csv: bool = typer.Option(False, "--csv", help="Also write facts.csv: one row per fact of every document."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of another run (other inputs, config or judge) in the output folder."),
     quiet: bool = QUIET_OPT,
     *,
@@ -70,7 +71,7 @@ def eval_cmd(
         raise fail(f"{output_dir}: not a folder")
     data: Dataset = JsonlDataset(dataset) if dataset is not None else SplitDataset(gold, predicted)  # type: ignore[arg-type]
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
-                              zero_division=zero_division.value)  # type: ignore[arg-type]
+                              zero_division=zero_division.value, csv=csv)  # type: ignore[arg-type]
     name = str(dataset or gold)
     run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate,
                               settings, overwrite, batch_opts),
@@ -143,4 +144,5 @@ def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
         f"micro P {fmt(m.precision)} {fmt_ci(ci['precision'])} "
         f"R {fmt(m.recall)} {fmt_ci(ci['recall'])} F1 {fmt(m.f1)} {fmt_ci(ci['f1'])} | "
         f"errors {m.errors} | {calls}{seconds:.1f}s")
-    say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}")
+    csv = f", {FACTS_CSV}" if (output_dir / FACTS_CSV).exists() else ""
+    say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}{csv}")

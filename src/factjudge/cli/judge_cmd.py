@@ -22,7 +22,7 @@ from .output import ProgressBar, print_plan, summary_line
 @with_gate
 @with_judge_options
 def judge_cmd(
-    gold: Path = typer.Argument(..., help="Gold facts (.json list, {\"facts\": [...]}, or .jsonl)."),
+    gold: Path = typer.Argument(..., help="Gold facts (.json list, {\"facts\": [...]}, .jsonl, .csv, .tsv or .parquet)."),
     predicted: Path = typer.Argument(..., help="Predicted facts, same formats."),
     config: Optional[Path] = CONFIG_OPT,
     output: Optional[Path] = output_opt("Write the JSON here (default: stdout)."),
