@@ -206,6 +206,8 @@ class LLMJudge(JudgeBase):
 
     async def aclose(self) -> None:
         await self.backend.aclose()
+        if self.cache is not None:
+            self.cache.flush()
 
     # ------------------------------------------------------------------ requests
 
