@@ -25,6 +25,7 @@ from factjudge.datasets import Document, JsonlDataset, SplitDataset, input_salt
 from factjudge.evaluate import ReportSettings, evaluate_async, judge_documents
 from factjudge.metrics import prf
 from factjudge.cli.output import ProgressBar
+from factjudge.errors import InputError
 from factjudge.loading import parse_config
 from factjudge.models import Verdict
 
@@ -621,3 +622,18 @@ def test_micro_is_the_sum_and_paired_diff_of_a_run_with_itself_is_zero(docs):
     pair = paired_bootstrap(docs, docs, resamples=20)
     for k in ("precision", "recall", "f1"):
         assert pair[k]["diff"] in (None, 0) and not pair[k]["excludes_zero"]
+
+
+def test_evaluate_dataset_in_one_call(tmp_path):
+    from factjudge import evaluate_dataset
+    data = write_jsonl(tmp_path / "d.jsonl", DOCS)
+    run = evaluate_dataset(data, CONFIG)  # no folder: the result lines come back
+    assert run.judged == len(DOCS) and [r["doc_id"] for r in run.results] == [d["doc_id"] for d in DOCS]
+    out = tmp_path / "out"
+    again = evaluate_dataset(data, CONFIG, out_dir=out)
+    assert again.results is None and (out / "summary.json").exists()
+    assert again.summary.micro == run.summary.micro
+    bad = write_jsonl(tmp_path / "bad.jsonl", [*DOCS, {"doc_id": "Z", "gold_facts": "nope"}])
+    with pytest.raises(InputError, match=r"line 6 \(doc_id 'Z'\): 'gold_facts' must be a list"):
+        evaluate_dataset(bad, CONFIG)
+    assert evaluate_dataset(bad, CONFIG, skip_invalid=True).summary.skipped[0]["line"] == 6

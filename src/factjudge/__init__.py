@@ -3,6 +3,7 @@ __version__ = "0.1.0"  # the one place (pyproject.toml reads it)
 
 from .cache import ResponseCache
 from .errors import FactJudgeError, JudgeSetupError
+from .evaluate import EvalRun, ReportSettings, evaluate_dataset
 from .judges import HybridJudge, Judge, JudgeBase, LLMJudge, RulesJudge
 from .loading import InputError, load_config, load_facts
 from .models import JudgeConfig, JudgeResult, Verdict
@@ -10,6 +11,9 @@ from .pipeline import run_judge, run_judge_async
 from .prompts import JudgeTask
 
 __all__ = [
+    "EvalRun",
+    "ReportSettings",
+    "evaluate_dataset",
     "FactJudgeError",
     "HybridJudge",
     "InputError",

@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import __version__
 from .aggregate import Aggregator, Summary, ZeroDivision, doc_stats
@@ -119,6 +120,8 @@ class EvalRun:
     summary: Summary
     judged: int
     reused: int
+    #: The result lines (as in results.jsonl), when :func:`evaluate_dataset` wrote no folder.
+    results: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -293,3 +296,49 @@ async def evaluate_async(
     created = store.created if not todo else None  # nothing new: the results keep their time
     summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created)
     return EvalRun(summary, judged=len(todo), reused=len(reused))
+
+
+def evaluate_dataset(
+    dataset: str | Path | tuple[str | Path, str | Path],
+    config: JudgeConfig | Mapping[str, Any] | str | Path | None = None,
+    judge: Judge | None = None,
+    out_dir: str | Path | None = None,
+    *,
+    concurrency: int = 8,
+    skip_invalid: bool = False,
+    overwrite: bool = False,
+    settings: ReportSettings = ReportSettings(),
+) -> EvalRun:
+    """Evaluate a dataset in one call, as ``factjudge eval`` does: ``dataset`` is a ``.jsonl`` of
+    documents or a ``(gold, predicted)`` pair of fact files with ``doc_id``; ``config`` a
+    :class:`JudgeConfig`, a mapping or a config file; ``judge`` defaults to the rules judge and is
+    closed at the end. With ``out_dir`` the folder is written (and resumed) like the CLI's;
+    without, the result lines come back in ``EvalRun.results``. Bad lines raise
+    :class:`InputError` (the first one named) unless ``skip_invalid``."""
+    from .datasets import JsonlDataset, SplitDataset, input_salt
+    from .loading import load_config, parse_config
+    from .rules import RulesJudge
+    from .sync import run_sync
+
+    cfg = load_config(config) if isinstance(config, (str, Path)) else parse_config(config)
+    the_judge: Judge = judge if judge is not None else RulesJudge()
+    data: Dataset = (SplitDataset(Path(dataset[0]), Path(dataset[1])) if isinstance(dataset, tuple)
+                     else JsonlDataset(Path(dataset)))
+    problems = data.scan(cfg, input_salt(cfg, the_judge))
+    if problems and not skip_invalid:
+        raise InputError(f"{problems[0].message} ({len(problems)} bad line(s); skip_invalid=True "
+                         "scores the rest)")
+    if not data.infos:
+        raise InputError(f"{dataset}: no documents to judge")
+
+    async def run(folder: Path) -> EvalRun:
+        async with the_judge:
+            return await evaluate_async(data, cfg, the_judge, folder, concurrency=concurrency,
+                                        settings=settings, skipped=problems, overwrite=overwrite)
+
+    if out_dir is not None:
+        return run_sync(lambda: run(Path(out_dir)))
+    with tempfile.TemporaryDirectory(prefix="factjudge-eval-") as tmp:
+        outcome = run_sync(lambda: run(Path(tmp)))
+        outcome.results = list(ResultStore(Path(tmp) / RESULTS, repair=False).lines())
+    return outcome

@@ -69,6 +69,10 @@ class Judge(Protocol):
 
     async def aclose(self) -> None: ...
 
+    async def __aenter__(self) -> Any: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
 
 class JudgeBase:
     """Defaults for the optional parts of :class:`Judge`; a judge of your own subclasses it and
