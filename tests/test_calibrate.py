@@ -135,20 +135,20 @@ def test_sync_wrapper_inside_a_running_loop(small_labels):
     assert asyncio.run(notebook_cell()).overall.kappa == pytest.approx(0.25)
 
 
-def test_reconciliation_decides_the_link(write_json):
-    # gold side lacks 'entity' -> gold pass TP, predicted pass FP -> the link is dropped;
-    # the reversed case is promoted: the predicted side decides (README, Reconciliation).
+def test_the_gold_fields_decide_what_is_compared(write_json):
+    # the compared fields follow the gold fact: an extra field on the prediction is metadata,
+    # a gold field the prediction lacks is a difference (README, Input: fields)
     gold = {"fact_type": "net_income", "value": "87.4"}
     labels = load_labels(write_json("l.jsonl", [
         line(1, gold, {**gold, "entity": C}, True),
         line(2, {**gold, "segment": "Services"}, gold, False),
     ]))
     report = calibrate(labels)
-    assert (report.overall.fn, report.overall.fp) == (1, 1)
-    by_id = {d.id: d for d in report.disagreements}
-    assert "link dropped" in by_id["t1"].description
-    assert "promoted to TP" in by_id["t2"].description
-    assert by_id["t1"].category is None and "(none)" in report.by_category
+    assert (report.overall.tp, report.overall.tn, report.overall.fn, report.overall.fp) == (1, 1, 0, 0)
+    # with fields given, every listed field is compared both ways: the reconciliation decides
+    both = calibrate(labels, {"fields": ["value", "entity", "segment"]})
+    assert (both.overall.fn, both.overall.fp) == (1, 0)
+    assert "(none)" in report.by_category
 
 
 class FailingJudge(JudgeBase):

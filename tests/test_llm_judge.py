@@ -267,7 +267,8 @@ def test_a_custom_judge_that_breaks_the_contract_gets_error():
 
 def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypatch, tmp_path):
     from factjudge import ResponseCache
-    from factjudge.pipeline import _task_factory
+    from factjudge.pipeline import task_factory
+    from factjudge.scope import compared_fields
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cache = ResponseCache(tmp_path / "c")
@@ -278,8 +279,8 @@ def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypa
     assert len(server.requests) == 2
     monkeypatch.delenv("OPENAI_BASE_URL")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
-    task = _task_factory("gold", [{"id": "p1", "fact_type": "t"}], JudgeConfig(), "")(
-        {"id": "g1", "fact_type": "t"})
+    gold, pred = [{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}]
+    task = task_factory("gold", pred, JudgeConfig(), "", compared_fields(gold, pred, JudgeConfig())[0])(gold[0])
     assert judge.estimate(task).outcome == "cache_hit"
     # the local server's answers never serve a run against OpenAI's
     assert LLMJudge("m", cache=cache).estimate(task).outcome == "call"

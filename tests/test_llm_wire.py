@@ -11,7 +11,8 @@ import pytest
 from factjudge import LLMJudge, ResponseCache, run_judge
 from factjudge.errors import JudgeSetupError
 from factjudge.models import JudgeConfig
-from factjudge.pipeline import _task_factory
+from factjudge.pipeline import task_factory
+from factjudge.scope import compared_fields
 from scripted_server import Reply, answer, describe, http_error, mode_of
 
 G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "ceo", "name": "Ann"}]
@@ -93,7 +94,7 @@ def test_mode_is_part_of_the_response_cache_key(server, tmp_path):
     server.truth = TRUTH
     cache = ResponseCache(tmp_path / "c")
     run_judge(G, P, {}, judge_for(server, cache=cache, structured_output="json_object"))
-    task = _task_factory("gold", P, JudgeConfig(), "")(G[0])
+    task = task_factory("gold", P, JudgeConfig(), "", compared_fields(G, P, JudgeConfig())[0])(G[0])
     assert judge_for(server, cache=cache, structured_output="json_object").estimate(task).outcome == "cache_hit"
     assert judge_for(server, cache=cache).estimate(task).outcome == "call"
 

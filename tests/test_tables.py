@@ -262,7 +262,7 @@ def test_result_to_pandas_one_row_per_fact():
     got = [(r.side, r.id, r.status, bool(r.in_scope), r.matched_ids) for r in df.itertuples()]
     assert got == expected
     assert df["doc_id"].isna().all()
-    assert df["status"].value_counts().to_dict() == {"TP": 26, "FP": 6, "FN": 4, "OUT_OF_SCOPE": 3}
+    assert df["status"].value_counts().to_dict() == {"TP": 24, "FP": 7, "FN": 5, "OUT_OF_SCOPE": 3}
     g09 = df[(df.side == "gold") & (df.id == "g09")].iloc[0]
     assert g09["entity"] == "Contoso Robotics Inc." and g09["value"] == "0.42"
     assert df.equals(result_to_pandas(out))  # the dict form gives the same frame

@@ -12,7 +12,8 @@ PassStatus = Literal["TP", "FN", "FP", "ERROR"]
 Status = Literal["TP", "FN", "FP", "ERROR", "OUT_OF_SCOPE"]
 
 #: Fields factjudge adds to every output fact; an input fact may not carry them.
-OUTPUT_FIELDS = ("in_scope", "status", "matched_ids", "description", "reasoning")
+OUTPUT_FIELDS = ("in_scope", "status", "matched_ids", "description", "reasoning", "linked_reasoning",
+                 "votes")
 
 Number = Union[StrictInt, StrictFloat]
 
@@ -161,6 +162,8 @@ class JudgeResult(BaseModel):
     dedup_notes: list[str]
     #: How many times each reconciliation rule changed something, by kind.
     conflicts: dict[str, int] = Field(default_factory=dict)
+    #: What the run noticed about its inputs (fields compared on one side only, scope).
+    warnings: list[str] = Field(default_factory=list)
     usage: Usage
     config: dict[str, Any]
 

@@ -19,7 +19,7 @@ from .prompts import (
 )
 from .reconcile import PassVerdict, reconcile
 from .rules import RulesJudge
-from .scope import in_scope_facts
+from .scope import compared_fields, in_scope_facts
 from .sync import run_sync
 
 #: Called with 0 once per document with the number of judge questions it will ask
@@ -48,15 +48,17 @@ def _verdict_problem(task: JudgeTask, verdict: Verdict, candidate_ids: set[str])
     return ""
 
 
-def _task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
-                  doc_id: str) -> Callable[[dict[str, Any]], JudgeTask]:
-    """Tasks of one direction, all sharing one prefix (and so one provider cache entry)."""
-    prefix = prefix_messages(direction, candidates, config)
+def task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
+                 doc_id: str, fields: dict[str, tuple[str, ...]] | None = None
+                 ) -> Callable[[dict[str, Any]], JudgeTask]:
+    """Tasks of one direction, all sharing one prefix (and so one provider cache entry);
+    ``fields``: the compared fields per fact_type (:func:`factjudge.scope.compared_fields`)."""
+    prefix = prefix_messages(direction, candidates, config, fields)
     # Derived from the document's content, so providers route its calls to the same cache.
     digest = hashlib.sha256(canonical_json(prefix).encode("utf-8")).hexdigest()[:16]
     label = f"{doc_id[:24]}-" if doc_id else ""
     key = f"factjudge-{label}{direction}-{digest}"
-    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key)
+    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields)
 
 
 async def _judge_direction(
@@ -69,10 +71,11 @@ async def _judge_direction(
     doc_id: str,
     progress: Progress | None,
     warmup: bool,
+    fields: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, Verdict]:
     if not candidates:
         return {f["id"]: _no_candidates_verdict(direction, f["id"]) for f in subjects}
-    make_task = _task_factory(direction, candidates, config, doc_id)
+    make_task = task_factory(direction, candidates, config, doc_id, fields)
     candidate_ids = {c["id"] for c in candidates}
 
     async def one(fact: dict[str, Any]) -> Verdict:
@@ -98,12 +101,23 @@ async def _judge_direction(
     return {v.fact_id: v for v in verdicts}
 
 
+def _changed_by_reconciliation(own: Verdict, status: str, matched: list[str]) -> str:
+    """The final decision, when reconciliation made it differ from the fact's own pass."""
+    if own.status == "ERROR" or (own.status == status and (
+            status != "TP" or own.matched_id in matched)):
+        return ""
+    said = f"{own.status} {own.matched_id}" if own.matched_id else own.status
+    final = f"TP with {', '.join(matched)}" if status == "TP" else status
+    return f"final: {final} (its own pass said {said})"
+
+
 def _output_fact(fact: dict[str, Any], in_scope: bool, status: str, matched: list[str],
                  description: str, reasoning: str | None,
-                 votes: dict[str, str] | None = None) -> dict[str, Any]:
+                 votes: dict[str, str] | None = None,
+                 linked: dict[str, str | None] | None = None) -> dict[str, Any]:
     out = dict(fact)
     out.update(in_scope=in_scope, status=status, matched_ids=matched,
-               description=description, reasoning=reasoning)
+               description=description, reasoning=reasoning, linked_reasoning=linked or {})
     if votes is not None:  # a jury's verdict: each juror's vote
         out["votes"] = votes
     return out
@@ -140,10 +154,12 @@ async def run_judge_async(
         progress(total=(len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
     if warmup is None:
         warmup = judge.warmup
+    fields, warnings = compared_fields(gold_in, pred_in, config)
     gv, pv = await asyncio.gather(
-        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, doc_id, progress, warmup),
+        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, doc_id, progress, warmup,
+                         fields),
         _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, doc_id, progress,
-                         warmup),
+                         warmup, fields),
     )
     rec = reconcile(
         [f["id"] for f in gold_in], [f["id"] for f in pred_in],
@@ -164,6 +180,7 @@ async def run_judge_async(
 
     def assemble(facts: list[dict[str, Any]], side: str) -> list[dict[str, Any]]:
         verdicts, outcomes = (gv, rec.gold) if side == "gold" else (pv, rec.predicted)
+        others = pv if side == "gold" else gv
         out = []
         for fact in facts:
             if fact["id"] not in outcomes:
@@ -172,9 +189,13 @@ async def run_judge_async(
                                         "not judged", None))
                 continue
             v, o = verdicts[fact["id"]], outcomes[fact["id"]]
-            description = "; ".join(n for n in [v.note, *o.notes] if n)
-            out.append(_output_fact(fact, True, o.status, o.matched_ids, description, v.reasoning,
-                                    v.votes))
+            notes = [v.note, *o.notes]
+            changed = _changed_by_reconciliation(v, o.status, o.matched_ids)
+            if changed:
+                notes.insert(0, changed)
+            linked = {i: others[i].reasoning for i in o.matched_ids if i in others}
+            out.append(_output_fact(fact, True, o.status, o.matched_ids, "; ".join(n for n in notes if n),
+                                    v.reasoning, v.votes, linked))
         return out
 
     gold_out, pred_out = assemble(gold, "gold"), assemble(predicted, "predicted")
@@ -184,8 +205,8 @@ async def run_judge_async(
         metrics.jury_agreement = agreed / asked
     usage.seconds = round(time.perf_counter() - started, 3)
     return JudgeResult(gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics,
-                       dedup_notes=rec.notes, conflicts=rec.conflicts, usage=usage,
-                       config=config.model_dump(mode="json"))
+                       dedup_notes=rec.notes, conflicts=rec.conflicts, warnings=warnings,
+                       usage=usage, config=config.model_dump(mode="json"))
 
 
 def run_judge(
@@ -229,12 +250,13 @@ def preview(
     gold = in_scope_facts(coerce_facts(gold_facts, "gold facts"), config)
     predicted = in_scope_facts(coerce_facts(predicted_facts, "predicted facts"), config)
     out: dict[str, Any] = {}
+    fields, _ = compared_fields(gold, predicted, config)
     for direction, subjects, candidates in (("gold", gold, predicted), ("predicted", predicted, gold)):
         stats = dict.fromkeys(PREVIEW_STATS, 0)
         out[direction] = stats
         if not candidates:
             continue
-        make_task = _task_factory(direction, candidates, config, doc_id)
+        make_task = task_factory(direction, candidates, config, doc_id, fields)
         warm = False
         for fact in subjects:
             est = judge.estimate(make_task(fact))

@@ -13,7 +13,7 @@ from .errors import InvalidAnswer, PromptTooLarge
 from .models import Direction, JudgeConfig, Verdict
 
 #: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys).
-PROMPT_FORMAT_VERSION = "2"
+PROMPT_FORMAT_VERSION = "3"
 
 # Per direction: (subject side, candidate side, negative status, id key, matched key)
 _SIDES: dict[str, tuple[str, str, str, str, str]] = {
@@ -31,7 +31,8 @@ def negative_status(direction: Direction) -> str:
     return _SIDES[direction][2]
 
 
-def system_message(direction: Direction, config: JudgeConfig) -> str:
+def system_message(direction: Direction, config: JudgeConfig,
+                   fields: dict[str, tuple[str, ...]] | None = None) -> str:
     subject, other, negative, id_key, matched_key = _SIDES[direction]
     lines = [
         "You judge the output of a fact-extraction system against a reference.",
@@ -53,6 +54,9 @@ def system_message(direction: Direction, config: JudgeConfig) -> str:
         lines.append("- (none beyond the above)")
     if config.fields:
         lines += ["", "Fields to compare: " + ", ".join(config.fields)]
+    elif fields:
+        lines += ["", "Fields to compare, per fact_type (any other field is metadata: ignore it):"]
+        lines += [f"- {t}: {', '.join(f) or '(none)'}" for t, f in sorted(fields.items())]
     if config.tolerances:
         lines += ["", "Numeric tolerances per field (a value matches when within either bound):"]
         for name, tol in config.tolerances.items():
@@ -71,11 +75,12 @@ def subject_message(direction: Direction, fact: dict[str, Any]) -> str:
 
 
 def prefix_messages(
-    direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig
+    direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
+    fields: dict[str, tuple[str, ...]] | None = None,
 ) -> list[dict[str, str]]:
     """The shared prefix of every call of one direction in one document."""
     return [
-        {"role": "system", "content": system_message(direction, config)},
+        {"role": "system", "content": system_message(direction, config, fields)},
         {"role": "user", "content": candidates_message(direction, candidates)},
     ]
 
@@ -140,6 +145,17 @@ class JudgeTask:
     prefix: list[dict[str, str]]
     #: Stable name of the document and direction, sent as OpenAI's ``prompt_cache_key``.
     prompt_cache_key: str = ""
+    #: The fields compared per fact_type when ``config.fields`` is not given (see scope.py).
+    fields: dict[str, tuple[str, ...]] | None = None
+
+    @property
+    def compared(self) -> list[str] | None:
+        """The fields to compare for this subject, or None for "its own fields"."""
+        if self.config.fields is not None:
+            return [f for f in dict.fromkeys(self.config.fields) if f != "fact_type"]
+        if self.fields is not None and self.subject.get("fact_type") in self.fields:
+            return list(self.fields[self.subject["fact_type"]])
+        return None
 
     @property
     def subject_id(self) -> str:
@@ -158,7 +174,8 @@ class JudgeTask:
     def with_candidates(self, candidates: list[dict[str, Any]]) -> JudgeTask:
         """The same question over another candidate list (a shortlist), with its own prefix."""
         return JudgeTask(self.direction, self.subject, candidates, self.config,
-                         prefix_messages(self.direction, candidates, self.config), self.prompt_cache_key)
+                         prefix_messages(self.direction, candidates, self.config, self.fields),
+                         self.prompt_cache_key, self.fields)
 
 
 def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
@@ -267,7 +284,9 @@ def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
     used = count_prompt(task.with_candidates([]))
     kept: list[dict[str, Any]] = []
     id_chars = 0
-    for cand in rank_candidates(task.subject, task.candidates)[: top_k or n]:
+    # a candidate of another fact_type can never match: a shortlist holds only the subject's type
+    same_type = [c for c in task.candidates if c.get("fact_type") == task.subject.get("fact_type")]
+    for cand in rank_candidates(task.subject, same_type)[: top_k or n]:
         if len(kept) == MAX_CANDIDATE_ENUM:
             break
         # the candidate's line in the prompt plus its id in the schema enum
@@ -279,7 +298,7 @@ def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
         id_chars += len(cand["id"])
     if len(kept) == n:  # nothing was cut: keep the shared prefix (and its provider cache entry)
         return PreparedCall(task, tokens)
-    if not kept:
+    if not kept and same_type:
         raise PromptTooLarge(f"prompt does not fit max_prompt_tokens={budget} even with one candidate "
                              f"({used} tokens without any)")
     order = {id(c): i for i, c in enumerate(task.candidates)}
@@ -287,6 +306,6 @@ def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
     why = (f"shortlist_top_k={top_k}" if top_k is not None and len(kept) == min(top_k, n)
            else f"max_prompt_tokens={budget}" if tokens > budget else "the schema's enum limit")
     short = task.with_candidates(kept)
-    note = (f"context truncated: {len(kept)} of {n} candidates kept ({why}), chosen by fact_type "
-            "and lexical similarity")
+    note = (f"context truncated: {len(kept)} of {n} candidates kept ({why}): its fact_type, by "
+            "lexical similarity")
     return PreparedCall(short, count_prompt(short), note)

@@ -456,7 +456,9 @@ class RulesJudge(JudgeBase):
         other = "predicted" if task.direction == "gold" else "gold"
         index = self._index(task.candidates, config)
         subject = prepare(task.subject, -1, config.ignore_company_suffixes)
-        fields = compared_fields(task.subject, config)
+        fields = task.compared
+        if fields is None:
+            fields = compared_fields(task.subject, config)
 
         def verdict(status: str, reasoning: str, matched: str | None = None) -> Verdict:
             return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,

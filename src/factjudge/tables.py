@@ -31,7 +31,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
 
-from .loading import InputError
+from .errors import InputError
+from .models import OUTPUT_FIELDS
 
 #: Suffixes read as tables (compared case-insensitively).
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet")
@@ -40,9 +41,7 @@ FACT_REQUIRED = ("id", "fact_type")
 DATASET_REQUIRED = ("doc_id", "id", "fact_type")
 #: The fixed columns of the output tables, in order; the facts' own fields follow.
 FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matched_ids",
-                "description", "reasoning")
-#: Output fields factjudge adds to a fact; they have their own columns.
-_OUTPUT = ("in_scope", "status", "matched_ids", "description", "reasoning")
+                "description", "reasoning", "linked_reasoning", "votes")
 #: Fact fields whose name is taken by a fixed column; they are written as ``fact.<name>``.
 _RENAMED = {"doc_id": "fact.doc_id", "side": "fact.side"}
 
@@ -330,9 +329,10 @@ def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, An
                 "fact_type": fact.get("fact_type"), "status": fact.get("status"),
                 "in_scope": fact.get("in_scope"), "matched_ids": list(fact.get("matched_ids") or ()),
                 "description": fact.get("description"), "reasoning": fact.get("reasoning"),
+                "linked_reasoning": fact.get("linked_reasoning"), "votes": fact.get("votes"),
             }
             for key, value in fact.items():
-                if key in ("id", "fact_type") or key in _OUTPUT:
+                if key in ("id", "fact_type") or key in OUTPUT_FIELDS:
                     continue
                 row[_RENAMED.get(key, key)] = value
             yield row

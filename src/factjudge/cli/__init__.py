@@ -5,7 +5,7 @@ import os
 import sys
 
 from .app import app, say
-from . import calibrate_cmd, compare_cmd, eval_cmd, judge_cmd  # noqa: F401  (register the commands)
+from . import agree_cmd, batch_cmd, calibrate_cmd, compare_cmd, eval_cmd, judge_cmd  # noqa: F401  (register the commands)
 
 __all__ = ["app", "main"]
 

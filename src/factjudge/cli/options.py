@@ -88,13 +88,15 @@ class JudgeOptions:
         if not models:
             raise fail(f"--judge {kind.value} needs --model NAME")
         jury = len(models) > 1 or self.repeats > 1 or self.jury_rules
-        if jury and self.dry_run:
-            raise fail("--dry-run previews one judge, not a jury: preview each --model on its own "
-                       "(a jury asks every question once per juror)")
         if self.repeats > 1 and self.temperature <= 0:
             raise fail(f"--repeats {self.repeats} asks each model {self.repeats} times: give "
                        "--temperature above 0 (at 0 every repeat would give the same answer)")
         specs = [split_model_spec(m) for m in models]
+        seen = [(name, url or self.base_url) for name, url in specs]
+        twice = next((name for n, (name, url) in enumerate(seen) if (name, url) in seen[:n]), None)
+        if twice is not None:  # the same juror twice would only read the other's cached answers
+            raise fail(f"--model {twice} is given twice for the same server; to ask one model "
+                       "several times use --repeats K (with --temperature above 0)")
         try:
             cache = None if self.no_cache else ResponseCache(self.cache_dir)
         except (OSError, sqlite3.Error) as exc:

@@ -29,9 +29,6 @@ from ..models import CallUsage, Verdict
 from ..prompts import JudgeTask, negative_status
 from .base import BatchRequest, Estimate, Judge, JudgeBase, error_verdict
 
-#: The output field that carries the votes; an input fact judged by a jury may not have it.
-VOTES_FIELD = "votes"
-
 
 def vote_of(verdict: Verdict) -> str:
     """A juror's answer as a vote: ``"TP:<id>"``, ``"FN"``, ``"FP"`` or ``"ERROR"``."""
@@ -108,18 +105,9 @@ class JuryJudge(JudgeBase):
         return {k: (_join(map(str, v)) if len(v) > 1 else v[0]) for k, v in merged.items() if v}
 
     def estimate(self, task: JudgeTask) -> Estimate:
-        """One question's estimate with the prompt tokens of every juror that would call (a dry
-        run counts it as one call: the CLI refuses ``--dry-run`` with a jury)."""
-        ests = [j.estimate(task) for j in self.jurors]
-        calls = [e for e in ests if e.outcome == "call"]
-        if any(e.outcome == "too_large" for e in ests):
-            return Estimate("too_large")
-        if calls:
-            return Estimate("call", sum(e.prompt_tokens for e in calls),
-                            sum(e.shared_prefix_tokens for e in calls), any(e.shortlisted for e in calls))
-        if any(e.outcome == "cache_hit" for e in ests):
-            return Estimate("cache_hit")
-        return Estimate("decided_by_rules")
+        """Refused: an :class:`Estimate` describes one call, a jury question makes one per juror."""
+        raise JudgeSetupError("a dry run previews one judge, not a jury: preview each juror's model "
+                              "on its own (a jury asks every question once per juror)")
 
     def batch_request(self, task: JudgeTask) -> BatchRequest | None:
         raise JudgeSetupError("a jury cannot be exported as batch requests; export each juror's "
@@ -132,9 +120,6 @@ class JuryJudge(JudgeBase):
                 raise result
 
     async def judge(self, task: JudgeTask) -> Verdict:
-        if VOTES_FIELD in task.subject:
-            raise InputError(f"{task.direction} fact {task.subject_id!r}: field {VOTES_FIELD!r} is "
-                             "reserved for a jury's output; rename it to judge with a jury")
         from ..pipeline import _verdict_problem  # the pipeline's own contract check (no import cycle)
 
         candidate_ids = set(task.candidate_ids)
@@ -167,26 +152,26 @@ class JuryJudge(JudgeBase):
         shown = _join(f"{n}: {vote}" for n, vote in votes.items())
         reasoning = " | ".join(f"[{n}: {votes[n]}] {v.reasoning}" for n, v in zip(names, verdicts)
                                if v.reasoning is not None) or None
-        common = dict(fact_id=task.subject_id, reasoning=reasoning, usage=usage, votes=votes,
-                      juror_usage=per_juror)
         notes = self._juror_notes(verdicts)
+
+        def verdict(status: str, matched: str | None, *note: str) -> Verdict:
+            return Verdict(fact_id=task.subject_id, status=status,  # type: ignore[arg-type]
+                           matched_id=matched, reasoning=reasoning,
+                           note="; ".join(n for n in (*note, *notes) if n), usage=usage,
+                           votes=votes, juror_usage=per_juror)
+
         if best is not None and 2 * top > size:
             dissent = _join(f"{n}: {vote}" for n, vote in votes.items() if vote != best)
-            parts = [f"jury: {top} of {size} voted {best} ({'dissent ' + dissent})"] if top < size else []
-            if failures:
-                parts.append(failures)
             status, _, matched = best.partition(":")
-            return Verdict(status=status, matched_id=matched or None,  # type: ignore[arg-type]
-                           note="; ".join([*parts, *notes]), **common)
+            return verdict(status, matched or None,
+                           f"jury: {top} of {size} voted {best} (dissent {dissent})" if top < size else "",
+                           failures)
         if 2 * (top + len(failed)) > size:
-            return Verdict(status="ERROR", note="; ".join([
-                f"jury undecided: {len(failed)} of {size} juror(s) failed and their answers could "
-                f"have decided it ({failures}); votes {shown}", *notes]), **common)
+            return verdict("ERROR", None, f"jury undecided: {len(failed)} of {size} juror(s) failed "
+                           f"and their answers could have decided it ({failures}); votes {shown}")
         negative = negative_status(task.direction)
-        return Verdict(status=negative, matched_id=None,  # type: ignore[arg-type]
-                       note="; ".join([f"jury: no strict majority of {size} ({shown}): "
-                                       f"{negative} by default", *([failures] if failures else []),
-                                       *notes]), **common)
+        return verdict(negative, None, f"jury: no strict majority of {size} ({shown}): {negative} "
+                       "by default", failures)
 
     def _juror_notes(self, verdicts: Sequence[Verdict]) -> list[str]:
         """The notes of the jurors that answered (truncated context...), each once, naming the
