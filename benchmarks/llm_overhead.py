@@ -30,7 +30,7 @@ from _common import ServerProcess, report, synthetic_document
 from factjudge import LLMJudge, load_config
 from factjudge.datasets import JsonlDataset, input_salt
 from factjudge.evaluate import evaluate_async
-from factjudge.pipeline import _task_factory
+from factjudge.pipeline import task_factory
 from factjudge.scope import in_scope_facts
 
 
@@ -80,7 +80,7 @@ async def run_bare(data: Path, base_url: str, concurrency: int) -> tuple[float, 
         doc = json.loads(line)
         gold, pred = in_scope_facts(doc["gold_facts"], config), in_scope_facts(doc["predicted_facts"], config)
         for direction, subjects, cands in (("gold", gold, pred), ("predicted", pred, gold)):
-            make = _task_factory(direction, cands, config, doc["doc_id"])
+            make = task_factory(direction, cands, config, doc["doc_id"])
             bodies += [json.dumps(judge.batch_request(make(f)).body).encode() for f in subjects]
     url = base_url + "/chat/completions"
     limiter = asyncio.Semaphore(concurrency)

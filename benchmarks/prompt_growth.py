@@ -10,14 +10,14 @@ from _common import report, synthetic_document
 
 from factjudge import LLMJudge
 from factjudge.models import JudgeConfig
-from factjudge.pipeline import _task_factory
+from factjudge.pipeline import task_factory
 
 
 def measure(n: int, config: JudgeConfig, judge: LLMJudge) -> tuple[float, float]:
     gold, pred = synthetic_document(n)
     total = shared = calls = shortlisted = 0
     for direction, subjects, cands in (("gold", gold, pred), ("predicted", pred, gold)):
-        make = _task_factory(direction, cands, config, "")
+        make = task_factory(direction, cands, config, "")
         for fact in subjects:
             task = make(fact)
             call = judge.prepare(task)
