@@ -1,0 +1,210 @@
+"""``factjudge eval --ray [--ray-address ADDRESS]``: judge the documents on Ray workers (the ``ray``
+extra) instead of in this process; the output folder is the same as a live run's.
+
+The option parser of Typer takes no option with an optional value, so the address has an option
+of its own: ``--ray`` alone starts a local Ray (or joins ``RAY_ADDRESS`` when it is set, as
+``ray.init`` does); ``--ray-address auto`` joins the cluster running on this machine,
+``--ray-address ray://HEAD:10001`` a remote one (and implies ``--ray``).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import inspect
+import io
+import os
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Iterator, Optional
+
+import typer
+
+from ..datasets import Dataset
+from ..errors import FactJudgeError, JudgeSetupError
+from ..evaluate import SUMMARY, ReportSettings, preview_dataset
+from ..judges import Judge
+from ..loading import load_config
+from ..models import JudgeConfig, JudgeResult
+from .app import say
+from .gate import Gate
+from .options import JudgeOptions, inject_options
+from .output import ProgressBar, print_plan
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """``--ray`` / ``--ray-address`` as typed."""
+
+    enabled: bool = False
+    address: Optional[str] = None
+
+    @property
+    def on(self) -> bool:
+        return self.enabled or self.address is not None
+
+
+RAY_OPTS: dict[str, tuple[Any, Any]] = {
+    "ray": (bool, typer.Option(False, "--ray", help="Judge the documents on Ray workers (the ray extra "
+            "of factjudge), each with its own pool of --concurrency calls. Alone: a local Ray (or "
+            "RAY_ADDRESS when set).")),
+    "ray_address": (Optional[str], typer.Option(None, "--ray-address", help="The Ray cluster to judge "
+                    "on (implies --ray): auto (the one running on this machine), ray://HEAD:10001 "
+                    "(Ray Client) or HEAD:6379.")),
+}
+
+#: The settings of the command being run, for :func:`ray_active` (the command's own signature is not
+#: changed: the option travels beside it).
+_CURRENT: contextvars.ContextVar[RaySettings] = contextvars.ContextVar("factjudge_ray",
+                                                                      default=RaySettings())
+
+
+def with_ray(command: Callable[..., None]) -> Callable[..., None]:
+    """Adds ``--ray`` and ``--ray-address`` to a command; :func:`ray_active` tells, while it runs,
+    whether they were given."""
+
+    @functools.wraps(command)
+    def keep(*, ray: RaySettings, **kwargs: Any) -> None:
+        token = _CURRENT.set(ray)
+        try:
+            command(**kwargs)
+        finally:
+            _CURRENT.reset(token)
+
+    keep.__signature__ = inspect.signature(command)  # type: ignore[attr-defined]
+    return inject_options("ray", RAY_OPTS, lambda v: RaySettings(v["ray"], v["ray_address"]))(keep)
+
+
+def ray_active() -> RaySettings | None:
+    """The ``--ray`` settings of the running command, or None when it runs without Ray."""
+    settings = _CURRENT.get()
+    return settings if settings.on else None
+
+
+def _worker_env(opts: JudgeOptions) -> dict[str, str]:
+    """What a judge reads from the environment, for the workers of a cluster started elsewhere
+    (a local Ray's workers inherit this environment). Sent as the job's ``runtime_env``: the
+    cluster keeps it with the job, the API key included."""
+    names = [opts.api_key_env or "OPENAI_API_KEY", "OPENAI_BASE_URL", "FACTJUDGE_CACHE_DIR"]
+    return {n: os.environ[n] for n in names if os.environ.get(n)}
+
+
+@dataclass(frozen=True)
+class BuildOnWorker:
+    """The judge factory sent to the Ray workers: ``JudgeOptions.build`` (picklable, unlike the
+    judge), with a relative ``--cache-dir`` made absolute (a worker's folder is not this one's)
+    and a failure told as a factjudge error rather than printed in the worker's log."""
+
+    opts: JudgeOptions
+
+    @classmethod
+    def of(cls, opts: JudgeOptions) -> BuildOnWorker:
+        if opts.cache_dir is not None:
+            opts = dataclasses.replace(opts, cache_dir=opts.cache_dir.expanduser().resolve())
+        return cls(opts)
+
+    def __call__(self, config: JudgeConfig) -> Judge:
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(said):  # what fail() says
+                return self.opts.build(config)
+        except typer.Exit:
+            text = said.getvalue().strip().removeprefix("factjudge: error: ")
+            raise JudgeSetupError(f"a Ray worker cannot build the judge: {text}") from None
+
+
+@contextlib.contextmanager
+def ray_messages_to_log() -> Iterator[Path]:
+    """Ray's C++ core writes some messages to file descriptor 2, past Python's logging: while Ray
+    runs, descriptor 2 is a log file and ``sys.stderr`` (the summary line, the progress bar) a
+    copy of the real one. The log is deleted unless Ray itself failed: then it is named."""
+    fd, name = tempfile.mkstemp(prefix="factjudge-ray-", suffix=".log")
+    log = Path(name)
+    sys.stderr.flush()
+    real = os.dup(2)
+    before = sys.stderr
+    sys.stderr = open(os.dup(real), "w", encoding=getattr(before, "encoding", None) or "utf-8",
+                      errors="backslashreplace", buffering=1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    ok = False
+    try:
+        yield log
+        ok = True
+    except (FactJudgeError, KeyboardInterrupt):
+        ok = True  # factjudge's own one line says it all
+        raise
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)
+        os.close(real)
+        sys.stderr.close()
+        sys.stderr = before
+        if ok or not log.stat().st_size:
+            log.unlink(missing_ok=True)
+        else:
+            say(f"factjudge: Ray's own messages are in {log}")
+
+
+def eval_on_ray(data: Dataset, name: str, config: Optional[Path], output_dir: Path, skip_invalid: bool,
+                quiet: bool, opts: JudgeOptions, gate: Gate, settings: ReportSettings,
+                overwrite: bool = False) -> int:
+    """``factjudge eval`` with ``--ray``: the same checks, files, summary line and exit code as
+    the live run, the documents judged by Ray workers."""
+    from ..ray_eval import evaluate_ray, import_ray, init_ray
+    from .eval_cmd import _print_summary, _scan
+
+    cfg = load_config(config)
+    judge = opts.build(cfg)
+    problems = _scan(data, name, cfg, judge, skip_invalid)
+    if opts.dry_run:  # a preview makes no call: nothing for Ray to do
+        print_plan(preview_dataset(data, cfg, judge, output_dir), opts.price_in, opts.price_out,
+                   opts.max_tokens)
+        return 0
+    import_ray()  # before any Ray output: a missing extra is one line
+    if "FACTJUDGE_CACHE_DIR" in os.environ:  # the workers' folder is not this one's
+        os.environ["FACTJUDGE_CACHE_DIR"] = str(Path(os.environ["FACTJUDGE_CACHE_DIR"]).expanduser().resolve())
+    ray_settings = ray_active() or RaySettings(enabled=True)
+    started = time.perf_counter()
+    progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(judge.run_info()))
+
+    def document_done(info: Any, result: JudgeResult) -> None:
+        # the bar counts questions as they are answered; here they come a document at a time
+        usage, errors = result.usage, result.metrics.errors
+        for i in range(info.questions):
+            progress(verdict=SimpleNamespace(usage=SimpleNamespace(cache_hits=int(i < usage.cache_hits)),
+                                             status="ERROR" if i < errors else "TP"))
+        progress.document_done()
+
+    with ray_messages_to_log(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Ray's deprecation notes are not for factjudge's users
+        try:
+            joining = ray_settings.address is not None or bool(os.environ.get("RAY_ADDRESS"))
+            init_ray(ray_settings.address, env_vars=_worker_env(opts) if joining else None)
+            with progress:
+                outcome = evaluate_ray(data, cfg, BuildOnWorker.of(opts), output_dir, judge=judge,
+                                       concurrency=opts.concurrency, settings=settings,
+                                       skipped=problems, overwrite=overwrite, on_start=progress.start,
+                                       on_result=document_done)
+        finally:
+            asyncio.run(judge.aclose())
+            ray = sys.modules.get("ray")
+            if ray is not None and ray.is_initialized():
+                ray.shutdown()
+    if not quiet:
+        _print_summary(outcome, output_dir, time.perf_counter() - started)
+    if problems:
+        say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
+    micro = outcome.summary.micro
+    if micro.errors:
+        say(f"factjudge: {micro.errors} fact(s) could not be judged (status ERROR); they are "
+            "left out of precision and recall; run again to retry them")
+        return 1
+    return gate.check(micro.precision, micro.recall, micro.f1)

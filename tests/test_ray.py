@@ -1,0 +1,335 @@
+"""``factjudge eval --ray`` and :func:`factjudge.ray_eval.evaluate_ray`: documents judged by Ray
+workers give the very files of a single-process ``factjudge eval`` (but for what the runs cost in
+time), with the rules judge and with an LLM judge (the scripted server on 127.0.0.1).
+
+One local Ray (2 CPUs, so 2 workers) serves the module: the Python API uses it directly and the
+CLI joins it with ``--ray-address``. Every test here skips when the ``ray`` extra is missing,
+except the one checking what the CLI says then.
+"""
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from scripted_server import ScriptedServer, answer, describe, http_error
+
+from factjudge import JudgeBase, ResponseCache, RulesJudge
+from factjudge.errors import InputError, JudgeSetupError
+from factjudge.models import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "dataset.jsonl"
+EXAMPLE_CONFIG = ROOT / "examples" / "config.yaml"
+NO_RAY = "the ray extra is not installed (pip install 'factjudge[ray]')"
+
+# Ray's own deprecation notes about its settings are not this project's
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    """A local Ray for the whole module; its GCS address for the CLI's --ray-address."""
+    ray = pytest.importorskip("ray", reason=NO_RAY)
+    from factjudge.ray_eval import quiet_ray
+
+    # the judges defined here travel to the workers by value: they cannot import this module
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    quiet_ray()
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def run_cli(*args, cache_dir=None):
+    env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cache_dir or tempfile.mkdtemp())}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("RAY_ADDRESS", None)
+    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def without_time(obj):
+    """A run's files without what depends on time: ``seconds`` and the ``created`` time."""
+    if isinstance(obj, dict):
+        return {k: without_time(v) for k, v in obj.items() if k not in ("seconds", "created")}
+    if isinstance(obj, list):
+        return [without_time(v) for v in obj]
+    return obj
+
+
+def files(out):
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    return without_time(lines), without_time(summary)
+
+
+def assert_same_files(ray_out, reference):
+    ray_lines, ray_summary = files(ray_out)
+    ref_lines, ref_summary = files(reference)
+    assert [x["doc_id"] for x in ray_lines] == [x["doc_id"] for x in ref_lines]  # dataset order
+    assert ray_lines == ref_lines
+    assert ray_summary == ref_summary
+    return ray_summary
+
+
+def summary_line(stderr):
+    """The CLI's stderr: the summary line (without its wall time) and the 'wrote' line, only."""
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 2, stderr
+    assert lines[1].startswith("wrote ")
+    return lines[0].rsplit("|", 1)[0]
+
+
+def generated(n):
+    """``n`` small documents, each of its own (no two share a prompt): matches, near misses,
+    an out-of-scope fact, documents with one side empty."""
+    docs = []
+    for i in range(n):
+        gold = [{"id": "g1", "fact_type": "revenue", "period": "FY2023", "value": f"{i}.5",
+                 "unit": "USD million"}]
+        pred = [{"id": "p1", "fact_type": "revenue", "period": "FY2023",
+                 "value": f"{i}.5" if i % 3 else f"{i}.7", "unit": "USD million"}]
+        if i % 4 == 0:
+            gold.append({"id": "g2", "fact_type": "ceo", "name": f"Person {i}"})
+            pred.append({"id": "p2", "fact_type": "ceo", "name": f"Person {i}" if i % 8 else "Someone"})
+        if i % 5 == 0:
+            gold.append({"id": "g3", "fact_type": "auditor", "name": "KPMG"})  # out of scope
+        if i % 97 == 0:
+            pred = []
+        if i % 89 == 1:
+            gold = []
+        docs.append({"doc_id": f"doc-{i:05d}", "gold_facts": gold, "predicted_facts": pred})
+    return docs
+
+
+GENERATED_CONFIG = {"entity_types": ["revenue", "ceo"]}
+
+
+def same_fields(body):
+    """A deterministic LLM: TP with the first candidate of the subject's type and equal fields."""
+    direction, subject, _ = describe(body)
+    fact = json.loads(body["messages"][2]["content"].partition("\n")[2])
+    candidates = [json.loads(line) for line in body["messages"][1]["content"].split("\n")[1:] if line]
+    strip = lambda f: {k: v for k, v in f.items() if k != "id"}
+    match = next((c["id"] for c in candidates if strip(c) == strip(fact)), None)
+    return answer(direction, subject, match)
+
+
+@pytest.fixture
+def llm_server():
+    with ScriptedServer(responder=same_fields) as server:
+        yield server
+
+
+def llm_args(server, cache):
+    return ["--model", "m", "--base-url", server.base_url, "--cache-dir", cache]
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+@pytest.mark.parametrize("judge", ["rules", "llm"])
+def test_the_bundled_example_gives_the_files_of_a_single_process_run(ray_address, llm_server, tmp_path, judge):
+    extra = llm_args(llm_server, tmp_path / "cache-ref") if judge == "llm" else []
+    ref = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, *extra, "-o", tmp_path / "ref")
+    assert ref.returncode == 0, ref.stderr
+    asked = len(llm_server.requests)
+    llm_server._seen_prefixes.clear()  # the provider cache starts cold for the Ray run too
+    extra = llm_args(llm_server, tmp_path / "cache-ray") if judge == "llm" else []
+    proc = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, *extra, "-o", tmp_path / "ray",
+                   "--ray-address", ray_address)
+    assert proc.returncode == 0, proc.stderr
+    assert summary_line(proc.stderr) == summary_line(ref.stderr)  # one summary line, no Ray noise
+    summary = assert_same_files(tmp_path / "ray", tmp_path / "ref")
+    assert summary["documents"] == 5 and summary["judge"]["name"] == judge
+    if judge == "llm":
+        assert len(llm_server.requests) == 2 * asked > 0  # every question asked once per run
+        assert summary["usage"]["llm_calls"] == asked and summary["usage"]["structured_output"]
+
+
+def test_2000_documents_with_the_rules_judge_and_a_resumed_run(ray_address, tmp_path):
+    data = write_jsonl(tmp_path / "data.jsonl", generated(2000))
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(GENERATED_CONFIG))
+    ref = run_cli("eval", data, "-c", cfg, "-o", tmp_path / "ref")
+    assert ref.returncode == 0, ref.stderr
+    proc = run_cli("eval", data, "-c", cfg, "-o", tmp_path / "ray", "--ray-address", ray_address)
+    assert proc.returncode == 0, proc.stderr
+    assert summary_line(proc.stderr) == summary_line(ref.stderr)
+    summary = assert_same_files(tmp_path / "ray", tmp_path / "ref")
+    assert summary["documents"] == 2000 and summary["micro"]["fp"] > 0 and summary["micro"]["fn"] > 0
+
+    # a run killed part-way: 1100 finished lines (not in order) and one cut off mid-write
+    out = tmp_path / "resumed"
+    out.mkdir()
+    lines = (tmp_path / "ref" / "results.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = lines[1300:] + lines[:400]
+    (out / "results.jsonl").write_text("".join(kept) + lines[500][:100], encoding="utf-8")
+    proc = run_cli("eval", data, "-c", cfg, "-o", out, "--ray-address", ray_address)
+    assert proc.returncode == 0, proc.stderr
+    assert "2000 documents (900 judged, 1100 reused)" in proc.stderr
+    assert_same_files(out, tmp_path / "ref")
+
+
+def test_2000_documents_with_an_llm_judge(ray_address, llm_server, tmp_path):
+    docs = generated(2000)
+    for d in docs:  # small: one fact a side, two questions a document
+        d["gold_facts"], d["predicted_facts"] = d["gold_facts"][:1], d["predicted_facts"][:1]
+    data = write_jsonl(tmp_path / "data.jsonl", docs)
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(GENERATED_CONFIG))
+    ref = run_cli("eval", data, "-c", cfg, *llm_args(llm_server, tmp_path / "c1"), "-o", tmp_path / "ref")
+    assert ref.returncode == 0, ref.stderr
+    asked = len(llm_server.requests)
+    llm_server._seen_prefixes.clear()
+    proc = run_cli("eval", data, "-c", cfg, *llm_args(llm_server, tmp_path / "c2"), "-o", tmp_path / "ray",
+                   "--ray-address", ray_address)
+    assert proc.returncode == 0, proc.stderr
+    assert summary_line(proc.stderr) == summary_line(ref.stderr)
+    summary = assert_same_files(tmp_path / "ray", tmp_path / "ref")
+    assert summary["usage"]["llm_calls"] == asked == len(llm_server.requests) - asked > 3000
+
+    # both workers wrote their answers into the one response cache: a run on it asks nothing
+    assert len(ResponseCache(tmp_path / "c2")) == asked
+    llm_server.requests.clear()
+    proc = run_cli("eval", data, "-c", cfg, *llm_args(llm_server, tmp_path / "c2"), "-o", tmp_path / "again")
+    assert proc.returncode == 0, proc.stderr
+    assert llm_server.requests == []
+    assert json.loads((tmp_path / "again" / "summary.json").read_text())["usage"]["cache_hits"] == asked
+
+
+def test_a_judge_that_cannot_work_stops_the_run_with_one_line(ray_address, tmp_path):
+    with ScriptedServer(responder=lambda body: http_error(401)) as server:
+        proc = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, *llm_args(server, tmp_path / "c"),
+                       "-o", tmp_path / "out", "--ray-address", ray_address)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("factjudge: error: "), proc.stderr
+    assert "401" in lines[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_without_the_ray_extra_the_cli_says_what_to_install(tmp_path):
+    code = ("import sys; sys.modules['ray'] = None; from factjudge.cli import main; "
+            f"sys.argv = ['factjudge', 'eval', {str(EXAMPLE)!r}, '-o', {str(tmp_path / 'out')!r}, '--ray']; main()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "factjudge: error: Ray is needed to judge on Ray: pip install 'factjudge[ray]'"]
+
+
+# --------------------------------------------------------------------------- the Python API
+
+
+def example_rows(as_text=True):
+    rows = [json.loads(x) for x in EXAMPLE.read_text(encoding="utf-8").splitlines() if x.strip()]
+    if as_text:  # JSON text: the facts exactly as written, never through Arrow structs
+        rows = [{**r, "gold_facts": json.dumps(r["gold_facts"]),
+                 "predicted_facts": json.dumps(r["predicted_facts"])} for r in rows]
+    return rows
+
+
+def test_a_ray_dataset_gives_the_files_of_the_cli(ray_address, tmp_path):
+    import ray
+
+    from factjudge.loading import load_config
+    from factjudge.ray_eval import evaluate_ray
+
+    ref = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, "-o", tmp_path / "ref")
+    assert ref.returncode == 0, ref.stderr
+    ds = ray.data.from_items(example_rows())
+    started = []
+    run = evaluate_ray(ds, load_config(EXAMPLE_CONFIG), lambda cfg: RulesJudge(), tmp_path / "ray",
+                       name=str(EXAMPLE), on_start=lambda *a: started.append(a))
+    assert (run.judged, run.reused) == (5, 0) and started[0][:2] == (5, 0)
+    assert_same_files(tmp_path / "ray", tmp_path / "ref")
+
+    # started again: everything is reused, nothing is sent to Ray, the same bytes are written
+    before = {n: (tmp_path / "ray" / n).read_bytes() for n in ("results.jsonl", "summary.json")}
+    run = evaluate_ray(ds, load_config(EXAMPLE_CONFIG), lambda cfg: RulesJudge(), tmp_path / "ray",
+                       name=str(EXAMPLE))
+    assert (run.judged, run.reused) == (0, 5)
+    assert {n: (tmp_path / "ray" / n).read_bytes() for n in before} == before
+
+    # facts as lists of objects work too (Arrow may add the other facts' fields, as null)
+    run = evaluate_ray(ray.data.from_items(example_rows(as_text=False)), load_config(EXAMPLE_CONFIG),
+                       lambda cfg: RulesJudge(), tmp_path / "lists")
+    assert run.summary.documents == 5 and run.summary.micro.tp_gold > 0
+
+
+def test_bad_rows_stop_the_run_or_are_listed_with_skip_invalid(ray_address, tmp_path):
+    import ray
+
+    from factjudge.ray_eval import evaluate_ray
+
+    rows = example_rows()[:2] + [
+        {"doc_id": "bad", "gold_facts": json.dumps([{"id": "1"}]), "predicted_facts": "[]"},
+        {**example_rows()[0]},  # a second row of the first doc_id
+        {"doc_id": "x", "gold_facts": "{not json", "predicted_facts": "[]"},
+    ]
+    ds = ray.data.from_items(rows)
+    with pytest.raises(InputError, match="3 bad row"):
+        evaluate_ray(ds, {}, lambda cfg: RulesJudge(), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    run = evaluate_ray(ds, {}, lambda cfg: RulesJudge(), tmp_path / "out", skip_invalid=True,
+                       name="rows")
+    assert run.summary.documents == 2
+    assert [(s["file"], s["line"]) for s in run.summary.skipped] == [("rows", 3), ("rows", 4), ("rows", 5)]
+    assert "missing or empty 'fact_type'" in run.summary.skipped[0]["error"]
+    assert "duplicate doc_id" in run.summary.skipped[1]["error"]
+
+
+def pid_judge(identity=None):
+    """A judge that says which process judged: every gold fact FN, every predicted fact FP."""
+
+    class PidJudge(JudgeBase):
+        name = "pid"
+
+        async def judge(self, task):
+            return Verdict(fact_id=task.subject_id, status="FN" if task.direction == "gold" else "FP",
+                           reasoning=f"pid {os.getpid()}")
+
+        def identity(self):
+            return identity() if identity else {"name": self.name}
+
+    return PidJudge()
+
+
+def test_documents_are_judged_by_several_ray_workers(ray_address, tmp_path):
+    import ray
+
+    from factjudge.ray_eval import evaluate_ray
+
+    rows = [{"doc_id": f"d{i}", "gold_facts": json.dumps([{"id": "g", "fact_type": "t", "v": i}]),
+             "predicted_facts": json.dumps([{"id": "p", "fact_type": "t", "v": i}])} for i in range(200)]
+    run = evaluate_ray(ray.data.from_items(rows), {}, lambda cfg: pid_judge(), tmp_path / "out",
+                       concurrency=2, batch_size=5)
+    assert run.judged == 200
+    lines = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert [x["doc_id"] for x in lines] == [f"d{i}" for i in range(200)]
+    pids = {f["reasoning"] for x in lines for f in x["gold_facts"] + x["predicted_facts"]}
+    assert len(pids) == 2 and f"pid {os.getpid()}" not in pids  # two workers, none of them here
+
+
+def test_a_worker_whose_judge_differs_from_the_drivers_stops_the_run(ray_address, tmp_path):
+    import ray
+
+    from factjudge.ray_eval import evaluate_ray
+
+    ds = ray.data.from_items(example_rows())
+    elsewhere = lambda cfg: pid_judge(lambda: {"name": "pid", "pid": os.getpid()})
+    with pytest.raises(JudgeSetupError, match="not the driver's"):
+        evaluate_ray(ds, {}, elsewhere, tmp_path / "out")
+    assert not (tmp_path / "out" / "summary.json").exists()
