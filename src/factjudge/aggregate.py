@@ -155,6 +155,8 @@ class Summary(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     #: ``factjudge`` version, ``created`` (UTC ISO time of the results), ``inputs`` (paths).
     provenance: dict[str, Any] = Field(default_factory=dict)
+    #: The documents' warnings, each once, and the dataset's (scope).
+    warnings: list[str] = Field(default_factory=list)
 
 
 class Aggregator:

@@ -54,6 +54,7 @@ class Dataset(Protocol):
     infos: list[DocInfo]
     #: The input files, for provenance.
     sources: list[str]
+    fact_types: set[str]
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]: ...
 
@@ -114,6 +115,8 @@ class JsonlDataset:
         self.path = path
         self.sources = [str(path)]
         self.infos: list[DocInfo] = []
+        #: Every fact_type the valid documents hold (set by ``scan``).
+        self.fact_types: set[str] = set()
         self._offsets, self._lines = array("q"), array("q")
 
     def _document(self, raw: bytes, lineno: int) -> Document:
@@ -131,6 +134,7 @@ class JsonlDataset:
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
         self.infos, self._offsets, self._lines = [], array("q"), array("q")  # a re-scan starts over
+        self.fact_types = set()
         problems: list[Problem] = []
         seen: dict[str, int] = {}
         for lineno, offset, raw in _lines(self.path):
@@ -144,6 +148,7 @@ class JsonlDataset:
                 continue
             seen[doc.doc_id] = lineno
             self.infos.append(DocInfo(doc.doc_id, _doc_hash(salt, doc), _questions(doc, config)))
+            self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
             self._offsets.append(offset)
             self._lines.append(lineno)
         return problems
@@ -174,6 +179,8 @@ class SplitDataset:
         self.paths = {"gold": gold, "predicted": predicted}
         self.sources = [str(gold), str(predicted)]
         self.infos: list[DocInfo] = []
+        #: Every fact_type the valid documents hold (set by ``scan``).
+        self.fact_types: set[str] = set()
         self._index: dict[str, dict[str, _Side]] = {}
         #: What is read per side: the file itself, or a JSON-lines copy of a table (line N = row N)
         self._files = dict(self.paths)
@@ -211,6 +218,7 @@ class SplitDataset:
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
         self.infos, self._index = [], {}  # a re-scan starts over
+        self.fact_types = set()
         problems: list[Problem] = []
         self._spool_tables()
         # pass 1: each line on its own, and where each document's lines are
@@ -251,6 +259,7 @@ class SplitDataset:
                     sides[side] = kept
                 doc = Document(doc_id, facts["gold"], facts["predicted"])
                 self.infos.append(DocInfo(doc_id, _doc_hash(salt, doc), _questions(doc, config)))
+                self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
         finally:
             for fh in handles.values():
                 fh.close()

@@ -36,6 +36,7 @@ from .models import JudgeConfig, JudgeResult
 from .pipeline import PREVIEW_STATS, Progress, preview, run_judge_async
 from .report import render_html, render_markdown, select_rows, worst_order_key
 from .results import RESULTS, ResultStore
+from .scope import scope_check
 from .tables import FactsCsvWriter
 
 SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV = "summary.json", "report.md", "report.html", "facts.csv"
@@ -207,8 +208,10 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     order: list[tuple[tuple[float, int, int], str, int, int]] = []
     with contextlib.ExitStack() as stack:
         facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV)) if settings.csv else None
+        warnings: dict[str, None] = {}
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line))
+            warnings.update(dict.fromkeys(line.get("warnings", ())))
             if facts_csv is not None:
                 facts_csv.add(line)
             m = line["metrics"]
@@ -220,6 +223,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
+    summary.warnings = [*scope_check(config, dataset.fact_types, "the dataset"), *warnings]
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
     lines = _report_lines(store, sorted(order), settings.report_rows)

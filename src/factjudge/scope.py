@@ -1,6 +1,7 @@
 """Scope filtering, done in code before any judge call."""
 from __future__ import annotations
 
+import difflib
 from typing import Any, Iterable
 
 from .errors import InputError
@@ -58,7 +59,11 @@ def scope_check(config: JudgeConfig, fact_types: Iterable[str], source: str) -> 
     if not config.entity_types:
         return []
     unknown = [t for t in config.entity_types if t not in present]
-    warnings = [f"entity_types {t!r} matches no fact in {source}" for t in unknown]
+    warnings = []
+    for t in unknown:
+        close = difflib.get_close_matches(t, sorted(present), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        warnings.append(f"entity_types {t!r} matches no fact in {source}{hint}")
     if present and not present & set(config.entity_types):
         raise InputError(f"{source}: no fact is in scope: entity_types {list(config.entity_types)} "
                          f"matches none of the fact types present ({', '.join(sorted(present))})")

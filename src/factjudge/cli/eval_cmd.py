@@ -17,6 +17,7 @@ from ..evaluate import (FACTS_CSV, REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, Eva
 from ..judges import Judge
 from ..loading import load_config
 from ..models import JudgeConfig
+from ..scope import scope_check
 from ..report import fmt, fmt_ci
 from .app import app, fail, run_command, say
 from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
@@ -90,6 +91,7 @@ def _scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid
         raise InputError(f"{len(problems)} bad line(s); nothing was judged (--skip-invalid scores the rest)")
     if not data.infos:
         raise InputError(f"{name}: no documents to judge")
+    scope_check(cfg, data.fact_types, name)  # nothing in scope at all: stop before any call
     return problems
 
 
@@ -123,6 +125,8 @@ def _eval(data: Dataset, name: str, config: Optional[Path], output_dir: Path, sk
     outcome = asyncio.run(run())
     if not quiet:
         _print_summary(outcome, output_dir, time.perf_counter() - started)
+    for warning in outcome.summary.warnings:
+        say(f"factjudge: warning: {warning}")
     if problems:
         say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
     micro = outcome.summary.micro

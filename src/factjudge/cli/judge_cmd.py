@@ -12,6 +12,7 @@ from ..errors import InputError
 from ..loading import check_writable, load_config, load_facts, same_file, write_atomic
 from ..models import JudgeResult
 from ..pipeline import preview, run_judge_async
+from ..scope import scope_check
 from .app import app, run_command, say
 from .gate import Gate, with_gate
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
@@ -46,6 +47,8 @@ def _judge(gold: Path, predicted: Path, config: Optional[Path], output: Optional
             if source is not None and same_file(output, source):
                 raise InputError(f"{output}: is an input of this run; give another -o")
         check_writable(output)
+    scope_warnings = scope_check(cfg, {f["fact_type"] for f in (*gold_facts, *pred_facts)},
+                                 f"{gold} and {predicted}")
     judge = opts.build(cfg)
     if opts.dry_run:
         print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.price_in, opts.price_out,
@@ -59,6 +62,7 @@ def _judge(gold: Path, predicted: Path, config: Optional[Path], output: Optional
                                              concurrency=opts.concurrency, progress=bar)
 
     result = asyncio.run(run())
+    result.warnings[:0] = scope_warnings
     text = result.to_json() + "\n"
     if output is None:
         sys.stdout.write(text)
@@ -69,6 +73,8 @@ def _judge(gold: Path, predicted: Path, config: Optional[Path], output: Optional
         except OSError as exc:
             raise InputError(f"{output}: cannot write the output: {exc.strerror or exc} (the LLM "
                              "answers are in the response cache: run again with another -o)") from None
+    for warning in result.warnings:
+        say(f"factjudge: warning: {warning}")
     if not quiet:
         say(summary_line(result))
     if result.metrics.errors:
