@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -84,7 +85,7 @@ def bootstrap_ci(keys: Sequence[tuple[int, int, int, int]], resamples: int = 100
     n = len(keys)
     if n:
         rng = random.Random(seed)
-        columns = [list(c) for c in zip(*keys)]
+        columns = [list(c) for c in zip(*keys, strict=False)]
         population = range(n)
         for _ in range(resamples):
             idx = rng.choices(population, k=n)
@@ -101,13 +102,13 @@ def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[i
     document), with a percentile interval from resampling documents, the pairs kept together."""
     if len(a) != len(b):
         raise ValueError("paired samples must have the same length")
-    sums = lambda keys: [sum(c) for c in zip(*keys)] if keys else [0, 0, 0, 0]  # noqa: E731
+    sums = lambda keys: [sum(c) for c in zip(*keys, strict=False)] if keys else [0, 0, 0, 0]  # noqa: E731
     pa, pb = prf(*sums(a)), prf(*sums(b))
     diffs: dict[str, list[float]] = {k: [] for k in RATIOS}
     n = len(a)
     if n:
         rng = random.Random(seed)
-        ca, cb = [list(c) for c in zip(*a)], [list(c) for c in zip(*b)]
+        ca, cb = [list(c) for c in zip(*a, strict=False)], [list(c) for c in zip(*b, strict=False)]
         for _ in range(resamples):
             idx = rng.choices(range(n), k=n)
             ra = prf(*(sum(map(col.__getitem__, idx)) for col in ca))
@@ -183,7 +184,7 @@ class Aggregator:
             _add(self.by_type.setdefault(t, {k: 0 for k in TYPE_KEYS}), c)
         _add(self.conflicts, s.conflicts)
         _add(self.usage, s.usage)
-        for column, value in zip(self.keys, s.key):
+        for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
         r = prf(*s.key)
         for k, v in r.items():
@@ -230,7 +231,7 @@ class Aggregator:
                          for k in RATIOS}, defined=dict(self.macro_defined),
                       zero_division=self.zero_division)
         return Summary(documents=self.documents, micro=micro, macro=macro, by_fact_type=by_type,
-                       ci95=bootstrap_ci(list(zip(*self.keys)), resamples, seed),
+                       ci95=bootstrap_ci(list(zip(*self.keys, strict=False)), resamples, seed),
                        conflicts=dict(sorted(self.conflicts.items())), usage=usage)
 
 

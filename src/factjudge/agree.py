@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from .datasets import _lines, _read_at
 from .errors import InputError

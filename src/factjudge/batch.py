@@ -30,9 +30,10 @@ import os
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator
+from typing import IO, Any
 
 from . import __version__
 from .cache import ResponseCache

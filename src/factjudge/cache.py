@@ -19,7 +19,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 
-
 def default_cache_dir() -> Path:
     """``$FACTJUDGE_CACHE_DIR``, else the platform's user cache directory."""
     if os.environ.get("FACTJUDGE_CACHE_DIR"):

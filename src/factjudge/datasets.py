@@ -7,9 +7,10 @@ import hashlib
 import json
 import tempfile
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from . import __version__
 from .errors import InputError
@@ -155,7 +156,7 @@ class JsonlDataset:
 
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
         with self.path.open("rb") as fh:
-            for info, offset, lineno in zip(self.infos, self._offsets, self._lines):
+            for info, offset, lineno in zip(self.infos, self._offsets, self._lines, strict=False):
                 if info.doc_id not in skip:
                     yield self._document(_read_at(fh, offset), lineno)
 
@@ -195,7 +196,7 @@ class SplitDataset:
     def _load(self, side: str, where: _Side, fh: Any) -> list[tuple[int, dict[str, Any]]]:
         path = self._files[side]
         return [(n, _parse_line(_read_at(fh, off), path, n))
-                for off, n in zip(where.offsets, where.lines)]
+                for off, n in zip(where.offsets, where.lines, strict=False)]
 
     def _spool_tables(self) -> None:
         """A CSV, TSV or Parquet side is copied once into JSON lines (row N on line N), so tables
@@ -244,7 +245,7 @@ class SplitDataset:
                     path, seen, kept = self.paths[side], {}, _Side()
                     facts[side] = []
                     for (lineno, rec), offset in zip(self._load(side, where, handles[side]),
-                                                     where.offsets):
+                                                     where.offsets, strict=False):
                         fact = self._fact(side, lineno, rec)
                         unit = self._unit[side]
                         if fact["id"] in seen:

@@ -21,10 +21,11 @@ import asyncio
 import contextlib
 import json
 import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from . import __version__
 from .aggregate import Aggregator, Summary, ZeroDivision, doc_stats

@@ -8,16 +8,17 @@ integer of more than :data:`MAX_INT_DIGITS` digits, NaN or Infinity) is refused 
 """
 from __future__ import annotations
 
-import difflib
 import codecs
+import difflib
 import json
 import math
 import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import yaml
 from pydantic import ValidationError

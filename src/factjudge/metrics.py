@@ -1,7 +1,7 @@
 """Precision, recall and F1 from final statuses. Pure: data in, data out."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .models import Counts, Metrics
 

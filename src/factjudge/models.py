@@ -1,11 +1,21 @@
 """Data models shared by every stage: config, per-pass verdicts, usage and the result."""
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, StrictBool,
-                      StrictFloat, StrictInt, StrictStr, field_validator, model_serializer,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 Direction = Literal["gold", "predicted"]
 PassStatus = Literal["TP", "FN", "FP", "ERROR"]
@@ -15,7 +25,7 @@ Status = Literal["TP", "FN", "FP", "ERROR", "OUT_OF_SCOPE"]
 OUTPUT_FIELDS = ("in_scope", "status", "matched_ids", "description", "reasoning", "linked_reasoning",
                  "votes")
 
-Number = Union[StrictInt, StrictFloat]
+Number = StrictInt | StrictFloat
 
 #: Config keys whose null value means the same as leaving them out.
 _NULL_IS_DEFAULT = ("entity_types", "matching_rules", "tolerances")
@@ -43,7 +53,7 @@ class JudgeConfig(BaseModel):
         return data
 
     entity_types: list[StrictStr] = Field(default_factory=list)
-    matching_rules: list[Union[StrictStr, dict[str, Any]]] = Field(default_factory=list)
+    matching_rules: list[StrictStr | dict[str, Any]] = Field(default_factory=list)
     fields: list[StrictStr] | None = None
     tolerances: dict[StrictStr, Tolerance] = Field(default_factory=dict)
     one_to_one: StrictBool = False

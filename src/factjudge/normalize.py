@@ -12,8 +12,8 @@ Every field value is read into one of a few normal forms, once per fact:
 
 Text
     NFKC, case-folded, accents removed (``María`` = ``maria``; extractors often drop them, and
-    letters that do not decompose are mapped: ø, ł, đ, æ, œ), ``&`` read as ``and``, apostrophes dropped (``McDonald's`` =
-    ``McDonalds``), dots inside abbreviations dropped (``U.S.`` = ``US``), thousands commas
+    letters that do not decompose are mapped: ø, ł, đ, æ, œ), ``&`` read as ``and``, apostrophes
+    dropped (``McDonald's`` = ``McDonalds``), dots inside abbreviations dropped (``U.S.`` = ``US``), thousands commas
     inside numbers dropped, every other punctuation or symbol becomes a space, whitespace
     collapsed. With ``ignore_company_suffixes`` the trailing legal-form words (Inc, Corp,
     Corporation, Ltd, LLC, PLC, AG, SA, GmbH, Co, ...) and a leading "the" are dropped, but
@@ -83,7 +83,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Union
+from typing import Any
 
 from .prompts import canonical_json as _strict_json
 
@@ -188,7 +188,7 @@ class Unit:
 
 EMPTY_UNIT = Unit(raw="")
 
-Norm = Union[Missing, Text, Quantity, Period, Other, Unit]
+Norm = Missing | Text | Quantity | Period | Other | Unit
 
 
 def canonical_json(value: Any) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from .judges.base import Judge, error_verdict
 from .loading import coerce_facts, parse_config

@@ -6,8 +6,9 @@ byte-identical for every call of one direction in one document; the single fact 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from .errors import InvalidAnswer, PromptTooLarge
 from .models import Direction, JudgeConfig, Verdict

@@ -13,8 +13,9 @@ The rules, in order (see the README for them in plain words):
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 
 class PassVerdict(NamedTuple):

@@ -20,7 +20,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from rapidfuzz import fuzz, process

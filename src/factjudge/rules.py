@@ -29,17 +29,29 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Hashable, Iterable
+from typing import Any
 
 from rapidfuzz import fuzz, process
 
 from .judges.base import JudgeBase
 from .models import OUTPUT_FIELDS, JudgeConfig, Tolerance, Verdict
 from .normalize import (
-    EMPTY_UNIT, MISSING, Missing, Norm, Other, Period, Quantity, Text, Unit, fact_currency,
-    format_decimal, is_unit_field, normalize_fact,
+    EMPTY_UNIT,
+    MISSING,
+    Missing,
+    Norm,
+    Other,
+    Period,
+    Quantity,
+    Text,
+    Unit,
+    fact_currency,
+    format_decimal,
+    is_unit_field,
+    normalize_fact,
 )
 from .prompts import JudgeTask, negative_status
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .errors import InputError
 from .models import OUTPUT_FIELDS, JudgeConfig

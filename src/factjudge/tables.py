@@ -28,8 +28,9 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO
 
 from .errors import InputError
 from .models import OUTPUT_FIELDS
@@ -187,7 +188,7 @@ def _delimited_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, 
                             f"{where}: {len(cells)} cells but the header has {width} columns "
                             f"(value {_short(cells[extra])} in column {extra + 1}, which has no header)")
                 rec: dict[str, Any] = {}
-                for col, (name, value) in enumerate(zip(header, cells), start=1):
+                for col, (name, value) in enumerate(zip(header, cells, strict=False), start=1):
                     if value == "":
                         continue
                     if name == "":
@@ -249,10 +250,10 @@ def _parquet_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, di
             columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
         except failures as exc:
             raise unreadable(exc) from None
-        for values in zip(*columns) if columns else ():
+        for values in zip(*columns, strict=False) if columns else ():
             row += 1
             rec: dict[str, Any] = {}
-            for name, value, kept in zip(names, values, keep):
+            for name, value, kept in zip(names, values, keep, strict=False):
                 if not kept or value is None or (isinstance(value, float) and math.isnan(value)):
                     continue
                 rec[name] = _plain(value, path, row, name)

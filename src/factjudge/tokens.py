@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: Encoding files of OpenAI's chat models: where tiktoken caches them from, and their sha256.
 #: tiktoken deletes a cached file whose hash differs and downloads it again: checked here first.
@@ -57,7 +58,7 @@ def _cached_encoding(model: str) -> tuple[str, Callable[[str], int]] | None:
         return None
     try:
         enc = tiktoken.get_encoding(name)
-    except Exception:
+    except Exception:  # noqa: BLE001  (a broken tiktoken install: fall back to the estimate)
         return None
     return f"tiktoken:{name}", lambda text: len(enc.encode(text, disallowed_special=()))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
-from .app import app, say
 from . import agree_cmd, batch_cmd, calibrate_cmd, compare_cmd, eval_cmd, judge_cmd  # noqa: F401  (register the commands)
+from .app import app, say
 
 __all__ = ["app", "main"]
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,14 +16,14 @@ from .options import output_opt
 def agree_cmd(
     dir_a: Path = typer.Argument(..., help="Output folder of one eval run (A)."),
     dir_b: Path = typer.Argument(..., help="Output folder of an eval run on the same inputs by another judge (B)."),
-    output_dir: Optional[Path] = output_opt(f"Folder to write {AGREE_HTML} into (self-contained, opens offline)."),
+    output_dir: Path | None = output_opt(f"Folder to write {AGREE_HTML} into (self-contained, opens offline)."),
     max_rows: int = typer.Option(1000, "--max-rows", min=0, help="Most differing facts listed (all are counted)."),
 ) -> None:
     """Per-fact agreement and Cohen's kappa of two judges, and the facts they decide differently."""
     run_command(lambda: _agree(dir_a, dir_b, output_dir, max_rows), interrupted="nothing written")
 
 
-def _agree(dir_a: Path, dir_b: Path, output_dir: Optional[Path], max_rows: int) -> None:
+def _agree(dir_a: Path, dir_b: Path, output_dir: Path | None, max_rows: int) -> None:
     if output_dir is not None and output_dir.exists() and not output_dir.is_dir():
         raise InputError(f"{output_dir}: not a folder")
     result = agree(dir_a, dir_b, max_rows)

@@ -6,7 +6,8 @@ gate, 130 interrupted.
 from __future__ import annotations
 
 import sqlite3
-from typing import Callable, NoReturn, Optional
+from collections.abc import Callable
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -30,7 +31,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run_command(work: Callable[[], Optional[int]], *, interrupted: str, after: str = "") -> None:
+def run_command(work: Callable[[], int | None], *, interrupted: str, after: str = "") -> None:
     """Run a command's work, mapping what it raises to one line and an exit code. ``interrupted``
     says what Ctrl-C leaves behind; ``after`` is appended to a setup error (what was written)."""
     try:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any
 
 import typer
 
@@ -25,7 +26,7 @@ SHOWN = 5
 class BatchOptions:
     """``eval``'s batch options, as typed."""
 
-    export: Optional[Path] = None
+    export: Path | None = None
     submit: bool = False
     poll_interval: float = 30.0
 
@@ -37,7 +38,7 @@ class BatchOptions:
 NO_BATCH = BatchOptions()
 
 BATCH_OPTS: dict[str, tuple[Any, Any]] = {
-    "batch_export": (Optional[Path], typer.Option(
+    "batch_export": (Path | None, typer.Option(
         None, "--batch-export", metavar="FILE", help="Write the questions not answered yet as an OpenAI "
         "batch input file (FILE, FILE.2... within 50,000 lines / 200 MB each) and exit; run it, then "
         "factjudge batch-import OUTPUT and this command without --batch-export.")),
@@ -53,7 +54,7 @@ with_batch = inject_options("batch_opts", BATCH_OPTS, lambda v: BatchOptions(
     export=v["batch_export"], submit=v["batch_submit"], poll_interval=v["poll_interval"]))
 
 
-def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Optional[Path], output_dir: Path,
+def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | None, output_dir: Path,
                    skip_invalid: bool, quiet: bool, opts: JudgeOptions, overwrite: bool,
                    live: Callable[[], int]) -> int:
     """``eval --batch-export`` (exit 0 once written) or ``eval --batch`` (the batch rounds, then
@@ -113,9 +114,9 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Optional[P
 
 @app.command("batch-import")
 def batch_import_cmd(
-    outputs: List[Path] = typer.Argument(..., help="Batch output (and error) files: OpenAI's, or "
+    outputs: list[Path] = typer.Argument(..., help="Batch output (and error) files: OpenAI's, or "
                                          "vLLM run_batch's -o file."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="The response cache the export "
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="The response cache the export "
                                              "used (default: the user cache dir)."),
 ) -> None:
     """Store the valid answers of batch output files in the response cache.
@@ -126,7 +127,7 @@ def batch_import_cmd(
                 "run the same command again to import the rest")
 
 
-def _import(outputs: list[Path], cache_dir: Optional[Path]) -> int:
+def _import(outputs: list[Path], cache_dir: Path | None) -> int:
     directory = cache_dir or default_cache_dir()
     if not (directory / "answers.sqlite3").is_file():
         raise fail(f"no response cache in {directory}: pass the --cache-dir the export used")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,11 +16,11 @@ from .options import CONFIG_OPT, JudgeOptions, output_opt, with_judge_options
 @app.command("calibrate")
 @with_judge_options
 def calibrate_cmd(
-    labels: Optional[Path] = typer.Argument(None, help="Labels .jsonl: one {\"id\", \"gold_fact\", "
+    labels: Path | None = typer.Argument(None, help="Labels .jsonl: one {\"id\", \"gold_fact\", "
                                             "\"predicted_fact\", \"match\", \"category\"} per line."),
     builtin: bool = typer.Option(False, "--builtin", help="Use the calibration set shipped with factjudge."),
-    config: Optional[Path] = CONFIG_OPT,
-    output: Optional[Path] = output_opt("Also write the report as JSON here."),
+    config: Path | None = CONFIG_OPT,
+    output: Path | None = output_opt("Also write the report as JSON here."),
     *,
     opts: JudgeOptions,
 ) -> None:
@@ -31,7 +30,7 @@ def calibrate_cmd(
                 interrupted="nothing written; answers so far are in the response cache")
 
 
-def _calibrate(labels: Optional[Path], builtin: bool, config: Optional[Path], output: Optional[Path],
+def _calibrate(labels: Path | None, builtin: bool, config: Path | None, output: Path | None,
                opts: JudgeOptions) -> int:
     if (labels is None) == (not builtin):
         raise InputError("give a LABELS.jsonl file or --builtin (not both)")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,7 +14,7 @@ from .options import output_opt
 def compare_cmd(
     dir_a: Path = typer.Argument(..., help="Output folder of one eval run (A)."),
     dir_b: Path = typer.Argument(..., help="Output folder of another eval run on the same gold (B)."),
-    output: Optional[Path] = output_opt("Also write compare.md and compare.html into this folder."),
+    output: Path | None = output_opt("Also write compare.md and compare.html into this folder."),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
 ) -> None:
@@ -24,7 +23,7 @@ def compare_cmd(
     run_command(lambda: _compare(dir_a, dir_b, output, bootstrap, seed), interrupted="nothing written")
 
 
-def _compare(dir_a: Path, dir_b: Path, output: Optional[Path], bootstrap: int, seed: int) -> None:
+def _compare(dir_a: Path, dir_b: Path, output: Path | None, bootstrap: int, seed: int) -> None:
     cmp = compare_runs(dir_a, dir_b, bootstrap, seed)
     if cmp["only_a"] or cmp["only_b"]:
         say(f"factjudge: comparing the {cmp['documents']} documents both scored; {cmp['only_a']} "

@@ -6,25 +6,34 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from ..errors import InputError
 from ..datasets import Dataset, JsonlDataset, Problem, SplitDataset, input_salt
-from ..evaluate import (FACTS_CSV, REPORT_HTML, REPORT_MD, RESULTS, SUMMARY, EvalRun, ReportSettings,
-                        evaluate_async, preview_dataset)
+from ..errors import InputError
+from ..evaluate import (
+    FACTS_CSV,
+    REPORT_HTML,
+    REPORT_MD,
+    RESULTS,
+    SUMMARY,
+    EvalRun,
+    ReportSettings,
+    evaluate_async,
+    preview_dataset,
+)
 from ..judges import Judge
 from ..loading import load_config
 from ..models import JudgeConfig
-from ..scope import scope_check
 from ..report import fmt, fmt_ci
+from ..scope import scope_check
 from .app import app, fail, run_command, say
 from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
 from .gate import Gate, with_gate
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
 from .output import ProgressBar, print_plan
 from .ray_cmd import eval_on_ray, ray_active, with_ray
+
 
 class ZeroDivisionOpt(str, Enum):
     skip = "skip"
@@ -42,19 +51,25 @@ MAX_PROBLEMS_SHOWN = 20
 @with_batch
 @with_judge_options
 def eval_cmd(
-    dataset: Optional[Path] = typer.Argument(
+    dataset: Path | None = typer.Argument(
         None, help="Dataset .jsonl: one document per line, {\"doc_id\", \"gold_facts\", \"predicted_facts\"}."),
-    gold: Optional[Path] = typer.Option(None, "--gold", help="Gold facts with their doc_id: .jsonl (one per line), .csv, .tsv or .parquet (one per row)."),
-    predicted: Optional[Path] = typer.Option(None, "--predicted", help="Predicted facts with their doc_id, same formats."),
+    gold: Path | None = typer.Option(None, "--gold", help="Gold facts with their doc_id: .jsonl (one "
+                                     "per line), .csv, .tsv or .parquet (one per row)."),
+    predicted: Path | None = typer.Option(None, "--predicted", help="Predicted facts with their doc_id, same formats."),
     output_dir: Path = output_opt("Folder for results.jsonl, summary.json, report.md, report.html.", required=True),
-    config: Optional[Path] = CONFIG_OPT,
-    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Score the valid lines and list the bad ones in the summary, instead of stopping."),
+    config: Path | None = CONFIG_OPT,
+    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Score the valid lines and list the "
+                                      "bad ones in the summary, instead of stopping."),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="Bootstrap resamples for the 95% intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    report_rows: int = typer.Option(5000, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in the reports (all are in results.jsonl)."),
-    zero_division: ZeroDivisionOpt = typer.Option(ZeroDivisionOpt.skip, "--zero-division", help="Macro averages: a document's undefined precision or recall is left out (skip), or counts as 0 or 1 (scikit-learn's zero_division)."),
+    report_rows: int = typer.Option(5000, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in "
+                                    "the reports (all are in results.jsonl)."),
+    zero_division: ZeroDivisionOpt = typer.Option(
+        ZeroDivisionOpt.skip, "--zero-division", help="Macro averages: a document's undefined precision "
+        "or recall is left out (skip), or counts as 0 or 1 (scikit-learn's zero_division)."),
     csv: bool = typer.Option(False, "--csv", help="Also write facts.csv: one row per fact of every document."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of another run (other inputs, config or judge) in the output folder."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of another run "
+                                   "(other inputs, config or judge) in the output folder."),
     quiet: bool = QUIET_OPT,
     *,
     opts: JudgeOptions,
@@ -95,7 +110,7 @@ def _scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid
     return problems
 
 
-def _eval(data: Dataset, name: str, config: Optional[Path], output_dir: Path, skip_invalid: bool, quiet: bool,
+def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_invalid: bool, quiet: bool,
           opts: JudgeOptions, gate: Gate, settings: ReportSettings, overwrite: bool,
           batch: BatchOptions = NO_BATCH) -> int:
     if batch.wanted:  # --batch-export / --batch (cli/batch_cmd.py); --batch then finishes live, below

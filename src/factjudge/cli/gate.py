@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import typer
 
@@ -21,11 +20,11 @@ GATE_OPTS = {
 
 @dataclass(frozen=True)
 class Gate:
-    f1: Optional[float] = None
-    precision: Optional[float] = None
-    recall: Optional[float] = None
+    f1: float | None = None
+    precision: float | None = None
+    recall: float | None = None
 
-    def check(self, precision: Optional[float], recall: Optional[float], f1: Optional[float]) -> int:
+    def check(self, precision: float | None, recall: float | None, f1: float | None) -> int:
         """0, or :data:`BELOW_GATE` after one line naming every figure below its gate. An
         undefined figure (no predictions, no gold) is below any gate."""
         below = []
@@ -42,5 +41,5 @@ class Gate:
 
 #: Adds the ``--fail-under-*`` options; the command receives them as ``gate``.
 with_gate = inject_options(
-    "gate", {f"fail_under_{n}": (Optional[float], o) for n, o in GATE_OPTS.items()},
+    "gate", {f"fail_under_{n}": (float | None, o) for n, o in GATE_OPTS.items()},
     lambda values: Gate(**{k.removeprefix("fail_under_"): v for k, v in values.items()}))

@@ -4,7 +4,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -23,10 +22,11 @@ from .output import ProgressBar, print_plan, summary_line
 @with_gate
 @with_judge_options
 def judge_cmd(
-    gold: Path = typer.Argument(..., help="Gold facts (.json list, {\"facts\": [...]}, .jsonl, .csv, .tsv or .parquet)."),
+    gold: Path = typer.Argument(..., help="Gold facts (.json list, {\"facts\": [...]}, .jsonl, .csv, .tsv "
+                                "or .parquet)."),
     predicted: Path = typer.Argument(..., help="Predicted facts, same formats."),
-    config: Optional[Path] = CONFIG_OPT,
-    output: Optional[Path] = output_opt("Write the JSON here (default: stdout)."),
+    config: Path | None = CONFIG_OPT,
+    output: Path | None = output_opt("Write the JSON here (default: stdout)."),
     quiet: bool = QUIET_OPT,
     *,
     opts: JudgeOptions,
@@ -38,7 +38,7 @@ def judge_cmd(
                 "cache: run the same command again to resume", after="; no output written")
 
 
-def _judge(gold: Path, predicted: Path, config: Optional[Path], output: Optional[Path], quiet: bool,
+def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None, quiet: bool,
            opts: JudgeOptions, gate: Gate) -> int:
     cfg = load_config(config)
     gold_facts, pred_facts = load_facts(gold), load_facts(predicted)

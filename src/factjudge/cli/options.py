@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import inspect
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import typer
 
@@ -51,26 +52,26 @@ def output_opt(help: str, required: bool = False) -> Any:
 class JudgeOptions:
     """The judge options of a command line, as typed."""
 
-    judge: Optional[JudgeKind] = None
+    judge: JudgeKind | None = None
     #: One name, or several (a jury); each may be ``NAME@URL`` (see :func:`split_model_spec`).
-    model: Optional[list[str]] = None
-    base_url: Optional[str] = None
+    model: list[str] | None = None
+    base_url: str | None = None
     repeats: int = 1
     jury_rules: bool = False
-    api_key_env: Optional[str] = None
+    api_key_env: str | None = None
     backend: Backend = Backend.http
-    structured_output: Optional[StructuredOutputMode] = None
+    structured_output: StructuredOutputMode | None = None
     timeout: float = 120.0
     concurrency: int = 8
     temperature: float = 0.0
-    max_tokens: Optional[int] = None
-    cache_dir: Optional[Path] = None
+    max_tokens: int | None = None
+    cache_dir: Path | None = None
     no_cache: bool = False
     warmup: bool = True
     prompt_cache_key: bool = True
     dry_run: bool = False
-    price_in: Optional[float] = None
-    price_out: Optional[float] = None
+    price_in: float | None = None
+    price_out: float | None = None
 
     def build(self, config: JudgeConfig) -> Judge:
         """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
@@ -104,7 +105,7 @@ class JudgeOptions:
                        f" {exc} (use --cache-dir DIR or --no-cache)") from None
         mode = self.structured_output.value if self.structured_output else config.structured_output
 
-        def one(model: str, url: Optional[str], repeat: int = 0) -> Judge:
+        def one(model: str, url: str | None, repeat: int = 0) -> Judge:
             try:
                 llm = LLMJudge(model, base_url=url or self.base_url, api_key_env=self.api_key_env,
                                api_key="unused: dry run" if self.dry_run else None,  # a preview calls nothing
@@ -129,13 +130,14 @@ class JudgeOptions:
 
 
 _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
-    "judge": (Optional[JudgeKind], typer.Option(None, "--judge", help="rules (offline, default), llm "
+    "judge": (JudgeKind | None, typer.Option(None, "--judge", help="rules (offline, default), llm "
               "(default when --model is given) or hybrid (rules for exact matches, LLM for the rest).")),
-    "model": (Optional[list[str]], typer.Option(None, "--model", metavar="NAME[@URL]", help="Model name for the LLM judge. "
+    "model": (list[str] | None, typer.Option(None, "--model", metavar="NAME[@URL]",
+              help="Model name for the LLM judge. "
               "NAME@URL gives the model its own server (qwen@http://localhost:8000/v1); a plain NAME "
               "uses --base-url. Repeat it for a jury (--model A --model B --model C): every question "
               "goes to each model and a strict majority decides.")),
-    "base_url": (Optional[str], typer.Option(None, "--base-url", help="OpenAI-compatible base URL "
+    "base_url": (str | None, typer.Option(None, "--base-url", help="OpenAI-compatible base URL "
                  "(vLLM, Ollama, llama.cpp, Azure...) of every --model that does not name its own "
                  "(NAME@URL).")),
     "repeats": (int, typer.Option(1, "--repeats", min=1, help="Ask each --model K times (needs "
@@ -143,12 +145,12 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
                 "majority decide: a jury of K samples.")),
     "jury_rules": (bool, typer.Option(False, "--jury-rules", help="Seat the offline rules judge on "
                    "the jury as one more juror.")),
-    "api_key_env": (Optional[str], typer.Option(None, "--api-key-env", help="Environment variable "
+    "api_key_env": (str | None, typer.Option(None, "--api-key-env", help="Environment variable "
                     "holding the API key (default OPENAI_API_KEY; a local server given by --base-url "
                     "needs none).")),
     "backend": (Backend, typer.Option(Backend.http, "--backend", help="How requests are sent: http "
                 "(lean, default) or openai-sdk (pip install 'factjudge[openai]').")),
-    "structured_output": (Optional[StructuredOutputMode], typer.Option(None, "--structured-output",
+    "structured_output": (StructuredOutputMode | None, typer.Option(None, "--structured-output",
                           help="auto (default: json_schema, falling back to json_object, then none "
                           "when the server refuses it), json_schema, json_object (llama-cpp-python's "
                           "server) or none (the schema in the prompt).")),
@@ -158,9 +160,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
                     "once (1 for single-slot servers such as llama-cpp-python's).")),
     "temperature": (float, typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature of "
                     "the LLM judge.")),
-    "max_tokens": (Optional[int], typer.Option(None, "--max-tokens", min=1, help="Max completion "
+    "max_tokens": (int | None, typer.Option(None, "--max-tokens", min=1, help="Max completion "
                    "tokens per LLM call.")),
-    "cache_dir": (Optional[Path], typer.Option(None, "--cache-dir", help="Response cache directory "
+    "cache_dir": (Path | None, typer.Option(None, "--cache-dir", help="Response cache directory "
                   "(default: the user cache dir).")),
     "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not read or write the response cache.")),
     "warmup": (bool, typer.Option(True, "--warmup/--no-warmup", help="Send each direction's first LLM "
@@ -169,9 +171,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
                          help="Send OpenAI's prompt_cache_key (turn off for servers that reject it).")),
     "dry_run": (bool, typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call "
                 "nothing.")),
-    "price_in": (Optional[float], typer.Option(None, "--price-in", min=0, help="Price per million "
+    "price_in": (float | None, typer.Option(None, "--price-in", min=0, help="Price per million "
                  "prompt tokens (dry run).")),
-    "price_out": (Optional[float], typer.Option(None, "--price-out", min=0, help="Price per million "
+    "price_out": (float | None, typer.Option(None, "--price-out", min=0, help="Price per million "
                   "completion tokens (dry run).")),
 }
 assert set(_OPTIONS) == {f.name for f in fields(JudgeOptions)}

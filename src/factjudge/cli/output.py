@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -90,8 +90,8 @@ class ProgressBar:
 EST_COMPLETION_TOKENS = 200
 
 
-def print_plan(plan: dict[str, Any], price_in: Optional[float], price_out: Optional[float],
-               max_tokens: Optional[int]) -> None:
+def print_plan(plan: dict[str, Any], price_in: float | None, price_out: float | None,
+               max_tokens: int | None) -> None:
     """The dry run's report, on stdout: a table, then the same figures as JSON."""
     calls = plan["gold"]["calls"] + plan["predicted"]["calls"]
     before = plan["gold"]["prompt_tokens"] + plan["predicted"]["prompt_tokens"]

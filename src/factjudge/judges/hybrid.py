@@ -5,9 +5,9 @@ from typing import Any
 
 from ..models import CallUsage, Verdict
 from ..prompts import JudgeTask
+from ..rules import RulesJudge
 from .base import BatchRequest, Estimate, JudgeBase
 from .llm import LLMJudge
-from ..rules import RulesJudge
 
 
 class HybridJudge(JudgeBase):

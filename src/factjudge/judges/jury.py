@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..errors import InputError, JudgeSetupError
 from ..models import CallUsage, Verdict
@@ -46,7 +47,7 @@ def default_labels(jurors: Sequence[Judge]) -> list[str]:
     """Juror names for the votes: the model (or the judge's name), then ``@server`` where one
     model sits on several servers, then ``#k`` in jury order where names still repeat."""
     idents = [j.identity() for j in jurors]
-    labels = [str(i.get("model") or j.name) for j, i in zip(jurors, idents)]
+    labels = [str(i.get("model") or j.name) for j, i in zip(jurors, idents, strict=False)]
     for label in set(labels):
         same = [n for n, x in enumerate(labels) if x == label]
         servers = {idents[n].get("server") for n in same}
@@ -93,7 +94,7 @@ class JuryJudge(JudgeBase):
 
     def identity(self) -> dict[str, Any]:
         return {"name": self.name, "decision": "strict majority, else negative",
-                "jurors": [{"juror": n, **j.identity()} for n, j in zip(self.names, self.jurors)]}
+                "jurors": [{"juror": n, **j.identity()} for n, j in zip(self.names, self.jurors, strict=False)]}
 
     def run_info(self) -> dict[str, Any]:
         """The jurors' run info, each key's distinct values joined (``tiktoken:o200k_base, estimate:...``)."""
@@ -124,7 +125,7 @@ class JuryJudge(JudgeBase):
 
         candidate_ids = set(task.candidate_ids)
         verdicts: list[Verdict] = []
-        for label, juror in zip(self.names, self.jurors):  # one at a time: one slot, one call
+        for label, juror in zip(self.names, self.jurors, strict=False):  # one at a time: one slot, one call
             verdict = await juror.judge(task)
             problem = _verdict_problem(task, verdict, candidate_ids)
             if problem:  # a juror that broke the contract: its vote is a failure, not a claim
@@ -138,19 +139,19 @@ class JuryJudge(JudgeBase):
     def decide(self, task: JudgeTask, verdicts: Sequence[Verdict]) -> Verdict:
         """The jury's verdict from its jurors' verdicts (in jury order)."""
         names = self.names
-        votes = {n: vote_of(v) for n, v in zip(names, verdicts)}
+        votes = {n: vote_of(v) for n, v in zip(names, verdicts, strict=False)}
         usage = CallUsage()
         for v in verdicts:
             for field in CallUsage.model_fields:
                 setattr(usage, field, getattr(usage, field) + getattr(v.usage, field))
-        per_juror = {n: v.usage.model_copy() for n, v in zip(names, verdicts)}
-        failed = [(n, v) for n, v in zip(names, verdicts) if v.status == "ERROR"]
+        per_juror = {n: v.usage.model_copy() for n, v in zip(names, verdicts, strict=False)}
+        failed = [(n, v) for n, v in zip(names, verdicts, strict=False) if v.status == "ERROR"]
         answers = Counter(vote for vote in votes.values() if vote != "ERROR")
         size = len(verdicts)
         best, top = answers.most_common(1)[0] if answers else (None, 0)
         failures = _join(f"{n} failed: {v.note or 'no reason given'}" for n, v in failed)
         shown = _join(f"{n}: {vote}" for n, vote in votes.items())
-        reasoning = " | ".join(f"[{n}: {votes[n]}] {v.reasoning}" for n, v in zip(names, verdicts)
+        reasoning = " | ".join(f"[{n}: {votes[n]}] {v.reasoning}" for n, v in zip(names, verdicts, strict=False)
                                if v.reasoning is not None) or None
         notes = self._juror_notes(verdicts)
 
@@ -177,7 +178,7 @@ class JuryJudge(JudgeBase):
         """The notes of the jurors that answered (truncated context...), each once, naming the
         jurors it came from unless all of them gave it."""
         by_note: dict[str, list[str]] = {}
-        for n, v in zip(self.names, verdicts):
+        for n, v in zip(self.names, verdicts, strict=False):
             if v.note and v.status != "ERROR":
                 by_note.setdefault(v.note, []).append(n)
         return [note if len(who) == len(verdicts) else f"{_join(who)}: {note}"

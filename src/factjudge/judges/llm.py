@@ -15,14 +15,24 @@ import re
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..cache import ResponseCache
 from ..errors import InvalidAnswer, JudgeSetupError, PromptTooLarge
 from ..models import CallUsage, Verdict
-from ..prompts import (PROMPT_FORMAT_VERSION, STRUCTURED_OUTPUT_MODES, JudgeTask, PreparedCall,
-                       canonical_json, parse_answer, prepare_call, response_format, schema_instruction)
+from ..prompts import (
+    PROMPT_FORMAT_VERSION,
+    STRUCTURED_OUTPUT_MODES,
+    JudgeTask,
+    PreparedCall,
+    canonical_json,
+    parse_answer,
+    prepare_call,
+    response_format,
+    schema_instruction,
+)
 from ..tokens import REPLY_PRIMING, TokenCounter
 from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint
 from .base import BatchRequest, Estimate, JudgeBase, error_verdict
@@ -250,7 +260,7 @@ class LLMJudge(JudgeBase):
     @staticmethod
     def _cache_key(plan: _Plan, task: JudgeTask) -> str:
         last = canonical_json(task.last_message())
-        return hashlib.sha256(f"{plan.digest}\n{last}".encode("utf-8")).hexdigest()
+        return hashlib.sha256(f"{plan.digest}\n{last}".encode()).hexdigest()
 
     @staticmethod
     def _body(plan: _Plan, task: JudgeTask, extra: list[dict[str, str]]) -> RequestBody:

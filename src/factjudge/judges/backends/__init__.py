@@ -11,8 +11,9 @@ import base64
 import email.utils
 import json
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ...cache import server_host
