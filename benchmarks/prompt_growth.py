@@ -1,33 +1,43 @@
-"""Prompt tokens per judged fact as documents grow, without and with shortlist_top_k, and the
-share of prompt tokens that sit in the shared (provider-cacheable) prefix. No call is made.
+"""Prompt tokens per judged fact as documents grow, without and with shortlist_top_k, and how much
+of each request is byte-identical across the calls of one direction (the response schema and the
+message prefix a provider can cache). No call is made.
 Run: python benchmarks/prompt_growth.py [--top-k 20]
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 
 from _common import report, synthetic_document
 
 from factjudge import LLMJudge
 from factjudge.models import JudgeConfig
 from factjudge.pipeline import task_factory
+from factjudge.scope import compared_fields
 
 
-def measure(n: int, config: JudgeConfig, judge: LLMJudge) -> tuple[float, float]:
+def measure(n: int, config: JudgeConfig, judge: LLMJudge) -> tuple[float, float, float]:
+    """Tokens per judged fact, byte-identical share of the requests, share of calls shortlisted."""
     gold, pred = synthetic_document(n)
-    total = shared = calls = shortlisted = 0
+    fields, _ = compared_fields(gold, pred, config)
+    tokens = calls = shortlisted = 0
+    identical = total_bytes = 0
     for direction, subjects, cands in (("gold", gold, pred), ("predicted", pred, gold)):
-        make = task_factory(direction, cands, config, "")
+        make = task_factory(direction, cands, config, "", fields)
+        bodies = []
         for fact in subjects:
             task = make(fact)
             call = judge.prepare(task)
             calls += 1
-            total += call.prompt_tokens
-            if call.task.prefix is task.prefix:  # not shortlisted: the prefix is shared
-                shared += judge.tokens.messages(task.prefix)
-            else:
-                shortlisted += 1
-    return total / calls, shared / total, shortlisted / calls
+            tokens += call.prompt_tokens
+            shortlisted += call.task is not task
+            bodies.append(json.dumps(judge.batch_request(task).body, ensure_ascii=False))
+        # what every request of this direction shares, byte for byte, from the start
+        common = len(os.path.commonprefix(bodies)) if len(bodies) > 1 else 0
+        identical += common * len(bodies)
+        total_bytes += sum(map(len, bodies))
+    return tokens / calls, identical / total_bytes, shortlisted / calls
 
 
 def main() -> None:
@@ -37,15 +47,16 @@ def main() -> None:
     judge = LLMJudge("gpt-4o-mini", base_url="http://127.0.0.1:9/v1")  # never called
     rows = []
     for n in (10, 100, 1000):
-        full, full_share, cut = measure(n, JudgeConfig(), judge)
-        short, short_share, _ = measure(n, JudgeConfig(shortlist_top_k=args.top_k), judge)
+        full, full_same, cut = measure(n, JudgeConfig(), judge)
+        short, short_same, _ = measure(n, JudgeConfig(shortlist_top_k=args.top_k), judge)
         rows.append((f"{n:>5} facts/side",
-                     f"default {full:>9,.0f} tokens/fact ({full_share:5.1%} in shared prefix, "
-                     f"{cut:4.0%} of calls shortlisted) | shortlist_top_k={args.top_k} "
-                     f"{short:>7,.0f} tokens/fact ({short_share:5.1%} shared)"))
+                     f"default {full:>9,.0f} tokens/fact, {full_same:5.1%} of request bytes identical "
+                     f"across a direction ({cut:4.0%} shortlisted) | shortlist_top_k={args.top_k} "
+                     f"{short:>7,.0f} tokens/fact ({short_same:5.1%} identical)"))
     report(f"prompt tokens per judged fact (counter: {judge.tokens.name})", rows)
-    print("  (1000 candidates exceed the 997-value enum limit of strict structured outputs, so the\n"
-          "   default run shortlists there too; below it the whole list is one shared prefix)")
+    print("  (identical bytes: the response schema and the message prefix, what a provider caches;\n"
+          "   1000 candidates exceed the 997-value enum limit of strict structured outputs, so the\n"
+          "   default run shortlists there and every shortlisted request differs)")
 
 
 if __name__ == "__main__":
