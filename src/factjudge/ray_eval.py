@@ -12,10 +12,13 @@ The flow of :func:`evaluate_ray`:
    sockets and cannot be pickled; the factory, e.g. a bound ``JudgeOptions.build``, can), checks
    that it is the driver's judge (same ``identity()``) and judges its batches with
    :func:`~factjudge.evaluate.judge_documents`: its own pool of ``concurrency`` calls, so at most
-   ``workers * concurrency`` questions are in flight in all.
+   ``workers * concurrency`` questions are in flight in all. After each batch the judge is closed
+   (``aclose``: its answers are committed to the response cache before the batch's documents
+   count as finished; it reconnects for the next one).
 3. Each returned per-document result is appended to ``results.jsonl`` by the driver, through the
    same :class:`~factjudge.results.ResultStore`, as soon as its batch comes back (a killed run
-   keeps every finished batch), after checking its input hash against the scan.
+   keeps every finished batch), after checking its input hash against the scan. An error that
+   stops a run (a server refusing the judge...) comes back as a row and is raised again here.
 4. :func:`~factjudge.evaluate.finish_run` rewrites ``results.jsonl`` in dataset order and builds
    ``summary.json`` and the reports from the per-document lines, as in a single-process run: the
    files are the same whichever way the documents were judged (but for the ``usage`` seconds).
@@ -23,8 +26,10 @@ The flow of :func:`evaluate_ray`:
 **Response cache.** Every worker opens the judge's response cache itself (the SQLite file of
 ``--cache-dir`` or the default cache directory). SQLite in WAL mode is safe for several processes
 on one machine, so the workers of one machine share their answers. Across machines the cache
-directory must be shared storage that supports SQLite's locking, or each node keeps a cache of its
-own (same path on every node): a question answered on one node is then asked again on another.
+directory must be shared storage, or each node has its own: WAL needs file locks and shared memory
+that network file systems (NFS, SMB...) do not give reliably, so in practice each node keeps a
+cache of its own at the same local path (``--cache-dir``), and a question answered on one node is
+asked again on another (the driver's results are the same either way).
 
 **Documents of a ``ray.data.Dataset``.** Rows ``{"doc_id", "gold_facts", "predicted_facts"}``; a
 facts column holds a list of facts or the JSON text of one. Ray Data stores lists of objects as
@@ -55,15 +60,18 @@ from .datasets import (
     input_salt,
 )
 from .errors import FactJudgeError, InputError, JudgeSetupError
-from .evaluate import EvalRun, ReportSettings, finish_run, judge_documents, open_run
-
-try:  # the run.json manifest of a live run, where this version has it
-    from .evaluate import run_manifest
-except ImportError:  # pragma: no cover
-    run_manifest = None  # type: ignore[assignment]
+from .evaluate import (
+    EvalRun,
+    ReportSettings,
+    finish_run,
+    judge_documents,
+    open_run,
+    run_manifest,
+)
 from .judges.base import Judge, JudgeBase
 from .loading import parse_config, validate_facts
 from .models import JudgeConfig, JudgeResult
+from .scope import scope_check
 
 if TYPE_CHECKING:  # pragma: no cover
     import ray.data
@@ -76,7 +84,7 @@ DOCS_PER_CALL = 4
 #: Documents of the local dataset put into the object store at a time (bounded driver memory).
 CHUNK_BYTES = 32 * 2**20
 
-__all__ = ["RayDataset", "evaluate_ray", "init_ray", "import_ray"]
+__all__ = ["RayDataset", "evaluate_ray", "import_ray", "init_ray", "quiet_ray"]
 
 
 # --------------------------------------------------------------------------- Ray itself
@@ -188,9 +196,9 @@ def _table_rows(table: Any) -> list[dict[str, Any]]:
     every fact in the batch, missing ones as null, so which fields a fact gets would depend on
     its neighbours: there null fields are dropped (as if missing), on the driver and on the
     workers alike, so a document hashes the same in every batch."""
-    import pyarrow as pa  # type: ignore[import-untyped]  # a dependency of ray[data]
+    import pyarrow as pa  # a dependency of ray[data]
 
-    rows = table.to_pylist()
+    rows: list[dict[str, Any]] = table.to_pylist()
     for key in ("gold_facts", "predicted_facts"):
         if key in table.column_names:
             kind = table.schema.field(key).type
@@ -226,9 +234,11 @@ class RayDataset:
         self.infos: list[DocInfo] = []
         #: For provenance: the name given (Ray datasets need not come from files).
         self.sources = [name]
+        #: Every fact_type the valid documents hold (set by ``scan``).
+        self.fact_types: set[str] = set()
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
-        self.infos = []
+        self.infos, self.fact_types = [], set()
         problems: list[Problem] = []
         seen: dict[str, int] = {}
         for n, row in enumerate(_rows(self.ds), start=1):
@@ -243,6 +253,7 @@ class RayDataset:
                 continue
             seen[doc.doc_id] = n
             self.infos.append(DocInfo(doc.doc_id, _doc_hash(salt, doc), _questions(doc, config)))
+            self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
         return problems
 
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
@@ -275,7 +286,7 @@ def _chunks(documents: Iterator[Document]) -> Iterator[list[dict[str, str]]]:
         yield chunk
 
 
-def _to_ray(ray: Any, dataset: Dataset, skip: frozenset[str]) -> "ray.data.Dataset":
+def _to_ray(ray: Any, dataset: Dataset, skip: frozenset[str]) -> Any:
     """The documents of a local dataset that are still to judge, put into Ray's object store (so
     workers of any node can read them)."""
     parts = [ray.data.from_items(chunk) for chunk in _chunks(dataset.documents(skip=skip))]
@@ -320,7 +331,7 @@ class _JudgeWorker:
         #: doc_id -> input hash of the rows to judge; None: every row (the driver checks hashes)
         self.wanted = wanted
         self.salt, self.concurrency = salt, concurrency
-        self.loop = asyncio.new_event_loop()  # kept: the judge's connections live across batches
+        self.loop = asyncio.new_event_loop()
         self.judge: Judge | None = None
         #: A factjudge error is sent back as a row, not raised: Ray would wrap it in exceptions of
         #: its own that lose it (the driver raises it again, for the CLI's one line).
@@ -338,7 +349,7 @@ class _JudgeWorker:
             self.error = _as_factjudge_error(exc)
 
     def __call__(self, batch: Any) -> Any:
-        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow as pa
 
         out: dict[str, list[str]] = {k: [] for k in RESULT_COLUMNS}
         try:
@@ -378,14 +389,18 @@ class _JudgeWorker:
             out["result"].append(result.model_dump_json())
             out["error"].append("")
 
-        self.loop.run_until_complete(judge_documents(docs, self.config, self.judge, finished,
-                                                     concurrency=self.concurrency))
+        try:
+            self.loop.run_until_complete(judge_documents(docs, self.config, self.judge, finished,
+                                                         concurrency=self.concurrency))
+        finally:
+            # Answers are on disk before their documents count as finished (the response cache
+            # commits in batches, and Ray ends an actor without running its exit handlers); the
+            # judge opens new connections for the next batch.
+            self.loop.run_until_complete(self.judge.aclose())
 
     def __del__(self) -> None:
         try:
-            if self.judge is not None:
-                self.loop.run_until_complete(self.judge.aclose())
-            self.loop.close()
+            self.loop.close()  # the judge was closed after each batch
         except Exception:  # noqa: BLE001  (an actor being torn down: nothing left to tell)
             pass
 
@@ -465,13 +480,12 @@ def evaluate_ray(
             skipped = [*skipped, *problems]
             if not data.infos:
                 raise InputError(f"{name}: no documents to judge")
+            scope_check(cfg, data.fact_types, name)  # nothing in scope at all: stop before any call
         else:
             data = documents
-        if run_manifest is not None:  # a folder of another run is refused, as in a live run
-            store, todo, reused = open_run(data, out_dir, manifest=run_manifest(data, cfg, driver),
-                                           overwrite=overwrite)
-        else:  # pragma: no cover
-            store, todo, reused = open_run(data, out_dir)
+        # a folder of another run's results is refused (or emptied with overwrite), as live
+        store, todo, reused = open_run(data, out_dir, manifest=run_manifest(data, cfg, driver),
+                                       overwrite=overwrite)
         if on_start:
             on_start(len(todo), len(reused), sum(i.questions for i in todo))
         finisher = _DriverJudge(driver)

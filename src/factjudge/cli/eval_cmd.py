@@ -9,13 +9,13 @@ from pathlib import Path
 
 import typer
 
+from ..aggregate import ZeroDivision
 from ..datasets import Dataset, JsonlDataset, Problem, SplitDataset, input_salt
 from ..errors import InputError
 from ..evaluate import (
     FACTS_CSV,
     REPORT_HTML,
     REPORT_MD,
-    RESULTS,
     SUMMARY,
     EvalRun,
     ReportSettings,
@@ -26,6 +26,7 @@ from ..judges import Judge
 from ..loading import load_config
 from ..models import JudgeConfig
 from ..report import fmt, fmt_ci
+from ..results import RESULTS
 from ..scope import scope_check
 from .app import app, fail, run_command, say
 from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
@@ -40,6 +41,9 @@ class ZeroDivisionOpt(str, Enum):
     zero = "0"
     one = "1"
 
+
+_ZERO_DIVISION: dict[ZeroDivisionOpt, ZeroDivision] = {
+    ZeroDivisionOpt.skip: "skip", ZeroDivisionOpt.zero: "0", ZeroDivisionOpt.one: "1"}
 
 #: Bad lines printed before the run stops (all of them are in the summary with --skip-invalid).
 MAX_PROBLEMS_SHOWN = 20
@@ -85,9 +89,14 @@ def eval_cmd(
         raise fail("--gold and --predicted go together")
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
-    data: Dataset = JsonlDataset(dataset) if dataset is not None else SplitDataset(gold, predicted)  # type: ignore[arg-type]
+    if dataset is not None:
+        data: Dataset = JsonlDataset(dataset)
+    elif gold is not None and predicted is not None:
+        data = SplitDataset(gold, predicted)
+    else:  # refused above
+        raise fail("--gold and --predicted go together")
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
-                              zero_division=zero_division.value, csv=csv)  # type: ignore[arg-type]
+                              zero_division=_ZERO_DIVISION[zero_division], csv=csv)
     name = str(dataset or gold)
     run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate,
                               settings, overwrite, batch_opts),
