@@ -20,11 +20,13 @@ it in progress; ``batch_plan`` scripts the outcome of the batches in creation or
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -150,6 +152,8 @@ class ScriptedServer:
                           "'json_object'\"}\n\n  File \"app.py\", line 376\n    POST /v1/chat/completions",
                           "type": "internal_server_error"}}))
         reply = self._reply_for(body)
+        if inspect.isawaitable(reply):  # a responder may wait, e.g. for other requests
+            reply = await reply
         if reply.hang:
             await asyncio.sleep(reply.hang)
         if reply.status != 200 or reply.body is not None:
@@ -379,7 +383,7 @@ class ScriptedServer:
         loop.run_until_complete(runner.cleanup())
         loop.close()
 
-    def start(self) -> "ScriptedServer":
+    def start(self) -> ScriptedServer:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         if not self._started.wait(10):
@@ -392,7 +396,7 @@ class ScriptedServer:
         if self._thread is not None:
             self._thread.join(10)
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -7,13 +7,12 @@ import sys
 import time
 
 import pytest
-
+from scripted_server import describe
 
 from factjudge import LLMJudge, run_judge
 from factjudge.cache import ResponseCache
 from factjudge.prompts import MAX_CANDIDATE_ENUM, JudgeTask, enum_fits, prefix_messages
 from factjudge.tokens import ESTIMATE_NAME, TokenCounter, estimate_tokens
-from scripted_server import describe
 
 GOLD = [{"id": f"g{i}", "fact_type": "revenue", "value": str(100 + i)} for i in range(6)]
 PRED = [{"id": f"p{i}", "fact_type": "revenue", "value": str(100 + i)} for i in range(6)]
@@ -201,24 +200,32 @@ def test_dry_run_makes_no_call(server, write_json, tmp_path):
 
 
 def test_warmup_sends_each_directions_first_call_alone(server):
+    import asyncio
     server.truth = TRUTH
-    server.delay = 0.1
     received_before_first_answer = {}
+    wait_for = {"gold": 1, "predicted": 1}
     base = server.responder
 
-    def record(req):
-        # the responder runs after the server's delay, so every request counted here was sent
-        # before the first answer of its direction came back
+    def arrived(direction):
+        return sum(describe(r)[0] == direction for r in server.requests)
+
+    async def record(req):
+        # the first answer of a direction waits until the expected requests have arrived (10 s at
+        # most): counts, not timing, decide what was in flight before the first answer
         direction = describe(req)[0]
-        received_before_first_answer.setdefault(
-            direction, sum(describe(r)[0] == direction for r in server.requests))
+        if direction not in received_before_first_answer:
+            for _ in range(1000):
+                if arrived(direction) >= wait_for[direction]:
+                    break
+                await asyncio.sleep(0.01)
+            received_before_first_answer[direction] = arrived(direction)
         return base(req)
     server.responder = record
     run_judge(GOLD, PRED, {}, judge_for(server, None), concurrency=16)
     assert received_before_first_answer == {"gold": 1, "predicted": 1}
     received_before_first_answer.clear()
     server.requests.clear()
-    server.delay = 0.5  # room for all of them to arrive, however loaded the machine
+    wait_for = {"gold": 6, "predicted": 6}
     run_judge(GOLD, PRED, {}, judge_for(server, None, warmup=False), concurrency=16)
     assert received_before_first_answer == {"gold": 6, "predicted": 6}  # without warm-up: all at once
 
@@ -261,6 +268,7 @@ def test_shortlist_skips_a_candidate_too_large_and_keeps_the_match():
 def test_corrupt_tiktoken_file_is_left_alone_and_nothing_downloads(monkeypatch, tmp_path):
     pytest.importorskip("tiktoken")
     import hashlib
+
     from factjudge.tokens import _ENCODING_FILES
     url, _ = _ENCODING_FILES["o200k_base"]
     cache = tmp_path / "tiktoken"
