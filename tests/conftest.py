@@ -32,3 +32,12 @@ def isolated_cache(tmp_path, monkeypatch):
     """Never touch the user's response cache from tests (subprocesses inherit this too)."""
     monkeypatch.setenv("FACTJUDGE_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    """The five hand-computed documents of evalkit as a dataset file, and a config file."""
+    from evalkit import CONFIG, DOCS, write_jsonl
+
+    (tmp_path / "cfg.json").write_text(json.dumps(CONFIG), encoding="utf-8")
+    return write_jsonl(tmp_path / "data.jsonl", DOCS), tmp_path / "cfg.json"

@@ -1,7 +1,10 @@
 """Aggregation over documents (pure): macro averages by the convention a user chooses."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from factjudge.aggregate import DocStats, aggregate
+from factjudge.aggregate import DocStats, aggregate, bootstrap_ci, paired_bootstrap
+from factjudge.metrics import prf
 
 ZERO = {"errors": 0, "out_of_scope_gold": 0, "out_of_scope_predicted": 0}
 
@@ -31,3 +34,53 @@ def test_micro_does_not_depend_on_zero_division():
     micros = {z: aggregate(DOCS, resamples=5, zero_division=z).micro for z in ("skip", "0", "1")}
     assert micros["skip"] == micros["0"] == micros["1"]
     assert micros["skip"].precision == 0.5 and micros["skip"].recall == pytest.approx(1 / 3)
+
+
+# --------------------------------------------------------------------------- pure functions
+
+keys = st.lists(st.tuples(*[st.integers(0, 20)] * 4), min_size=0, max_size=25)
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys, st.integers(0, 2**32))
+def test_bootstrap_interval_is_ordered_and_seeded(docs, seed):
+    a = bootstrap_ci(docs, resamples=60, seed=seed)
+    assert a == bootstrap_ci(docs, resamples=60, seed=seed)
+    for ci in a.values():
+        if ci is None:
+            continue
+        assert 0 <= ci[0] <= ci[1] <= 1
+    point = prf(*[sum(c) for c in zip(*docs, strict=False)]) if docs else prf(0, 0, 0, 0)
+    for k in ("precision", "recall", "f1"):
+        assert (a[k] is None) == (point[k] is None)  # undefined only when the data says so
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.tuples(*[st.integers(0, 9)] * 4), st.integers(1, 30), st.integers(0, 1000))
+def test_identical_documents_give_a_zero_width_interval_at_the_point(doc, n, seed):
+    ci = bootstrap_ci([doc] * n, resamples=30, seed=seed)
+    point = prf(*doc)
+    for k, value in point.items():
+        assert ci[k] == (None if value is None else [value, value])
+
+
+@settings(max_examples=40, deadline=None)
+@given(keys)
+def test_micro_is_the_sum_and_paired_diff_of_a_run_with_itself_is_zero(docs):
+    stats = [DocStats(f"d{i}", {"tp_predicted": a, "fp": b, "tp_gold": c, "fn": d, "errors": 0,
+                                "out_of_scope_gold": 0, "out_of_scope_predicted": 0},
+                      {"t": {"tp_predicted": a, "fp": b, "tp_gold": c, "fn": d, "errors": 0}},
+                      {"duplicate_gold": 1}, {"llm_calls": a, "seconds": 0.1})
+             for i, (a, b, c, d) in enumerate(docs)]
+    s = aggregate(stats, resamples=20).model_dump()
+    assert s["documents"] == len(docs)
+    assert s["micro"]["tp_predicted"] == sum(d[0] for d in docs)
+    assert s["micro"]["fn"] == sum(d[3] for d in docs)
+    assert s["usage"].get("llm_calls", 0) == sum(d[0] for d in docs)
+    assert s["conflicts"] == ({"duplicate_gold": len(docs)} if docs else {})
+    if docs:
+        assert s["by_fact_type"]["t"]["precision"] == s["micro"]["precision"]
+    pair = paired_bootstrap(docs, docs, resamples=20)
+    for k in ("precision", "recall", "f1"):
+        assert pair[k]["diff"] in (None, 0) and not pair[k]["excludes_zero"]
+

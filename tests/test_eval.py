@@ -1,7 +1,7 @@
-"""``factjudge eval`` / ``compare``: aggregates, intervals, resume, bad input, memory bounds.
+"""``factjudge eval`` end to end: aggregates, intervals, resume, reuse rules, the shared pool.
 
-The LLM is the scripted OpenAI-compatible server on 127.0.0.1 talking to the real openai client;
-the CLI runs as a real process.
+The LLM is the scripted OpenAI-compatible server on 127.0.0.1 talking to the project's real HTTP
+client; the CLI runs as a real process.
 """
 import asyncio
 import json
@@ -9,100 +9,31 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
+from evalkit import (  # noqa: F401  (dataset is a fixture)
+    CALLS,
+    CONFIG,
+    DOCS,
+    ROOT,
+    TRUTH,
+    fact,
+    llm_args,
+    outputs,
+    read_lines,
+    run_cli,
+    without_usage,
+    write_jsonl,
+)
 
-from factjudge import JudgeBase
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from factjudge import LLMJudge
-from factjudge.aggregate import DocStats, aggregate, bootstrap_ci, paired_bootstrap
-from factjudge.datasets import Document, JsonlDataset, SplitDataset, input_salt
-from factjudge.evaluate import ReportSettings, evaluate_async, judge_documents
-from factjudge.metrics import prf
+from factjudge import JudgeBase, LLMJudge
 from factjudge.cli.output import ProgressBar
+from factjudge.datasets import Document, JsonlDataset, SplitDataset, input_salt
 from factjudge.errors import InputError
+from factjudge.evaluate import ReportSettings, evaluate_async, judge_documents
 from factjudge.loading import parse_config
 from factjudge.models import Verdict
-
-ROOT = Path(__file__).resolve().parent.parent
-CONFIG = {"entity_types": ["revenue", "ceo"]}
-
-
-def fact(fid, fact_type="revenue", **kw):
-    return {"id": fid, "fact_type": fact_type, **kw}
-
-
-# Five documents whose outcome is easy to work out by hand (ids are unique across documents so
-# one truth table answers for all of them).
-DOCS = [
-    {"doc_id": "A",
-     "gold_facts": [fact("a-g1", value="1"), fact("a-g2", value="2"), fact("a-g3", "ceo", name="X")],
-     "predicted_facts": [fact("a-p1", value="1"), fact("a-p2", "ceo", name="X"),
-                         fact("a-p3", "ceo", name="Y")]},
-    {"doc_id": "B",
-     "gold_facts": [fact("b-g1", value="5"), fact("b-g2", "ceo", name="Z"),
-                    fact("b-g3", "auditor", name="KPMG")],
-     "predicted_facts": [fact("b-p1", value="5")]},
-    {"doc_id": "C", "gold_facts": [], "predicted_facts": [fact("c-p1", value="7")]},
-    {"doc_id": "D", "gold_facts": [fact("d-g1", value="8")], "predicted_facts": [fact("d-p1", value="9")]},
-    {"doc_id": "E", "gold_facts": [fact("e-g1", value="3")],
-     "predicted_facts": [fact("e-p1", value="3"), fact("e-p2", value="3.0")]},
-]
-TRUTH = {
-    ("gold", "a-g1"): "a-p1", ("predicted", "a-p1"): "a-g1",              # TP both ways
-    ("gold", "a-g3"): "a-p2", ("predicted", "a-p2"): "a-g3",              # a-g2 FN, a-p3 FP
-    ("gold", "b-g1"): "b-p1", ("predicted", "b-p1"): "b-g1",              # b-g2 FN, b-g3 out of scope
-    ("gold", "d-g1"): "d-p1",                                             # rejected by d-p1: FN + FP
-    ("predicted", "e-p1"): "e-g1", ("predicted", "e-p2"): "e-g1",         # e-g1 promoted, e-p2 duplicate
-}
-CALLS = 6 + 3 + 0 + 2 + 3  # C has no gold: its predicted fact is FP without a call
-
-
-def write_jsonl(path, records):
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def dataset(tmp_path):
-    (tmp_path / "cfg.json").write_text(json.dumps(CONFIG), encoding="utf-8")
-    return write_jsonl(tmp_path / "data.jsonl", DOCS), tmp_path / "cfg.json"
-
-
-def run_cli(*args, cache_dir=None, **kw):
-    """The CLI as a real process; the response cache never goes to the user's cache dir."""
-    env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cache_dir or tempfile.mkdtemp())}
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=180, **kw)
-
-
-def llm_args(server, cache_dir):
-    return ["--model", "m", "--base-url", server.base_url, "--cache-dir", cache_dir]
-
-
-def read_lines(path):
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def without_usage(obj):
-    """What two runs of the same inputs share: all but what they cost and when they ran."""
-    if isinstance(obj, dict):
-        return {k: without_usage(v) for k, v in obj.items() if k != "usage" and k != "created"}
-    if isinstance(obj, list):
-        return [without_usage(v) for v in obj]
-    return obj
-
-
-def outputs(out):
-    return {name: (out / name).read_bytes()
-            for name in ("results.jsonl", "summary.json", "report.md", "report.html")}
-
 
 # --------------------------------------------------------------------------- end to end
 
@@ -379,150 +310,6 @@ def test_bundled_example_runs_offline_with_the_rules_judge(tmp_path):
     assert "https://" not in html
 
 
-# --------------------------------------------------------------------------- bad input
-
-
-def test_bad_lines_stop_the_run_before_any_call(server, tmp_path):
-    lines = [json.dumps(DOCS[0]), "{not json", json.dumps({"doc_id": "X", "gold_facts": [{"id": "1"}],
-                                                              "predicted_facts": []}),
-             "", json.dumps(DOCS[1]), json.dumps({**DOCS[2], "doc_id": "A"}),
-             json.dumps({"doc_id": "Y", "gold_facts": {}, "predicted_facts": []}), "[1]"]
-    data = tmp_path / "data.jsonl"
-    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    out = tmp_path / "out"
-    proc = run_cli("eval", data, "--model", "m", "--base-url", server.base_url, "--no-cache", "-o", out)
-    assert proc.returncode == 2 and server.requests == [] and not out.exists()
-    assert "Traceback" not in proc.stderr
-    err = proc.stderr.strip().splitlines()
-    assert err == [
-        f"factjudge: error: {data}: line 2 column 2: invalid JSON: Expecting property name enclosed in double quotes",
-        f"factjudge: error: {data}: line 3: gold_facts: record 1 (id '1'): missing or empty 'fact_type' "
-        "(a non-empty string)",
-        f"factjudge: error: {data}: line 6: duplicate doc_id 'A', first seen at line 1",
-        f"factjudge: error: {data}: line 7 (doc_id 'Y'): 'gold_facts' must be a list of facts",
-        f"factjudge: error: {data}: line 8: expected a JSON object, got array",
-        "factjudge: error: 5 bad line(s); nothing was judged (--skip-invalid scores the rest)",
-    ]
-
-    server.truth = TRUTH
-    proc = run_cli("eval", data, "--model", "m", "--base-url", server.base_url, "--no-cache",
-                   "-o", out, "--skip-invalid")
-    assert proc.returncode == 0, proc.stderr
-    s = json.loads((out / "summary.json").read_text())
-    assert s["documents"] == 2
-    assert [(x["file"], x["line"]) for x in s["skipped"]] == [(str(data), n) for n in (2, 3, 6, 7, 8)]
-    assert "duplicate doc_id" in s["skipped"][2]["error"]
-    assert "5 bad line(s) skipped" in proc.stderr
-    assert "Skipped input lines" in (out / "report.md").read_text()
-
-
-def test_bad_lines_of_the_gold_predicted_form_name_file_and_line(tmp_path):
-    g = tmp_path / "g.jsonl"
-    g.write_text("\n".join([
-        json.dumps({"doc_id": "a", "id": "1", "fact_type": "t"}),
-        json.dumps({"id": "2", "fact_type": "t"}),
-        json.dumps({"doc_id": "b", "id": "1", "fact_type": "t"}),
-        json.dumps({"doc_id": "a", "id": 1, "fact_type": "t"}),
-        json.dumps({"doc_id": "a", "id": "3", "fact_type": "t", "status": "TP"}),
-    ]) + "\n")
-    p = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "a", "id": "x"}])
-    proc = run_cli("eval", "--gold", g, "--predicted", p, "-o", tmp_path / "out")
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
-        f"factjudge: error: {g}: line 2: missing or empty 'doc_id' (a non-empty string or an integer)",
-        f"factjudge: error: {g}: line 4 (id '1'): duplicate id in document 'a', first seen at line 1",
-        f"factjudge: error: {g}: line 5 (id '3'): field 'status' is reserved for factjudge's output",
-        f"factjudge: error: {p}: line 1 (id 'x'): missing or empty 'fact_type' (a non-empty string)",
-        "factjudge: error: 4 bad line(s); nothing was judged (--skip-invalid scores the rest)",
-    ]
-    proc = run_cli("eval", "--gold", g, "--predicted", p, "-o", tmp_path / "out",
-                   "--skip-invalid")
-    assert proc.returncode == 0, proc.stderr
-    lines = read_lines(tmp_path / "out" / "results.jsonl")
-    assert [(x["doc_id"], [f["id"] for f in x["gold_facts"]], x["predicted_facts"]) for x in lines] == [
-        ("a", ["1"], []), ("b", ["1"], [])]
-
-
-@pytest.mark.parametrize("args, message", [
-    ([], "give either DATASET.jsonl or both --gold and --predicted"),
-    (["data.jsonl", "--gold", "g.jsonl", "--predicted", "p.jsonl"], "give either DATASET.jsonl"),
-    (["--gold", "g.jsonl"], "--gold and --predicted go together"),
-    (["missing.jsonl"], "missing.jsonl: cannot read file"),
-    (["empty.jsonl"], "empty.jsonl: no documents to judge"),
-    (["data.jsonl", "-c", "bad.yaml"], "bad.yaml: unknown config key 'entity_typs'"),
-    (["data.jsonl", "--judge", "llm"], "--model"),
-    (["data.jsonl", "--model", "gpt-4o-mini"], "OPENAI_API_KEY"),
-])
-def test_usage_errors_exit_2_with_one_line(tmp_path, args, message):
-    write_jsonl(tmp_path / "data.jsonl", DOCS[:1])
-    (tmp_path / "empty.jsonl").write_text("\n")
-    (tmp_path / "bad.yaml").write_text("entity_typs: [a]\n")
-    proc = run_cli("eval", *args, "-o", tmp_path / "out", cwd=tmp_path)
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
-    assert not (tmp_path / "out").exists()
-
-
-def test_output_folder_that_cannot_be_written_exits_2(tmp_path):
-    data = write_jsonl(tmp_path / "data.jsonl", DOCS[:1])
-    (tmp_path / "file").write_text("")
-    for out, message in ((tmp_path / "file", "file: not a folder"),
-                         (tmp_path / "file" / "sub", "file/sub: cannot read or write: Not a directory")):
-        proc = run_cli("eval", data, "-o", out)
-        assert proc.returncode == 2 and "Traceback" not in proc.stderr
-        assert proc.stderr.strip().splitlines() == [f"factjudge: error: {tmp_path}/{message}"]
-
-
-def test_a_foreign_results_file_is_never_overwritten(tmp_path):
-    data = write_jsonl(tmp_path / "data.jsonl", DOCS[:1])
-    out = tmp_path / "theirs"
-    out.mkdir()
-    (out / "results.jsonl").write_text("my precious data\n")
-    (out / "summary.json").write_text("{}")
-    proc = run_cli("eval", data, "-o", out)
-    assert proc.returncode == 2
-    assert "results.jsonl: line 1 is not a factjudge result line" in proc.stderr
-    assert (out / "results.jsonl").read_text() == "my precious data\n"
-    assert (out / "summary.json").read_text() == "{}"
-
-
-# --------------------------------------------------------------------------- compare
-
-
-def test_compare_two_extractors_with_a_paired_interval(tmp_path):
-    gold = [[fact(f"g{j}", value=str(100 * i + j)) for j in range(4)] for i in range(30)]
-    good = [[dict(f, id=f"p{j}") for j, f in enumerate(g)] for g in gold]
-    # the weaker extractor gets the last two values of every document wrong
-    weak = [[dict(f, id=f"p{j}", value=str(9000 + j)) if j >= 2 else dict(f, id=f"p{j}")
-             for j, f in enumerate(g)] for g in gold]
-    for name, pred in (("weak", weak), ("good", good)):
-        write_jsonl(tmp_path / f"{name}.jsonl", [
-            {"doc_id": f"d{i}", "gold_facts": gold[i], "predicted_facts": pred[i]} for i in range(30)])
-        proc = run_cli("eval", tmp_path / f"{name}.jsonl", "-o", tmp_path / name)
-        assert proc.returncode == 0, proc.stderr
-    proc = run_cli("compare", tmp_path / "weak", tmp_path / "good")
-    assert proc.returncode == 0, proc.stderr
-    rows = {line.split()[0]: line for line in proc.stdout.splitlines()}
-    assert rows["f1"].split()[1:4] == ["0.500", "1.000", "+0.500"]
-    assert rows["f1"].endswith("yes: B is higher") and rows["recall"].endswith("yes: B is higher")
-    assert "paired bootstrap over 30 documents, 1000 resamples, seed 0" in proc.stdout
-
-    same = run_cli("compare", tmp_path / "good", tmp_path / "good")
-    f1 = next(line for line in same.stdout.splitlines() if line.startswith("f1"))
-    assert "+0.000" in f1 and "[+0.000, +0.000]" in f1 and f1.endswith(" no")
-
-    assert "warning" not in proc.stderr  # same config, same judge
-    (tmp_path / "narrow.yaml").write_text("entity_types: [revenue]\n", encoding="utf-8")
-    proc = run_cli("eval", tmp_path / "good.jsonl", "-c", tmp_path / "narrow.yaml", "-o", tmp_path / "narrow")
-    assert proc.returncode == 0, proc.stderr
-    proc = run_cli("compare", tmp_path / "good", tmp_path / "narrow")
-    assert "different judge configs (differing: entity_types)" in proc.stderr
-
-    proc = run_cli("compare", tmp_path / "weak", tmp_path / "nowhere")
-    assert proc.returncode == 2 and "not a finished eval output folder" in proc.stderr
-
-
 # --------------------------------------------------------------------------- pool and memory
 
 
@@ -575,54 +362,6 @@ def test_progress_counts_documents_calls_and_cache_hits():
     assert p.bar.tasks[0].total == 10 and p.bar.tasks[0].completed == 2
 
 
-# --------------------------------------------------------------------------- pure functions
-
-keys = st.lists(st.tuples(*[st.integers(0, 20)] * 4), min_size=0, max_size=25)
-
-
-@settings(max_examples=60, deadline=None)
-@given(keys, st.integers(0, 2**32))
-def test_bootstrap_interval_is_ordered_and_seeded(docs, seed):
-    a = bootstrap_ci(docs, resamples=60, seed=seed)
-    assert a == bootstrap_ci(docs, resamples=60, seed=seed)
-    for k, ci in a.items():
-        if ci is None:
-            continue
-        assert 0 <= ci[0] <= ci[1] <= 1
-    point = prf(*[sum(c) for c in zip(*docs)]) if docs else prf(0, 0, 0, 0)
-    for k in ("precision", "recall", "f1"):
-        assert (a[k] is None) == (point[k] is None)  # undefined only when the data says so
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.tuples(*[st.integers(0, 9)] * 4), st.integers(1, 30), st.integers(0, 1000))
-def test_identical_documents_give_a_zero_width_interval_at_the_point(doc, n, seed):
-    ci = bootstrap_ci([doc] * n, resamples=30, seed=seed)
-    point = prf(*doc)
-    for k, value in point.items():
-        assert ci[k] == (None if value is None else [value, value])
-
-
-@settings(max_examples=40, deadline=None)
-@given(keys)
-def test_micro_is_the_sum_and_paired_diff_of_a_run_with_itself_is_zero(docs):
-    stats = [DocStats(f"d{i}", {"tp_predicted": a, "fp": b, "tp_gold": c, "fn": d, "errors": 0,
-                                "out_of_scope_gold": 0, "out_of_scope_predicted": 0},
-                      {"t": {"tp_predicted": a, "fp": b, "tp_gold": c, "fn": d, "errors": 0}},
-                      {"duplicate_gold": 1}, {"llm_calls": a, "seconds": 0.1})
-             for i, (a, b, c, d) in enumerate(docs)]
-    s = aggregate(stats, resamples=20).model_dump()
-    assert s["documents"] == len(docs)
-    assert s["micro"]["tp_predicted"] == sum(d[0] for d in docs)
-    assert s["micro"]["fn"] == sum(d[3] for d in docs)
-    assert s["usage"].get("llm_calls", 0) == sum(d[0] for d in docs)
-    assert s["conflicts"] == ({"duplicate_gold": len(docs)} if docs else {})
-    if docs:
-        assert s["by_fact_type"]["t"]["precision"] == s["micro"]["precision"]
-    pair = paired_bootstrap(docs, docs, resamples=20)
-    for k in ("precision", "recall", "f1"):
-        assert pair[k]["diff"] in (None, 0) and not pair[k]["excludes_zero"]
-
 
 def test_evaluate_dataset_in_one_call(tmp_path):
     from factjudge import evaluate_dataset
@@ -637,3 +376,4 @@ def test_evaluate_dataset_in_one_call(tmp_path):
     with pytest.raises(InputError, match=r"line 6 \(doc_id 'Z'\): 'gold_facts' must be a list"):
         evaluate_dataset(bad, CONFIG)
     assert evaluate_dataset(bad, CONFIG, skip_invalid=True).summary.skipped[0]["line"] == 6
+

@@ -1,0 +1,53 @@
+"""``factjudge compare``: two extractors on the same gold, with a paired interval."""
+
+from evalkit import (  # noqa: F401
+    CALLS,
+    CONFIG,
+    DOCS,
+    ROOT,
+    TRUTH,
+    fact,
+    llm_args,
+    outputs,
+    read_lines,
+    run_cli,
+    without_usage,
+    write_jsonl,
+)
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_compare_two_extractors_with_a_paired_interval(tmp_path):
+    gold = [[fact(f"g{j}", value=str(100 * i + j)) for j in range(4)] for i in range(30)]
+    good = [[dict(f, id=f"p{j}") for j, f in enumerate(g)] for g in gold]
+    # the weaker extractor gets the last two values of every document wrong
+    weak = [[dict(f, id=f"p{j}", value=str(9000 + j)) if j >= 2 else dict(f, id=f"p{j}")
+             for j, f in enumerate(g)] for g in gold]
+    for name, pred in (("weak", weak), ("good", good)):
+        write_jsonl(tmp_path / f"{name}.jsonl", [
+            {"doc_id": f"d{i}", "gold_facts": gold[i], "predicted_facts": pred[i]} for i in range(30)])
+        proc = run_cli("eval", tmp_path / f"{name}.jsonl", "-o", tmp_path / name)
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("compare", tmp_path / "weak", tmp_path / "good")
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines()}
+    assert rows["f1"].split()[1:4] == ["0.500", "1.000", "+0.500"]
+    assert rows["f1"].endswith("yes: B is higher") and rows["recall"].endswith("yes: B is higher")
+    assert "paired bootstrap over 30 documents, 1000 resamples, seed 0" in proc.stdout
+
+    same = run_cli("compare", tmp_path / "good", tmp_path / "good")
+    f1 = next(line for line in same.stdout.splitlines() if line.startswith("f1"))
+    assert "+0.000" in f1 and "[+0.000, +0.000]" in f1 and f1.endswith(" no")
+
+    assert "warning" not in proc.stderr  # same config, same judge
+    (tmp_path / "narrow.yaml").write_text("entity_types: [revenue]\n", encoding="utf-8")
+    proc = run_cli("eval", tmp_path / "good.jsonl", "-c", tmp_path / "narrow.yaml", "-o", tmp_path / "narrow")
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("compare", tmp_path / "good", tmp_path / "narrow")
+    assert "different judge configs (differing: entity_types)" in proc.stderr
+
+    proc = run_cli("compare", tmp_path / "weak", tmp_path / "nowhere")
+    assert proc.returncode == 2 and "not a finished eval output folder" in proc.stderr
+
+
