@@ -37,7 +37,7 @@ class ServerProcess:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.base_url = self.proc.stdout.readline().strip()
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,12 +5,12 @@ Run: python benchmarks/hybrid_example.py
 from __future__ import annotations
 
 from _common import ROOT, report
-
 from example_truth import TRUTH
+from scripted_server import ScriptedServer
+
 from factjudge import LLMJudge, load_config, load_facts, run_judge
 from factjudge.judges import HybridJudge
 from factjudge.rules import RulesJudge
-from scripted_server import ScriptedServer
 
 
 def verdicts(result):

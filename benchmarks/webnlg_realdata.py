@@ -24,9 +24,10 @@ import time
 import unicodedata
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
@@ -76,7 +77,7 @@ def split_triple(text: str) -> tuple[Triple, bool]:
 
 
 def facts(triples: list[Triple]) -> list[dict[str, Any]]:
-    return [{"id": f"t{k}", "fact_type": "triple", **dict(zip(FIELDS, t))}
+    return [{"id": f"t{k}", "fact_type": "triple", **dict(zip(FIELDS, t, strict=False))}
             for k, t in enumerate(triples, 1)]
 
 
@@ -196,7 +197,7 @@ async def score_system(name: str, gold: list[tuple[str, list[Triple]]],
                        preds: list[list[Triple]],
                        official: dict[str, tuple[float, float, float]]) -> SystemRun:
     started = time.perf_counter()
-    tp = sum(exact_counts(g, p) for (_, g), p in zip(gold, preds))
+    tp = sum(exact_counts(g, p) for (_, g), p in zip(gold, preds, strict=False))
     n_gold, n_pred = sum(len(g) for _, g in gold), sum(len(p) for p in preds)
     exact_s = time.perf_counter() - started
     judge, limiter = RulesJudge(), asyncio.Semaphore(8)
@@ -204,17 +205,17 @@ async def score_system(name: str, gold: list[tuple[str, list[Triple]]],
     links: list[tuple[Triple, Triple]] = []
     missed: list[tuple[Triple, Triple]] = []
     started = time.perf_counter()
-    for (eid, g), p in zip(gold, preds):  # sequential: the judge is CPU-bound
+    for (eid, g), p in zip(gold, preds, strict=False):  # sequential: the judge is CPU-bound
         res = await run_judge_async(facts(g), facts(p), CONFIG, judge, limiter=limiter, doc_id=eid)
         m = res.metrics
         counts.update(tp_gold=m.tp_gold, fn=m.fn, tp_pred=m.tp_predicted, fp=m.fp, err=m.errors)
-        by_id = dict(zip((f["id"] for f in res.predicted_facts), p))
-        doc_links = [(t, by_id[i]) for f, t in zip(res.gold_facts, g) for i in f["matched_ids"]]
+        by_id = dict(zip((f["id"] for f in res.predicted_facts), p, strict=False))
+        doc_links = [(t, by_id[i]) for f, t in zip(res.gold_facts, g, strict=False) for i in f["matched_ids"]]
         links += doc_links
         counts["exact_unlinked"] += exact_counts(g, p) - sum(a == b for a, b in doc_links)
-        fps = {tuple(map(_loose, t)): t for f, t in zip(res.predicted_facts, p)
+        fps = {tuple(map(_loose, t)): t for f, t in zip(res.predicted_facts, p, strict=False)
                if f["status"] == "FP"}
-        missed += [(t, fps[k]) for f, t in zip(res.gold_facts, g)
+        missed += [(t, fps[k]) for f, t in zip(res.gold_facts, g, strict=False)
                    if f["status"] == "FN" and (k := tuple(map(_loose, t))) in fps]
     rules_s = time.perf_counter() - started
     assert counts["err"] == 0, "the rules judge never errs"
@@ -238,7 +239,7 @@ def distinct(pairs: list[tuple[Triple, Triple]], n: int) -> list[tuple[Triple, T
     """The first n pairs with distinct differences (WebNLG repeats triple sets across texts)."""
     seen: dict[Any, tuple[Triple, Triple]] = {}
     for g, p in pairs:
-        seen.setdefault(tuple((a, b) for a, b in zip(g, p) if a != b), (g, p))
+        seen.setdefault(tuple((a, b) for a, b in zip(g, p, strict=False) if a != b), (g, p))
     return list(seen.values())[:n]
 
 
@@ -247,7 +248,7 @@ def report_differences(run: SystemRun, examples: int = 3) -> None:
     fields: dict[str, Counter[str]] = defaultdict(Counter)
     odd: dict[str, list[tuple[Triple, Triple]]] = defaultdict(list)
     for g, p in run.links:
-        kinds = {n: k for n, a, b in zip(FIELDS, g, p) if (k := field_kind(a, b))}
+        kinds = {n: k for n, a, b in zip(FIELDS, g, p, strict=False) if (k := field_kind(a, b))}
         if not kinds:
             continue
         kind = max(kinds.values(), key=KINDS.index)  # the most lenient field's
@@ -269,12 +270,12 @@ def report_differences(run: SystemRun, examples: int = 3) -> None:
     for why, items in sorted(odd.items(), key=lambda kv: -len(kv[1])):
         print(f"    {len(items):4d}  {why}")
         for g, p in distinct(items, 2 * examples):
-            sims = ", ".join(f"{n} {similarity(a, b):.0f}" for n, a, b in zip(FIELDS, g, p)
+            sims = ", ".join(f"{n} {similarity(a, b):.0f}" for n, a, b in zip(FIELDS, g, p, strict=False)
                              if a != b)
             show(g, p, "           ")
             print(f"           (similarity: {sims})")
     form = lambda s: _NOT_TEXT.get(type(normalize_value(s)), "text")  # noqa: E731
-    why_missed = Counter("; ".join(f"{n}: {form(a)} vs {form(b)}" for n, a, b in zip(FIELDS, g, p)
+    why_missed = Counter("; ".join(f"{n}: {form(a)} vs {form(b)}" for n, a, b in zip(FIELDS, g, p, strict=False)
                                    if a != b) for g, p in run.missed)
     print(" ".join([f"  missed (FN/FP pairs equal up to case/underscores/quotes): {len(run.missed)}",
                     *(f"[{k}: {c}]" for k, c in why_missed.most_common())]))
@@ -306,7 +307,7 @@ def main() -> int:
     gold_parsed.entries = gold_parsed.entries[: args.limit]
     gold_triples, bad = to_triples([t for _, t in gold_parsed.entries])
     eids = [eid or f"#{i}" for i, (eid, _) in enumerate(gold_parsed.entries)]
-    gold = list(zip(eids, gold_triples))
+    gold = list(zip(eids, gold_triples, strict=False))
     print(f"  gold: {len(gold)} entries, {sum(len(t) for _, t in gold)} triples "
           f"[{gold_parsed.method}]; {bad} not 'S | P | O'")
     runs = []

@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
+from scripted_server import Reply, ScriptedServer, answer, describe
 
 from factjudge.agree import agree, cohen_kappa
 from factjudge.errors import InputError
-from scripted_server import Reply, ScriptedServer, answer, describe
 
 
 def run_cli(*args):
@@ -155,7 +155,8 @@ def test_cli_agree_caps_the_listed_facts_but_counts_them_all(runs):
     out_a, out_b = runs
     proc = run_cli("agree", out_a, out_b, "--max-rows", "2")
     assert proc.returncode == 0
-    assert "differing facts: 8 (status or matched ids; 1 of them ERROR or OUT_OF_SCOPE in a run); the first 2 shown" in proc.stdout
+    assert ("differing facts: 8 (status or matched ids; 1 of them ERROR or OUT_OF_SCOPE in a run); "
+            "the first 2 shown") in proc.stdout
     assert len(re.findall(r"^d\d (gold|predicted) \S+ \(\w+\): A ", proc.stdout, re.M)) == 2
 
 

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from scripted_server import Reply
 
 GOLD = [{"id": "g1", "fact_type": "revenue", "value": "10"}, {"id": 2, "fact_type": "misc", "x": 1}]

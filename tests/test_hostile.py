@@ -13,8 +13,7 @@ import pytest
 
 from factjudge import InputError, load_config, load_facts, run_judge
 from factjudge.cache import ResponseCache
-from factjudge.loading import (check_json_value, check_writable, coerce_facts, parse_config,
-                               same_file, write_atomic)
+from factjudge.loading import check_json_value, check_writable, coerce_facts, parse_config, same_file, write_atomic
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:
@@ -51,7 +50,7 @@ HOSTILE_VALUES = [
 def test_unprocessable_values_are_rejected_at_load_naming_file_and_record(
         tmp_path, value, problem, form):
     ok = '{"id": "a", "fact_type": "t", "value": 1}'
-    bad = '{"id": "b", "fact_type": "t", "value": %s}' % value
+    bad = f'{{"id": "b", "fact_type": "t", "value": {value}}}'
     if form == "jsonl":
         path = tmp_path / "f.jsonl"
         path.write_text(f"{ok}\n{bad}\n", encoding="utf-8")
@@ -59,7 +58,7 @@ def test_unprocessable_values_are_rejected_at_load_naming_file_and_record(
     else:
         path = tmp_path / "f.json"
         body = f"[{ok}, {bad}]"
-        path.write_text(body if form == "json" else '{"facts": %s}' % body, encoding="utf-8")
+        path.write_text(body if form == "json" else f'{{"facts": {body}}}', encoding="utf-8")
         # json.loads cannot even parse 100,000 levels: then the position is named instead
         record = "line 1 column" if len(value) > 100_000 else "record 2"
     with pytest.raises(InputError) as exc:
@@ -163,7 +162,7 @@ def test_check_json_value_is_the_shared_entry_point():
                          ids=lambda v: v[:20] if isinstance(v, str) else None)
 def test_json_configs_are_checked_too(tmp_path, value, problem):
     path = tmp_path / "c.json"
-    path.write_text('{"matching_rules": [{"rule": %s}]}' % value, encoding="utf-8")
+    path.write_text(f'{{"matching_rules": [{{"rule": {value}}}]}}', encoding="utf-8")
     with pytest.raises(InputError) as exc:
         load_config(path)
     msg = one_line(exc)
@@ -173,8 +172,8 @@ def test_json_configs_are_checked_too(tmp_path, value, problem):
 def test_a_long_integer_before_deep_nesting_still_gives_one_line(tmp_path):
     # int() fails first, then the second reading (integers marked) meets the nesting
     path = tmp_path / "f.jsonl"
-    path.write_text('{"id": "a", "fact_type": "t", "n": %s, "v": %s}\n'
-                    % ("1" * 5000, nested(100_000)), encoding="utf-8")
+    path.write_text(f'{{"id": "a", "fact_type": "t", "n": {"1" * 5000}, "v": {nested(100_000)}}}\n',
+                    encoding="utf-8")
     with pytest.raises(InputError) as exc:
         load_facts(path)
     assert one_line(exc).startswith(f"{path}: line 1 column ")
@@ -203,7 +202,7 @@ def test_python_api_config_values_are_checked():
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
-    for p, n in zip("abcdefgh", "bcdefghi"))
+    for p, n in zip("abcdefgh", "bcdefghi", strict=False))
 
 
 def test_yaml_alias_bomb_is_refused_at_once(tmp_path):

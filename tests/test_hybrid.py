@@ -3,6 +3,7 @@ from pathlib import Path
 
 from example_truth import TRUTH
 from scripted_server import describe
+
 from factjudge import LLMJudge, load_config, load_facts, run_judge
 from factjudge.judges import HybridJudge
 from factjudge.rules import RulesJudge

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from scripted_server import Reply, ScriptedServer, answer, describe
 
 from factjudge import LLMJudge, RulesJudge, run_judge
 from factjudge.errors import InputError, JudgeSetupError
@@ -15,7 +16,6 @@ from factjudge.judges.jury import default_labels, split_model_spec
 from factjudge.models import CallUsage, JudgeConfig, Verdict
 from factjudge.pipeline import task_factory
 from factjudge.prompts import negative_status
-from scripted_server import Reply, ScriptedServer, answer, describe
 
 G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "revenue", "value": 20},
      {"id": "g3", "fact_type": "ceo", "name": "Ann"}]

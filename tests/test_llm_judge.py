@@ -3,12 +3,11 @@ import json
 import time
 
 import pytest
+from scripted_server import Reply, ScriptedServer, answer, describe, http_error
 
 from factjudge import LLMJudge, run_judge
 from factjudge.judges import JudgeSetupError
 from factjudge.models import JudgeConfig
-from factjudge.prompts import JudgeTask
-from scripted_server import Reply, ScriptedServer, answer, describe, http_error
 
 GOLD = [
     {"id": "g1", "fact_type": "revenue", "value": "12.5", "unit": "USD million"},
@@ -239,8 +238,9 @@ def test_run_judge_inside_a_running_loop(server):
 
 
 def test_retry_after_header_forms():
-    from email.utils import format_datetime
     from datetime import datetime, timedelta, timezone
+    from email.utils import format_datetime
+
     from factjudge.judges.backends import retry_after_seconds as _retry_after_seconds
     assert _retry_after_seconds({"retry-after": "2"}) == 2.0
     assert _retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25

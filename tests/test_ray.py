@@ -123,7 +123,10 @@ def same_fields(body):
     direction, subject, _ = describe(body)
     fact = json.loads(body["messages"][2]["content"].partition("\n")[2])
     candidates = [json.loads(line) for line in body["messages"][1]["content"].split("\n")[1:] if line]
-    strip = lambda f: {k: v for k, v in f.items() if k != "id"}
+
+    def strip(f):
+        return {k: v for k, v in f.items() if k != "id"}
+
     match = next((c["id"] for c in candidates if strip(c) == strip(fact)), None)
     return answer(direction, subject, match)
 
@@ -330,7 +333,10 @@ def test_a_worker_whose_judge_differs_from_the_drivers_stops_the_run(ray_address
     from factjudge.ray_eval import evaluate_ray
 
     ds = ray.data.from_items(example_rows())
-    elsewhere = lambda cfg: pid_judge(lambda: {"name": "pid", "pid": os.getpid()})
+
+    def elsewhere(cfg):
+        return pid_judge(lambda: {"name": "pid", "pid": os.getpid()})
+
     with pytest.raises(JudgeSetupError, match="not the driver's"):
         evaluate_ray(ds, {}, elsewhere, tmp_path / "out")
     assert not (tmp_path / "out" / "summary.json").exists()

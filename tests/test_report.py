@@ -7,10 +7,21 @@ from pathlib import Path
 import pytest
 
 from factjudge import run_judge
-from factjudge.report import (changed_facts, closest_facts, collect_rows, embed_documents,
-                              fact_type_keys, json_for_script, md_escape, render_compare_html,
-                              render_compare_markdown, render_html, render_markdown, select_rows,
-                              worst_order_key)
+from factjudge.report import (
+    changed_facts,
+    closest_facts,
+    collect_rows,
+    embed_documents,
+    fact_type_keys,
+    json_for_script,
+    md_escape,
+    render_compare_html,
+    render_compare_markdown,
+    render_html,
+    render_markdown,
+    select_rows,
+    worst_order_key,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE_MODEL = 'm <img src=x onerror="alert(1)">'
@@ -269,7 +280,7 @@ def test_embedded_documents_are_inert_json_within_the_caps():
     sizes = [len(json_for_script(p).encode()) + 1 for p in embed_documents(lines[1:], 10, 10**9)[0]]
     kept, left_out = embed_documents(lines[1:], 10, sizes[0] + sizes[2])
     assert [d["doc_id"] for d in kept] == [lines[1]["doc_id"]] + [
-        x["doc_id"] for x, s in zip(lines[2:], sizes[1:]) if s <= sizes[2]][:1]
+        x["doc_id"] for x, s in zip(lines[2:], sizes[1:], strict=False) if s <= sizes[2]][:1]
     assert left_out == len(lines) - 1 - len(kept)
     assert "No document is embedded" in render_html(summary_of(lines), worst, [], 0)
 
@@ -327,7 +338,7 @@ def test_changed_facts_by_side_and_id():
 def make_cmp(lines_a, lines_b, a="runs/a <x>", b="runs/[b](javascript:x)"):
     metric = lambda a_, b_, lo, hi: {"a": a_, "b": b_, "diff": b_ - a_, "ci95": [lo, hi],  # noqa: E731
                                      "excludes_zero": lo > 0 or hi < 0}
-    changed = [c for la, lb in zip(lines_a, lines_b) for c in changed_facts(la, lb)]
+    changed = [c for la, lb in zip(lines_a, lines_b, strict=False) for c in changed_facts(la, lb)]
     return {"a": a, "b": b, "documents": len(lines_a), "only_a": 1, "only_b": 0,
             "bootstrap": {"resamples": 100, "seed": 3},
             "warnings": ["the gold facts differ in 1 of the 2 shared documents <b>"],

@@ -11,8 +11,19 @@ from hypothesis import strategies as st
 from factjudge import JudgeConfig, run_judge
 from factjudge.loading import parse_config
 from factjudge.normalize import (
-    MISSING, Other, Period, Quantity, Text, Unit, normalize_fact, normalize_text,
-    normalize_value, parse_number, parse_period, parse_unit, text_similarity,
+    MISSING,
+    Other,
+    Period,
+    Quantity,
+    Text,
+    Unit,
+    normalize_fact,
+    normalize_text,
+    normalize_value,
+    parse_number,
+    parse_period,
+    parse_unit,
+    text_similarity,
 )
 from factjudge.prompts import JudgeTask
 from factjudge.rules import RulesJudge, compare_facts, compared_fields, prepare

@@ -10,9 +10,18 @@ import pytest
 
 from factjudge import load_config, load_facts, run_judge
 from factjudge.loading import InputError, validate_facts
-from factjudge.tables import (DATASET_REQUIRED, FACT_COLUMNS, FactsCsvWriter,
-                              OptionalDependencyError, is_table, iter_result_lines,
-                              iter_table_rows, read_table_records, result_rows, write_facts_csv)
+from factjudge.tables import (
+    DATASET_REQUIRED,
+    FACT_COLUMNS,
+    FactsCsvWriter,
+    OptionalDependencyError,
+    is_table,
+    iter_result_lines,
+    iter_table_rows,
+    read_table_records,
+    result_rows,
+    write_facts_csv,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -343,7 +352,7 @@ def test_write_facts_csv_reads_back(eval_dir, tmp_path):
     assert n == len(rows) == len(expected) > 0
     assert header[:len(FACT_COLUMNS)] == list(FACT_COLUMNS)
     assert set(header) == {k for row in expected for k in row}
-    for got, want in zip(rows, expected):
+    for got, want in zip(rows, expected, strict=False):
         assert got["doc_id"] == want["doc_id"] and got["side"] == want["side"]
         assert got["id"] == want["id"] and got["status"] == want["status"]
         assert got["in_scope"] == ("true" if want["in_scope"] else "false")

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .metrics import f1_score, prf
+from .metrics import f1_score, prf, with_ratios
 from .models import Counts
 
 #: How a document's undefined precision or recall counts in the macro average, as scikit-learn's
@@ -102,7 +102,9 @@ def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[i
     document), with a percentile interval from resampling documents, the pairs kept together."""
     if len(a) != len(b):
         raise ValueError("paired samples must have the same length")
-    sums = lambda keys: [sum(c) for c in zip(*keys, strict=False)] if keys else [0, 0, 0, 0]  # noqa: E731
+    def sums(keys: Sequence[tuple[int, int, int, int]]) -> list[int]:
+        return [sum(c) for c in zip(*keys, strict=False)] if keys else [0, 0, 0, 0]
+
     pa, pb = prf(*sums(a)), prf(*sums(b))
     diffs: dict[str, list[float]] = {k: [] for k in RATIOS}
     n = len(a)
@@ -114,12 +116,14 @@ def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[i
             ra = prf(*(sum(map(col.__getitem__, idx)) for col in ca))
             rb = prf(*(sum(map(col.__getitem__, idx)) for col in cb))
             for k in RATIOS:
-                if ra[k] is not None and rb[k] is not None:
-                    diffs[k].append(rb[k] - ra[k])  # type: ignore[operator]
+                va, vb = ra[k], rb[k]
+                if va is not None and vb is not None:
+                    diffs[k].append(vb - va)
     out: dict[str, Any] = {}
     for k in RATIOS:
         ci = _interval(diffs[k], level)
-        diff = None if pa[k] is None or pb[k] is None else pb[k] - pa[k]  # type: ignore[operator]
+        fa, fb = pa[k], pb[k]
+        diff = None if fa is None or fb is None else fb - fa
         out[k] = {"a": pa[k], "b": pb[k], "diff": diff, "ci95": ci,
                   "excludes_zero": ci is not None and (ci[0] > 0 or ci[1] < 0)}
     return out
@@ -167,14 +171,14 @@ class Aggregator:
     def __init__(self, worst: int = 10, zero_division: ZeroDivision = "skip") -> None:
         self.zero_division = zero_division
         self.documents = 0
-        self.micro: dict[str, Any] = {k: 0 for k in COUNT_KEYS}
-        self.by_type: dict[str, dict[str, Any]] = {}
+        self.micro: dict[str, int] = {k: 0 for k in COUNT_KEYS}
+        self.by_type: dict[str, dict[str, int]] = {}
         self.conflicts: dict[str, int] = {}
         self.usage: dict[str, float] = {}
         self.macro_sum = {k: 0.0 for k in RATIOS}
         self.macro_defined = {k: 0 for k in RATIOS}
         self.macro_counted = {k: 0 for k in RATIOS}
-        self.keys: list[array] = [array("q") for _ in range(4)]
+        self.keys: list[array[int]] = [array("q") for _ in range(4)]
         self._worst_n = worst
         self._worst: list[tuple[tuple[float, int, int], dict[str, Any]]] = []
 
@@ -220,10 +224,8 @@ class Aggregator:
         return {"precision": p, "recall": rec, "f1": f1_score(p, rec)}
 
     def summary(self, resamples: int = 1000, seed: int = 0) -> Summary:
-        micro = MicroCounts(**self.micro, **prf(self.micro["tp_predicted"], self.micro["fp"],
-                                                 self.micro["tp_gold"], self.micro["fn"]))
-        by_type = {t: Counts(**c, **prf(c["tp_predicted"], c["fp"], c["tp_gold"], c["fn"]))
-                   for t, c in sorted(self.by_type.items())}
+        micro = with_ratios(MicroCounts(**self.micro))
+        by_type = {t: with_ratios(Counts(**c)) for t, c in sorted(self.by_type.items())}
         usage = dict(sorted(self.usage.items()))
         if "seconds" in usage:  # summed float noise would make files differ for no reason
             usage["seconds"] = round(usage["seconds"], 3)

@@ -27,15 +27,15 @@ from typing import Any
 
 from .datasets import _lines, _read_at
 from .errors import InputError
-from .models import OUTPUT_FIELDS
+from .models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
 from .results import RESULTS
 
 SUMMARY = "summary.json"
 AGREE_HTML = "agree.html"
-SIDES = ("gold", "predicted")
-NEGATIVE = {"gold": "FN", "predicted": "FP"}
+SIDES: tuple[Direction, ...] = DIRECTIONS
+NEGATIVE: dict[Direction, NegativeStatus] = {"gold": "FN", "predicted": "FP"}
 #: Statuses that leave a fact out of agreement and kappa.
-LEFT_OUT = ("ERROR", "OUT_OF_SCOPE")
+LEFT_OUT: tuple[Status, ...] = ("ERROR", "OUT_OF_SCOPE")
 #: Document ids named per "only in one run" list (all are counted).
 IDS_SHOWN = 20
 _NOT_INPUT = frozenset({*OUTPUT_FIELDS, "votes"})
@@ -85,7 +85,7 @@ class Difference:
     """A fact whose status or matched ids differ between the runs."""
 
     doc_id: str
-    side: str
+    side: Direction
     id: str
     fact_type: str
     fact: dict[str, Any]                  # its input fields (as run A saw them)
@@ -108,7 +108,7 @@ class Agreement:
     facts_in_docs_only_a: int = 0         # facts of the documents run A alone has
     facts_in_docs_only_b: int = 0
     inputs_differ: int = 0                # same (doc, side, id), different input fields
-    sides: dict[str, SideStats] = field(default_factory=lambda: {s: SideStats() for s in SIDES})
+    sides: dict[Direction, SideStats] = field(default_factory=lambda: {s: SideStats() for s in SIDES})
     differences: list[Difference] = field(default_factory=list)   # the first max_rows
     differences_total: int = 0
     differences_left_out: int = 0
@@ -181,7 +181,7 @@ def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any]:
     return line
 
 
-def _facts(line: Mapping[str, Any], side: str) -> dict[str, dict[str, Any]]:
+def _facts(line: Mapping[str, Any], side: Direction) -> dict[str, dict[str, Any]]:
     return {str(f["id"]): f for f in line[f"{side}_facts"]}
 
 

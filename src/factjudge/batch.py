@@ -53,7 +53,7 @@ from .judges.base import BatchRequest, Judge
 from .judges.llm import LLMJudge
 from .loading import coerce_facts, write_atomic
 from .models import JudgeConfig
-from .pipeline import task_factory
+from .pipeline import directions, task_factory
 from .prompts import JudgeTask, canonical_json, parse_answer
 from .results import RESULTS, ResultStore
 from .scope import compared_fields, in_scope_facts
@@ -214,7 +214,7 @@ class PieceWriter:
         self.pieces: list[tuple[Path, Path]] = []  # (temporary, final)
         self.fh: IO[bytes] | None = None
         self.lines = self.bytes = 0
-        self.group: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)  # type: ignore[assignment]
+        self.group: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)
         self.group_lines = self.group_bytes = 0
         self.total = 0
 
@@ -315,9 +315,9 @@ def _tasks(doc_gold: list[dict[str, Any]], doc_pred: list[dict[str, Any]], confi
     gold = in_scope_facts(coerce_facts(doc_gold, "gold facts"), config)
     pred = in_scope_facts(coerce_facts(doc_pred, "predicted facts"), config)
     fields, _ = compared_fields(gold, pred, config)
-    for direction, subjects, candidates in (("gold", gold, pred), ("predicted", pred, gold)):
+    for direction, subjects, candidates in directions(gold, pred):
         if candidates:  # no candidates: the pipeline decides without a call
-            make = task_factory(direction, candidates, config, doc_id, fields)  # type: ignore[arg-type]
+            make = task_factory(direction, candidates, config, doc_id, fields)
             yield (make(fact) for fact in subjects)
 
 
@@ -599,9 +599,10 @@ class BatchClient:
             return {"data": form}
 
         obj = await self._call(f"uploading {path.name}", "POST", "/files", make=make)
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+        file_id = obj.get("id") if isinstance(obj, dict) else None
+        if not isinstance(file_id, str):
             raise BatchError(f"uploading {path.name}: the server's answer has no file id")
-        return obj["id"]
+        return file_id
 
     async def create(self, input_file_id: str) -> dict[str, Any]:
         body = {"input_file_id": input_file_id, "endpoint": ENDPOINT, "completion_window": "24h"}

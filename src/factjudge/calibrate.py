@@ -27,7 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .loading import InputError, json_type, parse_config, validate_facts
+from .errors import InputError
+from .judges.base import Judge
+from .loading import json_type, parse_config, validate_facts
 from .models import JudgeConfig
 from .pipeline import run_judge_async
 from .rules import RulesJudge
@@ -332,7 +334,7 @@ def decision_from_result(label: Label, gold_out: Mapping[str, Any],
 async def calibrate_async(
     labels: Sequence[Label],
     config: JudgeConfig | Mapping[str, Any] | None = None,
-    judge: Any = None,
+    judge: Judge | None = None,
     concurrency: int = 8,
     *,
     progress: CalibrationProgress | None = None,
@@ -342,8 +344,7 @@ async def calibrate_async(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     config = parse_config(config)
-    if judge is None:
-        judge = RulesJudge()
+    the_judge: Judge = judge if judge is not None else RulesJudge()
     limiter = asyncio.Semaphore(concurrency)
     in_flight = max(2, 2 * concurrency)
     decisions: list[Decision | None] = [None] * len(labels)
@@ -352,7 +353,7 @@ async def calibrate_async(
 
     async def one(index: int, label: Label) -> None:
         nonlocal done_count
-        result = await run_judge_async([label.gold_fact], [label.predicted_fact], config, judge,
+        result = await run_judge_async([label.gold_fact], [label.predicted_fact], config, the_judge,
                                        limiter=limiter, doc_id=label.id)
         decisions[index] = decision_from_result(label, result.gold_facts[0],
                                                 result.predicted_facts[0])
@@ -377,13 +378,13 @@ async def calibrate_async(
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-    return score([d for d in decisions if d is not None], judge=judge.name)
+    return score([d for d in decisions if d is not None], judge=the_judge.name)
 
 
 def calibrate(
     labels: Sequence[Label],
     config: JudgeConfig | Mapping[str, Any] | None = None,
-    judge: Any = None,
+    judge: Judge | None = None,
     concurrency: int = 8,
     *,
     progress: CalibrationProgress | None = None,

@@ -10,13 +10,13 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from . import __version__
 from .errors import InputError
 from .judges.base import Judge
 from .loading import coerce_id, json_type, parse_json_line, validate_facts
-from .models import JudgeConfig
+from .models import DIRECTIONS, Direction, JudgeConfig
 from .prompts import PROMPT_FORMAT_VERSION, canonical_json
 from .scope import in_scope_facts
 
@@ -104,7 +104,7 @@ def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
         raise InputError(f"{path}: cannot read file: {exc.strerror or exc}") from None
 
 
-def _read_at(fh: Any, offset: int) -> bytes:
+def _read_at(fh: IO[bytes], offset: int) -> bytes:
     fh.seek(offset)
     return fh.readline()
 
@@ -165,8 +165,8 @@ class JsonlDataset:
 class _Side:
     """Where one document's facts sit in one file: byte offsets and line numbers."""
 
-    offsets: array = field(default_factory=lambda: array("q"))
-    lines: array = field(default_factory=lambda: array("q"))
+    offsets: array[int] = field(default_factory=lambda: array("q"))
+    lines: array[int] = field(default_factory=lambda: array("q"))
 
 
 class SplitDataset:
@@ -177,23 +177,23 @@ class SplitDataset:
     side only is still scored."""
 
     def __init__(self, gold: Path, predicted: Path) -> None:
-        self.paths = {"gold": gold, "predicted": predicted}
+        self.paths: dict[Direction, Path] = {"gold": gold, "predicted": predicted}
         self.sources = [str(gold), str(predicted)]
         self.infos: list[DocInfo] = []
         #: Every fact_type the valid documents hold (set by ``scan``).
         self.fact_types: set[str] = set()
-        self._index: dict[str, dict[str, _Side]] = {}
+        self._index: dict[str, dict[Direction, _Side]] = {}
         #: What is read per side: the file itself, or a JSON-lines copy of a table (line N = row N)
         self._files = dict(self.paths)
-        self._unit = {"gold": "line", "predicted": "line"}
+        self._unit: dict[Direction, str] = {"gold": "line", "predicted": "line"}
         self._spool: tempfile.TemporaryDirectory[str] | None = None
 
-    def _fact(self, side: str, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
+    def _fact(self, side: Direction, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
         fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
         where = f"{self._unit[side]} {lineno}"
         return validate_facts([(where, fact)], str(self.paths[side]), checked=True)[0]
 
-    def _load(self, side: str, where: _Side, fh: Any) -> list[tuple[int, dict[str, Any]]]:
+    def _load(self, side: Direction, where: _Side, fh: IO[bytes]) -> list[tuple[int, dict[str, Any]]]:
         path = self._files[side]
         return [(n, _parse_line(_read_at(fh, off), path, n))
                 for off, n in zip(where.offsets, where.lines, strict=False)]
@@ -240,9 +240,10 @@ class SplitDataset:
         handles = {side: path.open("rb") for side, path in self._files.items()}
         try:
             for doc_id, sides in self._index.items():
-                facts: dict[str, list[dict[str, Any]]] = {}
+                facts: dict[Direction, list[dict[str, Any]]] = {}
                 for side, where in sides.items():
-                    path, seen, kept = self.paths[side], {}, _Side()
+                    path, kept = self.paths[side], _Side()
+                    seen: dict[str, int] = {}
                     facts[side] = []
                     for (lineno, rec), offset in zip(self._load(side, where, handles[side]),
                                                      where.offsets, strict=False):
@@ -276,7 +277,7 @@ class SplitDataset:
                 sides = self._index[info.doc_id]
                 gold, pred = ([self._fact(s, n, rec)
                                for n, rec in self._load(s, sides[s], handles[s])]
-                              for s in ("gold", "predicted"))
+                              for s in DIRECTIONS)
                 yield Document(info.doc_id, gold, pred)
         finally:
             for fh in handles.values():

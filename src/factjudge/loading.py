@@ -361,12 +361,13 @@ def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
     # pydantic adds union branch names to the location; keep only the parts present in the input
     parts, node = [], data
     for part in err["loc"]:
-        if isinstance(node, dict) and part in node or (
-                isinstance(node, list) and isinstance(part, int) and part < len(node)):
-            parts.append(str(part))
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
         else:
             break
+        parts.append(str(part))
     loc = ".".join(parts) or "(top level)"
     if err["type"] == "extra_forbidden" and parts:
         return _unknown_key(source, parts)
@@ -414,14 +415,15 @@ class _ConfigLoader(yaml.SafeLoader):
 
     _depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        # (types-PyYAML leaves Parser.peek_event unannotated)
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise _AliasRefused(event.anchor, event.start_mark)
         if self._depth >= MAX_JSON_DEPTH and self.check_event(yaml.CollectionStartEvent):
             raise yaml.composer.ComposerError(
                 None, None, f"nested deeper than {MAX_JSON_DEPTH} levels",
-                self.peek_event().start_mark)
+                self.peek_event().start_mark)  # type: ignore[no-untyped-call]
         self._depth += 1
         try:
             return super().compose_node(parent, index)

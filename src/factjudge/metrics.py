@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
-from .models import Counts, Metrics
+from .models import Counts, Direction, Metrics, Status
+
+C = TypeVar("C", bound=Counts)
 
 
 def ratio(num: int, den: int) -> float | None:
@@ -16,7 +19,7 @@ def f1_score(precision: float | None, recall: float | None) -> float | None:
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
 
 
-def with_ratios(counts: Counts) -> Counts:
+def with_ratios(counts: C) -> C:
     """Fill precision/recall/f1 from the counts (ERROR facts are in neither denominator)."""
     counts.precision = ratio(counts.tp_predicted, counts.tp_predicted + counts.fp)
     counts.recall = ratio(counts.tp_gold, counts.tp_gold + counts.fn)
@@ -24,14 +27,16 @@ def with_ratios(counts: Counts) -> Counts:
     return counts
 
 
-_FIELD = {("gold", "TP"): "tp_gold", ("gold", "FN"): "fn", ("predicted", "TP"): "tp_predicted",
-          ("predicted", "FP"): "fp", ("gold", "ERROR"): "errors", ("predicted", "ERROR"): "errors"}
+_FIELD: dict[tuple[Direction, Status], str] = {
+    ("gold", "TP"): "tp_gold", ("gold", "FN"): "fn", ("predicted", "TP"): "tp_predicted",
+    ("predicted", "FP"): "fp", ("gold", "ERROR"): "errors", ("predicted", "ERROR"): "errors"}
 
 
-def compute_metrics(gold: Iterable[tuple[str, str]], predicted: Iterable[tuple[str, str]]) -> Metrics:
+def compute_metrics(gold: Iterable[tuple[str, Status]], predicted: Iterable[tuple[str, Status]]) -> Metrics:
     """Metrics from ``(fact_type, status)`` pairs of each side."""
     metrics = Metrics()
-    for side, pairs in (("gold", gold), ("predicted", predicted)):
+    sides: tuple[tuple[Direction, Iterable[tuple[str, Status]]], ...] = (("gold", gold), ("predicted", predicted))
+    for side, pairs in sides:
         for fact_type, status in pairs:
             if status == "OUT_OF_SCOPE":
                 if side == "gold":

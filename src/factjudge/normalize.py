@@ -714,7 +714,7 @@ def fact_currency(values: dict[str, Norm]) -> str | None:
         if isinstance(v, Unit) and v.currency and unit_target(k) is None:
             return v.currency
     for k in (*_AMOUNT_FIELDS, *values):
-        v = values.get(k)
-        if isinstance(v, Quantity) and v.currency:
-            return v.currency
+        amount = values.get(k)
+        if isinstance(amount, Quantity) and amount.currency:
+            return amount.currency
     return None

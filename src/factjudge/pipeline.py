@@ -10,7 +10,7 @@ from typing import Any
 from .judges.base import Judge, error_verdict
 from .loading import coerce_facts, parse_config
 from .metrics import compute_metrics
-from .models import Direction, JudgeConfig, JudgeResult, Usage, Verdict
+from .models import Direction, JudgeConfig, JudgeResult, PassStatus, Status, Usage, Verdict
 from .prompts import (
     JudgeTask,
     canonical_json,
@@ -47,6 +47,13 @@ def _verdict_problem(task: JudgeTask, verdict: Verdict, candidate_ids: set[str])
                                          or verdict.matched_id is not None):
         return f"status {verdict.status} with match {verdict.matched_id!r} in the {task.direction} pass"
     return ""
+
+
+def directions(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]
+               ) -> tuple[tuple[Direction, list[dict[str, Any]], list[dict[str, Any]]], ...]:
+    """``(direction, subjects, candidates)`` of both passes: gold facts against the predicted
+    ones, then predicted facts against the gold ones."""
+    return ("gold", gold, predicted), ("predicted", predicted, gold)
 
 
 def task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
@@ -102,7 +109,7 @@ async def _judge_direction(
     return {v.fact_id: v for v in verdicts}
 
 
-def _changed_by_reconciliation(own: Verdict, status: str, matched: list[str]) -> str:
+def _changed_by_reconciliation(own: Verdict, status: PassStatus, matched: list[str]) -> str:
     """The final decision, when reconciliation made it differ from the fact's own pass."""
     if own.status == "ERROR" or (own.status == status and (
             status != "TP" or own.matched_id in matched)):
@@ -112,7 +119,7 @@ def _changed_by_reconciliation(own: Verdict, status: str, matched: list[str]) ->
     return f"final: {final} (its own pass said {said})"
 
 
-def _output_fact(fact: dict[str, Any], in_scope: bool, status: str, matched: list[str],
+def _output_fact(fact: dict[str, Any], in_scope: bool, status: Status, matched: list[str],
                  description: str, reasoning: str | None,
                  votes: dict[str, str] | None = None,
                  linked: dict[str, str | None] | None = None) -> dict[str, Any]:
@@ -179,7 +186,7 @@ async def run_judge_async(
             asked += 1
             agreed += len(set(v.votes.values())) == 1 and "ERROR" not in v.votes.values()
 
-    def assemble(facts: list[dict[str, Any]], side: str) -> list[dict[str, Any]]:
+    def assemble(facts: list[dict[str, Any]], side: Direction) -> list[dict[str, Any]]:
         verdicts, outcomes = (gv, rec.gold) if side == "gold" else (pv, rec.predicted)
         others = pv if side == "gold" else gv
         out = []
@@ -252,7 +259,7 @@ def preview(
     predicted = in_scope_facts(coerce_facts(predicted_facts, "predicted facts"), config)
     out: dict[str, Any] = {}
     fields, _ = compared_fields(gold, predicted, config)
-    for direction, subjects, candidates in (("gold", gold, predicted), ("predicted", predicted, gold)):
+    for direction, subjects, candidates in directions(gold, predicted):
         stats = dict.fromkeys(PREVIEW_STATS, 0)
         out[direction] = stats
         if not candidates:

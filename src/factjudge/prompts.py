@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .errors import InvalidAnswer, PromptTooLarge
-from .models import Direction, JudgeConfig, Verdict
+from .models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict
 
 #: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys).
 PROMPT_FORMAT_VERSION = "3"
 
 # Per direction: (subject side, candidate side, negative status, id key, matched key)
-_SIDES: dict[str, tuple[str, str, str, str, str]] = {
+_SIDES: dict[Direction, tuple[str, str, NegativeStatus, str, str]] = {
     "gold": ("GOLD", "PREDICTED", "FN", "gold_fact_id", "matched_predicted_id"),
     "predicted": ("PREDICTED", "GOLD", "FP", "predicted_fact_id", "matched_gold_id"),
 }
@@ -28,7 +28,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def negative_status(direction: Direction) -> str:
+def negative_status(direction: Direction) -> NegativeStatus:
     return _SIDES[direction][2]
 
 
@@ -100,7 +100,7 @@ def verdict_schema(direction: Direction, candidate_ids: list[str]) -> dict[str, 
     candidate id, or a negative with one, cannot be written; ``reasoning`` comes first."""
     _, _, negative, id_key, matched_key = _SIDES[direction]
 
-    def shape(status: str, matched: dict[str, Any]) -> dict[str, Any]:
+    def shape(status: PassStatus, matched: dict[str, Any]) -> dict[str, Any]:
         return {"type": "object",
                 "properties": {"status": {"type": "string", "enum": [status]}, matched_key: matched},
                 "required": ["status", matched_key], "additionalProperties": False}

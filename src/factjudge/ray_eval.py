@@ -46,8 +46,9 @@ import json
 import logging
 import os
 import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .datasets import (
     Dataset,
@@ -208,7 +209,7 @@ def _table_rows(table: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _rows(ds: "ray.data.Dataset") -> Iterator[dict[str, Any]]:
+def _rows(ds: ray.data.Dataset) -> Iterator[dict[str, Any]]:
     """The rows of ``ds`` on the driver, in dataset order, converted as the workers convert them."""
     ctx = getattr(ds, "context", None)
     options = getattr(ctx, "execution_options", None)
@@ -229,7 +230,7 @@ class RayDataset:
     in dataset order (each line of ``results.jsonl`` follows it) and checks them like the lines of
     a ``.jsonl`` dataset; problems name the row (1-based) as their line."""
 
-    def __init__(self, ds: "ray.data.Dataset", name: str = "ray dataset") -> None:
+    def __init__(self, ds: ray.data.Dataset, name: str = "ray dataset") -> None:
         self.ds, self.name = ds, name
         self.infos: list[DocInfo] = []
         #: For provenance: the name given (Ray datasets need not come from files).
@@ -425,7 +426,7 @@ class _DriverJudge(JudgeBase):
 
 
 def evaluate_ray(
-    documents: "ray.data.Dataset | Dataset",
+    documents: ray.data.Dataset | Dataset,
     config: JudgeConfig | Mapping[str, Any] | None,
     judge_factory: JudgeFactory,
     out_dir: str | Path,
@@ -503,7 +504,7 @@ def evaluate_ray(
     return EvalRun(summary, judged=len(todo), reused=len(reused))
 
 
-def _judge_on_ray(ray: Any, rows: "ray.data.Dataset", pick: bool, todo: list[DocInfo], store: Any,
+def _judge_on_ray(ray: Any, rows: ray.data.Dataset, pick: bool, todo: list[DocInfo], store: Any,
                   cfg: JudgeConfig, salt: str, driver: Judge, finisher: _DriverJudge,
                   judge_factory: JudgeFactory, *, concurrency: int, workers: int | None,
                   num_cpus: float, batch_size: int | None,

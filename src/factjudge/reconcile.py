@@ -17,15 +17,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from .models import Direction, NegativeStatus, PassStatus
+
 
 class PassVerdict(NamedTuple):
-    status: str  # "TP", "FN" (gold), "FP" (predicted) or "ERROR"
+    status: PassStatus  # "TP", "FN" (gold), "FP" (predicted) or "ERROR"
     matched_id: str | None = None
 
 
 @dataclass
 class Outcome:
-    status: str
+    status: PassStatus
     matched_ids: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -51,10 +53,10 @@ def reconcile(
     g_order = {g: i for i, g in enumerate(gold_ids)}
     p_order = {p: i for i, p in enumerate(predicted_ids)}
     notes: list[str] = []
-    fact_notes: dict[tuple[str, str], list[str]] = {}
+    fact_notes: dict[tuple[Direction, str], list[str]] = {}
     conflicts: dict[str, int] = {}
 
-    def note(kind: str, text: str, *facts: tuple[str, str]) -> None:
+    def note(kind: str, text: str, *facts: tuple[Direction, str]) -> None:
         notes.append(text)
         conflicts[kind] = conflicts.get(kind, 0) + 1
         for f in facts:
@@ -99,7 +101,7 @@ def reconcile(
     def is_mutual(g: str, p: str) -> bool:
         return named_by_gold(g, p) and named_by_pred(g, p)
 
-    def adjacency(side: str) -> dict[str, list[str]]:
+    def adjacency(side: Direction) -> dict[str, list[str]]:
         """Each fact's remaining partners, in the partner side's input order."""
         adj: dict[str, list[str]] = {}
         for g, p in ordered(links):
@@ -110,7 +112,7 @@ def reconcile(
                 partners.sort(key=g_order.__getitem__)
         return adj
 
-    def keep_one(side: str, owner: str, partners: list[str], own: PassVerdict) -> None:
+    def keep_one(side: Direction, owner: str, partners: list[str], own: PassVerdict) -> None:
         """Keep one of several links of ``owner``; the rest are dropped as duplicates."""
         pair = (lambda x: (owner, x)) if side == "gold" else (lambda x: (x, owner))
         mutual = [x for x in partners if is_mutual(*pair(x))]
@@ -120,7 +122,7 @@ def reconcile(
             kept = own.matched_id
         else:
             kept = partners[0]
-        other = "predicted" if side == "gold" else "gold"
+        other: Direction = "predicted" if side == "gold" else "gold"
         for x in partners:
             if x != kept:
                 links.discard(pair(x))
@@ -139,12 +141,13 @@ def reconcile(
                 keep_one("predicted", p, partners, predicted_verdicts[p])
 
     # 5. final statuses
-    def outcome(side: str, fact_id: str, own: PassVerdict, partners: list[str], negative: str) -> Outcome:
-        status = "ERROR" if own.status == "ERROR" else ("TP" if partners else negative)
+    def outcome(side: Direction, fact_id: str, own: PassVerdict, partners: list[str],
+                negative: NegativeStatus) -> Outcome:
+        status: PassStatus = "ERROR" if own.status == "ERROR" else ("TP" if partners else negative)
         return Outcome(status, partners, fact_notes.get((side, fact_id), []))
 
-    by_gold, by_pred = adjacency("gold"), adjacency("predicted")
-    gold = {g: outcome("gold", g, gold_verdicts[g], by_gold.get(g, []), "FN") for g in gold_ids}
-    predicted = {p: outcome("predicted", p, predicted_verdicts[p], by_pred.get(p, []), "FP")
+    gold_links, pred_links = adjacency("gold"), adjacency("predicted")
+    gold = {g: outcome("gold", g, gold_verdicts[g], gold_links.get(g, []), "FN") for g in gold_ids}
+    predicted = {p: outcome("predicted", p, predicted_verdicts[p], pred_links.get(p, []), "FP")
                  for p in predicted_ids}
     return Reconciliation(gold, predicted, notes, conflicts)

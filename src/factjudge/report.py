@@ -26,10 +26,10 @@ from urllib.parse import quote
 
 from rapidfuzz import fuzz, process
 
-from .models import OUTPUT_FIELDS
+from .models import DIRECTIONS, OUTPUT_FIELDS, Direction, Status
 
 #: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
-ROW_STATUSES = ("FN", "FP", "ERROR")
+ROW_STATUSES: tuple[Status, ...] = ("FN", "FP", "ERROR")
 _NOT_SHOWN = frozenset({"id", "fact_type", *OUTPUT_FIELDS})
 COLORS = {"precision": "#4e79a7", "recall": "#f28e2b", "f1": "#59a14f"}
 #: "Closest fact" search is skipped for a (document, side, fact_type) group with more pairs.
@@ -38,6 +38,8 @@ CLOSEST_MAX_PAIRS = 1_000_000
 MAX_DOCUMENTS = 50
 MAX_DOCUMENT_BYTES = 5_000_000
 RATIO_KEYS = ("precision", "recall", "f1")
+#: Each side with the other one.
+_SIDE_PAIRS: tuple[tuple[Direction, Direction], ...] = (("gold", "predicted"), ("predicted", "gold"))
 
 
 # --------------------------------------------------------------------------- rows
@@ -62,15 +64,15 @@ def _shown(fact: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fact.items() if k not in _NOT_SHOWN}
 
 
-def closest_facts(line: Mapping[str, Any], statuses: Sequence[str] = ROW_STATUSES
-                  ) -> dict[tuple[str, str], tuple[Mapping[str, Any], float]]:
+def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES
+                  ) -> dict[tuple[Direction, str], tuple[Mapping[str, Any], float]]:
     """(side, id) -> (closest fact of the other side, score) for the facts of ``line`` with one of
     ``statuses``: the fact of the same document and ``fact_type`` on the other side with the
     highest rapidfuzz ``token_set_ratio`` of the field values (see :func:`_similarity_text`;
     earliest on ties; none when every
     score is 0, or the group has more than :data:`CLOSEST_MAX_PAIRS` pairs)."""
-    out: dict[tuple[str, str], tuple[Mapping[str, Any], float]] = {}
-    for side, other in (("gold", "predicted"), ("predicted", "gold")):
+    out: dict[tuple[Direction, str], tuple[Mapping[str, Any], float]] = {}
+    for side, other in _SIDE_PAIRS:
         subjects: dict[Any, list[Mapping[str, Any]]] = {}
         for f in line.get(f"{side}_facts") or []:
             if f.get("status") in statuses:
@@ -103,12 +105,12 @@ def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict
     side: ``[{"id", "status", "fact"}]``, what a TP row is checked against) and ``closest``
     (for a fact that is not TP: ``{"id", "status", "fact", "score"}`` of the most similar fact of
     the other side with the same fact_type, see :func:`closest_facts`, else ``None``)."""
-    statuses = ROW_STATUSES + (("TP",) if include_tp else ())
+    statuses: tuple[Status, ...] = ROW_STATUSES + (("TP",) if include_tp else ())
     facts = {side: line.get(f"{side}_facts") or [] for side in ("gold", "predicted")}
     by_id = {side: {str(f.get("id")): f for f in fs} for side, fs in facts.items()}
     closest = closest_facts(line)
     rows = []
-    for side, other in (("gold", "predicted"), ("predicted", "gold")):
+    for side, other in _SIDE_PAIRS:
         for fact in facts[side]:
             status = fact.get("status")
             if status not in statuses:
@@ -164,7 +166,7 @@ def select_rows(lines_by_worst: Iterable[Mapping[str, Any]], limit: int, *, tp_l
 # --------------------------------------------------------------------------- compare data
 
 
-def _badness(status: str | None) -> int:
+def _badness(status: Status | None) -> int:
     return {"TP": 1, None: 0, "OUT_OF_SCOPE": 0}.get(status, -1)
 
 
@@ -182,7 +184,7 @@ def changed_facts(line_a: Mapping[str, Any], line_b: Mapping[str, Any]) -> list[
     otherwise (FN -> ERROR, scope changes). A status ranks TP > absent = OUT_OF_SCOPE >
     FN = FP = ERROR."""
     out: list[dict[str, Any]] = []
-    for side in ("gold", "predicted"):
+    for side in DIRECTIONS:
         a = {str(f.get("id")): f for f in line_a.get(f"{side}_facts") or []}
         b = {str(f.get("id")): f for f in line_b.get(f"{side}_facts") or []}
         for fid in [*a, *(i for i in b if i not in a)]:
@@ -806,14 +808,16 @@ def _doc_payload(line: Mapping[str, Any]) -> dict[str, Any]:
     near: list[list[Any]] = []
     seen: set[tuple[int, int]] = set()
 
-    def fact(f: Mapping[str, Any], side: str) -> dict[str, Any]:
+    def fact(f: Mapping[str, Any], side: Direction) -> dict[str, Any]:
         hit = near_of.get((side, str(f.get("id"))))
         return {"id": str(f.get("id")), "fact_type": str(f.get("fact_type")),
                 "status": str(f.get("status")), "fields": _shown(f),
                 "note": f.get("description") or "", "reasoning": f.get("reasoning") or "",
                 "closest": None if hit is None else {"id": str(hit[0].get("id")), "score": hit[1]}}
 
-    for side, facts, index in (("gold", gold, p_index), ("predicted", pred, g_index)):
+    sides: tuple[tuple[Direction, list[Any], dict[str, int]], ...] = (
+        ("gold", gold, p_index), ("predicted", pred, g_index))
+    for side, facts, index in sides:
         for k, f in enumerate(facts):
             hit = near_of.get((side, str(f.get("id"))))
             if hit is None:

@@ -9,7 +9,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .aggregate import doc_stats
 from .datasets import DocInfo, _lines, _read_at
@@ -69,7 +69,7 @@ class ResultStore:
         hit = self.index.get(info.doc_id)
         return hit is not None and hit[0] == info.input_sha256 and hit[2] == 0
 
-    def append(self, fh: Any, doc_id: str, input_sha256: str, result: JudgeResult) -> None:
+    def append(self, fh: IO[bytes], doc_id: str, input_sha256: str, result: JudgeResult) -> None:
         line = {"doc_id": doc_id, "input_sha256": input_sha256, **result.to_dict()}
         data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
         offset = fh.tell()

@@ -37,7 +37,7 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from .judges.base import JudgeBase
-from .models import OUTPUT_FIELDS, JudgeConfig, Tolerance, Verdict
+from .models import OUTPUT_FIELDS, Direction, JudgeConfig, NegativeStatus, PassStatus, Tolerance, Verdict
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -181,8 +181,9 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
     rest_a, rest_b = a.rest, b.rest
     score = 100.0
     if rest_a is None or rest_b is None:
-        if rest_a is not rest_b:
-            words = (rest_a or rest_b).raw  # type: ignore[union-attr]
+        one_side = rest_a if rest_a is not None else rest_b
+        if one_side is not None:
+            words = one_side.raw
             return False, False, 0.0, f"{shown}: {words!r} on one side only"
     else:
         ok, _, score, why = _compare_texts(rest_a, rest_b, threshold)
@@ -465,14 +466,14 @@ class RulesJudge(JudgeBase):
         """The verdict, and whether it is exact: one candidate matched, every field equal."""
         config = task.config
         negative = negative_status(task.direction)
-        other = "predicted" if task.direction == "gold" else "gold"
+        other: Direction = "predicted" if task.direction == "gold" else "gold"
         index = self._index(task.candidates, config)
         subject = prepare(task.subject, -1, config.ignore_company_suffixes)
         fields = task.compared
         if fields is None:
             fields = compared_fields(task.subject, config)
 
-        def verdict(status: str, reasoning: str, matched: str | None = None) -> Verdict:
+        def verdict(status: PassStatus, reasoning: str, matched: str | None = None) -> Verdict:
             return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
                            reasoning=reasoning)
 
@@ -512,7 +513,7 @@ def _tp_reasoning(best: CandidateResult, matches: list[CandidateResult], fields:
     return " ".join(lines)
 
 
-def _negative_reasoning(negative: str, other: str, subject: Prepared, closest: CandidateResult,
+def _negative_reasoning(negative: NegativeStatus, other: Direction, subject: Prepared, closest: CandidateResult,
                         same_type: int, how: str) -> str:
     failed = [f for f in closest.fields if not f.ok]
     agreed = [f.name for f in closest.fields if f.ok]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -19,17 +19,18 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(main())
-    box: dict[str, Any] = {}
+    results: list[T] = []
+    errors: list[BaseException] = []
 
     def worker() -> None:
         try:
-            box["result"] = asyncio.run(main())
+            results.append(asyncio.run(main()))
         except BaseException as exc:  # noqa: BLE001  (re-raised in the caller's thread)
-            box["error"] = exc
+            errors.append(exc)
 
     thread = threading.Thread(target=worker, name="factjudge-run")
     thread.start()
     thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]  # type: ignore[no-any-return]
+    if errors:
+        raise errors[0]
+    return results[0]

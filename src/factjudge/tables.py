@@ -215,7 +215,7 @@ def _missing(what: str, exc: ImportError, package: str) -> OptionalDependencyErr
 
 def _import_pyarrow() -> Any:
     try:
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq
     except ImportError as exc:
         raise _missing("pyarrow is needed to read .parquet files: pip install 'factjudge[parquet]'",
                        exc, "pyarrow") from None
@@ -224,7 +224,7 @@ def _import_pyarrow() -> Any:
 
 def _parquet_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     pq = _import_pyarrow()
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     def unreadable(exc: BaseException) -> InputError:
         reason = (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
@@ -304,7 +304,7 @@ def _plain(value: Any, path: Path, row: int, column: str) -> Any:
 
 def _import_pandas() -> Any:
     try:
-        import pandas as pd  # type: ignore[import-untyped]
+        import pandas as pd
     except ImportError as exc:
         raise _missing("pandas is needed for to_pandas(): pip install 'factjudge[pandas]'",
                        exc, "pandas") from None
@@ -485,17 +485,18 @@ class FactsCsvWriter:
     def add(self, line: Any, doc_id: str | None = None) -> int:
         """Add the facts of one result line (or JudgeResult); returns how many rows."""
         n = 0
+        fields = self._fields  # None: spooled, the columns are known at the end
         for row in result_rows(line, doc_id):
-            if self._spool is not None:
+            if fields is None:
                 for key in row:
                     if key not in self._extra and key not in FACT_COLUMNS:
                         self._extra[key] = None
                 self._spool.write(json.dumps(row, ensure_ascii=False) + "\n")
             else:
-                unknown = [k for k in row if k not in FACT_COLUMNS and k not in self._fields]  # type: ignore[operator]
+                unknown = [k for k in row if k not in FACT_COLUMNS and k not in fields]
                 if unknown:
                     raise ValueError(f"fact field {unknown[0]!r} is not among the fields given")
-                self._writer.writerow(self._cells(row, list(FACT_COLUMNS) + self._fields))  # type: ignore[operator]
+                self._writer.writerow(self._cells(row, list(FACT_COLUMNS) + fields))
             n += 1
         self.rows += n
         return n

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Protocol, TypeGuard
 
 from . import agree_cmd, batch_cmd, calibrate_cmd, compare_cmd, eval_cmd, judge_cmd  # noqa: F401  (register the commands)
 from .app import app, say
@@ -10,15 +11,28 @@ from .app import app, say
 __all__ = ["app", "main"]
 
 
-def _exit_code(raised: BaseException | None, returned: object) -> int:
+class _ClickError(Protocol):
+    """What is used of click's ClickException."""
+
+    def show(self) -> None: ...
+
+    def format_message(self) -> str: ...
+
+
+def _is_click_error(raised: BaseException) -> TypeGuard[_ClickError]:
     import typer
     # click's, or the copy newer typer versions vendor
     click_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    return isinstance(raised, click_error)
+
+
+def _exit_code(raised: BaseException | None, returned: object) -> int:
+    import typer
     if raised is None:
         return returned if isinstance(returned, int) else 0
     if isinstance(raised, typer.Exit):
         return int(raised.exit_code)
-    if isinstance(raised, click_error):  # bad options: one line like every usage error
+    if _is_click_error(raised):  # bad options: one line like every usage error
         if raised.__class__.__name__ == "NoArgsIsHelpError":
             raised.show()  # the help, as asked for
             return 2

@@ -37,7 +37,7 @@ def _calibrate(labels: Path | None, builtin: bool, config: Path | None, output: 
     if opts.dry_run:
         raise InputError("--dry-run is for judge and eval")
     cfg = load_config(config)
-    rows = load_labels(builtin_labels_path() if builtin else labels)  # type: ignore[arg-type]
+    rows = load_labels(builtin_labels_path() if labels is None else labels)  # None: --builtin
     if output is not None:
         check_writable(output)
     judge = opts.build(cfg)

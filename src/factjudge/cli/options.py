@@ -193,7 +193,9 @@ def inject_options(name: str, options: dict[str, tuple[Any, Any]],
         def wrapper(**kwargs: Any) -> None:
             command(**{name: make({n: kwargs.pop(n) for n in options})}, **kwargs)
 
-        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        # what inspect.signature() and so typer read (through __dict__: mypy knows no attributes
+        # of functions)
+        wrapper.__dict__["__signature__"] = inspect.Signature(params)
         return wrapper
 
     return decorate

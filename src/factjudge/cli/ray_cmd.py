@@ -20,10 +20,11 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 import typer
 
@@ -44,7 +45,7 @@ class RaySettings:
     """``--ray`` / ``--ray-address`` as typed."""
 
     enabled: bool = False
-    address: Optional[str] = None
+    address: str | None = None
 
     @property
     def on(self) -> bool:
@@ -55,15 +56,15 @@ RAY_OPTS: dict[str, tuple[Any, Any]] = {
     "ray": (bool, typer.Option(False, "--ray", help="Judge the documents on Ray workers (the ray extra "
             "of factjudge), each with its own pool of --concurrency calls. Alone: a local Ray (or "
             "RAY_ADDRESS when set).")),
-    "ray_address": (Optional[str], typer.Option(None, "--ray-address", help="The Ray cluster to judge "
+    "ray_address": (str | None, typer.Option(None, "--ray-address", help="The Ray cluster to judge "
                     "on (implies --ray): auto (the one running on this machine), ray://HEAD:10001 "
                     "(Ray Client) or HEAD:6379.")),
 }
 
 #: The settings of the command being run, for :func:`ray_active` (the command's own signature is not
 #: changed: the option travels beside it).
-_CURRENT: contextvars.ContextVar[RaySettings] = contextvars.ContextVar("factjudge_ray",
-                                                                      default=RaySettings())
+_CURRENT: contextvars.ContextVar[RaySettings] = contextvars.ContextVar(
+    "factjudge_ray", default=RaySettings())  # noqa: B039  (frozen: cannot be mutated)
 
 
 def with_ray(command: Callable[..., None]) -> Callable[..., None]:
@@ -160,7 +161,7 @@ def ray_messages_to_log() -> Iterator[Path]:
             say(f"factjudge: Ray's own messages are in {log}")
 
 
-def eval_on_ray(data: Dataset, name: str, config: Optional[Path], output_dir: Path, skip_invalid: bool,
+def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_invalid: bool,
                 quiet: bool, opts: JudgeOptions, gate: Gate, settings: ReportSettings,
                 overwrite: bool = False) -> int:
     """``factjudge eval`` with ``--ray``: the same checks, files, summary line and exit code as

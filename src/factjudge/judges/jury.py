@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import InputError, JudgeSetupError
-from ..models import CallUsage, Verdict
+from ..models import PASS_STATUSES, CallUsage, PassStatus, Verdict
 from ..prompts import JudgeTask, negative_status
 from .base import BatchRequest, Estimate, Judge, JudgeBase, error_verdict
 
@@ -36,6 +36,15 @@ def vote_of(verdict: Verdict) -> str:
     if verdict.status == "TP":
         return f"TP:{verdict.matched_id}"
     return verdict.status
+
+
+def parse_vote(vote: str) -> tuple[PassStatus, str | None]:
+    """A vote back as (status, matched id): ``"TP:p1"`` -> ``("TP", "p1")``, ``"FN"`` -> ``("FN", None)``."""
+    status, _, matched = vote.partition(":")
+    for known in PASS_STATUSES:
+        if status == known:
+            return known, matched or None
+    raise ValueError(f"not a vote: {vote!r}")
 
 
 def repeat_name(base: str, k: int) -> str:
@@ -155,16 +164,16 @@ class JuryJudge(JudgeBase):
                                if v.reasoning is not None) or None
         notes = self._juror_notes(verdicts)
 
-        def verdict(status: str, matched: str | None, *note: str) -> Verdict:
-            return Verdict(fact_id=task.subject_id, status=status,  # type: ignore[arg-type]
+        def verdict(status: PassStatus, matched: str | None, *note: str) -> Verdict:
+            return Verdict(fact_id=task.subject_id, status=status,
                            matched_id=matched, reasoning=reasoning,
                            note="; ".join(n for n in (*note, *notes) if n), usage=usage,
                            votes=votes, juror_usage=per_juror)
 
         if best is not None and 2 * top > size:
             dissent = _join(f"{n}: {vote}" for n, vote in votes.items() if vote != best)
-            status, _, matched = best.partition(":")
-            return verdict(status, matched or None,
+            status, matched = parse_vote(best)
+            return verdict(status, matched,
                            f"jury: {top} of {size} voted {best} (dissent {dissent})" if top < size else "",
                            failures)
         if 2 * (top + len(failed)) > size:

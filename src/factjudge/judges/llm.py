@@ -379,5 +379,5 @@ class LLMJudge(JudgeBase):
     def _delay(self, attempt: int, exc: BackendError) -> float:
         if exc.retry_after is not None:
             return min(exc.retry_after, self.max_backoff)
-        base = min(self.backoff * (2 ** attempt), self.max_backoff)
+        base = min(self.backoff * (2.0 ** attempt), self.max_backoff)
         return base * (0.5 + random.random() / 2)

@@ -57,7 +57,8 @@ class RequestBody:
     data: bytes
 
     def obj(self) -> dict[str, Any]:
-        return json.loads(self.data)
+        data: dict[str, Any] = json.loads(self.data)
+        return data
 
 
 class ChatBackend(Protocol):
@@ -161,24 +162,33 @@ def parse_completion(data: Any) -> ChatReply:
     llama.cpp report it."""
     if not isinstance(data, dict):
         return ChatReply(None, problem="the server's reply is not a chat completion (not an object)")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
-    timings = data.get("timings") if isinstance(data.get("timings"), dict) else {}  # llama.cpp server
+    usage = _object(data.get("usage"))
+    details = _object(usage.get("prompt_tokens_details"))
+    timings = _object(data.get("timings"))  # llama.cpp server
     cached = _int(details.get("cached_tokens")) or _int(timings.get("cache_n"))
-    counts = dict(prompt_tokens=_int(usage.get("prompt_tokens")),
-                  completion_tokens=_int(usage.get("completion_tokens")), cached_prompt_tokens=cached)
+
+    def reply(content: str | None, problem: str = "") -> ChatReply:
+        return ChatReply(content, prompt_tokens=_int(usage.get("prompt_tokens")),
+                         completion_tokens=_int(usage.get("completion_tokens")),
+                         cached_prompt_tokens=cached, problem=problem)
+
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return ChatReply(None, problem="the server's reply has no choices", **counts)
+        return reply(None, "the server's reply has no choices")
     message = choices[0].get("message")
     if not isinstance(message, dict):
-        return ChatReply(None, problem="the server's reply has no message", **counts)
+        return reply(None, "the server's reply has no message")
     content = message.get("content")
     if not content and message.get("refusal"):
-        return ChatReply(None, problem=f"the model refused: {one_line(str(message['refusal']))}", **counts)
+        return reply(None, f"the model refused: {one_line(str(message['refusal']))}")
     if content is not None and not isinstance(content, str):
-        return ChatReply(None, problem="the reply's content is not a string", **counts)
-    return ChatReply(content, **counts)
+        return reply(None, "the reply's content is not a string")
+    return reply(content)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object of a reply, or an empty one for anything else."""
+    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any) -> int:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from . import BackendError, ChatReply, Endpoint, RequestBody, error_message, parse_completion, retry_after_seconds
+from . import (
+    BackendError,
+    ChatReply,
+    Endpoint,
+    ErrorKind,
+    RequestBody,
+    error_message,
+    parse_completion,
+    retry_after_seconds,
+)
 
 #: Keys of a request body the SDK's ``create()`` takes as keywords; the rest go in ``extra_body``.
 _KEYWORDS = ("model", "messages", "response_format", "temperature", "max_tokens")
@@ -57,7 +66,7 @@ class OpenAISDKBackend:
             raise BackendError("timeout", f"no answer within {timeout:g} s (timeout)") from None
         except o.APIConnectionError as exc:
             cause = exc.__cause__
-            kind = "connect" if "connect" in type(cause).__name__.lower() else "disconnect"
+            kind: ErrorKind = "connect" if "connect" in type(cause).__name__.lower() else "disconnect"
             raise BackendError(kind, redact(f"cannot connect: {cause or exc}")) from None
         except (o.APIResponseValidationError, ValueError) as exc:  # a 200 whose body is not JSON
             return ChatReply(None, problem=redact(f"the server's reply is not a chat completion: {exc}"))
