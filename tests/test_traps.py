@@ -99,3 +99,10 @@ def test_messages_version_and_one_output_option(write_json, tmp_path):
     assert bad.stderr.startswith("factjudge: error: Invalid value for '--concurrency'")
     assert cli("judge", g, p, "-o", g).returncode == 2  # never overwrite an input
     assert json.loads(g.read_text()) == GOLD
+
+
+def test_a_dataset_given_to_judge_and_facts_given_to_eval_name_the_right_command(tmp_path):
+    proc = cli("judge", ROOT / "examples" / "dataset.jsonl", ROOT / "examples" / "report_predicted.jsonl")
+    assert proc.returncode == 2 and "score it with factjudge eval FILE" in proc.stderr
+    proc = cli("eval", ROOT / "examples" / "report_predicted.jsonl", "-o", tmp_path / "o")
+    assert proc.returncode == 2 and "--gold G --predicted P" in proc.stderr

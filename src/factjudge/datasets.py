@@ -123,6 +123,10 @@ class JsonlDataset:
     def _document(self, raw: bytes, lineno: int) -> Document:
         prefix = f"{self.path}: line {lineno}"
         rec = _parse_line(raw, self.path, lineno)
+        if "gold_facts" not in rec and "predicted_facts" not in rec and "fact_type" in rec:
+            raise InputError(f"{prefix}: this is a fact, not a document {{doc_id, gold_facts, "
+                             "predicted_facts}: give fact files as --gold G --predicted P (each fact "
+                             "with its doc_id), or one document's facts to factjudge judge GOLD PREDICTED")
         doc_id = _doc_id(rec, prefix)
         sides = []
         for key in ("gold_facts", "predicted_facts"):

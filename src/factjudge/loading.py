@@ -306,6 +306,9 @@ def validate_facts(records: Iterable[tuple[str, Any]], source: str, *,
             check_json_value(rec, prefix)
         if not isinstance(rec, dict):
             raise InputError(f"{prefix}: a fact must be a JSON object, got {json_type(rec)}")
+        if "id" not in rec and ("gold_facts" in rec or "predicted_facts" in rec):
+            raise InputError(f"{prefix}: this is a document of an eval dataset (doc_id, gold_facts, "
+                             "predicted_facts), not a fact: score it with factjudge eval FILE")
         fact_id = coerce_id(rec.get("id"), "id", prefix)
         prefix = f"{prefix} (id {fact_id!r})"
         fact_type = rec.get("fact_type")
