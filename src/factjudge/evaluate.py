@@ -34,7 +34,7 @@ from .errors import InputError
 from .judges.base import Judge
 from .loading import write_atomic
 from .models import JudgeConfig, JudgeResult
-from .pipeline import PREVIEW_STATS, Progress, preview, run_judge_async
+from .pipeline import PREVIEW_STATS, ProgressCallback, preview, run_judge_async
 from .report import render_html, render_markdown, select_rows, worst_order_key
 from .results import RESULTS, ResultStore
 from .scope import scope_check
@@ -49,7 +49,7 @@ async def judge_documents(
     on_result: Callable[[Document, JudgeResult], None],
     *,
     concurrency: int = 8,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> None:
     """Judge documents with one pool of ``concurrency`` calls shared by all of them.
 
@@ -274,7 +274,7 @@ async def evaluate_async(
     concurrency: int = 8,
     settings: ReportSettings = ReportSettings(),
     skipped: Sequence[Problem] = (),
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     on_start: Callable[[int, int, int], None] | None = None,
     on_document: Callable[[], None] | None = None,
     overwrite: bool = False,

@@ -191,7 +191,7 @@ EMPTY_UNIT = Unit(raw="")
 Norm = Missing | Text | Quantity | Period | Other | Unit
 
 
-def canonical_json(value: Any) -> str:
+def lenient_json(value: Any) -> str:
     """The prompts' canonical JSON, but never raising: facts handed over in Python may hold
     values JSON cannot encode (dates, gigantic ints)."""
     try:
@@ -217,7 +217,7 @@ def _holds_nan(value: Any) -> bool:
 
 
 def _other(value: Any) -> Other:
-    return Other(canonical_json(value), nan=_holds_nan(value))
+    return Other(lenient_json(value), nan=_holds_nan(value))
 
 
 def format_decimal(value: Decimal) -> str:

@@ -25,7 +25,7 @@ from .sync import run_sync
 
 #: Called with 0 once per document with the number of judge questions it will ask
 #: (``total=n``), then once per answered question.
-Progress = Callable[..., None]
+ProgressCallback = Callable[..., None]
 
 
 def _no_candidates_verdict(direction: Direction, fact_id: str) -> Verdict:
@@ -77,7 +77,7 @@ async def _judge_direction(
     judge: Judge,
     limiter: asyncio.Semaphore,
     doc_id: str,
-    progress: Progress | None,
+    progress: ProgressCallback | None,
     warmup: bool,
     fields: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, Verdict]:
@@ -139,7 +139,7 @@ async def run_judge_async(
     *,
     concurrency: int = 8,
     limiter: asyncio.Semaphore | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
     doc_id: str = "",
     warmup: bool | None = None,
 ) -> JudgeResult:

@@ -248,7 +248,7 @@ def enum_fits(ids: list[str]) -> bool:
     return _enum_size_fits(len(ids), sum(map(len, ids)))
 
 
-def _fact_text(fact: dict[str, Any]) -> str:
+def _ranking_text(fact: dict[str, Any]) -> str:
     return " ".join(canonical_json(v) if not isinstance(v, str) else v
                     for k, v in fact.items() if k not in ("id", "fact_type"))
 
@@ -257,8 +257,8 @@ def rank_candidates(subject: dict[str, Any], candidates: list[dict[str, Any]]) -
     """Same fact_type first, then lexical similarity to the subject, then input order."""
     from rapidfuzz import fuzz
 
-    text = _fact_text(subject)
-    scored = [(c.get("fact_type") != subject.get("fact_type"), -fuzz.token_set_ratio(text, _fact_text(c)), i)
+    text = _ranking_text(subject)
+    scored = [(c.get("fact_type") != subject.get("fact_type"), -fuzz.token_set_ratio(text, _ranking_text(c)), i)
               for i, c in enumerate(candidates)]
     return [candidates[i] for *_, i in sorted(scored)]
 

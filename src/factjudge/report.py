@@ -239,17 +239,17 @@ def _yes_no(x: bool | None) -> str:
     return "n/a" if x is None else "yes" if x else "no"
 
 
-def _fact_text(fact: Mapping[str, Any]) -> str:
+def _fact_json(fact: Mapping[str, Any]) -> str:
     return json.dumps(fact, ensure_ascii=False, separators=(", ", ": "))
 
 
 def _other_text(row: Mapping[str, Any]) -> str:
     """The linked facts of a row, or its closest fact: "linked p01 {...}", "closest p05 (FP, 92.3) {...}"."""
     if row.get("linked"):
-        return "; ".join(f"linked {x['id']} {_fact_text(x['fact'])}" for x in row["linked"])
+        return "; ".join(f"linked {x['id']} {_fact_json(x['fact'])}" for x in row["linked"])
     near = row.get("closest")
     if near:
-        return f"closest {near['id']} ({near['status']}, {near['score']:g}) {_fact_text(near['fact'])}"
+        return f"closest {near['id']} ({near['status']}, {near['score']:g}) {_fact_json(near['fact'])}"
     return ""
 
 
@@ -345,7 +345,7 @@ def _md_rows(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return _md_table(["doc_id", "side", "id", "fact_type", "status", "fact", "linked / closest",
                       "reasoning", "note"],
                      [[r["doc_id"], r["side"], r["id"], r["fact_type"], r["status"],
-                       _fact_text(r["fact"]), _other_text(r), r["reasoning"], r["note"]]
+                       _fact_json(r["fact"]), _other_text(r), r["reasoning"], r["note"]]
                       for r in rows])
 
 
@@ -866,18 +866,18 @@ def _fact_rows(rows: Sequence[Mapping[str, Any]], embedded: frozenset[str]) -> s
         other = ""
         if r.get("linked"):
             other = "".join(f'<div>linked <b>{e(x["id"])}</b> <span class="status-{e(x["status"])}">'
-                            f'{e(x["status"])}</span> <code>{e(_fact_text(x["fact"]))}</code></div>'
+                            f'{e(x["status"])}</span> <code>{e(_fact_json(x["fact"]))}</code></div>'
                             for x in r["linked"])
         elif near:
             other = (f'<div>closest <b>{e(near["id"])}</b> <span class="status-{e(near["status"])}">'
                      f'{e(near["status"])}</span> <span class="muted">(similarity {near["score"]:g})'
-                     f'</span> <code>{e(_fact_text(near["fact"]))}</code></div>')
+                     f'</span> <code>{e(_fact_json(near["fact"]))}</code></div>')
         out.append(
             f'<tr data-type="{e(r["fact_type"])}" data-status="{e(r["status"])}" '
             f'data-doc="{e(r["doc_id"])}"{" hidden" if r["status"] == "TP" else ""}>'
             f'<td>{_doc_anchor(r["doc_id"], embedded)}</td><td>{e(r["side"])}</td><td>{e(r["id"])}</td>'
             f'<td>{e(r["fact_type"])}</td><td class="status-{e(r["status"])}">{e(r["status"])}</td>'
-            f'<td><code>{e(_fact_text(r["fact"]))}</code></td><td class="other">{other}</td>'
+            f'<td><code>{e(_fact_json(r["fact"]))}</code></td><td class="other">{other}</td>'
             f'<td>{e(r["reasoning"])}</td><td>{e(r["note"])}</td></tr>')
     return "".join(out)
 
@@ -1110,7 +1110,7 @@ def render_compare_markdown(cmp: Mapping[str, Any]) -> str:
                       [[c["doc_id"], c["side"], c["id"], c["fact_type"], _status_text(c["status_a"]),
                         _status_text(c["status_b"]),
                         c["change"] + ("" if c.get("same_fact", True) else " (different fact, same id)"),
-                        _fact_text(c["fact"]), c.get("reasoning_b") or ""] for c in changed])
+                        _fact_json(c["fact"]), c.get("reasoning_b") or ""] for c in changed])
             if changed else ["None.", ""])
     prov = cmp.get("provenance") or {}
     if prov:
@@ -1174,7 +1174,7 @@ def render_compare_html(cmp: Mapping[str, Any]) -> str:
             f'<td class="status-{e(c["status_b"])}">{e(_status_text(c["status_b"]))}</td>'
             f'<td class="{e(kind)}">{e(kind)}'
             + ("" if c.get("same_fact", True) else ' <span class="muted">(different fact, same id)</span>')
-            + f'</td><td><code>{e(_fact_text(c["fact"]))}</code></td>'
+            + f'</td><td><code>{e(_fact_json(c["fact"]))}</code></td>'
             f'<td>{e(c.get("reasoning_a") or "")}</td><td>{e(c.get("reasoning_b") or "")}</td></tr>')
     only = (f" ({cmp.get('only_a', 0):,} only in A and {cmp.get('only_b', 0):,} only in B left out)"
             if cmp.get("only_a") or cmp.get("only_b") else "")

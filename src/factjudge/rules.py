@@ -82,7 +82,7 @@ class Prepared:
         return EMPTY_UNIT if is_unit_field(name) else MISSING
 
 
-def prepare(fact: dict[str, Any], position: int, ignore_company_suffixes: bool) -> Prepared:
+def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: bool) -> Prepared:
     values = normalize_fact(fact, ignore_company_suffixes=ignore_company_suffixes, skip=_SKIP)
     return Prepared(position=position, fact_id=str(fact.get("id")),
                     fact_type=fact.get("fact_type"), values=values,
@@ -302,7 +302,7 @@ class CandidateIndex:
         self.candidates = candidates  # held so id(candidates) cannot be reused while cached
         self.size = len(candidates)
         self.ignore_company_suffixes = ignore_company_suffixes
-        self.prepared = [prepare(c, i, ignore_company_suffixes) for i, c in enumerate(candidates)]
+        self.prepared = [normalized(c, i, ignore_company_suffixes) for i, c in enumerate(candidates)]
         self.by_type: dict[Any, list[int]] = {}
         for p in self.prepared:
             self.by_type.setdefault(_type_key(p.fact_type), []).append(p.position)
@@ -468,7 +468,7 @@ class RulesJudge(JudgeBase):
         negative = negative_status(task.direction)
         other: Direction = "predicted" if task.direction == "gold" else "gold"
         index = self._index(task.candidates, config)
-        subject = prepare(task.subject, -1, config.ignore_company_suffixes)
+        subject = normalized(task.subject, -1, config.ignore_company_suffixes)
         fields = task.compared
         if fields is None:
             fields = compared_fields(task.subject, config)
