@@ -26,7 +26,7 @@ from factjudge.normalize import (
     text_similarity,
 )
 from factjudge.prompts import JudgeTask
-from factjudge.rules import RulesJudge, compare_facts, compared_fields, prepare
+from factjudge.rules import RulesJudge, compare_facts, compared_fields, normalized
 
 LABELLED = json.loads((Path(__file__).parent / "data" / "rules_labelled.json")
                       .read_text(encoding="utf-8"))["cases"]
@@ -348,9 +348,9 @@ configs = st.fixed_dictionaries({
 
 def brute_force(subject, candidates, config):
     """The specification without any index: compare with every same-type candidate."""
-    prepared_subject = prepare(subject, -1, config.ignore_company_suffixes)
+    prepared_subject = normalized(subject, -1, config.ignore_company_suffixes)
     fields = compared_fields(subject, config)
-    results = [compare_facts(prepared_subject, prepare(c, i, config.ignore_company_suffixes),
+    results = [compare_facts(prepared_subject, normalized(c, i, config.ignore_company_suffixes),
                              fields, config)
                for i, c in enumerate(candidates) if c["fact_type"] == subject["fact_type"]]
     matches = [r for r in results if r.ok]
