@@ -18,7 +18,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 from pydantic import ValidationError
@@ -323,9 +323,8 @@ def validate_facts(records: Iterable[tuple[str, Any]], source: str, *,
         if fact_id in seen:
             raise InputError(f"{prefix}: duplicate id, first seen at {seen[fact_id]}")
         seen[fact_id] = where
-        fact = dict(rec)
-        fact["id"] = fact_id
-        facts.append(fact)
+        # facts are never changed in place: the record itself is kept unless its id was coerced
+        facts.append(rec if rec.get("id") is fact_id else {**rec, "id": fact_id})
     return facts
 
 
@@ -533,8 +532,9 @@ def check_writable(path: Path) -> None:
         raise InputError(f"{path}: cannot write the output here: {exc.strerror or exc}") from None
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file, so a reader never sees half an output.
+def write_atomic(path: Path, text: str | Callable[[TextIO], None]) -> None:
+    """Write ``text`` (or what ``text(fh)`` writes: a large output streamed) via a temporary file,
+    so a reader never sees half an output.
 
     A symlink is followed and its target replaced (the link stays); a device, FIFO or terminal
     (``/dev/null``, ``/dev/stdout``) is written in place, never replaced by a regular file. A
@@ -543,7 +543,7 @@ def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     if _write_through(path):
         with open(path, "a", encoding="utf-8") as fh:  # "a": never truncate what stdout points at
-            fh.write(text)
+            _emit(fh, text)
         return
     target = Path(os.path.realpath(path))
     try:
@@ -556,9 +556,16 @@ def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            _emit(fh, text)
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _emit(fh: TextIO, text: str | Callable[[TextIO], None]) -> None:
+    if isinstance(text, str):
+        fh.write(text)
+    else:
+        text(fh)

@@ -1,8 +1,10 @@
 """Data models shared by every stage: config, per-pass verdicts, usage and the result."""
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Any, Literal, TextIO
 
+from pydantic_core import to_jsonable_python
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -186,6 +188,27 @@ class JudgeResult(BaseModel):
 
     def to_json(self, indent: int | None = 2) -> str:
         return self.model_dump_json(indent=indent)
+
+    def write_json(self, fh: TextIO) -> None:
+        """Write :meth:`to_json`'s document to ``fh`` one fact at a time: a large document's output
+        never sits in memory as one string (nor once more as its encoded bytes)."""
+        rest = self.model_dump(mode="json", exclude={"gold_facts", "predicted_facts"})
+        fh.write("{")
+        for n, key in enumerate(("gold_facts", "predicted_facts")):
+            fh.write(f'{"," if n else ""}\n  "{key}": ')
+            facts = getattr(self, key)
+            if not facts:
+                fh.write("[]")
+                continue
+            fh.write("[")
+            for i, fact in enumerate(facts):
+                text = json.dumps(fact, indent=2, ensure_ascii=False, default=to_jsonable_python)
+                fh.write(("," if i else "") + "\n    " + text.replace("\n", "\n    "))
+            fh.write("\n  ]")
+        for key, value in rest.items():
+            text = json.dumps(value, indent=2, ensure_ascii=False)
+            fh.write(f',\n  "{key}": ' + text.replace("\n", "\n  "))
+        fh.write("\n}\n")
 
     def to_pandas(self) -> Any:
         """One row per fact (side, id, fact_type, status, matched ids, reasons, then the fact's

@@ -212,9 +212,10 @@ async def run_judge_async(
     if asked:
         metrics.jury_agreement = agreed / asked
     usage.seconds = round(time.perf_counter() - started, 3)
-    return JudgeResult(gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics,
-                       dedup_notes=rec.notes, conflicts=rec.conflicts, warnings=warnings,
-                       usage=usage, config=config.model_dump(mode="json"))
+    # built from checked parts: validating would copy every output fact once more
+    return JudgeResult.model_construct(
+        gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics, dedup_notes=rec.notes,
+        conflicts=rec.conflicts, warnings=warnings, usage=usage, config=config.model_dump(mode="json"))
 
 
 def run_judge(

@@ -63,13 +63,12 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
 
     result = asyncio.run(run())
     result.warnings[:0] = scope_warnings
-    text = result.to_json() + "\n"
     if output is None:
-        sys.stdout.write(text)
+        result.write_json(sys.stdout)
         sys.stdout.flush()
     else:
         try:
-            write_atomic(output, text)
+            write_atomic(output, result.write_json)
         except OSError as exc:
             raise InputError(f"{output}: cannot write the output: {exc.strerror or exc} (the LLM "
                              "answers are in the response cache: run again with another -o)") from None
