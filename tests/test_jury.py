@@ -340,6 +340,9 @@ def test_cli_eval_with_a_jury_writes_votes_per_document(servers, write_json, tmp
     summary = json.loads((out / "summary.json").read_text())
     assert [j["juror"] for j in summary["judge"]["jurors"]] == ["a", "b", "c"]
     assert summary["micro"]["fn"] == 1 and summary["usage"]["llm_calls"] == 18
+    # the dataset's figures: agreement over every document's questions, usage per juror summed
+    assert summary["jury_agreement"] == pytest.approx(1 / 3)
+    assert summary["usage"]["jurors"]["c"]["llm_calls"] == 6
 
 
 @pytest.mark.parametrize("extra, message", [

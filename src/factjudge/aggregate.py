@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -33,6 +33,11 @@ class DocStats:
     by_type: Mapping[str, Mapping[str, int]]
     conflicts: Mapping[str, int]
     usage: Mapping[str, float]
+    #: A jury's questions in this document, and those all jurors answered alike.
+    jury_questions: int = 0
+    jury_unanimous: int = 0
+    #: A jury's usage per juror.
+    jurors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[int, int, int, int]:
@@ -45,12 +50,19 @@ def doc_stats(line: Mapping[str, Any]) -> DocStats:
     m = line["metrics"]
     usage = {k: v for k, v in line.get("usage", {}).items()
              if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    votes = [f["votes"] for side in ("gold_facts", "predicted_facts") for f in line.get(side, ())
+             if isinstance(f.get("votes"), dict)]
+    jurors = line.get("usage", {}).get("jurors") or {}
     return DocStats(
         doc_id=line["doc_id"],
         counts={k: int(m.get(k, 0)) for k in COUNT_KEYS},
         by_type={t: {k: int(c.get(k, 0)) for k in TYPE_KEYS} for t, c in m.get("by_fact_type", {}).items()},
         conflicts=dict(line.get("conflicts", {})),
         usage=usage,
+        jury_questions=len(votes),
+        jury_unanimous=sum(len(set(v.values())) == 1 and "ERROR" not in v.values() for v in votes),
+        jurors={name: {k: v for k, v in u.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+                for name, u in jurors.items() if isinstance(u, dict)},
     )
 
 
@@ -162,6 +174,8 @@ class Summary(BaseModel):
     provenance: dict[str, Any] = Field(default_factory=dict)
     #: The documents' warnings, each once, and the dataset's (scope).
     warnings: list[str] = Field(default_factory=list)
+    #: A jury's share of questions all jurors answered alike, over the dataset (None: no jury).
+    jury_agreement: float | None = None
 
 
 class Aggregator:
@@ -174,6 +188,8 @@ class Aggregator:
         self.micro: dict[str, int] = {k: 0 for k in COUNT_KEYS}
         self.by_type: dict[str, dict[str, int]] = {}
         self.conflicts: dict[str, int] = {}
+        self.jury_questions = self.jury_unanimous = 0
+        self.jurors: dict[str, dict[str, float]] = {}
         self.usage: dict[str, float] = {}
         self.macro_sum = {k: 0.0 for k in RATIOS}
         self.macro_defined = {k: 0 for k in RATIOS}
@@ -188,6 +204,10 @@ class Aggregator:
             _add(self.by_type.setdefault(t, {k: 0 for k in TYPE_KEYS}), c)
         _add(self.conflicts, s.conflicts)
         _add(self.usage, s.usage)
+        self.jury_questions += s.jury_questions
+        self.jury_unanimous += s.jury_unanimous
+        for name, used in s.jurors.items():
+            _add(self.jurors.setdefault(name, {}), used)
         for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
         r = prf(*s.key)
@@ -226,15 +246,19 @@ class Aggregator:
     def summary(self, resamples: int = 1000, seed: int = 0) -> Summary:
         micro = with_ratios(MicroCounts(**self.micro))
         by_type = {t: with_ratios(Counts(**c)) for t, c in sorted(self.by_type.items())}
-        usage = dict(sorted(self.usage.items()))
+        usage: dict[str, Any] = dict(sorted(self.usage.items()))
         if "seconds" in usage:  # summed float noise would make files differ for no reason
             usage["seconds"] = round(usage["seconds"], 3)
         macro = Macro(**{k: self.macro_sum[k] / n if (n := self.macro_counted[k]) else None
                          for k in RATIOS}, defined=dict(self.macro_defined),
                       zero_division=self.zero_division)
+        if self.jurors:
+            usage["jurors"] = {name: dict(sorted(u.items())) for name, u in sorted(self.jurors.items())}
+        agreement = self.jury_unanimous / self.jury_questions if self.jury_questions else None
         return Summary(documents=self.documents, micro=micro, macro=macro, by_fact_type=by_type,
                        ci95=bootstrap_ci(list(zip(*self.keys, strict=False)), resamples, seed),
-                       conflicts=dict(sorted(self.conflicts.items())), usage=usage)
+                       conflicts=dict(sorted(self.conflicts.items())), usage=usage,
+                       jury_agreement=agreement)
 
 
 def aggregate(stats: Iterable[DocStats], resamples: int = 1000, seed: int = 0,
