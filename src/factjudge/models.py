@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, TextIO
 
-from pydantic_core import to_jsonable_python
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -18,6 +17,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import to_jsonable_python
 
 Direction = Literal["gold", "predicted"]
 #: A fact judged unmatched: FN in the gold pass, FP in the predicted pass.
