@@ -33,7 +33,7 @@ from .loading import json_type, parse_config, validate_facts
 from .models import JudgeConfig
 from .pipeline import run_judge_async
 from .rules import RulesJudge
-from .sync import run_sync
+from .sync import in_window, run_sync
 
 __all__ = [
     "CalibrationReport",
@@ -346,13 +346,12 @@ async def calibrate_async(
     config = parse_config(config)
     the_judge: Judge = judge if judge is not None else RulesJudge()
     limiter = asyncio.Semaphore(concurrency)
-    in_flight = max(2, 2 * concurrency)
     decisions: list[Decision | None] = [None] * len(labels)
-    pending: set[asyncio.Task[None]] = set()
     done_count = 0
 
-    async def one(index: int, label: Label) -> None:
+    async def one(item: tuple[int, Label]) -> None:
         nonlocal done_count
+        index, label = item
         result = await run_judge_async([label.gold_fact], [label.predicted_fact], config, the_judge,
                                        limiter=limiter, doc_id=label.id)
         decisions[index] = decision_from_result(label, result.gold_facts[0],
@@ -361,23 +360,8 @@ async def calibrate_async(
         if progress:
             progress(done_count, len(labels))
 
-    async def drain(until: int) -> None:
-        nonlocal pending
-        while len(pending) > until:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                task.result()  # a failure (not an ERROR verdict) stops the run
-
-    try:
-        for index, label in enumerate(labels):
-            await drain(in_flight - 1)
-            pending.add(asyncio.create_task(one(index, label)))
-        await drain(0)
-    finally:
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+    # a failure (not an ERROR verdict) stops the run
+    await in_window(enumerate(labels), one, max(2, 2 * concurrency), lambda _: None)
     return score([d for d in decisions if d is not None], judge=the_judge.name)
 
 

@@ -38,6 +38,7 @@ from .pipeline import PREVIEW_STATS, ProgressCallback, preview, run_judge_async
 from .report import render_html, render_markdown, select_rows, worst_order_key
 from .results import RESULTS, ResultStore
 from .scope import scope_check
+from .sync import in_window
 from .tables import FactsCsvWriter
 
 SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV = "summary.json", "report.md", "report.html", "facts.csv"
@@ -56,35 +57,13 @@ async def judge_documents(
     Only ``2 * concurrency`` documents are in flight, so memory does not grow with the dataset,
     while the pool stays busy even when documents are small."""
     limiter = asyncio.Semaphore(concurrency)
-    in_flight = max(2, 2 * concurrency)
-    pending: set[asyncio.Task[tuple[Document, JudgeResult]]] = set()
 
     async def one(doc: Document) -> tuple[Document, JudgeResult]:
         result = await run_judge_async(doc.gold, doc.predicted, config, judge, limiter=limiter,
                                        progress=progress, doc_id=doc.doc_id)
         return doc, result
 
-    async def drain(until: int) -> None:
-        nonlocal pending
-        while len(pending) > until:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                on_result(*task.result())
-
-    docs = iter(documents)
-    try:
-        while True:
-            await drain(in_flight - 1)  # before reading the next document, not after
-            doc = next(docs, None)
-            if doc is None:
-                break
-            pending.add(asyncio.create_task(one(doc)))
-        await drain(0)
-    finally:
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+    await in_window(documents, one, max(2, 2 * concurrency), lambda done: on_result(*done))
 
 
 def _remove_stale(out_dir: Path) -> None:

@@ -1,12 +1,15 @@
-"""Run a coroutine to completion from synchronous code, in scripts and in notebooks alike."""
+"""Running coroutines: to completion from synchronous code (scripts and notebooks alike), and many
+of them within a window."""
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 T = TypeVar("T")
+Item = TypeVar("Item")
+R = TypeVar("R")
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
@@ -34,3 +37,34 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     if errors:
         raise errors[0]
     return results[0]
+
+
+async def in_window(items: Iterable[Item], work: Callable[[Item], Awaitable[R]], window: int,
+                    on_done: Callable[[R], None]) -> None:
+    """``work(item)`` for every item, at most ``window`` at a time, ``on_done`` called with each
+    result as it comes. Items are drawn lazily, only when a place is free, so memory does not grow
+    with their number. A failure stops the rest (they are cancelled) and is raised."""
+    pending: set[asyncio.Task[R]] = set()
+
+    async def drain(until: int) -> None:
+        nonlocal pending
+        while len(pending) > until:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                on_done(task.result())
+
+    try:
+        source = iter(items)
+        while True:
+            await drain(window - 1)  # before drawing the next item, not after
+            try:
+                item = next(source)
+            except StopIteration:
+                break
+            pending.add(asyncio.ensure_future(work(item)))
+        await drain(0)
+    finally:
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -146,7 +146,12 @@ def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_
                     progress=progress, on_start=progress.start, on_document=progress.document_done,
                     settings=settings, overwrite=overwrite)
 
-    outcome = asyncio.run(run())
+    return finish(asyncio.run(run()), output_dir, quiet, problems, gate, started)
+
+
+def finish(outcome: EvalRun, output_dir: Path, quiet: bool, problems: list[Problem], gate: Gate,
+           started: float) -> int:
+    """What every way of running eval prints at the end, and its exit code."""
     if not quiet:
         _print_summary(outcome, output_dir, time.perf_counter() - started)
     for warning in outcome.summary.warnings:

@@ -30,7 +30,7 @@ import typer
 
 from ..datasets import Dataset
 from ..errors import FactJudgeError, JudgeSetupError
-from ..evaluate import SUMMARY, ReportSettings, preview_dataset
+from ..evaluate import ReportSettings, preview_dataset
 from ..judges import Judge
 from ..loading import load_config
 from ..models import JudgeConfig, JudgeResult
@@ -167,7 +167,7 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
     """``factjudge eval`` with ``--ray``: the same checks, files, summary line and exit code as
     the live run, the documents judged by Ray workers."""
     from ..ray_eval import evaluate_ray, import_ray, init_ray
-    from .eval_cmd import _print_summary, _scan
+    from .eval_cmd import _scan
 
     cfg = load_config(config)
     judge = opts.build(cfg)
@@ -206,16 +206,5 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
             ray = sys.modules.get("ray")
             if ray is not None and ray.is_initialized():
                 ray.shutdown()
-    # from here on as the live run of eval_cmd._eval
-    if not quiet:
-        _print_summary(outcome, output_dir, time.perf_counter() - started)
-    for warning in getattr(outcome.summary, "warnings", None) or ():
-        say(f"factjudge: warning: {warning}")
-    if problems:
-        say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
-    micro = outcome.summary.micro
-    if micro.errors:
-        say(f"factjudge: {micro.errors} fact(s) could not be judged (status ERROR); they are "
-            "left out of precision and recall; run again to retry them")
-        return 1
-    return gate.check(micro.precision, micro.recall, micro.f1)
+    from .eval_cmd import finish  # eval_cmd imports this module
+    return finish(outcome, output_dir, quiet, problems, gate, started)
