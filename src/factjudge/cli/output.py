@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Column
 
 from ..models import JudgeResult, Usage
 from ..report import fmt
@@ -37,9 +38,14 @@ class ProgressBar:
     columns with the total in view. Silent when stderr is not a terminal."""
 
     def __init__(self, enabled: bool, llm: bool = True) -> None:
-        self.bar = Progress(TextColumn("judging"), BarColumn(bar_width=12), MofNCompleteColumn(),
-                            TextColumn("questions {task.fields[info]}"), TextColumn("ETA"),
-                            TimeRemainingColumn(), console=err, transient=True, disable=not enabled)
+        # the counts and the ETA never wrap or shrink; the details give way on a narrow terminal
+        fixed = Column(no_wrap=True)
+        self.bar = Progress(BarColumn(bar_width=10), MofNCompleteColumn(table_column=fixed),
+                            TextColumn("questions", table_column=fixed),
+                            TextColumn("{task.fields[info]}", table_column=Column(
+                                no_wrap=True, overflow="ellipsis", ratio=1)),
+                            TextColumn("ETA", table_column=fixed), TimeRemainingColumn(table_column=fixed),
+                            console=err, transient=True, disable=not enabled, expand=True)
         self.task = self.bar.add_task("judging", total=0, info="")
         self.llm = llm
         self.docs_total = self.docs_done = self.answered = self.cache_hits = self.errors = 0
