@@ -207,9 +207,9 @@ def test_identity_warmup_labels_and_aclose():
     assert JuryJudge(jurors).warmup is True
     asyncio.run(jury.aclose())
     assert all(j.closed for j in jurors)
-    with pytest.raises(ValueError):
+    with pytest.raises(JudgeSetupError):
         JuryJudge([])
-    with pytest.raises(ValueError):
+    with pytest.raises(JudgeSetupError):
         JuryJudge(jurors, names=["a", "a", "b"])
 
 

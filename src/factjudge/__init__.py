@@ -4,7 +4,7 @@ __version__ = "0.1.0"  # the one place (pyproject.toml reads it)
 from .cache import ResponseCache
 from .errors import FactJudgeError, InputError, JudgeSetupError
 from .evaluate import EvalRun, ReportSettings, evaluate_dataset
-from .judges import HybridJudge, Judge, JudgeBase, LLMJudge, RulesJudge
+from .judges import HybridJudge, Judge, JudgeBase, JuryJudge, LLMJudge, RulesJudge
 from .loading import load_config, load_facts
 from .models import JudgeConfig, JudgeResult, Verdict
 from .pipeline import run_judge, run_judge_async
@@ -23,6 +23,7 @@ __all__ = [
     "JudgeResult",
     "JudgeSetupError",
     "JudgeTask",
+    "JuryJudge",
     "LLMJudge",
     "ResponseCache",
     "RulesJudge",

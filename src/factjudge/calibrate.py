@@ -342,7 +342,7 @@ async def calibrate_async(
     """Judge every label's pair of facts (one pool of ``concurrency`` judge calls shared by all
     lines, at most ``2 * concurrency`` lines in flight) and :func:`score` the links."""
     if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+        raise InputError("concurrency must be at least 1")
     config = parse_config(config)
     the_judge: Judge = judge if judge is not None else RulesJudge()
     limiter = asyncio.Semaphore(concurrency)

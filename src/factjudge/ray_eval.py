@@ -462,7 +462,7 @@ def evaluate_ray(
     holding another run's results is refused unless ``overwrite``, as by ``evaluate_async``."""
     ray = import_ray()
     if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+        raise InputError("concurrency must be at least 1")
     cfg = parse_config(config)
     out_dir = Path(out_dir)
     own_judge = judge is None

@@ -495,7 +495,7 @@ class FactsCsvWriter:
             else:
                 unknown = [k for k in row if k not in FACT_COLUMNS and k not in fields]
                 if unknown:
-                    raise ValueError(f"fact field {unknown[0]!r} is not among the fields given")
+                    raise InputError(f"fact field {unknown[0]!r} is not among the fields given")
                 self._writer.writerow(self._cells(row, list(FACT_COLUMNS) + fields))
             n += 1
         self.rows += n

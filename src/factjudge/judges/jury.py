@@ -88,13 +88,13 @@ class JuryJudge(JudgeBase):
 
     def __init__(self, jurors: Sequence[Judge], names: Sequence[str] | None = None) -> None:
         if not jurors:
-            raise ValueError("a jury needs at least one juror")
+            raise JudgeSetupError("a jury needs at least one juror")
         self.jurors = list(jurors)
         self.names = list(names) if names is not None else default_labels(self.jurors)
         if len(self.names) != len(self.jurors):
-            raise ValueError(f"{len(self.names)} names for {len(self.jurors)} jurors")
+            raise JudgeSetupError(f"{len(self.names)} names for {len(self.jurors)} jurors")
         if len(set(self.names)) != len(self.names):
-            raise ValueError(f"juror names must be unique, got {self.names}")
+            raise JudgeSetupError(f"juror names must be unique, got {self.names}")
         # The pipeline sends a direction's first question alone until it has reached an LLM:
         # with a jury that first question warms every LLM juror's provider cache.
         self.warmup = any(j.warmup for j in self.jurors)
