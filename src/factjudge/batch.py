@@ -54,7 +54,7 @@ from .judges.llm import LLMJudge
 from .loading import coerce_facts, write_atomic
 from .models import JudgeConfig
 from .pipeline import directions, task_factory
-from .prompts import JudgeTask, canonical_json, parse_answer
+from .prompts import JudgeTask, canonical_json, parse_answer, reask_messages
 from .results import RESULTS, ResultStore
 from .scope import compared_fields, in_scope_facts
 
@@ -64,7 +64,6 @@ MAX_BYTES = 200_000_000
 #: The endpoint every line asks.
 ENDPOINT = "/v1/chat/completions"
 #: What a live re-ask tells the model after an invalid answer (as :class:`LLMJudge` does).
-REASK = "Your answer was invalid: {problem}. Answer again, following the JSON schema exactly."
 #: Batch statuses after which nothing changes any more.
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 #: ``--batch``'s state and files, inside the eval output folder.
@@ -351,9 +350,7 @@ def export_batch(dataset: Dataset, config: JudgeConfig, judge: Judge, out_dir: P
                     body = req.body
                     feedback = store.feedback(req.custom_id)
                     if feedback is not None:
-                        body["messages"] = [*body["messages"],
-                                            {"role": "assistant", "content": feedback[0] or ""},
-                                            {"role": "user", "content": REASK.format(problem=feedback[1])}]
+                        body["messages"] = [*body["messages"], *reask_messages(*feedback)]
                         result.reasked += 1
                     line = {"custom_id": req.custom_id, "method": "POST", "url": ENDPOINT, "body": body}
                     writer.add((json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8"))

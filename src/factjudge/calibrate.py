@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from .errors import InputError
 from .judges.base import Judge
-from .loading import json_type, parse_config, validate_facts
+from .loading import coerce_id, json_type, parse_config, validate_facts
 from .models import JudgeConfig
 from .pipeline import run_judge_async
 from .rules import RulesJudge
@@ -88,14 +88,7 @@ def _label(path: Path, lineno: int, rec: Any) -> Label:
     prefix = f"{path}: line {lineno}"
     if not isinstance(rec, dict):
         raise InputError(f"{prefix}: a label must be a JSON object, got {json_type(rec)}")
-    label_id = rec.get("id")
-    if isinstance(label_id, int) and not isinstance(label_id, bool):
-        label_id = str(label_id)
-    if label_id is not None and not isinstance(label_id, str):
-        raise InputError(f"{prefix}: 'id' must be a string or an integer, "
-                         f"got {json_type(label_id)} {json.dumps(label_id)}")
-    if not isinstance(label_id, str) or not label_id.strip():
-        raise InputError(f"{prefix}: missing or empty 'id' (a non-empty string or an integer)")
+    label_id = coerce_id(rec.get("id"), "id", prefix)
     prefix = f"{prefix} (id {label_id!r})"
     unknown = [k for k in rec if k not in LABEL_KEYS]
     if unknown:

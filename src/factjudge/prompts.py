@@ -222,6 +222,14 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
                    reasoning=data["reasoning"])
 
 
+def reask_messages(content: str | None, problem: str) -> list[dict[str, str]]:
+    """What follows an invalid answer when the question is asked again: the answer, and what was
+    wrong with it (live re-asks and batch re-exports send the same)."""
+    return [{"role": "assistant", "content": content or ""},
+            {"role": "user", "content": f"Your answer was invalid: {problem}. Answer again, following "
+                                        "the JSON schema exactly."}]
+
+
 def fact_type_problem(task: JudgeTask, matched_id: str) -> str:
     """Facts of different fact_type never match: why a TP naming ``matched_id`` is wrong, or ""."""
     want = task.subject.get("fact_type")

@@ -30,6 +30,7 @@ from ..prompts import (
     canonical_json,
     parse_answer,
     prepare_call,
+    reask_messages,
     response_format,
     schema_instruction,
 )
@@ -293,9 +294,7 @@ class LLMJudge(JudgeBase):
                 verdict = parse_answer(task, reply.content)
             except InvalidAnswer as exc:
                 problem = str(exc)
-                extra = [{"role": "assistant", "content": reply.content or ""},
-                         {"role": "user", "content": f"Your answer was invalid: {problem}. Answer "
-                                                     "again, following the JSON schema exactly."}]
+                extra = reask_messages(reply.content, problem)
                 if time.monotonic() >= deadline:
                     break
                 continue
