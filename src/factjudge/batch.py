@@ -51,12 +51,11 @@ from .judges.backends import (
 )
 from .judges.base import BatchRequest, Judge
 from .judges.llm import LLMJudge
-from .loading import coerce_facts, write_atomic
+from .loading import write_atomic
 from .models import JudgeConfig
-from .pipeline import directions, task_factory
+from .pipeline import questions
 from .prompts import JudgeTask, canonical_json, parse_answer, reask_messages
 from .results import RESULTS, ResultStore
-from .scope import compared_fields, in_scope_facts
 
 #: OpenAI's limits per batch input file (vLLM's run_batch has none).
 MAX_LINES = 50_000
@@ -311,12 +310,8 @@ def _tasks(doc_gold: list[dict[str, Any]], doc_pred: list[dict[str, Any]], confi
            doc_id: str) -> Iterator[Iterator[JudgeTask]]:
     """The questions of one document as the pipeline builds them (as :func:`~factjudge.pipeline.
     run_judge_async` and :func:`~factjudge.pipeline.preview` do), one iterator per direction."""
-    gold = in_scope_facts(coerce_facts(doc_gold, "gold facts"), config)
-    pred = in_scope_facts(coerce_facts(doc_pred, "predicted facts"), config)
-    fields, _ = compared_fields(gold, pred, config)
-    for direction, subjects, candidates in directions(gold, pred):
-        if candidates:  # no candidates: the pipeline decides without a call
-            make = task_factory(direction, candidates, config, doc_id, fields)
+    for _, subjects, make in questions(doc_gold, doc_pred, config, doc_id):
+        if make is not None:  # no candidates: the pipeline decides without a call
             yield (make(fact) for fact in subjects)
 
 

@@ -56,6 +56,18 @@ def directions(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]
     return ("gold", gold, predicted), ("predicted", predicted, gold)
 
 
+def questions(gold_facts: Iterable[Mapping[str, Any]], predicted_facts: Iterable[Mapping[str, Any]],
+              config: JudgeConfig, doc_id: str = ""
+              ) -> list[tuple[Direction, list[dict[str, Any]], Callable[[dict[str, Any]], JudgeTask] | None]]:
+    """A document's questions as the judge is asked them, without asking: per direction the
+    in-scope subjects and the task maker (None when there are no candidates: no call then)."""
+    gold = in_scope_facts(coerce_facts(gold_facts, "gold facts"), config)
+    predicted = in_scope_facts(coerce_facts(predicted_facts, "predicted facts"), config)
+    fields, _ = compared_fields(gold, predicted, config)
+    return [(direction, subjects, task_factory(direction, candidates, config, doc_id, fields)
+             if candidates else None) for direction, subjects, candidates in directions(gold, predicted)]
+
+
 def task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
                  doc_id: str, fields: dict[str, tuple[str, ...]] | None = None
                  ) -> Callable[[dict[str, Any]], JudgeTask]:
@@ -256,16 +268,12 @@ def preview(
     """What judging would cost, without any call: calls per direction, prompt tokens before and
     after provider prefix caching (estimated), and answers already in the response cache."""
     config = parse_config(judge_config)
-    gold = in_scope_facts(coerce_facts(gold_facts, "gold facts"), config)
-    predicted = in_scope_facts(coerce_facts(predicted_facts, "predicted facts"), config)
     out: dict[str, Any] = {}
-    fields, _ = compared_fields(gold, predicted, config)
-    for direction, subjects, candidates in directions(gold, predicted):
+    for direction, subjects, make_task in questions(gold_facts, predicted_facts, config, doc_id):
         stats = dict.fromkeys(PREVIEW_STATS, 0)
         out[direction] = stats
-        if not candidates:
+        if make_task is None:
             continue
-        make_task = task_factory(direction, candidates, config, doc_id, fields)
         warm = False
         for fact in subjects:
             est = judge.estimate(make_task(fact))
