@@ -26,7 +26,7 @@ from factjudge.normalize import (
     text_similarity,
 )
 from factjudge.prompts import JudgeTask
-from factjudge.rules import RulesJudge, compare_facts, compared_fields, normalized
+from factjudge.rules import RulesJudge, compare_facts, normalized
 
 LABELLED = json.loads((Path(__file__).parent / "data" / "rules_labelled.json")
                       .read_text(encoding="utf-8"))["cases"]
@@ -349,7 +349,7 @@ configs = st.fixed_dictionaries({
 def brute_force(subject, candidates, config):
     """The specification without any index: compare with every same-type candidate."""
     prepared_subject = normalized(subject, -1, config.ignore_company_suffixes)
-    fields = compared_fields(subject, config)
+    fields = JudgeTask("gold", subject, candidates, config, []).compared
     results = [compare_facts(prepared_subject, normalized(c, i, config.ignore_company_suffixes),
                              fields, config)
                for i, c in enumerate(candidates) if c["fact_type"] == subject["fact_type"]]

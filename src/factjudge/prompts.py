@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from .errors import InvalidAnswer, PromptTooLarge
 from .models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict
+from .scope import NOT_COMPARED
 
 #: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys).
 PROMPT_FORMAT_VERSION = "3"
@@ -150,13 +151,15 @@ class JudgeTask:
     fields: dict[str, tuple[str, ...]] | None = None
 
     @property
-    def compared(self) -> list[str] | None:
-        """The fields to compare for this subject, or None for "its own fields"."""
+    def compared(self) -> list[str]:
+        """The fields to compare for this subject: ``config.fields`` in order; else the fields of
+        its fact_type's gold facts (``fields``); else its own. ``fact_type`` is checked before any
+        field, and ``id`` is never data: listing it compares nothing (both read as missing)."""
         if self.config.fields is not None:
             return [f for f in dict.fromkeys(self.config.fields) if f != "fact_type"]
         if self.fields is not None and self.subject.get("fact_type") in self.fields:
             return list(self.fields[self.subject["fact_type"]])
-        return None
+        return [k for k in self.subject if k not in NOT_COMPARED]
 
     @property
     def subject_id(self) -> str:

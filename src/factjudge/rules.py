@@ -37,7 +37,7 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from .judges.base import JudgeBase
-from .models import OUTPUT_FIELDS, Direction, JudgeConfig, NegativeStatus, PassStatus, Tolerance, Verdict
+from .models import Direction, JudgeConfig, NegativeStatus, PassStatus, Tolerance, Verdict
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -54,9 +54,8 @@ from .normalize import (
     normalize_fact,
 )
 from .prompts import JudgeTask, negative_status
+from .scope import NOT_COMPARED
 
-#: Fields never compared as data: the identity and the type (checked separately).
-_SKIP = frozenset({"id", "fact_type", *OUTPUT_FIELDS})
 #: Stop narrowing the shortlist once it is this small; comparing a few facts is cheaper.
 _SMALL_POOL = 8
 #: How many candidate lists' indexes a judge keeps (one document has two).
@@ -83,18 +82,10 @@ class Prepared:
 
 
 def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: bool) -> Prepared:
-    values = normalize_fact(fact, ignore_company_suffixes=ignore_company_suffixes, skip=_SKIP)
+    values = normalize_fact(fact, ignore_company_suffixes=ignore_company_suffixes, skip=NOT_COMPARED)
     return Prepared(position=position, fact_id=str(fact.get("id")),
                     fact_type=fact.get("fact_type"), values=values,
                     currency=fact_currency(values))
-
-
-def compared_fields(subject: dict[str, Any], config: JudgeConfig) -> list[str]:
-    """``config.fields`` in order, else the subject's own fields. ``fact_type`` is checked before
-    any field, and ``id`` is never data: listing it compares nothing (both read as missing)."""
-    if config.fields is not None:
-        return [f for f in dict.fromkeys(config.fields) if f != "fact_type"]
-    return [k for k in subject if k not in _SKIP]
 
 
 # --------------------------------------------------------------------------- field comparison
@@ -470,8 +461,6 @@ class RulesJudge(JudgeBase):
         index = self._index(task.candidates, config)
         subject = normalized(task.subject, -1, config.ignore_company_suffixes)
         fields = task.compared
-        if fields is None:
-            fields = compared_fields(task.subject, config)
 
         def verdict(status: PassStatus, reasoning: str, matched: str | None = None) -> Verdict:
             return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
