@@ -346,7 +346,8 @@ async def calibrate_async(
         nonlocal done_count
         index, label = item
         result = await run_judge_async([label.gold_fact], [label.predicted_fact], config, the_judge,
-                                       limiter=limiter, doc_id=label.id)
+                                       limiter=limiter, concurrency=concurrency,
+                                       doc_id=label.id)
         decisions[index] = decision_from_result(label, result.gold_facts[0],
                                                 result.predicted_facts[0])
         done_count += 1

@@ -60,7 +60,7 @@ async def judge_documents(
 
     async def one(doc: Document) -> tuple[Document, JudgeResult]:
         result = await run_judge_async(doc.gold, doc.predicted, config, judge, limiter=limiter,
-                                       progress=progress, doc_id=doc.doc_id)
+                                       concurrency=concurrency, progress=progress, doc_id=doc.doc_id)
         return doc, result
 
     await in_window(documents, one, max(2, 2 * concurrency), lambda done: on_result(*done))

@@ -183,6 +183,15 @@ class JudgeResult(BaseModel):
     usage: Usage
     config: dict[str, Any]
 
+    def __repr__(self) -> str:
+        # Short: a notebook cell should not print every fact, and asyncio (3.11) reprs the result
+        # of asyncio.run() when it restores the SIGINT handler, which for a million facts cost
+        # gigabytes. The facts are in gold_facts / predicted_facts.
+        m = self.metrics
+        return (f"JudgeResult(gold_facts=[{len(self.gold_facts)} facts], predicted_facts="
+                f"[{len(self.predicted_facts)} facts], precision={m.precision!r}, recall={m.recall!r}, "
+                f"f1={m.f1!r}, errors={m.errors})")
+
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 

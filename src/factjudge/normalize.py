@@ -97,7 +97,7 @@ __all__ = [
 # --------------------------------------------------------------------------- normal forms
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Missing:
     def describe(self) -> str:
         return "(missing)"
@@ -106,7 +106,7 @@ class Missing:
 MISSING = Missing()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Text:
     raw: str
     norm: str
@@ -119,7 +119,7 @@ class Text:
         return json.dumps(self.raw, ensure_ascii=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Quantity:
     #: As written, after scale words: 12.5 for "12.5%" (see :attr:`number`).
     value: Decimal
@@ -144,7 +144,7 @@ class Quantity:
         return shown if self.source in ("", shown) else f"{self.source} = {shown}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Period:
     key: str
     raw: str
@@ -158,7 +158,7 @@ class Period:
         return self.raw if self.raw == self.key else f"{self.raw} = {self.key}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Other:
     json: str
     #: Holds a NaN, which equals nothing (not even NaN), whatever its JSON text says.
@@ -168,7 +168,7 @@ class Other:
         return self.json
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unit:
     raw: str
     currency: str | None = None
@@ -442,6 +442,7 @@ def _quantity_from_json(value: int | float) -> Quantity | None:
 # --------------------------------------------------------------------------- units
 
 _UNIT_GLUED = re.compile(rf"^({_alternation(_CODES)})({_alternation(_SCALES)})$")
+_UNIT_SPACED = re.compile(rf"({_alternation(_CURRENCY_SYMBOLS)}|%|'000s?)")
 _UNIT_FILLER = frozenset({"in", "of", "s", "the", "per", "unit", "units"})
 _UNIT_MULTIWORD = [
     (re.compile(r"\bu\.?s\.?\s*dollars?\b"), " usd "),
@@ -458,7 +459,7 @@ def parse_unit(text: str) -> Unit:
     for pattern, repl in _UNIT_MULTIWORD:
         s = pattern.sub(repl, s)
     # Symbols are their own token ("$m", "US$bn", "%"), "'000" is a scale token.
-    s = re.sub(rf"({_alternation(_CURRENCY_SYMBOLS)}|%|'000s?)", r" \1 ", s)
+    s = _UNIT_SPACED.sub(r" \1 ", s)
     currency: str | None = None
     scale: Decimal | None = None
     percent = False

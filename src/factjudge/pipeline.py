@@ -5,7 +5,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from .judges.base import Judge, error_verdict
 from .loading import coerce_facts, parse_config
@@ -34,13 +34,18 @@ def _no_candidates_verdict(direction: Direction, fact_id: str) -> Verdict:
                    note=f"no in-scope {other} facts to compare with; no judge call made")
 
 
-def _verdict_problem(task: JudgeTask, verdict: Verdict, candidate_ids: set[str]) -> str:
+def candidate_types(candidates: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each candidate's fact_type by id, for :func:`_verdict_problem`."""
+    return {c["id"]: c.get("fact_type") for c in candidates}
+
+
+def _verdict_problem(task: JudgeTask, verdict: Verdict, types: Mapping[str, Any]) -> str:
     if verdict.fact_id != task.subject_id:
         return f"verdict for {verdict.fact_id!r}, asked about {task.subject_id!r}"
-    if verdict.status == "TP" and verdict.matched_id not in candidate_ids:
+    if verdict.status == "TP" and verdict.matched_id not in types:
         return f"TP names {verdict.matched_id!r}, which is not a candidate"
     if verdict.status == "TP" and verdict.matched_id is not None:
-        problem = fact_type_problem(task, verdict.matched_id)
+        problem = fact_type_problem(task, verdict.matched_id, types)
         if problem:
             return problem
     if verdict.status in ("FN", "FP") and (verdict.status != negative_status(task.direction)
@@ -81,6 +86,34 @@ def task_factory(direction: Direction, candidates: list[dict[str, Any]], config:
     return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields)
 
 
+class _Answer(NamedTuple):
+    """What a run keeps of one verdict once its usage is counted: a pydantic Verdict per fact
+    would hold ~1 KB each until the output is built."""
+
+    status: PassStatus
+    matched_id: str | None
+    reasoning: str | None
+    note: str
+    votes: dict[str, str] | None
+
+
+class _Tally:
+    """Usage and jury agreement, added up as verdicts arrive."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.asked = self.agreed = 0  # questions a jury answered, and those every juror answered alike
+
+    def keep(self, verdict: Verdict) -> _Answer:
+        self.usage.add(verdict.usage)
+        if verdict.juror_usage is not None:
+            self.usage.add_jurors(verdict.juror_usage)
+        if verdict.votes:
+            self.asked += 1
+            self.agreed += len(set(verdict.votes.values())) == 1 and "ERROR" not in verdict.votes.values()
+        return _Answer(verdict.status, verdict.matched_id, verdict.reasoning, verdict.note, verdict.votes)
+
+
 async def _judge_direction(
     direction: Direction,
     subjects: list[dict[str, Any]],
@@ -88,37 +121,51 @@ async def _judge_direction(
     config: JudgeConfig,
     judge: Judge,
     limiter: asyncio.Semaphore,
+    width: int,
+    tally: _Tally,
     doc_id: str,
     progress: ProgressCallback | None,
     warmup: bool,
     fields: dict[str, tuple[str, ...]] | None = None,
-) -> dict[str, Verdict]:
+) -> dict[str, _Answer]:
+    answers: dict[str, _Answer] = {}
     if not candidates:
-        return {f["id"]: _no_candidates_verdict(direction, f["id"]) for f in subjects}
+        for f in subjects:
+            answers[f["id"]] = tally.keep(_no_candidates_verdict(direction, f["id"]))
+        return answers
     make_task = task_factory(direction, candidates, config, doc_id, fields)
-    candidate_ids = {c["id"] for c in candidates}
+    types = candidate_types(candidates)
 
     async def one(fact: dict[str, Any]) -> Verdict:
         task = make_task(fact)  # built only when its turn comes: prompts are never all in memory
         async with limiter:
             verdict = await judge.judge(task)
-        problem = _verdict_problem(task, verdict, candidate_ids)
+        problem = _verdict_problem(task, verdict, types)
         if problem:  # a judge of the user's own that broke the contract: claim nothing
             verdict = error_verdict(
                 task, f"judge {judge.name!r} answered wrongly: {problem}", verdict.usage)
         if progress:
             progress(verdict=verdict)
+        answers[verdict.fact_id] = tally.keep(verdict)
         return verdict
 
-    first: list[Verdict] = []
+    rest = iter(subjects)
     if warmup:
         # One at a time until a question really reached the LLM (not the rules judge or the
         # response cache): the rest then fan out to a warm provider cache.
-        while len(subjects) > 1 and not (first and first[-1].usage.llm_calls):
-            first.append(await one(subjects[0]))
-            subjects = subjects[1:]
-    verdicts = [*first, *await asyncio.gather(*(one(f) for f in subjects))]
-    return {v.fact_id: v for v in verdicts}
+        left = len(subjects)
+        for fact in rest:
+            left -= 1
+            if (await one(fact)).usage.llm_calls or left <= 1:
+                break
+
+    async def worker() -> None:
+        for fact in rest:  # one iterator shared by the workers: each fact is asked once
+            await one(fact)
+
+    # ``width`` workers, not a task per fact: a million waiting tasks would cost gigabytes
+    await asyncio.gather(*(worker() for _ in range(max(1, min(width, len(subjects))))))
+    return answers
 
 
 def _changed_by_reconciliation(own: Verdict, status: PassStatus, matched: list[str]) -> str:
@@ -156,7 +203,8 @@ async def run_judge_async(
     warmup: bool | None = None,
 ) -> JudgeResult:
     """Judge one document. ``limiter`` lets several documents share one pool of calls;
-    ``doc_id`` labels the provider prompt-cache key; ``warmup`` (default: the judge's own
+    ``concurrency`` is also how many of this document's questions wait on ``limiter`` at once (give
+    the limiter's size); ``doc_id`` labels the provider prompt-cache key; ``warmup`` (default: the judge's own
     ``warmup``) sends each direction's first call alone so the rest hit the cache."""
     started = time.perf_counter()
     config = parse_config(judge_config)
@@ -164,9 +212,9 @@ async def run_judge_async(
     predicted = coerce_facts(predicted_facts, "predicted facts")
     if judge is None:
         judge = RulesJudge()
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
     if limiter is None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
         limiter = asyncio.Semaphore(concurrency)
 
     gold_in, pred_in = in_scope_facts(gold, config), in_scope_facts(predicted, config)
@@ -175,11 +223,12 @@ async def run_judge_async(
     if warmup is None:
         warmup = judge.warmup
     fields, warnings = compared_fields(gold_in, pred_in, config)
+    tally = _Tally()
     gv, pv = await asyncio.gather(
-        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, doc_id, progress, warmup,
-                         fields),
-        _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, doc_id, progress,
-                         warmup, fields),
+        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, concurrency, tally, doc_id,
+                         progress, warmup, fields),
+        _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, concurrency, tally,
+                         doc_id, progress, warmup, fields),
     )
     rec = reconcile(
         [f["id"] for f in gold_in], [f["id"] for f in pred_in],
@@ -188,16 +237,7 @@ async def run_judge_async(
         one_to_one=config.one_to_one,
     )
 
-    usage = Usage(**judge.run_info())
-    asked = agreed = 0  # questions a jury answered, and those every juror answered alike
-    for v in (*gv.values(), *pv.values()):
-        usage.add(v.usage)
-        if v.juror_usage is not None:
-            usage.add_jurors(v.juror_usage)
-        if v.votes:
-            asked += 1
-            agreed += len(set(v.votes.values())) == 1 and "ERROR" not in v.votes.values()
-
+    usage = tally.usage.model_copy(update=judge.run_info())
     def assemble(facts: list[dict[str, Any]], side: Direction) -> list[dict[str, Any]]:
         verdicts, outcomes = (gv, rec.gold) if side == "gold" else (pv, rec.predicted)
         others = pv if side == "gold" else gv
@@ -221,8 +261,8 @@ async def run_judge_async(
     gold_out, pred_out = assemble(gold, "gold"), assemble(predicted, "predicted")
     metrics = compute_metrics(((f["fact_type"], f["status"]) for f in gold_out),
                               ((f["fact_type"], f["status"]) for f in pred_out))
-    if asked:
-        metrics.jury_agreement = agreed / asked
+    if tally.asked:
+        metrics.jury_agreement = tally.agreed / tally.asked
     usage.seconds = round(time.perf_counter() - started, 3)
     # built from checked parts: validating would copy every output fact once more
     return JudgeResult.model_construct(

@@ -6,7 +6,7 @@ byte-identical for every call of one direction in one document; the single fact 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -233,13 +233,16 @@ def reask_messages(content: str | None, problem: str) -> list[dict[str, str]]:
                                         "the JSON schema exactly."}]
 
 
-def fact_type_problem(task: JudgeTask, matched_id: str) -> str:
-    """Facts of different fact_type never match: why a TP naming ``matched_id`` is wrong, or ""."""
+def fact_type_problem(task: JudgeTask, matched_id: str, types: Mapping[str, Any] | None = None) -> str:
+    """Facts of different fact_type never match: why a TP naming ``matched_id`` is wrong, or "".
+    ``types``: the candidates' fact_type by id, when the caller has it (a scan per answer would
+    make a large document's run quadratic)."""
     want = task.subject.get("fact_type")
-    for cand in task.candidates:
-        if cand["id"] == matched_id and cand.get("fact_type") != want:
-            return (f"{matched_id!r} is a {cand.get('fact_type')!r} fact and the judged fact is "
-                    f"{want!r}: facts of different fact_type never match")
+    got = types.get(matched_id, want) if types is not None else next(
+        (c.get("fact_type") for c in task.candidates if c["id"] == matched_id), want)
+    if got != want:
+        return (f"{matched_id!r} is a {got!r} fact and the judged fact is {want!r}: facts of "
+                "different fact_type never match")
     return ""
 
 

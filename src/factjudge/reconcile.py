@@ -25,14 +25,14 @@ class PassVerdict(NamedTuple):
     matched_id: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     status: PassStatus
     matched_ids: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class Reconciliation:
     gold: dict[str, Outcome]
     predicted: dict[str, Outcome]

@@ -130,13 +130,13 @@ class JuryJudge(JudgeBase):
                 raise result
 
     async def judge(self, task: JudgeTask) -> Verdict:
-        from ..pipeline import _verdict_problem  # the pipeline's own contract check (no import cycle)
+        from ..pipeline import _verdict_problem, candidate_types  # its own check (no import cycle)
 
-        candidate_ids = set(task.candidate_ids)
+        types = candidate_types(task.candidates)
         verdicts: list[Verdict] = []
         for label, juror in zip(self.names, self.jurors, strict=False):  # one at a time: one slot, one call
             verdict = await juror.judge(task)
-            problem = _verdict_problem(task, verdict, candidate_ids)
+            problem = _verdict_problem(task, verdict, types)
             if problem:  # a juror that broke the contract: its vote is a failure, not a claim
                 verdict = error_verdict(task, f"juror {label!r} answered wrongly: {problem}",
                                         verdict.usage)
