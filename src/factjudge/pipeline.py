@@ -168,7 +168,7 @@ async def _judge_direction(
     return answers
 
 
-def _changed_by_reconciliation(own: Verdict, status: PassStatus, matched: list[str]) -> str:
+def _changed_by_reconciliation(own: _Answer, status: PassStatus, matched: list[str]) -> str:
     """The final decision, when reconciliation made it differ from the fact's own pass."""
     if own.status == "ERROR" or (own.status == status and (
             status != "TP" or own.matched_id in matched)):
