@@ -284,22 +284,26 @@ def test_judge_is_the_async_face_of_decide():
     assert judge.name == "rules"
 
 
-def test_index_is_cached_per_candidate_list_and_bounded():
+def test_index_is_built_once_per_direction_and_freed_with_its_tasks():
+    import gc
+    import weakref
+
+    from factjudge.pipeline import task_factory
+
+    cands = [{"id": "p1", "fact_type": "t", "value": "1"}, {"id": "p2", "fact_type": "t", "value": "2"}]
+    make = task_factory("gold", cands, parse_config({}), "doc")
     judge = RulesJudge()
-    cands = [{"id": "p1", "fact_type": "t", "value": "1"}]
-    judge.decide(task({"id": "s", "fact_type": "t", "value": "1"}, cands))
-    first = judge._indexes[id(cands)]
-    judge.decide(task({"id": "s2", "fact_type": "t", "value": "2"}, cands))
-    assert judge._indexes[id(cands)] is first  # reused, not rebuilt
-    cands.append({"id": "p2", "fact_type": "t", "value": "2"})  # a changed list is re-indexed
-    verdict, _ = judge.decide(task({"id": "s2", "fact_type": "t", "value": "2"}, cands))
-    assert verdict.matched_id == "p2"
-    lists = [[{"id": f"p{i}", "fact_type": "t", "value": str(i)}] for i in range(10)]
-    for i, lst in enumerate(lists):
-        verdict, _ = judge.decide(task({"id": "s", "fact_type": "t", "value": str(i)}, lst))
-        assert verdict.matched_id == f"p{i}"
-    assert len(judge._indexes) == 4
-    assert all(judge._indexes[id(lst)].candidates is lst for lst in lists[-4:])
+    assert judge.decide(make({"id": "s", "fact_type": "t", "value": "1"}))[0].matched_id == "p1"
+    first = make({"id": "x", "fact_type": "t"}).shared["rules_index"]
+    assert judge.decide(make({"id": "s2", "fact_type": "t", "value": "2"}))[0].matched_id == "p2"
+    assert make({"id": "x", "fact_type": "t"}).shared["rules_index"] is first  # reused, not rebuilt
+    # another direction or document has its own index
+    other = task_factory("gold", [{"id": "q", "fact_type": "t", "value": "2"}], parse_config({}), "d2")
+    assert judge.decide(other({"id": "s", "fact_type": "t", "value": "2"}))[0].matched_id == "q"
+    gone = weakref.ref(first)
+    del make, first
+    gc.collect()
+    assert gone() is None  # the judge keeps nothing once the direction's tasks are gone
 
 
 def test_index_respects_company_suffix_setting_change():

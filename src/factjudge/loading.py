@@ -287,8 +287,9 @@ def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
-    # Each line is its own json.loads, so each would get its own copy of every key: one shared
-    # string per key (and per fact_type) keeps a million facts hundreds of MB smaller.
+    # Each line is its own json.loads, so each would get its own copy of every key and of every
+    # repeated value (fact types, periods, units, entities): one string for each keeps a million
+    # facts hundreds of MB smaller. Long values are seldom repeated; the table goes with the load.
     shared: dict[str, str] = {}
     try:
         fh = path.open("rb")  # binary lines end at b"\n" only, as JSON lines do (not at U+2028)
@@ -300,8 +301,8 @@ def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
                 continue
             rec = parse_json_line(line.removesuffix(b"\n"), path, lineno)
             if isinstance(rec, dict):
-                rec = {shared.setdefault(k, k): (shared.setdefault(v, v) if k == "fact_type"
-                                                 and isinstance(v, str) else v)
+                rec = {shared.setdefault(k, k): (shared.setdefault(v, v) if isinstance(v, str)
+                                                 and len(v) <= 64 and k != "id" else v)
                        for k, v in rec.items()}
             yield f"line {lineno}", rec
 

@@ -110,10 +110,18 @@ MISSING = Missing()
 class Text:
     raw: str
     norm: str
-    #: ``norm`` with its words sorted: what the similarity is computed on.
-    sorted: str
-    #: The numbers written in the text, sorted; they must be equal for two texts to match.
-    numbers: tuple[str, ...]
+
+    # Worked out when asked, not kept: a large document's candidate index holds a Text per field
+    # of every fact, and few of them are ever compared.
+    @property
+    def sorted(self) -> str:
+        """``norm`` with its words sorted: what the similarity is computed on."""
+        return sorted_tokens(self.norm)
+
+    @property
+    def numbers(self) -> tuple[str, ...]:
+        """The numbers written in the text, sorted; they must be equal for two texts to match."""
+        return text_numbers(self.norm)
 
     def describe(self) -> str:
         return json.dumps(self.raw, ensure_ascii=False)
@@ -285,7 +293,7 @@ def text_numbers(norm: str) -> tuple[str, ...]:
 
 def make_text(raw: str, *, ignore_company_suffixes: bool = False) -> Text:
     norm = normalize_text(raw, ignore_company_suffixes=ignore_company_suffixes)
-    return Text(raw=raw, norm=norm, sorted=sorted_tokens(norm), numbers=text_numbers(norm))
+    return Text(raw=raw, norm=raw if norm == raw else norm)  # one string when nothing changed
 
 
 def text_similarity(a: str, b: str, *, ignore_company_suffixes: bool = False) -> float:

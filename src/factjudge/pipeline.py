@@ -18,7 +18,7 @@ from .prompts import (
     negative_status,
     prefix_messages,
 )
-from .reconcile import PassVerdict, reconcile
+from .reconcile import reconcile
 from .rules import RulesJudge
 from .scope import compared_fields, in_scope_facts
 from .sync import run_sync
@@ -74,16 +74,18 @@ def questions(gold_facts: Iterable[Mapping[str, Any]], predicted_facts: Iterable
 
 
 def task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
-                 doc_id: str, fields: dict[str, tuple[str, ...]] | None = None
-                 ) -> Callable[[dict[str, Any]], JudgeTask]:
+                 doc_id: str, fields: dict[str, tuple[str, ...]] | None = None,
+                 shared: dict[str, Any] | None = None) -> Callable[[dict[str, Any]], JudgeTask]:
     """Tasks of one direction, all sharing one prefix (and so one provider cache entry);
-    ``fields``: the compared fields per fact_type (:func:`factjudge.scope.compared_fields`)."""
+    ``fields``: the compared fields per fact_type (:func:`factjudge.scope.compared_fields`);
+    ``shared``: the tasks' :attr:`~factjudge.prompts.JudgeTask.shared` dict."""
     prefix = prefix_messages(direction, candidates, config, fields)
     # Derived from the document's content, so providers route its calls to the same cache.
     digest = hashlib.sha256(canonical_json(prefix).encode("utf-8")).hexdigest()[:16]
     label = f"{doc_id[:24]}-" if doc_id else ""
     key = f"factjudge-{label}{direction}-{digest}"
-    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields)
+    shared = {} if shared is None else shared
+    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
 
 
 class _Answer(NamedTuple):
@@ -133,7 +135,8 @@ async def _judge_direction(
         for f in subjects:
             answers[f["id"]] = tally.keep(_no_candidates_verdict(direction, f["id"]))
         return answers
-    make_task = task_factory(direction, candidates, config, doc_id, fields)
+    shared: dict[str, Any] = {}
+    make_task = task_factory(direction, candidates, config, doc_id, fields, shared)
     types = candidate_types(candidates)
 
     async def one(fact: dict[str, Any]) -> Verdict:
@@ -159,12 +162,18 @@ async def _judge_direction(
             if (await one(fact)).usage.llm_calls or left <= 1:
                 break
 
+    running = max(1, min(width, len(subjects)))
+
     async def worker() -> None:
+        nonlocal running
         for fact in rest:  # one iterator shared by the workers: each fact is asked once
             await one(fact)
+        running -= 1
+        if not running:  # the direction is done: free what its tasks shared (the rules index)
+            shared.clear()  # now, not when the other direction is done too
 
     # ``width`` workers, not a task per fact: a million waiting tasks would cost gigabytes
-    await asyncio.gather(*(worker() for _ in range(max(1, min(width, len(subjects))))))
+    await asyncio.gather(*(worker() for _ in range(running)))
     return answers
 
 
@@ -181,8 +190,8 @@ def _changed_by_reconciliation(own: _Answer, status: PassStatus, matched: list[s
 def _output_fact(fact: dict[str, Any], in_scope: bool, status: Status, matched: list[str],
                  description: str, reasoning: str | None,
                  votes: dict[str, str] | None = None,
-                 linked: dict[str, str | None] | None = None) -> dict[str, Any]:
-    out = dict(fact)
+                 linked: dict[str, str | None] | None = None, in_place: bool = False) -> dict[str, Any]:
+    out = fact if in_place else dict(fact)
     out.update(in_scope=in_scope, status=status, matched_ids=matched,
                description=description, reasoning=reasoning, linked_reasoning=linked or {})
     if votes is not None:  # a jury's verdict: each juror's vote
@@ -201,11 +210,14 @@ async def run_judge_async(
     progress: ProgressCallback | None = None,
     doc_id: str = "",
     warmup: bool | None = None,
+    in_place: bool = False,
 ) -> JudgeResult:
     """Judge one document. ``limiter`` lets several documents share one pool of calls;
-    ``concurrency`` is also how many of this document's questions wait on ``limiter`` at once (give
-    the limiter's size); ``doc_id`` labels the provider prompt-cache key; ``warmup`` (default: the judge's own
-    ``warmup``) sends each direction's first call alone so the rest hit the cache."""
+    ``concurrency`` is also how many of this document's questions wait on ``limiter`` at once
+    (give the limiter's size); ``doc_id`` labels the provider prompt-cache key; ``warmup``
+    (default: the judge's own ``warmup``) sends each direction's first call alone so the rest
+    hit the cache; ``in_place`` writes the verdict fields into the given fact dicts instead of
+    copies of them (a large document then needs less memory; give each side its own dicts)."""
     started = time.perf_counter()
     config = parse_config(judge_config)
     gold = coerce_facts(gold_facts, "gold facts")
@@ -232,8 +244,7 @@ async def run_judge_async(
     )
     rec = reconcile(
         [f["id"] for f in gold_in], [f["id"] for f in pred_in],
-        {k: PassVerdict(v.status, v.matched_id) for k, v in gv.items()},
-        {k: PassVerdict(v.status, v.matched_id) for k, v in pv.items()},
+        gv, pv,
         one_to_one=config.one_to_one,
     )
 
@@ -246,7 +257,7 @@ async def run_judge_async(
             if fact["id"] not in outcomes:
                 out.append(_output_fact(fact, False, "OUT_OF_SCOPE", [],
                                         f"fact_type {fact['fact_type']!r} is not in entity_types; "
-                                        "not judged", None))
+                                        "not judged", None, in_place=in_place))
                 continue
             v, o = verdicts[fact["id"]], outcomes[fact["id"]]
             notes = [v.note, *o.notes]
@@ -255,7 +266,7 @@ async def run_judge_async(
                 notes.insert(0, changed)
             linked = {i: others[i].reasoning for i in o.matched_ids if i in others}
             out.append(_output_fact(fact, True, o.status, o.matched_ids, "; ".join(n for n in notes if n),
-                                    v.reasoning, v.votes, linked))
+                                    v.reasoning, v.votes, linked, in_place))
         return out
 
     gold_out, pred_out = assemble(gold, "gold"), assemble(predicted, "predicted")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import InvalidAnswer, PromptTooLarge
@@ -149,6 +149,9 @@ class JudgeTask:
     prompt_cache_key: str = ""
     #: The fields compared per fact_type when ``config.fields`` is not given (see scope.py).
     fields: dict[str, tuple[str, ...]] | None = None
+    #: What a judge works out once per direction of a document (the rules judge's candidate
+    #: index): one dict shared by the direction's tasks, so it is freed with them.
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def compared(self) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from .models import Direction, NegativeStatus, PassStatus
 
@@ -23,6 +23,17 @@ from .models import Direction, NegativeStatus, PassStatus
 class PassVerdict(NamedTuple):
     status: PassStatus  # "TP", "FN" (gold), "FP" (predicted) or "ERROR"
     matched_id: str | None = None
+
+
+class Decided(Protocol):
+    """What reconciliation reads of a verdict: a :class:`PassVerdict`, or the pipeline's own
+    per-fact record (no copy of a large document's verdicts is made for it)."""
+
+    @property
+    def status(self) -> PassStatus: ...
+
+    @property
+    def matched_id(self) -> str | None: ...
 
 
 @dataclass(slots=True)
@@ -45,8 +56,8 @@ class Reconciliation:
 def reconcile(
     gold_ids: list[str],
     predicted_ids: list[str],
-    gold_verdicts: Mapping[str, PassVerdict],
-    predicted_verdicts: Mapping[str, PassVerdict],
+    gold_verdicts: Mapping[str, Decided],
+    predicted_verdicts: Mapping[str, Decided],
     one_to_one: bool = False,
 ) -> Reconciliation:
     """Combine per-fact verdicts of both passes (in-scope facts only, ids in input order)."""
@@ -112,7 +123,7 @@ def reconcile(
                 partners.sort(key=g_order.__getitem__)
         return adj
 
-    def keep_one(side: Direction, owner: str, partners: list[str], own: PassVerdict) -> None:
+    def keep_one(side: Direction, owner: str, partners: list[str], own: Decided) -> None:
         """Keep one of several links of ``owner``; the rest are dropped as duplicates."""
         pair = (lambda x: (owner, x)) if side == "gold" else (lambda x: (x, owner))
         mutual = [x for x in partners if is_mutual(*pair(x))]
@@ -141,7 +152,7 @@ def reconcile(
                 keep_one("predicted", p, partners, predicted_verdicts[p])
 
     # 5. final statuses
-    def outcome(side: Direction, fact_id: str, own: PassVerdict, partners: list[str],
+    def outcome(side: Direction, fact_id: str, own: Decided, partners: list[str],
                 negative: NegativeStatus) -> Outcome:
         status: PassStatus = "ERROR" if own.status == "ERROR" else ("TP" if partners else negative)
         return Outcome(status, partners, fact_notes.get((side, fact_id), []))

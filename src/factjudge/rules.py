@@ -28,7 +28,6 @@ direction of a document, so the index is cached on its identity (the last few li
 from __future__ import annotations
 
 import bisect
-from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -58,8 +57,6 @@ from .scope import NOT_COMPARED
 
 #: Stop narrowing the shortlist once it is this small; comparing a few facts is cheaper.
 _SMALL_POOL = 8
-#: How many candidate lists' indexes a judge keeps (one document has two).
-_CACHE_SIZE = 4
 
 
 # --------------------------------------------------------------------------- preparation
@@ -99,6 +96,8 @@ class FieldResult:
     exact: bool
     score: float
     detail: str
+    #: Written the same way on both sides (the reasoning then only names the field).
+    identical: bool = False
 
     def line(self) -> str:
         return f"{self.name}: {self.detail}"
@@ -154,10 +153,11 @@ def _compare_texts(a: Text, b: Text, threshold: float) -> _Outcome:
     score = float(fuzz.ratio(a.sorted, b.sorted))
     if score < threshold:
         return False, False, score, f"{shown}: similarity {score:.0f} < {threshold:g}"
-    if a.numbers != b.numbers:
+    numbers_a, numbers_b = a.numbers, b.numbers
+    if numbers_a != numbers_b:
         return False, False, score, (f"{shown}: similarity {score:.0f} but the numbers differ "
-                                     f"({', '.join(a.numbers) or 'none'} vs "
-                                     f"{', '.join(b.numbers) or 'none'})")
+                                     f"({', '.join(numbers_a) or 'none'} vs "
+                                     f"{', '.join(numbers_b) or 'none'})")
     return True, False, score, f"{shown}: similarity {score:.0f} >= {threshold:g}"
 
 
@@ -235,7 +235,7 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
         ok, exact, score, detail = _compare_year(b, a, f"{a.describe()} vs {b.describe()}")
     else:
         ok, exact, score, detail = _compare_plain(a, b)
-    return FieldResult(name, ok, exact, score, detail)
+    return FieldResult(name, ok, exact, score, detail, exact and a == b and not isinstance(a, Missing))
 
 
 @dataclass(slots=True)
@@ -290,7 +290,6 @@ class CandidateIndex:
     """Prepared candidates of one list, with lazily built per-(fact_type, field) look-ups."""
 
     def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool) -> None:
-        self.candidates = candidates  # held so id(candidates) cannot be reused while cached
         self.size = len(candidates)
         self.ignore_company_suffixes = ignore_company_suffixes
         self.prepared = [normalized(c, i, ignore_company_suffixes) for i, c in enumerate(candidates)]
@@ -438,19 +437,13 @@ class RulesJudge(JudgeBase):
 
     name = "rules"
 
-    def __init__(self) -> None:
-        self._indexes: OrderedDict[int, CandidateIndex] = OrderedDict()
-
-    def _index(self, candidates: list[dict[str, Any]], config: JudgeConfig) -> CandidateIndex:
-        key = id(candidates)
-        index = self._indexes.get(key)
-        if (index is None or index.candidates is not candidates or index.size != len(candidates)
-                or index.ignore_company_suffixes != config.ignore_company_suffixes):
-            index = CandidateIndex(candidates, config.ignore_company_suffixes)
-            self._indexes[key] = index
-        self._indexes.move_to_end(key)
-        while len(self._indexes) > _CACHE_SIZE:
-            self._indexes.popitem(last=False)
+    @staticmethod
+    def _index(task: JudgeTask) -> CandidateIndex:
+        # kept with the direction's tasks (not in the judge), so it is freed as soon as they are
+        index: CandidateIndex | None = task.shared.get("rules_index")
+        if index is None or index.ignore_company_suffixes != task.config.ignore_company_suffixes:
+            index = task.shared["rules_index"] = CandidateIndex(task.candidates,
+                                                               task.config.ignore_company_suffixes)
         return index
 
     def decide(self, task: JudgeTask) -> tuple[Verdict, bool]:
@@ -458,7 +451,7 @@ class RulesJudge(JudgeBase):
         config = task.config
         negative = negative_status(task.direction)
         other: Direction = "predicted" if task.direction == "gold" else "gold"
-        index = self._index(task.candidates, config)
+        index = self._index(task)
         subject = normalized(task.subject, -1, config.ignore_company_suffixes)
         fields = task.compared
 
@@ -494,7 +487,9 @@ class RulesJudge(JudgeBase):
 def _tp_reasoning(best: CandidateResult, matches: list[CandidateResult], fields: list[str]) -> str:
     head = f"TP: matches {best.candidate.fact_id} (fact_type {best.candidate.fact_type!r}"
     head += f", score {best.score:.1f})." if fields else "; no fields to compare)."
-    lines = [head, *(f.line() + "." for f in best.fields)]
+    same = [f.name for f in best.fields if f.identical]
+    lines = [head, *([f"Identical: {', '.join(same)}."] if same else []),
+             *(f.line() + "." for f in best.fields if not f.identical)]
     if len(matches) > 1:
         ids = ", ".join(m.candidate.fact_id for m in matches)
         lines.append(f"{len(matches)} candidates matched ({ids}); the best score wins, "

@@ -59,7 +59,8 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
         async with judge:
             with ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(judge.run_info())) as bar:
                 return await run_judge_async(gold_facts, pred_facts, cfg, judge,
-                                             concurrency=opts.concurrency, progress=bar)
+                                             concurrency=opts.concurrency, progress=bar,
+                                             in_place=True)  # the facts were loaded for this run
 
     result = asyncio.run(run())
     result.warnings[:0] = scope_warnings
