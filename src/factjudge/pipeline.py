@@ -75,16 +75,21 @@ def questions(gold_facts: Iterable[Mapping[str, Any]], predicted_facts: Iterable
 
 def task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
                  doc_id: str, fields: dict[str, tuple[str, ...]] | None = None,
-                 shared: dict[str, Any] | None = None) -> Callable[[dict[str, Any]], JudgeTask]:
+                 shared: dict[str, Any] | None = None, prompts: bool = True
+                 ) -> Callable[[dict[str, Any]], JudgeTask]:
     """Tasks of one direction, all sharing one prefix (and so one provider cache entry);
     ``fields``: the compared fields per fact_type (:func:`factjudge.scope.compared_fields`);
-    ``shared``: the tasks' :attr:`~factjudge.prompts.JudgeTask.shared` dict."""
+    ``shared``: the tasks' :attr:`~factjudge.prompts.JudgeTask.shared` dict; ``prompts=False``:
+    no prompt (an empty prefix) for a judge that reads none, the rules judge (a large document's
+    prompt is as large as its facts)."""
+    shared = {} if shared is None else shared
+    if not prompts:
+        return lambda fact: JudgeTask(direction, fact, candidates, config, [], "", fields, shared)
     prefix = prefix_messages(direction, candidates, config, fields)
     # Derived from the document's content, so providers route its calls to the same cache.
     digest = hashlib.sha256(canonical_json(prefix).encode("utf-8")).hexdigest()[:16]
     label = f"{doc_id[:24]}-" if doc_id else ""
     key = f"factjudge-{label}{direction}-{digest}"
-    shared = {} if shared is None else shared
     return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
 
 
@@ -136,7 +141,8 @@ async def _judge_direction(
             answers[f["id"]] = tally.keep(_no_candidates_verdict(direction, f["id"]))
         return answers
     shared: dict[str, Any] = {}
-    make_task = task_factory(direction, candidates, config, doc_id, fields, shared)
+    make_task = task_factory(direction, candidates, config, doc_id, fields, shared,
+                             prompts=not isinstance(judge, RulesJudge))
     types = candidate_types(candidates)
 
     async def one(fact: dict[str, Any]) -> Verdict:

@@ -13,7 +13,7 @@ The rules, in order (see the README for them in plain words):
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -40,7 +40,7 @@ class Decided(Protocol):
 class Outcome:
     status: PassStatus
     matched_ids: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: Sequence[str] = ()  # most facts have none: no empty list each
 
 
 @dataclass(slots=True)
@@ -155,7 +155,7 @@ def reconcile(
     def outcome(side: Direction, fact_id: str, own: Decided, partners: list[str],
                 negative: NegativeStatus) -> Outcome:
         status: PassStatus = "ERROR" if own.status == "ERROR" else ("TP" if partners else negative)
-        return Outcome(status, partners, fact_notes.get((side, fact_id), []))
+        return Outcome(status, partners, fact_notes.get((side, fact_id), ()))
 
     gold_links, pred_links = adjacency("gold"), adjacency("predicted")
     gold = {g: outcome("gold", g, gold_verdicts[g], gold_links.get(g, []), "FN") for g in gold_ids}
