@@ -290,7 +290,10 @@ def _provenance_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 # --------------------------------------------------------------------------- markdown
 
-_MD_BACKSLASH = frozenset("\\`*[]()|~$")
+_MD_INERT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\0": "\ufffd", "\r": " ", "\n": " ",
+                           **{ch: "\\" + ch for ch in "\\`*[]()|~$"}})
+#: ``_`` not between two letters or digits (the replacements above neither start nor end with one)
+_MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 
 
 def md_escape(value: Any) -> str:
@@ -302,23 +305,7 @@ def md_escape(value: Any) -> str:
     (a value alone on a line could still start a list or heading). Bare ``https://`` URLs may
     still be autolinked by GitHub; no other scheme is."""
     text = value if isinstance(value, str) else str(value)
-    text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\0", "\ufffd")
-    out = []
-    for i, ch in enumerate(text):
-        if ch == "&":
-            out.append("&amp;")
-        elif ch == "<":
-            out.append("&lt;")
-        elif ch == ">":
-            out.append("&gt;")
-        elif ch in _MD_BACKSLASH:
-            out.append("\\" + ch)
-        elif ch == "_":
-            inside = 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
-            out.append("_" if inside else "\\_")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return _MD_UNDERSCORE.sub(r"\\_", text.replace("\r\n", " ").translate(_MD_INERT))
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
