@@ -39,7 +39,6 @@ from .report import render_html, render_markdown, select_rows, worst_order_key
 from .results import RESULTS, ResultStore
 from .scope import scope_check
 from .sync import in_window
-from .tables import FactsCsvWriter
 
 SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV = "summary.json", "report.md", "report.html", "facts.csv"
 
@@ -187,7 +186,10 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     agg = Aggregator(zero_division=settings.zero_division)
     order: list[tuple[tuple[float, int, int], str, int, int]] = []
     with contextlib.ExitStack() as stack:
-        facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV)) if settings.csv else None
+        facts_csv = None
+        if settings.csv:
+            from .tables import FactsCsvWriter  # only with --csv
+            facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
         warnings: dict[str, None] = {}
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line))

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
 from pydantic import ValidationError
 
 from .errors import InputError
@@ -420,72 +419,6 @@ def parse_config(data: Any, source: str = "config") -> JudgeConfig:
         raise _config_error(source, data, exc) from None
 
 
-class _AliasRefused(yaml.YAMLError):
-    def __init__(self, name: str, mark: Any) -> None:
-        super().__init__(f"YAML alias '*{name}' refused: aliases can expand a small file into "
-                         "gigabytes; write the value out")
-        self.problem_mark = mark
-
-
-class _ConfigLoader(yaml.SafeLoader):
-    """SafeLoader without aliases and with bounded nesting: nine nested aliases in 300 bytes
-    expand to hundreds of megabytes, and deep nesting overflows the recursive composer."""
-
-    _depth = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        # (types-PyYAML leaves Parser.peek_event unannotated)
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise _AliasRefused(event.anchor, event.start_mark)
-        if self._depth >= MAX_JSON_DEPTH and self.check_event(yaml.CollectionStartEvent):
-            raise yaml.composer.ComposerError(
-                None, None, f"nested deeper than {MAX_JSON_DEPTH} levels",
-                self.peek_event().start_mark)  # type: ignore[no-untyped-call]
-        self._depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-
-def _guarded(construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    def wrapper(loader: Any, node: Any) -> Any:
-        value = str(node.value)
-        if node.tag.endswith(":int") and sum(ch.isdigit() for ch in value) > MAX_INT_DIGITS:
-            problem = f"integer with more than {MAX_INT_DIGITS} digits"
-        else:
-            try:
-                return construct(loader, node)
-            except ValueError as exc:  # an impossible date such as 2023-02-30
-                shown = value if len(value) <= 40 else value[:37] + "..."
-                problem = f"cannot read {shown!r}: {exc}"
-        raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
-    return wrapper
-
-
-for _tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:timestamp"):
-    _ConfigLoader.add_constructor(_tag, _guarded(yaml.SafeLoader.yaml_constructors[_tag]))
-
-
-def _load_yaml(text: str, path: Path) -> Any:
-    loader = _ConfigLoader(text)
-    try:
-        return loader.get_single_data()
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        if isinstance(exc, _AliasRefused):
-            raise InputError(f"{path}: {where}{exc}") from None
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InputError(f"{path}: {where}invalid YAML: {problem}") from None
-    except RecursionError:  # the depth bound above should prevent it; the reader's line stays
-        raise InputError(f"{path}: line {loader.get_mark().line + 1}: nested deeper than "
-                         f"{MAX_JSON_DEPTH} levels") from None
-    finally:
-        loader.dispose()
-
-
 def load_config(path: str | Path | None) -> JudgeConfig:
     """Load a ``.json`` / ``.yaml`` / ``.yml`` judge config; ``None`` gives the defaults."""
     if path is None:
@@ -496,7 +429,8 @@ def load_config(path: str | Path | None) -> JudgeConfig:
     if suffix == ".json":
         data = _loads(text, path)
     elif suffix in (".yaml", ".yml"):
-        data = _load_yaml(text, path)
+        from .yaml_config import load_yaml  # PyYAML is imported only for a YAML config
+        data = load_yaml(text, path)
     else:
         raise InputError(f"{path}: config must be a .json, .yaml or .yml file")
     return parse_config(data, str(path))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -19,7 +20,6 @@ from .prompts import (
     prefix_messages,
 )
 from .reconcile import reconcile
-from .rules import RulesJudge
 from .scope import compared_fields, in_scope_facts
 from .sync import run_sync
 
@@ -93,6 +93,13 @@ def task_factory(direction: Direction, candidates: list[dict[str, Any]], config:
     return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
 
 
+def _reads_prompts(judge: Judge) -> bool:
+    """Every judge but the rules judge reads its tasks' prompts. (Looked up, not imported: a run
+    that never imported the rules judge has none, and skips importing it.)"""
+    rules = sys.modules.get(f"{__package__}.rules")
+    return rules is None or not isinstance(judge, rules.RulesJudge)
+
+
 class _Answer(NamedTuple):
     """What a run keeps of one verdict once its usage is counted: a pydantic Verdict per fact
     would hold ~1 KB each until the output is built."""
@@ -142,7 +149,7 @@ async def _judge_direction(
         return answers
     shared: dict[str, Any] = {}
     make_task = task_factory(direction, candidates, config, doc_id, fields, shared,
-                             prompts=not isinstance(judge, RulesJudge))
+                             prompts=_reads_prompts(judge))
     types = candidate_types(candidates)
 
     async def one(fact: dict[str, Any]) -> Verdict:
@@ -229,6 +236,7 @@ async def run_judge_async(
     gold = coerce_facts(gold_facts, "gold facts")
     predicted = coerce_facts(predicted_facts, "predicted facts")
     if judge is None:
+        from .rules import RulesJudge
         judge = RulesJudge()
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")

@@ -24,8 +24,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from rapidfuzz import fuzz, process
-
 from .models import DIRECTIONS, OUTPUT_FIELDS, Direction, Status
 
 #: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
@@ -87,6 +85,8 @@ def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STAT
             cands = candidates.get(fact_type, [])
             if not cands or len(subs) * len(cands) > CLOSEST_MAX_PAIRS:
                 continue
+            from rapidfuzz import fuzz, process  # when first needed: the run starts faster
+
             choices = [_similarity_text(c) for c in cands]
             for f in subs:
                 best = process.extractOne(_similarity_text(f), choices,

@@ -1,14 +1,28 @@
 """The ``factjudge`` command: one module per command, registered on one Typer app."""
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from collections.abc import Sequence
 from typing import Protocol, TypeGuard
 
-from . import agree_cmd, batch_cmd, calibrate_cmd, compare_cmd, eval_cmd, judge_cmd  # noqa: F401  (register the commands)
 from .app import app, say
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "register_commands"]
+
+#: The module of each command, in the order ``--help`` lists them.
+COMMANDS = {"judge": "judge_cmd", "eval": "eval_cmd", "compare": "compare_cmd", "agree": "agree_cmd",
+            "calibrate": "calibrate_cmd", "batch-import": "batch_cmd"}
+
+
+def register_commands(argv: Sequence[str] | None = None) -> None:
+    """Register the commands on :data:`app`: only the one ``argv`` runs when it names one (a run
+    does not pay for importing the others), else all of them (help, a mistyped command)."""
+    name = next((a for a in argv or () if not a.startswith("-")), None)
+    modules = [COMMANDS[name]] if name in COMMANDS else COMMANDS.values()
+    for module in modules:
+        importlib.import_module(f".{module}", __name__)
 
 
 class _ClickError(Protocol):
@@ -50,6 +64,7 @@ def main() -> None:
     raised: BaseException | None = None
     returned: object = None
     try:
+        register_commands(sys.argv[1:])
         returned = app(standalone_mode=False)
     except SystemExit as exc:
         returned = exc.code

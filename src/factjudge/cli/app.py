@@ -6,23 +6,23 @@ gate, 130 interrupted.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Callable
 from typing import NoReturn
 
 import typer
-from rich.console import Console
 
 from .. import __version__
 from ..errors import FactJudgeError, JudgeSetupError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Score fact-extraction systems against gold facts.")
-err = Console(stderr=True, highlight=False)
 
 
 def say(text: str) -> None:
-    """One line on stderr, never wrapped or styled."""
-    err.print(text, markup=False, soft_wrap=True, highlight=False)
+    """One line on stderr, never wrapped or styled (above the progress bar when one is shown:
+    it redirects stderr)."""
+    sys.stderr.write(text + "\n")
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -11,7 +11,6 @@ from typing import Any
 
 import typer
 
-from ..batch import STATE_FILE, BatchRunner, Imported, export_batch, import_outputs
 from ..cache import ResponseCache, default_cache_dir
 from ..datasets import Dataset
 from ..loading import load_config
@@ -75,6 +74,8 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
         raise fail(f"{flag} needs the response cache (batch answers are imported into it): drop --no-cache")
     if b.export is not None and b.export.is_dir():
         raise fail(f"{b.export}: is a folder; --batch-export takes a file name")
+    from ..batch import STATE_FILE, BatchRunner, Imported, export_batch  # only for --batch runs
+
     cfg = load_config(config)
     # an export calls nothing, so it needs no API key (the key is not part of any cache key)
     judge = (replace(opts, dry_run=True) if b.export is not None else opts).build(cfg)
@@ -128,6 +129,8 @@ def batch_import_cmd(
 
 
 def _import(outputs: list[Path], cache_dir: Path | None) -> int:
+    from ..batch import import_outputs
+
     directory = cache_dir or default_cache_dir()
     if not (directory / "answers.sqlite3").is_file():
         raise fail(f"no response cache in {directory}: pass the --cache-dir the export used")

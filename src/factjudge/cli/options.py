@@ -15,7 +15,7 @@ import typer
 
 from ..cache import ResponseCache
 from ..errors import JudgeSetupError
-from ..judges import HybridJudge, Judge, JuryJudge, LLMJudge, RulesJudge
+from ..judges import HybridJudge, Judge, JuryJudge, LLMJudge
 from ..judges.jury import repeat_name, split_model_spec
 from ..models import JudgeConfig
 from .app import fail, say
@@ -77,6 +77,8 @@ class JudgeOptions:
         """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
         Several ``--model``, ``--repeats`` above 1 or ``--jury-rules`` make a jury of them."""
         models = [self.model] if isinstance(self.model, str) else list(self.model or [])
+        from ..rules import RulesJudge  # here, not at the top: only a run that uses it loads it
+
         kind = self.judge or (JudgeKind.llm if models else JudgeKind.rules)
         if kind is JudgeKind.rules:
             if models or self.base_url:

@@ -6,12 +6,9 @@ import time
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Column
 
 from ..models import JudgeResult, Usage
 from ..report import fmt
-from .app import err
 
 
 def usage_text(u: Usage) -> str:
@@ -35,9 +32,20 @@ def summary_line(result: JudgeResult) -> str:
 class ProgressBar:
     """One bar over judge questions on stderr: questions/s, response-cache hits (LLM judges only),
     errors, a labelled ETA, and documents done when ``start`` gives a dataset's totals. Fits 80
-    columns with the total in view. Silent when stderr is not a terminal."""
+    columns with the total in view. Silent when stderr is not a terminal (rich is then not even
+    imported: a quiet run starts faster)."""
 
     def __init__(self, enabled: bool, llm: bool = True) -> None:
+        self.llm = llm
+        self.total = self.docs_total = self.docs_done = self.answered = self.cache_hits = self.errors = 0
+        self.started = time.perf_counter()
+        self.bar: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.table import Column
+
         # the counts and the ETA never wrap or shrink; the details give way on a narrow terminal
         fixed = Column(no_wrap=True)
         self.bar = Progress(BarColumn(bar_width=10), MofNCompleteColumn(table_column=fixed),
@@ -45,34 +53,30 @@ class ProgressBar:
                             TextColumn("{task.fields[info]}", table_column=Column(
                                 no_wrap=True, overflow="ellipsis", ratio=1)),
                             TextColumn("ETA", table_column=fixed), TimeRemainingColumn(table_column=fixed),
-                            console=err, transient=True, disable=not enabled, expand=True)
+                            console=Console(stderr=True, highlight=False), transient=True, expand=True)
         self.task = self.bar.add_task("judging", total=0, info="")
-        self.llm = llm
-        self.docs_total = self.docs_done = self.answered = self.cache_hits = self.errors = 0
-        self.started = time.perf_counter()
 
     def start(self, to_judge: int, reused: int, questions: int) -> None:
         self.docs_total, self.docs_done = to_judge + reused, reused
         self.started = time.perf_counter()
-        self.bar.update(self.task, total=questions)
-        self._refresh(advance=0)
+        self.total = questions
+        self._refresh()
 
     def __call__(self, total: int | None = None, verdict: Any = None) -> None:
         if total is not None and not self.docs_total:  # a dataset's exact total comes from start()
-            self.bar.update(self.task, total=(self.bar.tasks[0].total or 0) + total)
+            self.total += total
         if verdict is not None:
             self.answered += 1
             self.cache_hits += verdict.usage.cache_hits
             self.errors += verdict.status == "ERROR"
-            self._refresh(advance=1)
+        self._refresh()
 
     def document_done(self) -> None:
         self.docs_done += 1
-        self._refresh(advance=0)
+        self._refresh()
 
-    def _refresh(self, advance: int) -> None:
-        if self.bar.disable:  # no terminal: keep the counts, skip the text
-            self.bar.advance(self.task, advance)
+    def _refresh(self) -> None:
+        if self.bar is None:  # no terminal: keep the counts, skip the text
             return
         rate = self.answered / max(time.perf_counter() - self.started, 1e-9)
         parts = [f"{rate:.0f}/s"]
@@ -82,14 +86,17 @@ class ProgressBar:
             parts.append(f"{self.cache_hits} cached")
         if self.errors:
             parts.append(f"[red]{self.errors} err[/red]")
-        self.bar.update(self.task, advance=advance, info="| " + " | ".join(parts))
+        self.bar.update(self.task, total=self.total, completed=self.answered,
+                        info="| " + " | ".join(parts))
 
     def __enter__(self) -> ProgressBar:
-        self.bar.start()
+        if self.bar is not None:
+            self.bar.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
+        if self.bar is not None:
+            self.bar.stop()
 
 
 #: Completion tokens assumed per call in cost previews when --max-tokens is not given.

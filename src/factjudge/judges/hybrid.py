@@ -1,13 +1,15 @@
 """Rules first, LLM only where needed."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import CallUsage, Verdict
 from ..prompts import JudgeTask
-from ..rules import RulesJudge
 from .base import BatchRequest, Estimate, JudgeBase
 from .llm import LLMJudge
+
+if TYPE_CHECKING:
+    from ..rules import RulesJudge
 
 
 class HybridJudge(JudgeBase):
