@@ -550,3 +550,42 @@ def test_quoted_dates_and_numbers_are_still_dates_and_numbers():
     assert normalize_value('"1923-11-18"').key == normalize_value("1923-11-18").key == "1923-11-18"
     assert normalize_value("\u201c448\u201d") == normalize_value("448")
     assert type(normalize_value('"448')).__name__ == "Text"  # unbalanced: left as text
+
+
+def test_in_place_gives_the_same_result_into_the_callers_own_dicts():
+    import copy
+
+    gold = [{"id": "g1", "fact_type": "revenue", "company": "Apple", "value": "12.5", "unit": "USD million"},
+            {"id": "g2", "fact_type": "revenue", "company": "Acme", "value": "3"},
+            {"id": "g3", "fact_type": "other", "value": "1"}]
+    pred = [{"id": "p1", "fact_type": "revenue", "company": "apple", "value": "$12,500,000"},
+            {"id": "p2", "fact_type": "revenue", "company": "Acme", "value": "4"}]
+    config = {"entity_types": ["revenue"]}
+    copied = run_judge(copy.deepcopy(gold), copy.deepcopy(pred), config)
+    mine_gold, mine_pred = copy.deepcopy(gold), copy.deepcopy(pred)
+    in_place = run_judge(mine_gold, mine_pred, config, in_place=True)
+    assert in_place.to_dict() == {**copied.to_dict(), "usage": in_place.to_dict()["usage"]}
+    assert in_place.gold_facts[0] is mine_gold[0] and mine_gold[0]["status"] == "TP"
+    assert mine_gold[2]["status"] == "OUT_OF_SCOPE" and mine_pred[1]["status"] == "FP"
+    copied_again = run_judge(gold, pred, config)  # without in_place the caller's dicts stay as given
+    assert "status" not in gold[0] and copied_again.gold_facts[0] is not gold[0]
+
+
+def test_the_rules_judge_is_given_no_prompt_and_the_result_does_not_change():
+    from factjudge.pipeline import _reads_prompts
+
+    class Wrapped(RulesJudge):
+        pass
+
+    assert not _reads_prompts(RulesJudge()) and not _reads_prompts(Wrapped())
+    seen = []
+
+    class Recording(RulesJudge):
+        async def judge(self, task):
+            seen.append(task.prefix)
+            return await super().judge(task)
+
+    gold = [{"id": "g1", "fact_type": "t", "value": "1"}]
+    pred = [{"id": "p1", "fact_type": "t", "value": "1"}]
+    assert run_judge(gold, pred, {}, Recording()).metrics.f1 == 1.0
+    assert seen == [[], []]
