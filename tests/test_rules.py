@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factjudge import JudgeConfig, run_judge
+from factjudge.judges.rules import RulesJudge, compare_facts, normalized
 from factjudge.loading import parse_config
 from factjudge.normalize import (
     MISSING,
@@ -26,7 +27,6 @@ from factjudge.normalize import (
     text_similarity,
 )
 from factjudge.prompts import JudgeTask
-from factjudge.rules import RulesJudge, compare_facts, normalized
 
 LABELLED = json.loads((Path(__file__).parent / "data" / "rules_labelled.json")
                       .read_text(encoding="utf-8"))["cases"]

@@ -29,10 +29,10 @@ from pydantic import BaseModel, Field
 
 from .errors import InputError
 from .judges.base import Judge
+from .judges.rules import RulesJudge
 from .loading import coerce_id, json_type, parse_config, validate_facts
 from .models import JudgeConfig
 from .pipeline import run_judge_async
-from .rules import RulesJudge
 from .sync import in_window, run_sync
 
 __all__ = [

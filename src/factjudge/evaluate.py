@@ -302,8 +302,8 @@ def evaluate_dataset(
     without, the result lines come back in ``EvalRun.results``. Bad lines raise
     :class:`InputError` (the first one named) unless ``skip_invalid``."""
     from .datasets import JsonlDataset, SplitDataset, input_salt
+    from .judges.rules import RulesJudge
     from .loading import load_config, parse_config
-    from .rules import RulesJudge
     from .sync import run_sync
 
     cfg = load_config(config) if isinstance(config, (str, Path)) else parse_config(config)

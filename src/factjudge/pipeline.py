@@ -96,7 +96,7 @@ def task_factory(direction: Direction, candidates: list[dict[str, Any]], config:
 def _reads_prompts(judge: Judge) -> bool:
     """Every judge but the rules judge reads its tasks' prompts. (Looked up, not imported: a run
     that never imported the rules judge has none, and skips importing it.)"""
-    rules = sys.modules.get(f"{__package__}.rules")
+    rules = sys.modules.get(f"{__package__}.judges.rules")
     return rules is None or not isinstance(judge, rules.RulesJudge)
 
 
@@ -236,7 +236,7 @@ async def run_judge_async(
     gold = coerce_facts(gold_facts, "gold facts")
     predicted = coerce_facts(predicted_facts, "predicted facts")
     if judge is None:
-        from .rules import RulesJudge
+        from .judges.rules import RulesJudge
         judge = RulesJudge()
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")

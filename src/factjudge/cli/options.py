@@ -77,7 +77,7 @@ class JudgeOptions:
         """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
         Several ``--model``, ``--repeats`` above 1 or ``--jury-rules`` make a jury of them."""
         models = [self.model] if isinstance(self.model, str) else list(self.model or [])
-        from ..rules import RulesJudge  # here, not at the top: only a run that uses it loads it
+        from ..judges.rules import RulesJudge  # here, not at the top: only a run that uses it loads it
 
         kind = self.judge or (JudgeKind.llm if models else JudgeKind.rules)
         if kind is JudgeKind.rules:

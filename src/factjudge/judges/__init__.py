@@ -14,7 +14,7 @@ from .jury import JuryJudge
 from .llm import LLMJudge
 
 if TYPE_CHECKING:
-    from ..rules import RulesJudge
+    from .rules import RulesJudge
 
 __all__ = ["BatchRequest", "Estimate", "HybridJudge", "Judge", "JudgeBase", "JudgeSetupError", "JuryJudge",
            "LLMJudge", "RulesJudge", "error_verdict"]
@@ -22,6 +22,6 @@ __all__ = ["BatchRequest", "Estimate", "HybridJudge", "Judge", "JudgeBase", "Jud
 
 def __getattr__(name: str) -> Any:
     if name == "RulesJudge":  # imported when asked for: an LLM-only run never loads its normaliser
-        from ..rules import RulesJudge
+        from .rules import RulesJudge
         return RulesJudge
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ from .base import BatchRequest, Estimate, JudgeBase
 from .llm import LLMJudge
 
 if TYPE_CHECKING:
-    from ..rules import RulesJudge
+    from .rules import RulesJudge
 
 
 class HybridJudge(JudgeBase):

@@ -35,9 +35,8 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
-from .judges.base import JudgeBase
-from .models import Direction, JudgeConfig, NegativeStatus, PassStatus, Tolerance, Verdict
-from .normalize import (
+from ..models import Direction, JudgeConfig, NegativeStatus, PassStatus, Tolerance, Verdict
+from ..normalize import (
     EMPTY_UNIT,
     MISSING,
     Missing,
@@ -52,8 +51,9 @@ from .normalize import (
     is_unit_field,
     normalize_fact,
 )
-from .prompts import JudgeTask, negative_status
-from .scope import NOT_COMPARED
+from ..prompts import JudgeTask, negative_status
+from ..scope import NOT_COMPARED
+from .base import JudgeBase
 
 #: Stop narrowing the shortlist once it is this small; comparing a few facts is cheaper.
 _SMALL_POOL = 8
