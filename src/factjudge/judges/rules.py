@@ -304,7 +304,7 @@ class CandidateIndex:
     def bucket(self, fact_type: Any) -> list[int]:
         return self.by_type.get(_type_key(fact_type), [])
 
-    def exact_postings(self, fact_type: Any, name: str, keys: Iterable[Hashable]) -> set[int]:
+    def _exact_table(self, fact_type: Any, name: str) -> dict[Hashable, list[int]]:
         table = self._exact.get((_type_key(fact_type), name))
         if table is None:
             table = {}
@@ -312,10 +312,25 @@ class CandidateIndex:
                 for key in _exact_keys(self.prepared[i].get(name)) or ():
                     table.setdefault(key, []).append(i)  # a list: a set per key costs 3x more
             self._exact[(_type_key(fact_type), name)] = table
+        return table
+
+    def exact_postings(self, fact_type: Any, name: str, keys: Iterable[Hashable]) -> set[int]:
+        table = self._exact_table(fact_type, name)
         found: set[int] = set()
         for key in keys:
             found.update(table.get(key, ()))
         return found
+
+    def exact_count(self, fact_type: Any, name: str, keys: Iterable[Hashable]) -> int:
+        """How many postings :meth:`exact_postings` would gather (without gathering them)."""
+        table = self._exact_table(fact_type, name)
+        return sum(len(table.get(key, ())) for key in keys)
+
+    def exact_filter(self, pool: set[int], name: str, keys: Iterable[Hashable]) -> set[int]:
+        """The members of ``pool`` that :meth:`exact_postings` would also return: checked one by
+        one, so a value most candidates share (a period, a unit) costs the pool, not its postings."""
+        wanted = set(keys)
+        return {i for i in pool if not wanted.isdisjoint(_exact_keys(self.prepared[i].get(name)) or ())}
 
     def number_window(self, fact_type: Any, name: str, low: float, high: float) -> set[int]:
         entry = self._numbers.get((_type_key(fact_type), name))
@@ -375,7 +390,7 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
               config: JudgeConfig) -> list[int]:
     """Positions of the same-type candidates that may match; a superset of the true matches."""
     ft = subject.fact_type
-    exact_sets: list[set[int]] = []
+    exact: list[tuple[str, tuple[Hashable, ...]]] = []
     windows: list[tuple[str, Quantity]] = []
     texts: list[tuple[str, Text]] = []
     for name in fields:
@@ -390,10 +405,15 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         else:
             keys = _exact_keys(value)
             if keys is not None:
-                exact_sets.append(index.exact_postings(ft, name, keys))
+                exact.append((name, tuple(keys)))
     pool: set[int] | None = None
-    for s in sorted(exact_sets, key=len):
-        pool = s if pool is None else pool & s
+    if exact:  # the rarest value's candidates, then each other field checked on those only
+        exact.sort(key=lambda nk: index.exact_count(ft, *nk))
+        pool = index.exact_postings(ft, *exact[0])
+        for name, keys in exact[1:]:
+            if not pool:
+                break
+            pool = index.exact_filter(pool, name, keys)
         if not pool:
             return []
     for name, q in windows:
