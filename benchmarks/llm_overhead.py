@@ -6,6 +6,8 @@ For each scenario it prints, side by side:
 - ``bare aiohttp``: a minimal client posting the very same request bodies (the floor);
 each with wall time, the ratio to the physical limit (calls x server delay / concurrency) and the
 client's CPU milliseconds per call, for the default ``http`` backend and ``--backend openai-sdk``.
+The server is the lean one of ``_common`` (one parse per request, nothing logged): the bare
+client's ratio is the floor this machine and server allow.
 
 Scenarios (targets from issue 9): 100 documents x 10+10 facts at 200 ms, concurrency 32 (wall
 <= 1.08x ideal); 4,000 calls at 50 ms, concurrency 64 (<= 1.4x); a server that answers at once
@@ -94,7 +96,7 @@ async def run_bare(data: Path, base_url: str, concurrency: int) -> tuple[float, 
 
 
 def scenario(title: str, docs: int, per_side: int, delay: float, concurrency: int, target: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp, ServerProcess(delay) as server:
+    with tempfile.TemporaryDirectory() as tmp, ServerProcess(delay, lean=True) as server:
         data = Path(tmp) / "data.jsonl"
         write_dataset(data, docs, per_side)
         rows = []
