@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -19,6 +19,9 @@ from ..judges import HybridJudge, Judge, JuryJudge, LLMJudge
 from ..judges.jury import repeat_name, split_model_spec
 from ..models import JudgeConfig
 from .app import fail, say
+
+if TYPE_CHECKING:
+    from ..judges.rules import RulesJudge
 
 
 class JudgeKind(str, Enum):
@@ -46,6 +49,11 @@ QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No progress bar or summar
 def output_opt(help: str, required: bool = False) -> Any:
     # one name on every command: -o, --output and --output-dir all work
     return typer.Option(... if required else None, "--output", "-o", "--output-dir", help=help)
+
+
+def _rules_judge() -> RulesJudge:
+    from ..judges.rules import RulesJudge  # only a run that uses it loads it (and its normaliser)
+    return RulesJudge()
 
 
 @dataclass
@@ -77,8 +85,6 @@ class JudgeOptions:
         """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
         Several ``--model``, ``--repeats`` above 1 or ``--jury-rules`` make a jury of them."""
         models = [self.model] if isinstance(self.model, str) else list(self.model or [])
-        from ..judges.rules import RulesJudge  # here, not at the top: only a run that uses it loads it
-
         kind = self.judge or (JudgeKind.llm if models else JudgeKind.rules)
         if kind is JudgeKind.rules:
             if models or self.base_url:
@@ -87,7 +93,7 @@ class JudgeOptions:
                 raise fail("--repeats and --jury-rules make a jury of LLM judges: add --model")
             if self.dry_run:
                 raise fail("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")
-            return RulesJudge()
+            return _rules_judge()
         if not models:
             raise fail(f"--judge {kind.value} needs --model NAME")
         jury = len(models) > 1 or self.repeats > 1 or self.jury_rules
@@ -120,14 +126,14 @@ class JudgeOptions:
                 raise fail(str(exc).replace("or pass api_key= ", "").replace("base_url=", "--base-url")) from None
             if repeat:  # its own identity and response-cache key: each repeat is really asked
                 llm.name = repeat_name(llm.name, repeat)
-            return HybridJudge(RulesJudge(), llm) if kind is JudgeKind.hybrid else llm
+            return HybridJudge(_rules_judge(), llm) if kind is JudgeKind.hybrid else llm
 
         if not jury:
             return one(*specs[0])
         jurors = [one(model, url, k if self.repeats > 1 else 0)
                   for model, url in specs for k in range(1, self.repeats + 1)]
         if self.jury_rules:
-            jurors.append(RulesJudge())
+            jurors.append(_rules_judge())
         return JuryJudge(jurors)
 
 
