@@ -294,6 +294,7 @@ _MD_INERT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\0": "\ufffd
                            **{ch: "\\" + ch for ch in "\\`*[]()|~$"}})
 #: ``_`` not between two letters or digits (the replacements above neither start nor end with one)
 _MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+_MD_PLAIN = re.compile(r"[^&<>\0\r\n\\`*\[\]()|~$_]*")
 
 
 def md_escape(value: Any) -> str:
@@ -305,6 +306,8 @@ def md_escape(value: Any) -> str:
     (a value alone on a line could still start a list or heading). Bare ``https://`` URLs may
     still be autolinked by GitHub; no other scheme is."""
     text = value if isinstance(value, str) else str(value)
+    if _MD_PLAIN.fullmatch(text):  # most cells (ids, statuses, numbers) need nothing
+        return text
     return _MD_UNDERSCORE.sub(r"\\_", text.replace("\r\n", " ").translate(_MD_INERT))
 
 
