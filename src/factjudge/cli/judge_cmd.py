@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
            opts: JudgeOptions, gate: Gate) -> int:
     cfg = load_config(config)
     gold_facts, pred_facts = load_facts(gold), load_facts(predicted)
+    gc.freeze()  # the facts live to the end: the collector's full passes need not walk them again
     if output is not None and not opts.dry_run:
         for source in (gold, predicted, config):
             if source is not None and same_file(output, source):
