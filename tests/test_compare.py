@@ -1,19 +1,6 @@
 """``factjudge compare``: two extractors on the same gold, with a paired interval."""
 
-from evalkit import (  # noqa: F401
-    CALLS,
-    CONFIG,
-    DOCS,
-    ROOT,
-    TRUTH,
-    fact,
-    llm_args,
-    outputs,
-    read_lines,
-    run_cli,
-    without_usage,
-    write_jsonl,
-)
+from evalkit import fact, run_cli, write_jsonl
 
 # --------------------------------------------------------------------------- compare
 

@@ -2,20 +2,7 @@
 import json
 
 import pytest
-from evalkit import (  # noqa: F401
-    CALLS,
-    CONFIG,
-    DOCS,
-    ROOT,
-    TRUTH,
-    fact,
-    llm_args,
-    outputs,
-    read_lines,
-    run_cli,
-    without_usage,
-    write_jsonl,
-)
+from evalkit import DOCS, TRUTH, read_lines, run_cli, write_jsonl
 
 # --------------------------------------------------------------------------- bad input
 

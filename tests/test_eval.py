@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from evalkit import (  # noqa: F401  (dataset is a fixture)
+from evalkit import (
     CALLS,
     CONFIG,
     DOCS,
