@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from factjudge import JudgeConfig, run_judge
+from factjudge import JudgeBase, JudgeConfig, Verdict, run_judge
 from factjudge.judges.rules import RulesJudge, compare_facts, normalized
 from factjudge.loading import parse_config
 from factjudge.normalize import (
@@ -26,7 +26,7 @@ from factjudge.normalize import (
     parse_unit,
     text_similarity,
 )
-from factjudge.prompts import JudgeTask
+from factjudge.prompts import JudgeTask, negative_status
 
 LABELLED = json.loads((Path(__file__).parent / "data" / "rules_labelled.json")
                       .read_text(encoding="utf-8"))["cases"]
@@ -572,12 +572,6 @@ def test_in_place_gives_the_same_result_into_the_callers_own_dicts():
 
 
 def test_the_rules_judge_is_given_no_prompt_and_the_result_does_not_change():
-    from factjudge.pipeline import _reads_prompts
-
-    class Wrapped(RulesJudge):
-        pass
-
-    assert not _reads_prompts(RulesJudge()) and not _reads_prompts(Wrapped())
     seen = []
 
     class Recording(RulesJudge):
@@ -589,3 +583,12 @@ def test_the_rules_judge_is_given_no_prompt_and_the_result_does_not_change():
     pred = [{"id": "p1", "fact_type": "t", "value": "1"}]
     assert run_judge(gold, pred, {}, Recording()).metrics.f1 == 1.0
     assert seen == [[], []]
+
+    class ReadsPrompts(JudgeBase):  # the default: a judge of one's own is given its prompt
+        async def judge(self, task):
+            seen.append(task.prefix)
+            return Verdict(fact_id=task.subject_id, status=negative_status(task.direction))
+
+    seen.clear()
+    run_judge(gold, pred, {}, ReadsPrompts())
+    assert len(seen) == 2 and all(prefix for prefix in seen)

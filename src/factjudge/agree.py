@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .datasets import _lines, _read_at
+from .datasets import _read_at
 from .errors import InputError
+from .loading import jsonl_lines
 from .models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
 from .results import RESULTS
 
@@ -192,7 +193,7 @@ def _count_facts(line: Mapping[str, Any]) -> int:
 def _index(path: Path) -> dict[str, tuple[int, int]]:
     """doc_id -> (byte offset, line number) of every line of ``path``, one line in memory at a time."""
     index: dict[str, tuple[int, int]] = {}
-    for lineno, offset, raw in _lines(path):
+    for lineno, offset, raw in jsonl_lines(path):
         doc_id = _parse(path, lineno, raw)["doc_id"]
         if doc_id in index:
             raise InputError(f"{path}: line {lineno}: doc_id {doc_id!r} again (first on line "
@@ -203,7 +204,7 @@ def _index(path: Path) -> dict[str, tuple[int, int]]:
 
 def _stream(path: Path) -> Iterator[dict[str, Any]]:
     seen: dict[str, int] = {}
-    for lineno, _, raw in _lines(path):
+    for lineno, _, raw in jsonl_lines(path):
         line = _parse(path, lineno, raw)
         if line["doc_id"] in seen:
             raise InputError(f"{path}: line {lineno}: doc_id {line['doc_id']!r} again (first on "

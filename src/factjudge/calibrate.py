@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from .errors import InputError
 from .judges.base import Judge
 from .judges.rules import RulesJudge
-from .loading import coerce_id, json_type, parse_config, validate_facts
+from .loading import coerce_id, json_type, parse_config, read_text, validate_facts
 from .models import JudgeConfig
 from .pipeline import run_judge_async
 from .sync import in_window, run_sync
@@ -118,11 +118,7 @@ def _label(path: Path, lineno: int, rec: Any) -> Label:
 def load_labels(path: str | Path) -> list[Label]:
     """Load and check a labels file; every problem is an :class:`InputError` naming the line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(f"{path}: cannot read file: {reason}") from None
+    text = read_text(path)
     labels: list[Label] = []
     seen: dict[str, int] = {}
     first = True

@@ -15,7 +15,7 @@ from typing import IO, Any, Protocol
 from . import __version__
 from .errors import InputError
 from .judges.base import Judge
-from .loading import coerce_id, json_type, parse_json_line, validate_facts
+from .loading import coerce_id, json_type, jsonl_lines, parse_json_line, validate_facts
 from .models import DIRECTIONS, Direction, JudgeConfig
 from .prompts import PROMPT_FORMAT_VERSION, canonical_json
 from .scope import in_scope_facts
@@ -91,19 +91,6 @@ def _parse_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     return rec
 
 
-def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, raw line) of every non-blank line, read lazily."""
-    try:
-        with path.open("rb") as fh:
-            offset = 0
-            for lineno, raw in enumerate(fh, start=1):
-                if raw.strip():
-                    yield lineno, offset, raw
-                offset += len(raw)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read file: {exc.strerror or exc}") from None
-
-
 def _read_at(fh: IO[bytes], offset: int) -> bytes:
     fh.seek(offset)
     return fh.readline()
@@ -142,7 +129,7 @@ class JsonlDataset:
         self.fact_types = set()
         problems: list[Problem] = []
         seen: dict[str, int] = {}
-        for lineno, offset, raw in _lines(self.path):
+        for lineno, offset, raw in jsonl_lines(self.path):
             try:
                 doc = self._document(raw, lineno)
                 if doc.doc_id in seen:
@@ -228,7 +215,7 @@ class SplitDataset:
         self._spool_tables()
         # pass 1: each line on its own, and where each document's lines are
         for side, path in self.paths.items():
-            for lineno, offset, raw in _lines(self._files[side]):
+            for lineno, offset, raw in jsonl_lines(self._files[side]):
                 prefix = f"{path}: {self._unit[side]} {lineno}"
                 try:
                     rec = _parse_line(raw, path, lineno)

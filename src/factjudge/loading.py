@@ -254,12 +254,32 @@ def coerce_id(value: Any, key: str, prefix: str) -> str:
 # --------------------------------------------------------------------------- facts
 
 
-def _read_text(path: Path) -> str:
+def read_error(path: Path, exc: OSError | UnicodeDecodeError) -> InputError:
+    """The one-line error for a file that cannot be read."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return InputError(f"{path}: cannot read file: {reason}")
+
+
+def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")  # a BOM, as some Windows tools write, is fine
     except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(f"{path}: cannot read file: {reason}") from None
+        raise read_error(path, exc) from None
+
+
+def jsonl_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, raw line) of every non-blank line, read lazily. Binary lines
+    end at b"\\n" only, as JSON lines do (str.splitlines() would also split at U+2028, which a JSON
+    string may hold raw)."""
+    try:
+        with path.open("rb") as fh:
+            offset = 0
+            for lineno, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    yield lineno, offset, raw
+                offset += len(raw)
+    except OSError as exc:
+        raise read_error(path, exc) from None
 
 
 def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
@@ -272,7 +292,7 @@ def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
         return read_table_records(path)
     if path.suffix.lower() == ".jsonl":
         return _jsonl_records(path)
-    text = _read_text(path)
+    text = read_text(path)
     data = _loads(text, path)
     if isinstance(data, dict) and set(data) == {"facts"}:
         data = data["facts"]
@@ -290,20 +310,13 @@ def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
     # repeated value (fact types, periods, units, entities): one string for each keeps a million
     # facts hundreds of MB smaller. Long values are seldom repeated; the table goes with the load.
     shared: dict[str, str] = {}
-    try:
-        fh = path.open("rb")  # binary lines end at b"\n" only, as JSON lines do (not at U+2028)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read file: {exc.strerror or exc}") from None
-    with fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            rec = parse_json_line(line.removesuffix(b"\n"), path, lineno)
-            if isinstance(rec, dict):
-                rec = {shared.setdefault(k, k): (shared.setdefault(v, v) if isinstance(v, str)
-                                                 and len(v) <= 64 and k != "id" else v)
-                       for k, v in rec.items()}
-            yield f"line {lineno}", rec
+    for lineno, _, line in jsonl_lines(path):
+        rec = parse_json_line(line.removesuffix(b"\n"), path, lineno)
+        if isinstance(rec, dict):
+            rec = {shared.setdefault(k, k): (shared.setdefault(v, v) if isinstance(v, str)
+                                             and len(v) <= 64 and k != "id" else v)
+                   for k, v in rec.items()}
+        yield f"line {lineno}", rec
 
 
 def validate_facts(records: Iterable[tuple[str, Any]], source: str, *,
@@ -424,7 +437,7 @@ def load_config(path: str | Path | None) -> JudgeConfig:
     if path is None:
         return JudgeConfig()
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     suffix = path.suffix.lower()
     if suffix == ".json":
         data = _loads(text, path)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -80,8 +79,7 @@ def task_factory(direction: Direction, candidates: list[dict[str, Any]], config:
     """Tasks of one direction, all sharing one prefix (and so one provider cache entry);
     ``fields``: the compared fields per fact_type (:func:`factjudge.scope.compared_fields`);
     ``shared``: the tasks' :attr:`~factjudge.prompts.JudgeTask.shared` dict; ``prompts=False``:
-    no prompt (an empty prefix) for a judge that reads none, the rules judge (a large document's
-    prompt is as large as its facts)."""
+    no prompt (an empty prefix), for a judge that reads none (``Judge.reads_prompts``)."""
     shared = {} if shared is None else shared
     if not prompts:
         return lambda fact: JudgeTask(direction, fact, candidates, config, [], "", fields, shared)
@@ -91,13 +89,6 @@ def task_factory(direction: Direction, candidates: list[dict[str, Any]], config:
     label = f"{doc_id[:24]}-" if doc_id else ""
     key = f"factjudge-{label}{direction}-{digest}"
     return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
-
-
-def _reads_prompts(judge: Judge) -> bool:
-    """Every judge but the rules judge reads its tasks' prompts. (Looked up, not imported: a run
-    that never imported the rules judge has none, and skips importing it.)"""
-    rules = sys.modules.get(f"{__package__}.judges.rules")
-    return rules is None or not isinstance(judge, rules.RulesJudge)
 
 
 class _Answer(NamedTuple):
@@ -149,7 +140,7 @@ async def _judge_direction(
         return answers
     shared: dict[str, Any] = {}
     make_task = task_factory(direction, candidates, config, doc_id, fields, shared,
-                             prompts=_reads_prompts(judge))
+                             prompts=judge.reads_prompts)
     types = candidate_types(candidates)
 
     async def one(fact: dict[str, Any]) -> Verdict:
@@ -263,6 +254,7 @@ async def run_judge_async(
     )
 
     usage = tally.usage.model_copy(update=judge.run_info())
+
     def assemble(facts: list[dict[str, Any]], side: Direction) -> list[dict[str, Any]]:
         verdicts, outcomes = (gv, rec.gold) if side == "gold" else (pv, rec.predicted)
         others = pv if side == "gold" else gv

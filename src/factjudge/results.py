@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from .aggregate import doc_stats
-from .datasets import DocInfo, _lines, _read_at
+from .datasets import DocInfo, _read_at
 from .errors import InputError
+from .loading import jsonl_lines
 from .models import OUTPUT_FIELDS, JudgeResult
 from .prompts import canonical_json
 
@@ -102,7 +103,7 @@ def read_eval_dir(out_dir: Path) -> dict[str, tuple[tuple[int, int, int, int], s
         raise InputError(f"{out_dir}: not a finished eval output folder (no summary.json)")
     docs: dict[str, tuple[tuple[int, int, int, int], str]] = {}
     path = out_dir / RESULTS
-    for lineno, _, raw in _lines(path):
+    for lineno, _, raw in jsonl_lines(path):
         try:
             line = json.loads(raw)
             gold = [{k: v for k, v in f.items() if k not in OUTPUT_FIELDS} for f in line["gold_facts"]]

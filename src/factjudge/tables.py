@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .errors import InputError
+from .loading import read_error
 from .models import OUTPUT_FIELDS
 
 #: Suffixes read as tables (compared case-insensitively).
@@ -132,10 +133,6 @@ def _check_header(path: Path, names: Sequence[str], required: Sequence[str],
             raise InputError(f"{path}: {where}: missing column {name!r}{hint}")
 
 
-def _open_error(path: Path, exc: OSError) -> InputError:
-    return InputError(f"{path}: cannot read file: {exc.strerror or exc}")
-
-
 def _decoded_lines(path: Path, fh: BinaryIO) -> Iterator[str]:
     """The file's lines as text with their line ends (``\\n``, ``\\r\\n`` or ``\\r``, as the csv
     module wants them), strictly UTF-8 (a leading BOM is dropped). A bad byte is reported at its
@@ -163,7 +160,7 @@ def _delimited_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, 
     try:
         fh = path.open("rb")
     except OSError as exc:
-        raise _open_error(path, exc) from None
+        raise read_error(path, exc) from None
     with fh:
         reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter)
         try:
@@ -409,7 +406,7 @@ def iter_result_lines(out: str | Path) -> Iterator[dict[str, Any]]:
     try:
         fh = path.open("rb")
     except OSError as exc:
-        raise _open_error(path, exc) from None
+        raise read_error(path, exc) from None
     lines: dict[str, dict[str, Any]] = {}
     with fh:
         for lineno, raw in enumerate(fh, start=1):

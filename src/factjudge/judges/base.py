@@ -48,6 +48,9 @@ class Judge(Protocol):
     #: Send each direction's questions one at a time until one has really reached an LLM, so the
     #: rest hit a warm provider prompt cache.
     warmup: bool
+    #: Reads its tasks' prompts (``task.prefix``, ``task.messages()``). A judge that does not gets
+    #: tasks without one: a large document's prompt costs as much memory as its facts.
+    reads_prompts: bool
 
     async def judge(self, task: JudgeTask) -> Verdict: ...
 
@@ -80,6 +83,7 @@ class JudgeBase:
 
     name = "judge"
     warmup = False
+    reads_prompts = True
 
     async def judge(self, task: JudgeTask) -> Verdict:
         raise NotImplementedError

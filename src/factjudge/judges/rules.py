@@ -456,6 +456,7 @@ class RulesJudge(JudgeBase):
     """Deterministic offline judge: normalisation + per-field rules, no LLM calls."""
 
     name = "rules"
+    reads_prompts = False
 
     @staticmethod
     def _index(task: JudgeTask) -> CandidateIndex:
