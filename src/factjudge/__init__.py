@@ -7,14 +7,27 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"  # the one place (pyproject.toml reads it)
 
 if TYPE_CHECKING:
-    from .cache import ResponseCache
-    from .errors import FactJudgeError, InputError, JudgeSetupError
-    from .evaluate import EvalRun, ReportSettings, evaluate_dataset
-    from .judges import HybridJudge, Judge, JudgeBase, JuryJudge, LLMJudge, RulesJudge
-    from .loading import load_config, load_facts
-    from .models import JudgeConfig, JudgeResult, Verdict
-    from .pipeline import run_judge, run_judge_async
-    from .prompts import JudgeTask
+    from .cache import ResponseCache as ResponseCache
+    from .errors import FactJudgeError as FactJudgeError
+    from .errors import InputError as InputError
+    from .errors import JudgeSetupError as JudgeSetupError
+    from .evaluate import EvalRun as EvalRun
+    from .evaluate import ReportSettings as ReportSettings
+    from .evaluate import evaluate_dataset as evaluate_dataset
+    from .judges import HybridJudge as HybridJudge
+    from .judges import Judge as Judge
+    from .judges import JudgeBase as JudgeBase
+    from .judges import JuryJudge as JuryJudge
+    from .judges import LLMJudge as LLMJudge
+    from .judges import RulesJudge as RulesJudge
+    from .loading import load_config as load_config
+    from .loading import load_facts as load_facts
+    from .models import JudgeConfig as JudgeConfig
+    from .models import JudgeResult as JudgeResult
+    from .models import Verdict as Verdict
+    from .pipeline import run_judge as run_judge
+    from .pipeline import run_judge_async as run_judge_async
+    from .prompts import JudgeTask as JudgeTask
 
 #: Each public name's module. They are imported on first use: a command line pays only for the
 #: modules its command needs (an LLM run never imports the rules judge, a judge run no reports).
@@ -27,12 +40,7 @@ _HOMES = {
     "load_facts": "loading", "run_judge": "pipeline", "run_judge_async": "pipeline",
 }
 
-__all__ = [
-    "EvalRun", "FactJudgeError", "HybridJudge", "InputError", "Judge", "JudgeBase", "JudgeConfig",
-    "JudgeResult", "JudgeSetupError", "JudgeTask", "JuryJudge", "LLMJudge", "ReportSettings",
-    "ResponseCache", "RulesJudge", "Verdict", "evaluate_dataset", "load_config", "load_facts",
-    "run_judge", "run_judge_async",
-]
+__all__ = list(_HOMES)
 
 
 def __getattr__(name: str) -> Any:

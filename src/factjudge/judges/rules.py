@@ -22,8 +22,8 @@ Speed: candidates are prepared (normalised) once per candidate list and indexed 
 lazily, per field: exact keys (numbers, periods, JSON, missing), sorted numbers for tolerance
 windows, and the distinct texts for one C-level fuzzy search. A subject is only fully compared
 with the few candidates that survive the intersection of those look-ups, which are a superset of
-the candidates that can match. The same candidate list object is shared by every task of one
-direction of a document, so the index is cached on its identity (the last few lists).
+the candidates that can match. The index is built once per direction of a document and kept in
+the tasks' ``shared`` dict, so it is freed when that direction is done.
 """
 from __future__ import annotations
 
