@@ -11,7 +11,7 @@ import time
 from _common import ServerProcess, report, synthetic_document
 
 from factjudge import LLMJudge, run_judge
-from factjudge.cache import ResponseCache
+from factjudge.judges.llm.cache import ResponseCache
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from scripted_server import ScriptedServer
 
 from factjudge import LLMJudge, load_config, load_facts, run_judge
 from factjudge.judges import HybridJudge
-from factjudge.judges.rules import RulesJudge
+from factjudge.judges.rules.judge import RulesJudge
 
 
 def verdicts(result):

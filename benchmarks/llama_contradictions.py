@@ -1,13 +1,13 @@
 """Contradictory verdicts from a real small model: the old flat answer schema vs the tied one.
 
 Sends N real judge requests, built from the bundled example exactly as the LLM judge builds them
-(``factjudge.pipeline.task_factory`` and ``factjudge.prompts``), to a running llama-cpp-python
+(``factjudge.evaluation.pipeline.task_factory`` and ``factjudge.judges.prompts``), to a running llama-cpp-python
 server (``python -m llama_cpp.server``) in its ``json_object`` mode (the schema is enforced with a
 grammar), once per answer schema:
 
 - ``old (flat)``: ``<id_key>``, ``reasoning``, ``status`` (enum TP / FN|FP) and ``<matched_key>``
   (a candidate id or null) side by side, so the status and the id can disagree;
-- ``new (tied)``: ``factjudge.prompts.verdict_schema``, where ``decision`` is one of two shapes
+- ``new (tied)``: ``factjudge.judges.prompts.verdict_schema``, where ``decision`` is one of two shapes
   (TP with a candidate id, or the negative with null).
 
 Prints per schema: replies that are schema-valid JSON, contradictory replies (TP with a null id, or
@@ -33,11 +33,11 @@ from typing import Any
 from _common import ROOT
 
 from factjudge import load_config, load_facts
+from factjudge.core.scope import in_scope_facts
 from factjudge.errors import InvalidAnswer
+from factjudge.evaluation.pipeline import task_factory
+from factjudge.judges.prompts import JudgeTask, negative_status, parse_answer, verdict_schema
 from factjudge.models import Direction
-from factjudge.pipeline import task_factory
-from factjudge.prompts import JudgeTask, negative_status, parse_answer, verdict_schema
-from factjudge.scope import in_scope_facts
 
 KEYS = {"gold": ("gold_fact_id", "matched_predicted_id"), "predicted": ("predicted_fact_id", "matched_gold_id")}
 

@@ -30,10 +30,10 @@ import aiohttp
 from _common import ServerProcess, report, synthetic_document
 
 from factjudge import LLMJudge, load_config
-from factjudge.datasets import JsonlDataset, input_salt
-from factjudge.evaluate import evaluate_async
-from factjudge.pipeline import task_factory
-from factjudge.scope import in_scope_facts
+from factjudge.core.scope import in_scope_facts
+from factjudge.evaluation.pipeline import task_factory
+from factjudge.evaluation.runner import evaluate_async, input_salt
+from factjudge.io.datasets import JsonlDataset
 
 
 def write_dataset(path: Path, docs: int, per_side: int) -> None:

@@ -12,9 +12,9 @@ import os
 from _common import report, synthetic_document
 
 from factjudge import LLMJudge
+from factjudge.core.scope import compared_fields
+from factjudge.evaluation.pipeline import task_factory
 from factjudge.models import JudgeConfig
-from factjudge.pipeline import task_factory
-from factjudge.scope import compared_fields
 
 
 def measure(n: int, config: JudgeConfig, judge: LLMJudge) -> tuple[float, float, float]:

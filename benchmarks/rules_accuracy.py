@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from factjudge.judges.rules import RulesJudge
-from factjudge.loading import parse_config
-from factjudge.prompts import JudgeTask
+from factjudge.io.config import parse_config
+from factjudge.judges.prompts import JudgeTask
+from factjudge.judges.rules.judge import RulesJudge
 
 LABELLED = Path(__file__).resolve().parent.parent / "tests" / "data" / "rules_labelled.json"
 

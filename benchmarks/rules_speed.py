@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from factjudge import run_judge
-from factjudge.judges.rules import RulesJudge
+from factjudge.judges.rules.judge import RulesJudge
 
 FACT_TYPES = ["revenue", "net_income", "operating_income", "capex", "headcount", "eps",
               "gross_margin", "ceo"]

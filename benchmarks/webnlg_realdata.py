@@ -32,8 +32,8 @@ from typing import Any
 from rapidfuzz.distance import Levenshtein
 
 from factjudge import JudgeConfig, RulesJudge, run_judge_async
-from factjudge.metrics import f1_score, ratio
-from factjudge.normalize import Period, Quantity, normalize_text, normalize_value, text_similarity
+from factjudge.core.metrics import f1_score, ratio
+from factjudge.judges.rules.normalize import Period, Quantity, normalize_text, normalize_value, text_similarity
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "realdata" / "webnlg2020"

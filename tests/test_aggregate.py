@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from factjudge.aggregate import DocStats, aggregate, bootstrap_ci, paired_bootstrap
-from factjudge.metrics import prf
+from factjudge.core.aggregate import DocStats, aggregate, bootstrap_ci, paired_bootstrap
+from factjudge.core.metrics import prf
 
 ZERO = {"errors": 0, "out_of_scope_gold": 0, "out_of_scope_predicted": 0}
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 from scripted_server import Reply, ScriptedServer, answer, describe
 
-from factjudge.agree import agree, cohen_kappa
 from factjudge.errors import InputError
+from factjudge.evaluation.agree import agree, cohen_kappa
 
 
 def run_cli(*args):

@@ -1,4 +1,4 @@
-"""factjudge.calibrate: labels file loading, scoring (property-tested), judging, the bundled set."""
+"""factjudge.evaluation.calibrate: labels file loading, scoring (property-tested), judging, the bundled set."""
 import asyncio
 import json
 
@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import factjudge.calibrate as cal
+import factjudge.evaluation.calibrate as cal
 from factjudge import InputError, JudgeBase, RulesJudge, Verdict
-from factjudge.calibrate import (
+from factjudge.evaluation.calibrate import (
     CalibrationReport,
     Decision,
     builtin_labels_path,

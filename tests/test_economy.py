@@ -10,9 +10,9 @@ import pytest
 from scripted_server import describe
 
 from factjudge import LLMJudge, run_judge
-from factjudge.cache import ResponseCache
-from factjudge.prompts import MAX_CANDIDATE_ENUM, JudgeTask, enum_fits, prefix_messages
-from factjudge.tokens import ESTIMATE_NAME, TokenCounter, estimate_tokens
+from factjudge.judges.llm.cache import ResponseCache
+from factjudge.judges.llm.tokens import ESTIMATE_NAME, TokenCounter, estimate_tokens
+from factjudge.judges.prompts import MAX_CANDIDATE_ENUM, JudgeTask, enum_fits, prefix_messages
 
 GOLD = [{"id": f"g{i}", "fact_type": "revenue", "value": str(100 + i)} for i in range(6)]
 PRED = [{"id": f"p{i}", "fact_type": "revenue", "value": str(100 + i)} for i in range(6)]
@@ -72,7 +72,7 @@ def test_no_cache_when_none_and_invalid_answers_not_stored(server, tmp_path):
 
 def test_cache_concurrent_writers(tmp_path):
     script = (
-        "import sys; from factjudge.cache import ResponseCache\n"
+        "import sys; from factjudge.judges.llm.cache import ResponseCache\n"
         "c = ResponseCache(sys.argv[1])\n"
         "for i in range(300): c.put(f'{sys.argv[2]}-{i}', {'content': str(i)})\n"
     )
@@ -249,8 +249,8 @@ def test_ctrl_c_exits_130_without_output_or_traceback(server, tmp_path, write_js
 
 
 def test_shortlist_skips_a_candidate_too_large_and_keeps_the_match():
+    from factjudge.judges.prompts import prepare_call
     from factjudge.models import JudgeConfig
-    from factjudge.prompts import prepare_call
     counter = TokenCounter("")
     # ranked first (it contains every word of the subject) but alone over the budget
     huge = {"id": "p0", "fact_type": "t", "name": "Contoso " + "filler " * 400, "value": "100"}
@@ -269,7 +269,7 @@ def test_corrupt_tiktoken_file_is_left_alone_and_nothing_downloads(monkeypatch, 
     pytest.importorskip("tiktoken")
     import hashlib
 
-    from factjudge.tokens import _ENCODING_FILES
+    from factjudge.judges.llm.tokens import _ENCODING_FILES
     url, _ = _ENCODING_FILES["o200k_base"]
     cache = tmp_path / "tiktoken"
     cache.mkdir()

@@ -29,10 +29,10 @@ from evalkit import (
 
 from factjudge import JudgeBase, LLMJudge
 from factjudge.cli.output import ProgressBar
-from factjudge.datasets import Document, JsonlDataset, SplitDataset, input_salt
 from factjudge.errors import InputError
-from factjudge.evaluate import ReportSettings, evaluate_async, judge_documents
-from factjudge.loading import parse_config
+from factjudge.evaluation.runner import ReportSettings, evaluate_async, input_salt, judge_documents
+from factjudge.io.config import parse_config
+from factjudge.io.datasets import Document, JsonlDataset, SplitDataset
 from factjudge.models import Verdict
 
 # --------------------------------------------------------------------------- end to end

@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 
 from factjudge import InputError, load_config, load_facts, run_judge
-from factjudge.cache import ResponseCache
-from factjudge.loading import check_json_value, check_writable, coerce_facts, parse_config, same_file, write_atomic
+from factjudge.io.config import parse_config
+from factjudge.io.facts import coerce_facts
+from factjudge.io.files import check_writable, same_file, write_atomic
+from factjudge.io.jsonl import check_json_value
+from factjudge.judges.llm.cache import ResponseCache
 
 
 def one_line(exc: pytest.ExceptionInfo) -> str:

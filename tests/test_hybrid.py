@@ -6,7 +6,7 @@ from scripted_server import describe
 
 from factjudge import LLMJudge, load_config, load_facts, run_judge
 from factjudge.judges import HybridJudge
-from factjudge.judges.rules import RulesJudge
+from factjudge.judges.rules.judge import RulesJudge
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

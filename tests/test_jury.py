@@ -11,11 +11,11 @@ from scripted_server import Reply, ScriptedServer, answer, describe
 
 from factjudge import LLMJudge, RulesJudge, run_judge
 from factjudge.errors import InputError, JudgeSetupError
+from factjudge.evaluation.pipeline import task_factory
 from factjudge.judges import JudgeBase, JuryJudge
 from factjudge.judges.jury import default_labels, split_model_spec
+from factjudge.judges.prompts import negative_status
 from factjudge.models import CallUsage, JudgeConfig, Verdict
-from factjudge.pipeline import task_factory
-from factjudge.prompts import negative_status
 
 G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "revenue", "value": 20},
      {"id": "g3", "fact_type": "ceo", "name": "Ann"}]

@@ -241,7 +241,7 @@ def test_retry_after_header_forms():
     from datetime import datetime, timedelta, timezone
     from email.utils import format_datetime
 
-    from factjudge.judges.backends import retry_after_seconds as _retry_after_seconds
+    from factjudge.judges.llm.backends import retry_after_seconds as _retry_after_seconds
     assert _retry_after_seconds({"retry-after": "2"}) == 2.0
     assert _retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     soon = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
@@ -267,8 +267,8 @@ def test_a_custom_judge_that_breaks_the_contract_gets_error():
 
 def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypatch, tmp_path):
     from factjudge import ResponseCache
-    from factjudge.pipeline import task_factory
-    from factjudge.scope import compared_fields
+    from factjudge.core.scope import compared_fields
+    from factjudge.evaluation.pipeline import task_factory
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cache = ResponseCache(tmp_path / "c")

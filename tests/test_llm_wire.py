@@ -10,10 +10,10 @@ import pytest
 from scripted_server import Reply, answer, describe, mode_of
 
 from factjudge import LLMJudge, ResponseCache, run_judge
+from factjudge.core.scope import compared_fields
 from factjudge.errors import JudgeSetupError
+from factjudge.evaluation.pipeline import task_factory
 from factjudge.models import JudgeConfig
-from factjudge.pipeline import task_factory
-from factjudge.scope import compared_fields
 
 G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "ceo", "name": "Ann"}]
 P = [{"id": "p1", "fact_type": "revenue", "value": 12}, {"id": "p2", "fact_type": "ceo", "name": "Ann"}]

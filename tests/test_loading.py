@@ -3,8 +3,8 @@ import json
 import pytest
 
 from factjudge import InputError, JudgeConfig, load_config, load_facts
-from factjudge.loading import parse_config
-from factjudge.scope import in_scope_facts, is_in_scope
+from factjudge.core.scope import in_scope_facts, is_in_scope
+from factjudge.io.config import parse_config
 
 
 def test_json_list_object_and_jsonl_forms_load_the_same(write_json, tmp_path):

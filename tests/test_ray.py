@@ -1,4 +1,4 @@
-"""``factjudge eval --ray`` and :func:`factjudge.ray_eval.evaluate_ray`: documents judged by Ray
+"""``factjudge eval --ray`` and :func:`factjudge.runners.ray_data.evaluate_ray`: documents judged by Ray
 workers give the very files of a single-process ``factjudge eval`` (but for what the runs cost in
 time), with the rules judge and with an LLM judge (the scripted server on 127.0.0.1).
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
 def ray_address():
     """A local Ray for the whole module; its GCS address for the CLI's --ray-address."""
     ray = pytest.importorskip("ray", reason=NO_RAY)
-    from factjudge.ray_eval import quiet_ray
+    from factjudge.runners.ray_data import quiet_ray
 
     # the judges defined here travel to the workers by value: they cannot import this module
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -248,8 +248,8 @@ def example_rows(as_text=True):
 def test_a_ray_dataset_gives_the_files_of_the_cli(ray_address, tmp_path):
     import ray
 
-    from factjudge.loading import load_config
-    from factjudge.ray_eval import evaluate_ray
+    from factjudge.io.config import load_config
+    from factjudge.runners.ray_data import evaluate_ray
 
     ref = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, "-o", tmp_path / "ref")
     assert ref.returncode == 0, ref.stderr
@@ -276,7 +276,7 @@ def test_a_ray_dataset_gives_the_files_of_the_cli(ray_address, tmp_path):
 def test_bad_rows_stop_the_run_or_are_listed_with_skip_invalid(ray_address, tmp_path):
     import ray
 
-    from factjudge.ray_eval import evaluate_ray
+    from factjudge.runners.ray_data import evaluate_ray
 
     rows = example_rows()[:2] + [
         {"doc_id": "bad", "gold_facts": json.dumps([{"id": "1"}]), "predicted_facts": "[]"},
@@ -314,7 +314,7 @@ def pid_judge(identity=None):
 def test_documents_are_judged_by_several_ray_workers(ray_address, tmp_path):
     import ray
 
-    from factjudge.ray_eval import evaluate_ray
+    from factjudge.runners.ray_data import evaluate_ray
 
     rows = [{"doc_id": f"d{i}", "gold_facts": json.dumps([{"id": "g", "fact_type": "t", "v": i}]),
              "predicted_facts": json.dumps([{"id": "p", "fact_type": "t", "v": i}])} for i in range(200)]
@@ -330,7 +330,7 @@ def test_documents_are_judged_by_several_ray_workers(ray_address, tmp_path):
 def test_a_worker_whose_judge_differs_from_the_drivers_stops_the_run(ray_address, tmp_path):
     import ray
 
-    from factjudge.ray_eval import evaluate_ray
+    from factjudge.runners.ray_data import evaluate_ray
 
     ds = ray.data.from_items(example_rows())
 

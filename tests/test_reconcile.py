@@ -1,9 +1,9 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from factjudge.metrics import compute_metrics, f1_score
-from factjudge.reconcile import PassVerdict as V
-from factjudge.reconcile import reconcile
+from factjudge.core.metrics import compute_metrics, f1_score
+from factjudge.core.reconcile import PassVerdict as V
+from factjudge.core.reconcile import reconcile
 
 
 def test_mutual_match():

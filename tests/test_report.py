@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from factjudge import run_judge
-from factjudge.report import (
+from factjudge.reports.report import (
     changed_facts,
     closest_facts,
     collect_rows,

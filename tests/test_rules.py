@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factjudge import JudgeBase, JudgeConfig, Verdict, run_judge
-from factjudge.judges.rules import RulesJudge, compare_facts, normalized
-from factjudge.loading import parse_config
-from factjudge.normalize import (
+from factjudge.io.config import parse_config
+from factjudge.judges.prompts import JudgeTask, negative_status
+from factjudge.judges.rules.judge import RulesJudge, compare_facts, normalized
+from factjudge.judges.rules.normalize import (
     MISSING,
     Other,
     Period,
@@ -26,7 +27,6 @@ from factjudge.normalize import (
     parse_unit,
     text_similarity,
 )
-from factjudge.prompts import JudgeTask, negative_status
 
 LABELLED = json.loads((Path(__file__).parent / "data" / "rules_labelled.json")
                       .read_text(encoding="utf-8"))["cases"]
@@ -288,7 +288,7 @@ def test_index_is_built_once_per_direction_and_freed_with_its_tasks():
     import gc
     import weakref
 
-    from factjudge.pipeline import task_factory
+    from factjudge.evaluation.pipeline import task_factory
 
     cands = [{"id": "p1", "fact_type": "t", "value": "1"}, {"id": "p2", "fact_type": "t", "value": "2"}]
     make = task_factory("gold", cands, parse_config({}), "doc")
@@ -546,7 +546,7 @@ def test_nan_never_matches_even_nan(value):
 
 
 def test_quoted_dates_and_numbers_are_still_dates_and_numbers():
-    from factjudge.normalize import normalize_value
+    from factjudge.judges.rules.normalize import normalize_value
     assert normalize_value('"1923-11-18"').key == normalize_value("1923-11-18").key == "1923-11-18"
     assert normalize_value("\u201c448\u201d") == normalize_value("448")
     assert type(normalize_value('"448')).__name__ == "Text"  # unbalanced: left as text

@@ -9,19 +9,17 @@ from pathlib import Path
 import pytest
 
 from factjudge import load_config, load_facts, run_judge
-from factjudge.loading import InputError, validate_facts
-from factjudge.tables import (
+from factjudge.errors import InputError, OptionalDependencyError
+from factjudge.io.facts import validate_facts
+from factjudge.io.tables import (
     DATASET_REQUIRED,
-    FACT_COLUMNS,
-    FactsCsvWriter,
-    OptionalDependencyError,
     is_table,
     iter_result_lines,
     iter_table_rows,
     read_table_records,
-    result_rows,
-    write_facts_csv,
 )
+from factjudge.models import FACT_COLUMNS, result_rows
+from factjudge.reports.facts_csv import FactsCsvWriter, write_facts_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -247,7 +245,8 @@ def test_missing_pyarrow_says_what_to_install(tmp_path, monkeypatch):
 
 
 def test_missing_pandas_says_what_to_install(monkeypatch):
-    from factjudge.tables import eval_to_pandas, result_to_pandas
+    from factjudge.io.tables import eval_to_pandas
+    from factjudge.models import result_to_pandas
 
     monkeypatch.setitem(sys.modules, "pandas", None)
     for call in (lambda: result_to_pandas(judged_example()), lambda: eval_to_pandas(ROOT)):
@@ -258,7 +257,7 @@ def test_missing_pandas_says_what_to_install(monkeypatch):
 
 def test_result_to_pandas_one_row_per_fact():
     pytest.importorskip("pandas")
-    from factjudge.tables import result_to_pandas
+    from factjudge.models import result_to_pandas
 
     result = judged_example()
     df = result_to_pandas(result)
@@ -279,7 +278,7 @@ def test_result_to_pandas_one_row_per_fact():
 
 def test_result_to_pandas_types_and_renamed_fields():
     pd = pytest.importorskip("pandas")
-    from factjudge.tables import result_to_pandas
+    from factjudge.models import result_to_pandas
 
     gold = [{"id": "g1", "fact_type": "n", "value": 3, "side": "left", "ok": True},
             {"id": "g2", "fact_type": "n", "value": 4.5, "tags": ["a"]},
@@ -318,7 +317,7 @@ def result_lines(out):
 
 def test_eval_to_pandas(eval_dir):
     pytest.importorskip("pandas")
-    from factjudge.tables import eval_to_pandas
+    from factjudge.io.tables import eval_to_pandas
 
     lines = result_lines(eval_dir)
     df = eval_to_pandas(eval_dir)
@@ -332,7 +331,7 @@ def test_eval_to_pandas(eval_dir):
 
 def test_eval_to_pandas_not_an_eval_folder(tmp_path):
     pytest.importorskip("pandas")
-    from factjudge.tables import eval_to_pandas
+    from factjudge.io.tables import eval_to_pandas
 
     assert error_of(eval_to_pandas, tmp_path) == f"{tmp_path}: not an eval output folder (no results.jsonl)"
     (tmp_path / "results.jsonl").write_text('{"doc_id": "d"}\n', encoding="utf-8")
@@ -404,7 +403,7 @@ def test_iter_result_lines_of_an_unfinished_run(tmp_path):
 
 
 def test_a_broken_pandas_install_keeps_its_import_error(monkeypatch):
-    from factjudge.tables import result_to_pandas
+    from factjudge.models import result_to_pandas
 
     class Broken:  # pandas is there but fails to import, as with a numpy built for another ABI
         def find_spec(self, name, path=None, target=None):

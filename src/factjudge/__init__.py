@@ -7,37 +7,37 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"  # the one place (pyproject.toml reads it)
 
 if TYPE_CHECKING:
-    from .cache import ResponseCache as ResponseCache
     from .errors import FactJudgeError as FactJudgeError
     from .errors import InputError as InputError
     from .errors import JudgeSetupError as JudgeSetupError
-    from .evaluate import EvalRun as EvalRun
-    from .evaluate import ReportSettings as ReportSettings
-    from .evaluate import evaluate_dataset as evaluate_dataset
+    from .evaluation.pipeline import run_judge as run_judge
+    from .evaluation.pipeline import run_judge_async as run_judge_async
+    from .evaluation.runner import EvalRun as EvalRun
+    from .evaluation.runner import ReportSettings as ReportSettings
+    from .evaluation.runner import evaluate_dataset as evaluate_dataset
+    from .io.config import load_config as load_config
+    from .io.facts import load_facts as load_facts
     from .judges import HybridJudge as HybridJudge
     from .judges import Judge as Judge
     from .judges import JudgeBase as JudgeBase
     from .judges import JuryJudge as JuryJudge
     from .judges import LLMJudge as LLMJudge
     from .judges import RulesJudge as RulesJudge
-    from .loading import load_config as load_config
-    from .loading import load_facts as load_facts
+    from .judges.llm.cache import ResponseCache as ResponseCache
+    from .judges.prompts import JudgeTask as JudgeTask
     from .models import JudgeConfig as JudgeConfig
     from .models import JudgeResult as JudgeResult
     from .models import Verdict as Verdict
-    from .pipeline import run_judge as run_judge
-    from .pipeline import run_judge_async as run_judge_async
-    from .prompts import JudgeTask as JudgeTask
 
 #: Each public name's module. They are imported on first use: a command line pays only for the
 #: modules its command needs (an LLM run never imports the rules judge, a judge run no reports).
 _HOMES = {
-    "EvalRun": "evaluate", "ReportSettings": "evaluate", "evaluate_dataset": "evaluate",
+    "EvalRun": "evaluation.runner", "ReportSettings": "evaluation.runner", "evaluate_dataset": "evaluation.runner",
     "FactJudgeError": "errors", "InputError": "errors", "JudgeSetupError": "errors",
     "HybridJudge": "judges", "Judge": "judges", "JudgeBase": "judges", "JuryJudge": "judges",
     "LLMJudge": "judges", "RulesJudge": "judges", "JudgeConfig": "models", "JudgeResult": "models",
-    "Verdict": "models", "JudgeTask": "prompts", "ResponseCache": "cache", "load_config": "loading",
-    "load_facts": "loading", "run_judge": "pipeline", "run_judge_async": "pipeline",
+    "Verdict": "models", "JudgeTask": "judges.prompts", "ResponseCache": "judges.llm.cache", "load_config": "io.config",
+    "load_facts": "io.facts", "run_judge": "evaluation.pipeline", "run_judge_async": "evaluation.pipeline",
 }
 
 __all__ = list(_HOMES)

@@ -25,3 +25,16 @@ class InvalidAnswer(FactJudgeError):
 
 class PromptTooLarge(FactJudgeError):
     """Not even one candidate fits the prompt budget."""
+
+
+class OptionalDependencyError(ImportError, InputError):
+    """An optional dependency is not installed. An ``ImportError`` for Python callers and an
+    ``InputError`` for the CLI (a one-line message, exit 2)."""
+
+
+def missing_dependency(what: str, exc: ImportError, package: str) -> OptionalDependencyError:
+    """The error for an optional dependency that failed to import; when it is installed but
+    broken (say, built for another numpy), the import error is kept in the message."""
+    if (exc.name or "").split(".")[0] != package:
+        what += f" (importing {package} failed: {' '.join(str(exc).split())})"
+    return OptionalDependencyError(what)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal, TextIO
 
 from pydantic import (
@@ -18,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import to_jsonable_python
+
+from .errors import missing_dependency
 
 Direction = Literal["gold", "predicted"]
 #: A fact judged unmatched: FN in the gold pass, FP in the predicted pass.
@@ -222,5 +225,102 @@ class JudgeResult(BaseModel):
     def to_pandas(self) -> Any:
         """One row per fact (side, id, fact_type, status, matched ids, reasons, then the fact's
         own fields) as a pandas DataFrame; needs pandas (``pip install 'factjudge[pandas]'``)."""
-        from .tables import result_to_pandas
         return result_to_pandas(self)
+
+
+# --------------------------------------------------------------------------- DataFrames of results
+
+#: The fixed columns of the output tables, in order; the facts' own fields follow.
+FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matched_ids",
+                "description", "reasoning", "linked_reasoning", "votes")
+
+
+#: Fact fields whose name is taken by a fixed column; they are written as ``fact.<name>``.
+_RENAMED = {"doc_id": "fact.doc_id", "side": "fact.side"}
+
+
+
+def _import_pandas() -> Any:
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise missing_dependency("pandas is needed for to_pandas(): pip install 'factjudge[pandas]'",
+                       exc, "pandas") from None
+    return pd
+
+
+def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, Any]]:
+    """One row dict per fact of a result (gold facts first, then predicted, in input order).
+
+    ``result`` is a :class:`~factjudge.models.JudgeResult`, its ``to_dict()``, or a line of an
+    eval ``results.jsonl`` (whose ``doc_id`` is used when ``doc_id`` is not given). Keys: the
+    :data:`FACT_COLUMNS`, then the fact's own fields (``doc_id``/``side`` renamed ``fact.<name>``)."""
+    if isinstance(result, Mapping):
+        line: Mapping[str, Any] = result
+        if doc_id is None:
+            doc_id = line.get("doc_id")
+    else:
+        line = {"gold_facts": result.gold_facts, "predicted_facts": result.predicted_facts}
+    for side in ("gold", "predicted"):
+        for fact in line.get(f"{side}_facts") or ():
+            row: dict[str, Any] = {
+                "doc_id": doc_id, "side": side, "id": fact.get("id"),
+                "fact_type": fact.get("fact_type"), "status": fact.get("status"),
+                "in_scope": fact.get("in_scope"), "matched_ids": list(fact.get("matched_ids") or ()),
+                "description": fact.get("description"), "reasoning": fact.get("reasoning"),
+                "linked_reasoning": fact.get("linked_reasoning"), "votes": fact.get("votes"),
+            }
+            for key, value in fact.items():
+                if key in ("id", "fact_type") or key in OUTPUT_FIELDS:
+                    continue
+                row[_RENAMED.get(key, key)] = value
+            yield row
+
+
+def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The fixed columns, then every other key in the order first met."""
+    extra: dict[str, None] = {}
+    for row in rows:
+        for key in row:
+            if key not in extra:
+                extra[key] = None
+    return list(FACT_COLUMNS) + [k for k in extra if k not in FACT_COLUMNS]
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    """A DataFrame of ``rows``. Fixed columns have fixed types; a fact field whose present values
+    are all integers (or all booleans) keeps them with pandas' nullable ``Int64`` / ``boolean``
+    when some rows lack it, instead of turning into floats; missing values are NA/None."""
+    pd = _import_pandas()
+    columns = _columns(rows)
+    data: dict[str, Any] = {}
+    for name in columns:
+        values = [row.get(name) for row in rows]
+        if name in ("doc_id", "matched_ids", "reasoning"):  # lists, and None kept as None
+            data[name] = pd.Series(values, dtype=object)
+            continue
+        present = [v for v in values if v is not None]
+        if len(present) < len(values) and present:
+            if all(isinstance(v, bool) for v in present):
+                data[name] = pd.Series(values, dtype="boolean")
+                continue
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+                data[name] = pd.Series(values, dtype="Int64")
+                continue
+        if present and any(isinstance(v, (list, dict)) for v in present):
+            data[name] = pd.Series(values, dtype=object)
+            continue
+        data[name] = pd.Series(values) if present else pd.Series(values, dtype=object)
+    return pd.DataFrame(data, columns=columns)
+
+
+def result_to_pandas(result: Any, doc_id: str | None = None) -> Any:
+    """A ``pandas.DataFrame`` with one row per fact of one judged document.
+
+    Columns: ``doc_id`` (``None`` unless given), ``side`` (``"gold"`` / ``"predicted"``), ``id``,
+    ``fact_type``, ``status``, ``in_scope``, ``matched_ids`` (a list), ``description``,
+    ``reasoning``, then the facts' own fields (an absent field is missing: None / NA).
+    ``result`` is a :class:`~factjudge.models.JudgeResult` or its ``to_dict()``.
+    Raises :class:`OptionalDependencyError` (an ``ImportError``) without pandas."""
+    _import_pandas()
+    return _frame(list(result_rows(result, doc_id)))

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import typer
 
-from ..agree import AGREE_HTML, agree, render_html, render_text, warnings
 from ..errors import InputError
-from ..loading import write_atomic
+from ..evaluation.agree import AGREE_HTML, agree, render_html, render_text, warnings
+from ..io.files import write_atomic
 from .app import app, run_command, say
 from .options import output_opt
 

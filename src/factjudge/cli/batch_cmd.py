@@ -1,5 +1,5 @@
 """Provider batch APIs on the command line: ``eval --batch-export FILE``, ``eval --batch`` and
-``factjudge batch-import OUTPUT_FILE...`` (the work itself is in :mod:`factjudge.batch`)."""
+``factjudge batch-import OUTPUT_FILE...`` (the work itself is in :mod:`factjudge.runners.batch`)."""
 from __future__ import annotations
 
 import asyncio
@@ -11,9 +11,9 @@ from typing import Any
 
 import typer
 
-from ..cache import ResponseCache, default_cache_dir
-from ..datasets import Dataset
-from ..loading import load_config
+from ..io.config import load_config
+from ..io.datasets import Dataset
+from ..judges.llm.cache import ResponseCache, default_cache_dir
 from .app import app, fail, run_command, say
 from .options import JudgeKind, JudgeOptions, inject_options
 
@@ -59,7 +59,7 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
     """``eval --batch-export`` (exit 0 once written) or ``eval --batch`` (the batch rounds, then
     ``live()``: the normal run, which finds the answers in the response cache). The documents
     asked are those the run would judge: with ``overwrite``, all of them."""
-    from .eval_cmd import _scan  # eval_cmd imports this module for its options
+    from .evalrun import scan  # eval_cmd imports this module for its options
 
     flag = "--batch-export" if b.export is not None else "--batch"
     if b.export is not None and b.submit:
@@ -74,12 +74,12 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
         raise fail(f"{flag} needs the response cache (batch answers are imported into it): drop --no-cache")
     if b.export is not None and b.export.is_dir():
         raise fail(f"{b.export}: is a folder; --batch-export takes a file name")
-    from ..batch import STATE_FILE, BatchRunner, Imported, export_batch  # only for --batch runs
+    from ..runners.batch import STATE_FILE, BatchRunner, Imported, export_batch  # only for --batch runs
 
     cfg = load_config(config)
     # an export calls nothing, so it needs no API key (the key is not part of any cache key)
     judge = (replace(opts, dry_run=True) if b.export is not None else opts).build(cfg)
-    _scan(data, name, cfg, judge, skip_invalid)
+    scan(data, name, cfg, judge, skip_invalid)
     if b.export is not None:
         out = export_batch(data, cfg, judge, output_dir, b.export, overwrite=overwrite)
         names = ", ".join(str(p) for p in out.files)
@@ -129,7 +129,7 @@ def batch_import_cmd(
 
 
 def _import(outputs: list[Path], cache_dir: Path | None) -> int:
-    from ..batch import import_outputs
+    from ..runners.batch import import_outputs
 
     directory = cache_dir or default_cache_dir()
     if not (directory / "answers.sqlite3").is_file():

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import typer
 
-from ..calibrate import CalibrationReport, builtin_labels_path, calibrate_async, format_report, load_labels
 from ..errors import InputError
-from ..loading import check_writable, load_config, write_atomic
+from ..evaluation.calibrate import CalibrationReport, builtin_labels_path, calibrate_async, format_report, load_labels
+from ..io.config import load_config
+from ..io.files import check_writable, write_atomic
 from .app import app, run_command, say
 from .options import CONFIG_OPT, JudgeOptions, output_opt, with_judge_options
 

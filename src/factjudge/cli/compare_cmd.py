@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from ..compare import COMPARE_HTML, COMPARE_MD, compare_runs, compare_text, write_compare_pages
+from ..evaluation.compare import COMPARE_HTML, COMPARE_MD, compare_runs, compare_text, write_compare_pages
 from .app import app, run_command, say
 from .options import output_opt
 

@@ -9,27 +9,19 @@ from pathlib import Path
 
 import typer
 
-from ..aggregate import ZeroDivision
-from ..datasets import Dataset, JsonlDataset, Problem, SplitDataset, input_salt
-from ..errors import InputError
-from ..evaluate import (
-    FACTS_CSV,
-    REPORT_HTML,
-    REPORT_MD,
-    SUMMARY,
+from ..core.aggregate import ZeroDivision
+from ..evaluation.runner import (
     EvalRun,
     ReportSettings,
     evaluate_async,
     preview_dataset,
 )
-from ..judges import Judge
-from ..loading import load_config
-from ..models import JudgeConfig
-from ..report import fmt, fmt_ci
-from ..results import RESULTS
-from ..scope import scope_check
-from .app import app, fail, run_command, say
+from ..io.config import load_config
+from ..io.datasets import Dataset, JsonlDataset, SplitDataset
+from ..io.runfolder import RESULTS
+from .app import app, fail, run_command
 from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
+from .evalrun import finish, scan
 from .gate import Gate, with_gate
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
 from .output import ProgressBar, print_plan
@@ -46,7 +38,6 @@ _ZERO_DIVISION: dict[ZeroDivisionOpt, ZeroDivision] = {
     ZeroDivisionOpt.skip: "skip", ZeroDivisionOpt.zero: "0", ZeroDivisionOpt.one: "1"}
 
 #: Bad lines printed before the run stops (all of them are in the summary with --skip-invalid).
-MAX_PROBLEMS_SHOWN = 20
 
 
 @app.command("eval")
@@ -104,21 +95,6 @@ def eval_cmd(
                 "command again to judge the rest", after=f"; finished documents are in {output_dir / RESULTS}")
 
 
-def _scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid: bool) -> list[Problem]:
-    """Check every line before any call; stop on bad ones unless they are to be skipped."""
-    problems = data.scan(cfg, input_salt(cfg, judge))
-    for p in problems[:MAX_PROBLEMS_SHOWN]:
-        say(("factjudge: skipped: " if skip_invalid else "factjudge: error: ") + p.message)
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        say(f"factjudge: ... and {len(problems) - MAX_PROBLEMS_SHOWN} more bad line(s)")
-    if problems and not skip_invalid:
-        raise InputError(f"{len(problems)} bad line(s); nothing was judged (--skip-invalid scores the rest)")
-    if not data.infos:
-        raise InputError(f"{name}: no documents to judge")
-    scope_check(cfg, data.fact_types, name)  # nothing in scope at all: stop before any call
-    return problems
-
-
 def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_invalid: bool, quiet: bool,
           opts: JudgeOptions, gate: Gate, settings: ReportSettings, overwrite: bool,
           batch: BatchOptions = NO_BATCH) -> int:
@@ -130,7 +106,7 @@ def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_
         return eval_on_ray(data, name, config, output_dir, skip_invalid, quiet, opts, gate, settings, overwrite)
     cfg = load_config(config)
     judge = opts.build(cfg)
-    problems = _scan(data, name, cfg, judge, skip_invalid)
+    problems = scan(data, name, cfg, judge, skip_invalid)
     if opts.dry_run:
         print_plan(preview_dataset(data, cfg, judge, output_dir), opts.price_in, opts.price_out,
                    opts.max_tokens)
@@ -149,33 +125,3 @@ def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_
     return finish(asyncio.run(run()), output_dir, quiet, problems, gate, started)
 
 
-def finish(outcome: EvalRun, output_dir: Path, quiet: bool, problems: list[Problem], gate: Gate,
-           started: float) -> int:
-    """What every way of running eval prints at the end, and its exit code."""
-    if not quiet:
-        _print_summary(outcome, output_dir, time.perf_counter() - started)
-    for warning in outcome.summary.warnings:
-        say(f"factjudge: warning: {warning}")
-    if problems:
-        say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
-    micro = outcome.summary.micro
-    if micro.errors:
-        say(f"factjudge: {micro.errors} fact(s) could not be judged (status ERROR); they are "
-            "left out of precision and recall; run again to retry them")
-        return 1
-    return gate.check(micro.precision, micro.recall, micro.f1)
-
-
-def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
-    summary = outcome.summary
-    m, ci, u = summary.micro, summary.ci95, summary.usage
-    calls = ""
-    if u.get("llm_calls") or u.get("cache_hits"):  # nothing to say for the rules judge
-        calls = f"{int(u.get('llm_calls', 0))} calls, {int(u.get('cache_hits', 0))} cache hits"
-        calls += " (incl. reused documents) | " if outcome.reused else " | "
-    say(f"{summary.documents} documents ({outcome.judged} judged, {outcome.reused} reused) | "
-        f"micro P {fmt(m.precision)} {fmt_ci(ci['precision'])} "
-        f"R {fmt(m.recall)} {fmt_ci(ci['recall'])} F1 {fmt(m.f1)} {fmt_ci(ci['f1'])} | "
-        f"errors {m.errors} | {calls}{seconds:.1f}s")
-    csv = f", {FACTS_CSV}" if (output_dir / FACTS_CSV).exists() else ""
-    say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}{csv}")

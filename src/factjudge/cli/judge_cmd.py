@@ -8,11 +8,13 @@ from pathlib import Path
 
 import typer
 
+from ..core.scope import scope_check
 from ..errors import InputError
-from ..loading import check_writable, load_config, load_facts, same_file, write_atomic
+from ..evaluation.pipeline import preview, run_judge_async
+from ..io.config import load_config
+from ..io.facts import load_facts
+from ..io.files import check_writable, same_file, write_atomic
 from ..models import JudgeResult
-from ..pipeline import preview, run_judge_async
-from ..scope import scope_check
 from .app import app, run_command, say
 from .gate import Gate, with_gate
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options

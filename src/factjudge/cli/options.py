@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..cache import ResponseCache
 from ..errors import JudgeSetupError
 from ..judges import HybridJudge, Judge, JuryJudge, LLMJudge
 from ..judges.jury import repeat_name, split_model_spec
+from ..judges.llm.cache import ResponseCache
 from ..models import JudgeConfig
 from .app import fail, say
 
 if TYPE_CHECKING:
-    from ..judges.rules import RulesJudge
+    from ..judges.rules.judge import RulesJudge
 
 
 class JudgeKind(str, Enum):
@@ -52,7 +52,7 @@ def output_opt(help: str, required: bool = False) -> Any:
 
 
 def _rules_judge() -> RulesJudge:
-    from ..judges.rules import RulesJudge  # only a run that uses it loads it (and its normaliser)
+    from ..judges.rules.judge import RulesJudge  # only a run that uses it loads it (and its normaliser)
     return RulesJudge()
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from ..models import JudgeResult, Usage
-from ..report import fmt
+from ..reports.format import fmt
 
 
 def usage_text(u: Usage) -> str:

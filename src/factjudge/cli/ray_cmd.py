@@ -28,11 +28,11 @@ from typing import Any
 
 import typer
 
-from ..datasets import Dataset
 from ..errors import FactJudgeError, JudgeSetupError
-from ..evaluate import ReportSettings, preview_dataset
+from ..evaluation.runner import ReportSettings, preview_dataset
+from ..io.config import load_config
+from ..io.datasets import Dataset
 from ..judges import Judge
-from ..loading import load_config
 from ..models import JudgeConfig, JudgeResult
 from .app import say
 from .gate import Gate
@@ -166,12 +166,12 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
                 overwrite: bool = False) -> int:
     """``factjudge eval`` with ``--ray``: the same checks, files, summary line and exit code as
     the live run, the documents judged by Ray workers."""
-    from ..ray_eval import evaluate_ray, import_ray, init_ray
-    from .eval_cmd import _scan
+    from ..runners.ray_data import evaluate_ray, import_ray, init_ray
+    from .evalrun import scan
 
     cfg = load_config(config)
     judge = opts.build(cfg)
-    problems = _scan(data, name, cfg, judge, skip_invalid)
+    problems = scan(data, name, cfg, judge, skip_invalid)
     if opts.dry_run:  # a preview makes no call: nothing for Ray to do
         print_plan(preview_dataset(data, cfg, judge, output_dir), opts.price_in, opts.price_out,
                    opts.max_tokens)
@@ -206,5 +206,5 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
             ray = sys.modules.get("ray")
             if ray is not None and ray.is_initialized():
                 ray.shutdown()
-    from .eval_cmd import finish  # eval_cmd imports this module
+    from .evalrun import finish  # eval_cmd imports this module
     return finish(outcome, output_dir, quiet, problems, gate, started)

@@ -11,10 +11,10 @@ from ..errors import JudgeSetupError
 from .base import BatchRequest, Estimate, Judge, JudgeBase, error_verdict
 from .hybrid import HybridJudge
 from .jury import JuryJudge
-from .llm import LLMJudge
+from .llm.judge import LLMJudge
 
 if TYPE_CHECKING:
-    from .rules import RulesJudge
+    from .rules.judge import RulesJudge
 
 __all__ = ["BatchRequest", "Estimate", "HybridJudge", "Judge", "JudgeBase", "JudgeSetupError", "JuryJudge",
            "LLMJudge", "RulesJudge", "error_verdict"]
@@ -22,6 +22,6 @@ __all__ = ["BatchRequest", "Estimate", "HybridJudge", "Judge", "JudgeBase", "Jud
 
 def __getattr__(name: str) -> Any:
     if name == "RulesJudge":  # imported when asked for: an LLM-only run never loads its normaliser
-        from .rules import RulesJudge
+        from .rules.judge import RulesJudge
         return RulesJudge
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

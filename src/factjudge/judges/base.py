@@ -1,6 +1,6 @@
 """The judge contract, shared by the rules, LLM and hybrid judges and any judge of a user's own.
 
-A judge answers one question per call (a :class:`~factjudge.prompts.JudgeTask`) and returns a
+A judge answers one question per call (a :class:`~factjudge.judges.prompts.JudgeTask`) and returns a
 :class:`~factjudge.models.Verdict`. It never raises for a failed question: a fact it cannot decide
 comes back with status ``ERROR`` and the reason in ``note``. Only a judge that cannot work at all
 (a key, model or request format the server refuses, a server never reached) raises
@@ -8,11 +8,12 @@ comes back with status ``ERROR`` and the reason in ``note``. Only a judge that c
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..models import CallUsage, Verdict
-from ..prompts import JudgeTask
+from .prompts import JudgeTask, fact_type_problem, negative_status
 
 #: What a dry run learns about one question without asking it.
 Outcome = Literal["call", "cache_hit", "decided_by_rules", "too_large"]
@@ -112,3 +113,23 @@ class JudgeBase:
 
 def error_verdict(task: JudgeTask, reason: str, usage: CallUsage | None = None) -> Verdict:
     return Verdict(fact_id=task.subject_id, status="ERROR", note=reason, usage=usage or CallUsage())
+
+
+def candidate_types(candidates: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Each candidate's fact_type by id, for :func:`verdict_problem`."""
+    return {c["id"]: c.get("fact_type") for c in candidates}
+
+
+def verdict_problem(task: JudgeTask, verdict: Verdict, types: Mapping[str, Any]) -> str:
+    if verdict.fact_id != task.subject_id:
+        return f"verdict for {verdict.fact_id!r}, asked about {task.subject_id!r}"
+    if verdict.status == "TP" and verdict.matched_id not in types:
+        return f"TP names {verdict.matched_id!r}, which is not a candidate"
+    if verdict.status == "TP" and verdict.matched_id is not None:
+        problem = fact_type_problem(task, verdict.matched_id, types)
+        if problem:
+            return problem
+    if verdict.status in ("FN", "FP") and (verdict.status != negative_status(task.direction)
+                                         or verdict.matched_id is not None):
+        return f"status {verdict.status} with match {verdict.matched_id!r} in the {task.direction} pass"
+    return ""

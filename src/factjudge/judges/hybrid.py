@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..models import CallUsage, Verdict
-from ..prompts import JudgeTask
 from .base import BatchRequest, Estimate, JudgeBase
-from .llm import LLMJudge
+from .llm.judge import LLMJudge
+from .prompts import JudgeTask
 
 if TYPE_CHECKING:
-    from .rules import RulesJudge
+    from .rules.judge import RulesJudge
 
 
 class HybridJudge(JudgeBase):

@@ -1,6 +1,6 @@
 """A jury: several judges answer every question, a strict majority decides.
 
-Each juror answers the same :class:`~factjudge.prompts.JudgeTask`; its answer is one vote,
+Each juror answers the same :class:`~factjudge.judges.prompts.JudgeTask`; its answer is one vote,
 ``"TP:<matched id>"``, ``"FN"``, ``"FP"`` or ``"ERROR"``. The verdict:
 
 1. an answer given by more than half of the jurors wins (failed jurors count in the jury's size);
@@ -27,8 +27,8 @@ from typing import Any
 
 from ..errors import InputError, JudgeSetupError
 from ..models import PASS_STATUSES, CallUsage, PassStatus, Verdict
-from ..prompts import JudgeTask, negative_status
 from .base import BatchRequest, Estimate, Judge, JudgeBase, error_verdict
+from .prompts import JudgeTask, negative_status
 
 
 def vote_of(verdict: Verdict) -> str:
@@ -130,13 +130,13 @@ class JuryJudge(JudgeBase):
                 raise result
 
     async def judge(self, task: JudgeTask) -> Verdict:
-        from ..pipeline import _verdict_problem, candidate_types  # its own check (no import cycle)
+        from .base import candidate_types, verdict_problem  # its own check (no import cycle)
 
         types = candidate_types(task.candidates)
         verdicts: list[Verdict] = []
         for label, juror in zip(self.names, self.jurors, strict=False):  # one at a time: one slot, one call
             verdict = await juror.judge(task)
-            problem = _verdict_problem(task, verdict, types)
+            problem = verdict_problem(task, verdict, types)
             if problem:  # a juror that broke the contract: its vote is a failure, not a claim
                 verdict = error_verdict(task, f"juror {label!r} answered wrongly: {problem}",
                                         verdict.usage)

@@ -1,0 +1,66 @@
+"""What every way of running eval shares (live, batch, Ray): the input scan before any call and
+the end of the run (summary line, warnings, exit code)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..core.scope import scope_check
+from ..errors import InputError
+from ..evaluation.runner import FACTS_CSV, REPORT_HTML, REPORT_MD, SUMMARY, EvalRun, input_salt
+from ..io.datasets import Dataset, Problem
+from ..io.runfolder import RESULTS
+from ..judges.base import Judge
+from ..models import JudgeConfig
+from ..reports.format import fmt, fmt_ci
+from .app import say
+from .gate import Gate
+
+MAX_PROBLEMS_SHOWN = 20
+
+
+def scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid: bool) -> list[Problem]:
+    """Check every line before any call; stop on bad ones unless they are to be skipped."""
+    problems = data.scan(cfg, input_salt(cfg, judge))
+    for p in problems[:MAX_PROBLEMS_SHOWN]:
+        say(("factjudge: skipped: " if skip_invalid else "factjudge: error: ") + p.message)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        say(f"factjudge: ... and {len(problems) - MAX_PROBLEMS_SHOWN} more bad line(s)")
+    if problems and not skip_invalid:
+        raise InputError(f"{len(problems)} bad line(s); nothing was judged (--skip-invalid scores the rest)")
+    if not data.infos:
+        raise InputError(f"{name}: no documents to judge")
+    scope_check(cfg, data.fact_types, name)  # nothing in scope at all: stop before any call
+    return problems
+
+
+def finish(outcome: EvalRun, output_dir: Path, quiet: bool, problems: list[Problem], gate: Gate,
+           started: float) -> int:
+    """What every way of running eval prints at the end, and its exit code."""
+    if not quiet:
+        _print_summary(outcome, output_dir, time.perf_counter() - started)
+    for warning in outcome.summary.warnings:
+        say(f"factjudge: warning: {warning}")
+    if problems:
+        say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
+    micro = outcome.summary.micro
+    if micro.errors:
+        say(f"factjudge: {micro.errors} fact(s) could not be judged (status ERROR); they are "
+            "left out of precision and recall; run again to retry them")
+        return 1
+    return gate.check(micro.precision, micro.recall, micro.f1)
+
+
+def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
+    summary = outcome.summary
+    m, ci, u = summary.micro, summary.ci95, summary.usage
+    calls = ""
+    if u.get("llm_calls") or u.get("cache_hits"):  # nothing to say for the rules judge
+        calls = f"{int(u.get('llm_calls', 0))} calls, {int(u.get('cache_hits', 0))} cache hits"
+        calls += " (incl. reused documents) | " if outcome.reused else " | "
+    say(f"{summary.documents} documents ({outcome.judged} judged, {outcome.reused} reused) | "
+        f"micro P {fmt(m.precision)} {fmt_ci(ci['precision'])} "
+        f"R {fmt(m.recall)} {fmt_ci(ci['recall'])} F1 {fmt(m.f1)} {fmt_ci(ci['f1'])} | "
+        f"errors {m.errors} | {calls}{seconds:.1f}s")
+    csv = f", {FACTS_CSV}" if (output_dir / FACTS_CSV).exists() else ""
+    say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}{csv}")

@@ -1,0 +1,1 @@
+"""The pure core: scope, reconciliation, metrics and aggregation (data in, data out)."""

@@ -1,0 +1,1 @@
+"""Running judges: one document (pipeline), many (runner), and judging the judge."""

@@ -1,0 +1,483 @@
+"""How far two judges agree: two ``eval`` output folders scored on the same inputs.
+
+Facts are matched by ``(doc_id, side, id)``. A fact judged in both runs (neither ``ERROR`` nor
+``OUT_OF_SCOPE`` in either) counts towards
+
+- **per-fact agreement**: the same status and the same matched ids;
+- **Cohen's kappa** per side, on the status alone: TP vs FN on the gold side, TP vs FP on the
+  predicted side. ``kappa = (p_o - p_e) / (1 - p_e)``, with ``p_o`` the share of facts with the
+  same status and ``p_e`` the agreement expected by chance from each run's share of TP; None when
+  ``p_e`` is 1 (both runs gave every fact the same status) or nothing was compared.
+
+Facts that are ``ERROR`` or ``OUT_OF_SCOPE`` in either run are left out of both and counted;
+documents and facts present in one run only are counted and named, never silently dropped.
+``results.jsonl`` is read one line at a time: B is indexed by byte offset, A streamed.
+
+Pure but for reading the two folders (:func:`agree`); :func:`render_text` and
+:func:`render_html` turn the result into stdout text and a self-contained, escaped HTML page.
+"""
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..io.datasets import _read_at
+from ..io.jsonl import jsonl_lines
+from ..io.runfolder import RESULTS
+from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
+
+SUMMARY = "summary.json"
+AGREE_HTML = "agree.html"
+SIDES: tuple[Direction, ...] = DIRECTIONS
+NEGATIVE: dict[Direction, NegativeStatus] = {"gold": "FN", "predicted": "FP"}
+#: Statuses that leave a fact out of agreement and kappa.
+LEFT_OUT: tuple[Status, ...] = ("ERROR", "OUT_OF_SCOPE")
+#: Document ids named per "only in one run" list (all are counted).
+IDS_SHOWN = 20
+_NOT_INPUT = frozenset({*OUTPUT_FIELDS, "votes"})
+
+
+@dataclass
+class SideStats:
+    """One side's comparison (gold or predicted)."""
+
+    compared: int = 0        # judged in both runs
+    agree: int = 0           # same status and same matched ids
+    same_status: int = 0
+    #: (A status, B status) over the compared facts, "TP" or the side's negative status
+    tp_tp: int = 0
+    tp_neg: int = 0
+    neg_tp: int = 0
+    neg_neg: int = 0
+    errors: int = 0          # left out: ERROR in either run
+    out_of_scope: int = 0    # left out: OUT_OF_SCOPE in either run (and not ERROR)
+    only_a: int = 0          # in a shared document, in run A only
+    only_b: int = 0
+
+    @property
+    def agreement(self) -> float | None:
+        return self.agree / self.compared if self.compared else None
+
+    @property
+    def kappa(self) -> float | None:
+        return cohen_kappa(self.tp_tp, self.tp_neg, self.neg_tp, self.neg_neg)
+
+
+def cohen_kappa(both_pos: int, a_only: int, b_only: int, both_neg: int) -> float | None:
+    """Cohen's kappa of two raters on a binary label from their 2x2 table; None when undefined."""
+    n = both_pos + a_only + b_only + both_neg
+    if not n:
+        return None
+    p_o = (both_pos + both_neg) / n
+    pa, pb = (both_pos + a_only) / n, (both_pos + b_only) / n
+    p_e = pa * pb + (1 - pa) * (1 - pb)
+    if p_e >= 1:
+        return None
+    return (p_o - p_e) / (1 - p_e)
+
+
+@dataclass
+class Difference:
+    """A fact whose status or matched ids differ between the runs."""
+
+    doc_id: str
+    side: Direction
+    id: str
+    fact_type: str
+    fact: dict[str, Any]                  # its input fields (as run A saw them)
+    a: dict[str, Any]                     # status, matched_ids, reasoning, description, votes
+    b: dict[str, Any]
+    left_out: bool                        # ERROR or OUT_OF_SCOPE in a run: not in agreement/kappa
+
+
+@dataclass
+class Agreement:
+    dir_a: str
+    dir_b: str
+    judge_a: str
+    judge_b: str
+    documents: int = 0                    # in both runs
+    docs_only_a: int = 0
+    docs_only_b: int = 0
+    doc_ids_only_a: list[str] = field(default_factory=list)   # the first IDS_SHOWN
+    doc_ids_only_b: list[str] = field(default_factory=list)
+    facts_in_docs_only_a: int = 0         # facts of the documents run A alone has
+    facts_in_docs_only_b: int = 0
+    inputs_differ: int = 0                # same (doc, side, id), different input fields
+    sides: dict[Direction, SideStats] = field(default_factory=lambda: {s: SideStats() for s in SIDES})
+    differences: list[Difference] = field(default_factory=list)   # the first max_rows
+    differences_total: int = 0
+    differences_left_out: int = 0
+    configs_differ: bool = False
+
+    @property
+    def compared(self) -> int:
+        return sum(s.compared for s in self.sides.values())
+
+    @property
+    def agreement(self) -> float | None:
+        n = self.compared
+        return sum(s.agree for s in self.sides.values()) / n if n else None
+
+    def total(self, key: str) -> int:
+        return sum(getattr(s, key) for s in self.sides.values())
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _check_folder(folder: Path) -> Path:
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not an eval output folder (no such folder)")
+    results = folder / RESULTS
+    if not results.is_file():
+        raise InputError(f"{folder}: not an eval output folder (no {RESULTS})")
+    if not (folder / SUMMARY).is_file():
+        raise InputError(f"{folder}: not a finished eval output folder (no {SUMMARY})")
+    return results
+
+
+def _summary(folder: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise InputError(f"{folder / SUMMARY}: not a factjudge summary") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{folder / SUMMARY}: not a factjudge summary")
+    return data
+
+
+def judge_label(identity: Any) -> str:
+    """A short name of the judge of a run, from its ``summary.json``."""
+    if not isinstance(identity, Mapping) or not identity:
+        return "unknown judge"
+    if identity.get("name") == "jury":
+        names = [str(j.get("juror")) for j in identity.get("jurors") or [] if isinstance(j, Mapping)]
+        return f"jury of {', '.join(names)}"
+    label = str(identity.get("name", "judge"))
+    if identity.get("model"):
+        label += f" {identity['model']}"
+    if identity.get("server"):
+        label += f" at {identity['server']}"
+    return label
+
+
+def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any]:
+    try:
+        line = json.loads(raw)
+        if not isinstance(line, dict) or not isinstance(line["doc_id"], str):
+            raise TypeError
+        for side in SIDES:
+            facts = line[f"{side}_facts"]
+            if not isinstance(facts, list) or not all(
+                    isinstance(f, dict) and "id" in f and isinstance(f.get("status"), str) for f in facts):
+                raise TypeError
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{path}: line {lineno}: not a factjudge result line") from None
+    return line
+
+
+def _facts(line: Mapping[str, Any], side: Direction) -> dict[str, dict[str, Any]]:
+    return {str(f["id"]): f for f in line[f"{side}_facts"]}
+
+
+def _count_facts(line: Mapping[str, Any]) -> int:
+    return sum(len(line[f"{side}_facts"]) for side in SIDES)
+
+
+def _index(path: Path) -> dict[str, tuple[int, int]]:
+    """doc_id -> (byte offset, line number) of every line of ``path``, one line in memory at a time."""
+    index: dict[str, tuple[int, int]] = {}
+    for lineno, offset, raw in jsonl_lines(path):
+        doc_id = _parse(path, lineno, raw)["doc_id"]
+        if doc_id in index:
+            raise InputError(f"{path}: line {lineno}: doc_id {doc_id!r} again (first on line "
+                             f"{index[doc_id][1]})")
+        index[doc_id] = (offset, lineno)
+    return index
+
+
+def _stream(path: Path) -> Iterator[dict[str, Any]]:
+    seen: dict[str, int] = {}
+    for lineno, _, raw in jsonl_lines(path):
+        line = _parse(path, lineno, raw)
+        if line["doc_id"] in seen:
+            raise InputError(f"{path}: line {lineno}: doc_id {line['doc_id']!r} again (first on "
+                             f"line {seen[line['doc_id']]})")
+        seen[line["doc_id"]] = lineno
+        yield line
+
+
+def _shown(fact: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fact.items() if k not in _NOT_INPUT}
+
+
+def _outcome(fact: Mapping[str, Any]) -> dict[str, Any]:
+    out = {"status": fact.get("status"), "matched_ids": [str(i) for i in fact.get("matched_ids") or []],
+           "reasoning": fact.get("reasoning") or "", "description": fact.get("description") or ""}
+    if isinstance(fact.get("votes"), dict):
+        out["votes"] = fact["votes"]
+    return out
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def agree(dir_a: Path, dir_b: Path, max_rows: int = 1000) -> Agreement:
+    """Compare two finished ``eval`` output folders fact by fact. Raises InputError (one line)
+    for a folder that is not one, a bad line, or no document in common."""
+    path_a, path_b = _check_folder(dir_a), _check_folder(dir_b)
+    sum_a, sum_b = _summary(dir_a), _summary(dir_b)
+    result = Agreement(str(dir_a), str(dir_b), judge_label(sum_a.get("judge")),
+                       judge_label(sum_b.get("judge")),
+                       configs_differ=sum_a.get("config") != sum_b.get("config"))
+    index_b = _index(path_b)
+    seen_b: set[str] = set()
+    with path_b.open("rb") as fh_b:
+        for line_a in _stream(path_a):
+            doc_id = line_a["doc_id"]
+            hit = index_b.get(doc_id)
+            if hit is None:
+                result.docs_only_a += 1
+                result.facts_in_docs_only_a += _count_facts(line_a)
+                if len(result.doc_ids_only_a) < IDS_SHOWN:
+                    result.doc_ids_only_a.append(doc_id)
+                continue
+            seen_b.add(doc_id)
+            line_b = _parse(path_b, hit[1], _read_at(fh_b, hit[0]))
+            result.documents += 1
+            _compare_document(result, doc_id, line_a, line_b, max_rows)
+        for doc_id, (offset, lineno) in index_b.items():
+            if doc_id not in seen_b:
+                result.docs_only_b += 1
+                result.facts_in_docs_only_b += _count_facts(_parse(path_b, lineno, _read_at(fh_b, offset)))
+                if len(result.doc_ids_only_b) < IDS_SHOWN:
+                    result.doc_ids_only_b.append(doc_id)
+    if not result.documents:
+        raise InputError(f"{dir_a} and {dir_b} have no document in common")
+    return result
+
+
+def _compare_document(result: Agreement, doc_id: str, line_a: Mapping[str, Any],
+                      line_b: Mapping[str, Any], max_rows: int) -> None:
+    for side in SIDES:
+        stats = result.sides[side]
+        facts_a, facts_b = _facts(line_a, side), _facts(line_b, side)
+        stats.only_a += sum(1 for i in facts_a if i not in facts_b)
+        stats.only_b += sum(1 for i in facts_b if i not in facts_a)
+        for fact_id, fa in facts_a.items():
+            fb = facts_b.get(fact_id)
+            if fb is None:
+                continue
+            if _shown(fa) != _shown(fb):
+                result.inputs_differ += 1
+            sa, sb = fa.get("status"), fb.get("status")
+            ma = sorted(str(i) for i in fa.get("matched_ids") or [])
+            mb = sorted(str(i) for i in fb.get("matched_ids") or [])
+            same = sa == sb and ma == mb
+            left_out = sa in LEFT_OUT or sb in LEFT_OUT
+            if sa == "ERROR" or sb == "ERROR":
+                stats.errors += 1
+            elif left_out:
+                stats.out_of_scope += 1
+            else:
+                stats.compared += 1
+                pos_a, pos_b = sa == "TP", sb == "TP"
+                if pos_a and pos_b:
+                    stats.tp_tp += 1
+                elif pos_a:
+                    stats.tp_neg += 1
+                elif pos_b:
+                    stats.neg_tp += 1
+                else:
+                    stats.neg_neg += 1
+                stats.same_status += sa == sb
+                stats.agree += same
+            if same:
+                continue
+            result.differences_total += 1
+            result.differences_left_out += left_out
+            if len(result.differences) < max_rows:
+                result.differences.append(Difference(
+                    doc_id, side, fact_id, str(fa.get("fact_type", "")), _shown(fa),
+                    _outcome(fa), _outcome(fb), left_out))
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def _id_list(ids: list[str], total: int) -> str:
+    more = f", ... {total - len(ids)} more" if total > len(ids) else ""
+    return f"{', '.join(ids)}{more}"
+
+
+def _ids(ids: list[str], total: int) -> str:
+    return f" ({_id_list(ids, total)})" if ids else ""
+
+
+def _verdict_text(o: Mapping[str, Any]) -> str:
+    matched = f" [{', '.join(o['matched_ids'])}]" if o["matched_ids"] else ""
+    return f"{o['status']}{matched}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def headline(ag: Agreement) -> list[str]:
+    """The figures, as lines of text (documents, facts, the per-side table)."""
+    lines = [f"A: {ag.dir_a} ({ag.judge_a})", f"B: {ag.dir_b} ({ag.judge_b})",
+             f"documents: {ag.documents} in both; {ag.docs_only_a} only in A"
+             f"{_ids(ag.doc_ids_only_a, ag.docs_only_a)}, {ag.docs_only_b} only in B"
+             f"{_ids(ag.doc_ids_only_b, ag.docs_only_b)}"]
+    in_both = ag.compared + ag.total("errors") + ag.total("out_of_scope")
+    lines.append(
+        f"facts: {in_both} in both runs; in shared documents {ag.total('only_a')} only in A and "
+        f"{ag.total('only_b')} only in B; in documents of one run {ag.facts_in_docs_only_a} in A and "
+        f"{ag.facts_in_docs_only_b} in B; left out of agreement and kappa: {ag.total('errors')} "
+        f"ERROR, {ag.total('out_of_scope')} OUT_OF_SCOPE (in either run)")
+    lines.append(f"{'side':<10} {'compared':>8} {'agree':>6} {'agreement':>9} {'same status':>11} "
+                 f"{'kappa':>6}  {'TP/TP':>6} {'TP/neg':>6} {'neg/TP':>6} {'neg/neg':>7}")
+    for side in SIDES:
+        s = ag.sides[side]
+        lines.append(f"{side:<10} {s.compared:>8} {s.agree:>6} {_num(s.agreement):>9} "
+                     f"{s.same_status:>11} {_num(s.kappa):>6}  {s.tp_tp:>6} {s.tp_neg:>6} "
+                     f"{s.neg_tp:>6} {s.neg_neg:>7}")
+    lines.append(f"{'all':<10} {ag.compared:>8} {ag.total('agree'):>6} {_num(ag.agreement):>9} "
+                 f"{ag.total('same_status'):>11}")
+    lines.append("agree: same status and same matched ids; kappa on the status (gold TP vs FN, "
+                 "predicted TP vs FP); A/B columns: neg is FN (gold) or FP (predicted)")
+    return lines
+
+
+def warnings(ag: Agreement) -> list[str]:
+    out = []
+    if ag.inputs_differ:
+        out.append(f"the input fields of {ag.inputs_differ} fact(s) differ between the runs: they "
+                   "were not scored on the same inputs")
+    if ag.configs_differ:
+        out.append("the two runs used different judge configs (scope, fields, tolerances...)")
+    return out
+
+
+def render_text(ag: Agreement) -> str:
+    lines = headline(ag)
+    shown = len(ag.differences)
+    more = f"; the first {shown} shown" if shown < ag.differences_total else ""
+    lines.append(f"differing facts: {ag.differences_total} (status or matched ids; "
+                 f"{ag.differences_left_out} of them ERROR or OUT_OF_SCOPE in a run){more}")
+    for d in ag.differences:
+        lines.append(f"{d.doc_id} {d.side} {d.id} ({d.fact_type}): A {_verdict_text(d.a)} | "
+                     f"B {_verdict_text(d.b)}")
+        for run, o in (("A", d.a), ("B", d.b)):
+            if o["reasoning"]:
+                lines.append(f"  {run} reasoning: {_one_line(o['reasoning'])}")
+            if o["description"]:
+                lines.append(f"  {run} note: {_one_line(o['description'])}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- HTML
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
+max-width:1200px;padding:0 1em;color:#222}h1{font-size:1.6em}
+h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:3px 8px;
+text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right;
+font-variant-numeric:tabular-nums}#diffs td{max-width:320px}code{font-size:.9em;word-break:break-word}
+.muted{color:#666}.warn{color:#8a5300}.status-TP{color:#1b6e20}.status-FN,.status-FP{color:#b3261e}
+.status-ERROR,.status-OUT_OF_SCOPE{color:#8a5300;font-weight:600}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _row(cells: list[str], numeric: frozenset[int] = frozenset()) -> str:
+    return "<tr>" + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>"
+                            for i, c in enumerate(cells)) + "</tr>"
+
+
+def _fields(fact: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fact.items() if k not in ("id", "fact_type")}
+
+
+def _verdict_html(o: Mapping[str, Any]) -> str:
+    matched = f" {_e(', '.join(o['matched_ids']))}" if o["matched_ids"] else ""
+    votes = ""
+    if o.get("votes"):
+        votes = ('<br><span class="muted">votes: '
+                 + _e(", ".join(f"{k}: {v}" for k, v in o["votes"].items())) + "</span>")
+    return f'<span class="status-{_e(o["status"])}">{_e(o["status"])}</span>{matched}{votes}'
+
+
+def _why_html(o: Mapping[str, Any]) -> str:
+    parts = [_e(o["reasoning"])] if o["reasoning"] else []
+    if o["description"]:
+        parts.append(f'<span class="muted">note: {_e(o["description"])}</span>')
+    return "<br>".join(parts)
+
+
+def render_html(ag: Agreement) -> str:
+    """A self-contained page (no script, no external resource); every value is escaped."""
+    sides = "".join(_row([_e(side), str(s.compared), str(s.agree), _num(s.agreement),
+                          str(s.same_status), _num(s.kappa), str(s.tp_tp), str(s.tp_neg),
+                          str(s.neg_tp), str(s.neg_neg), str(s.errors), str(s.out_of_scope),
+                          str(s.only_a), str(s.only_b)], frozenset(range(1, 14)))
+                    for side, s in ag.sides.items())
+    sides += _row(["all", str(ag.compared), str(ag.total("agree")), _num(ag.agreement),
+                   str(ag.total("same_status")), "", "", "", "", "", str(ag.total("errors")),
+                   str(ag.total("out_of_scope")), str(ag.total("only_a")), str(ag.total("only_b"))],
+                  frozenset(range(1, 14)))
+    diffs = "".join(_row([_e(d.doc_id), _e(d.side), _e(d.id), _e(d.fact_type),
+                          f"<code>{_e(json.dumps(_fields(d.fact), ensure_ascii=False))}</code>",
+                          _verdict_html(d.a), _verdict_html(d.b), _why_html(d.a), _why_html(d.b)]
+                         + (['<span class="muted">left out</span>'] if d.left_out else [""]))
+                    for d in ag.differences)
+    shown = len(ag.differences)
+    note = (f" The table holds the first {shown:,} of {ag.differences_total:,}."
+            if shown < ag.differences_total else "")
+    warn = "".join(f'<p class="warn">Warning: {_e(w)}.</p>' for w in warnings(ag))
+    only = "; ".join(
+        f"{n:,} only in {run} ({facts:,} facts)" + (f": <code>{_e(_id_list(ids, n))}</code>" if ids else "")
+        for run, n, facts, ids in (("A", ag.docs_only_a, ag.facts_in_docs_only_a, ag.doc_ids_only_a),
+                                   ("B", ag.docs_only_b, ag.facts_in_docs_only_b, ag.doc_ids_only_b)))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>factjudge agreement</title><style>{_CSS}</style></head>
+<body>
+<h1>factjudge agreement</h1>
+<table><tbody><tr><th>A</th><td><code>{_e(ag.dir_a)}</code> ({_e(ag.judge_a)})</td></tr>
+<tr><th>B</th><td><code>{_e(ag.dir_b)}</code> ({_e(ag.judge_b)})</td></tr></tbody></table>
+<p>Documents: {ag.documents:,} in both runs; {only}.</p>
+{warn}
+<h2>Agreement</h2>
+<p id="overall">Per-fact agreement (same status and same matched ids):
+<strong>{_num(ag.agreement)}</strong> over {ag.compared:,} facts judged in both runs.</p>
+<table id="sides"><thead><tr><th>side</th><th>compared</th><th>agree</th><th>agreement</th>
+<th>same status</th><th>Cohen's kappa</th><th>TP/TP</th><th>TP/neg</th><th>neg/TP</th>
+<th>neg/neg</th><th>ERROR (left out)</th><th>OUT_OF_SCOPE (left out)</th><th>only in A</th>
+<th>only in B</th></tr></thead><tbody>{sides}</tbody></table>
+<p class="muted">Kappa is on the status: TP vs FN on the gold side, TP vs FP on the predicted side
+(A/B columns; neg is FN or FP). Facts ERROR or OUT_OF_SCOPE in either run are left out of
+agreement and kappa; "only in A/B" counts facts of shared documents that one run lacks.</p>
+<h2>Facts that differ</h2>
+<p>{ag.differences_total:,} facts differ in status or matched ids ({ag.differences_left_out:,} of
+them ERROR or OUT_OF_SCOPE in a run).{_e(note)}</p>
+<table id="diffs"><thead><tr><th>doc_id</th><th>side</th><th>id</th><th>fact_type</th><th>fact</th>
+<th>A</th><th>B</th><th>A reasoning</th><th>B reasoning</th><th></th></tr></thead>
+<tbody>{diffs}</tbody></table>
+</body></html>
+"""

@@ -1,0 +1,448 @@
+"""Calibrate a judge against human labels: how often does it link what a person would link?
+
+A labels file (``.jsonl``) holds one labelled decision per line::
+
+    {"id": "cal-001", "gold_fact": {...}, "predicted_fact": {...}, "match": true,
+     "category": "numbers_and_scales", "note": "why (optional)"}
+
+Each line is judged as a document of one gold and one predicted fact, both directions and
+reconciled as in ``factjudge judge``; the judge *links* the two facts when the gold fact ends
+``TP`` with the predicted id among its ``matched_ids``. The links are compared with the labels:
+accuracy, precision and recall of links, Cohen's kappa and the confusion counts, overall, per
+``category`` and per ``fact_type`` of the gold fact, plus every disagreement with the judge's
+reasoning. An optional first line ``{"_header": {...}}`` describes the file and is skipped.
+
+``factjudge`` ships a labelled set of its own: :func:`builtin_labels_path`.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..errors import InputError
+from ..io.config import parse_config
+from ..io.facts import validate_facts
+from ..io.jsonl import coerce_id, json_type, read_text
+from ..judges.base import Judge
+from ..judges.rules.judge import RulesJudge
+from ..models import JudgeConfig
+from ..util.aio import in_window, run_sync
+from .pipeline import run_judge_async
+
+__all__ = [
+    "CalibrationReport",
+    "Confusion",
+    "Decision",
+    "Disagreement",
+    "Label",
+    "LineError",
+    "builtin_labels_path",
+    "calibrate",
+    "calibrate_async",
+    "decision_from_result",
+    "format_report",
+    "load_labels",
+    "score",
+]
+
+#: Keys a label line may carry; anything else is a typo and an error.
+LABEL_KEYS = ("id", "gold_fact", "predicted_fact", "match", "category", "note")
+#: The ``by_category`` key of lines without a category.
+NO_CATEGORY = "(none)"
+
+#: Called after each judged line with (lines done, lines in total).
+CalibrationProgress = Callable[[int, int], None]
+
+
+# --------------------------------------------------------------------------- labels
+
+
+@dataclass(frozen=True)
+class Label:
+    """One labelled decision: should ``predicted_fact`` be linked to ``gold_fact``?"""
+
+    id: str
+    gold_fact: dict[str, Any]
+    predicted_fact: dict[str, Any]
+    match: bool
+    category: str | None = None
+    note: str | None = None
+    #: Line number in the labels file (0 when built in Python).
+    line: int = 0
+
+
+def builtin_labels_path() -> Path:
+    """The labelled calibration set bundled with factjudge (``data/calibration.jsonl``)."""
+    ref = resources.files("factjudge").joinpath("data/calibration.jsonl")
+    with resources.as_file(ref) as path:  # a real file for a normal (non-zip) install
+        return Path(path)
+
+
+def _label(path: Path, lineno: int, rec: Any) -> Label:
+    prefix = f"{path}: line {lineno}"
+    if not isinstance(rec, dict):
+        raise InputError(f"{prefix}: a label must be a JSON object, got {json_type(rec)}")
+    label_id = coerce_id(rec.get("id"), "id", prefix)
+    prefix = f"{prefix} (id {label_id!r})"
+    unknown = [k for k in rec if k not in LABEL_KEYS]
+    if unknown:
+        raise InputError(f"{prefix}: unknown key {unknown[0]!r} "
+                         f"(a label has {', '.join(LABEL_KEYS)})")
+    if "match" not in rec:
+        raise InputError(f"{prefix}: missing 'match' (true or false)")
+    if not isinstance(rec["match"], bool):
+        raise InputError(f"{prefix}: 'match' must be true or false, "
+                         f"got {json_type(rec['match'])} {json.dumps(rec['match'])}")
+    facts = []
+    for key in ("gold_fact", "predicted_fact"):
+        if key not in rec:
+            raise InputError(f"{prefix}: missing '{key}' (a fact object)")
+        facts.extend(validate_facts([(f"line {lineno}: {key}", rec[key])], str(path)))
+    optional: dict[str, str | None] = {}
+    for key in ("category", "note"):
+        value = rec.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InputError(f"{prefix}: '{key}' must be a non-empty string or null, "
+                             f"got {json_type(value)} {json.dumps(value)}")
+        optional[key] = value
+    return Label(id=label_id, gold_fact=facts[0], predicted_fact=facts[1], match=rec["match"],
+                 category=optional["category"], note=optional["note"], line=lineno)
+
+
+def load_labels(path: str | Path) -> list[Label]:
+    """Load and check a labels file; every problem is an :class:`InputError` naming the line."""
+    path = Path(path)
+    text = read_text(path)
+    labels: list[Label] = []
+    seen: dict[str, int] = {}
+    first = True
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {lineno}: invalid JSON: {exc.msg}") from None
+        if isinstance(rec, dict) and "_header" in rec:
+            if not first:
+                raise InputError(f"{path}: line {lineno}: a '_header' record may only be the "
+                                 "first line")
+            if set(rec) != {"_header"}:
+                raise InputError(f"{path}: line {lineno}: a header line holds only '_header'")
+            first = False
+            continue
+        first = False
+        label = _label(path, lineno, rec)
+        if label.id in seen:
+            raise InputError(f"{path}: line {lineno} (id {label.id!r}): duplicate id, "
+                             f"first seen at line {seen[label.id]}")
+        seen[label.id] = lineno
+        labels.append(label)
+    if not labels:
+        raise InputError(f"{path}: no labels (expected one JSON object per line)")
+    return labels
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A label next to the judge's answer, the input of :func:`score`.
+
+    ``predicted`` is whether the judge linked the two facts; ``None`` with an ``error`` when
+    judging failed (or the facts were out of scope), and such a line is not scored."""
+
+    id: str
+    label: bool
+    predicted: bool | None
+    category: str | None = None
+    fact_type: str = ""
+    gold_fact: Mapping[str, Any] | None = None
+    predicted_fact: Mapping[str, Any] | None = None
+    gold_reasoning: str | None = None
+    predicted_reasoning: str | None = None
+    description: str = ""
+    error: str | None = None
+
+
+class Confusion(BaseModel):
+    """Counts of (label, judge) pairs and the figures derived from them; a ratio whose
+    denominator is 0 is ``None``."""
+
+    n: int = 0
+    tp: int = 0  # labelled match, judge linked
+    fp: int = 0  # labelled no match, judge linked
+    fn: int = 0  # labelled match, judge did not link
+    tn: int = 0  # labelled no match, judge did not link
+    accuracy: float | None = None
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    kappa: float | None = None
+
+
+class Disagreement(BaseModel):
+    id: str
+    category: str | None = None
+    fact_type: str = ""
+    label: bool
+    predicted: bool
+    gold_fact: dict[str, Any] | None = None
+    predicted_fact: dict[str, Any] | None = None
+    gold_reasoning: str | None = None
+    predicted_reasoning: str | None = None
+    description: str = ""
+
+
+class LineError(BaseModel):
+    id: str
+    category: str | None = None
+    fact_type: str = ""
+    error: str
+
+
+class CalibrationReport(BaseModel):
+    """What :func:`score` returns; ``to_dict()`` is the JSON form."""
+
+    labels: int = 0  # lines given, errors included
+    errors: int = 0  # lines not scored (listed in error_lines)
+    overall: Confusion = Field(default_factory=Confusion)
+    by_category: dict[str, Confusion] = Field(default_factory=dict)
+    by_fact_type: dict[str, Confusion] = Field(default_factory=dict)
+    disagreements: list[Disagreement] = Field(default_factory=list)
+    error_lines: list[LineError] = Field(default_factory=list)
+    judge: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def confusion(tp: int, fp: int, fn: int, tn: int) -> Confusion:
+    """The figures of one confusion matrix (rows: the label, columns: the judge's link)."""
+    n = tp + fp + fn + tn
+    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
+    f1 = (2 * precision * recall / (precision + recall)
+          if precision is not None and recall is not None and precision + recall > 0 else None)
+    kappa = None
+    if n:
+        # Cohen's kappa, computed exactly: (p_o - p_e) / (1 - p_e); undefined when p_e = 1
+        # (both raters always gave the same single answer).
+        p_o = Fraction(tp + tn, n)
+        p_e = Fraction((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n)
+        if p_e != 1:
+            kappa = float((p_o - p_e) / (1 - p_e))
+    return Confusion(n=n, tp=tp, fp=fp, fn=fn, tn=tn, accuracy=_ratio(tp + tn, n),
+                     precision=precision, recall=recall, f1=f1, kappa=kappa)
+
+
+def _counts(pairs: Iterable[tuple[bool, bool]]) -> Confusion:
+    tp = fp = fn = tn = 0
+    for label, predicted in pairs:
+        if predicted:
+            tp, fp = (tp + 1, fp) if label else (tp, fp + 1)
+        else:
+            fn, tn = (fn + 1, tn) if label else (fn, tn + 1)
+    return confusion(tp, fp, fn, tn)
+
+
+def score(decisions: Iterable[Decision], judge: str | None = None) -> CalibrationReport:
+    """Compare the judge's links with the labels (pure: no judging happens here)."""
+    decisions = list(decisions)
+    scored = [d for d in decisions if d.error is None and d.predicted is not None]
+    by_category: dict[str, list[tuple[bool, bool]]] = {}
+    by_type: dict[str, list[tuple[bool, bool]]] = {}
+    for d in scored:
+        pair = (d.label, bool(d.predicted))
+        by_category.setdefault(d.category or NO_CATEGORY, []).append(pair)
+        by_type.setdefault(d.fact_type, []).append(pair)
+    return CalibrationReport(
+        labels=len(decisions),
+        errors=len(decisions) - len(scored),
+        overall=_counts((d.label, bool(d.predicted)) for d in scored),
+        by_category={k: _counts(v) for k, v in sorted(by_category.items())},
+        by_fact_type={k: _counts(v) for k, v in sorted(by_type.items())},
+        disagreements=[
+            Disagreement(id=d.id, category=d.category, fact_type=d.fact_type, label=d.label,
+                         predicted=bool(d.predicted),
+                         gold_fact=dict(d.gold_fact) if d.gold_fact is not None else None,
+                         predicted_fact=(dict(d.predicted_fact)
+                                         if d.predicted_fact is not None else None),
+                         gold_reasoning=d.gold_reasoning, predicted_reasoning=d.predicted_reasoning,
+                         description=d.description)
+            for d in scored if d.label != d.predicted],
+        error_lines=[LineError(id=d.id, category=d.category, fact_type=d.fact_type,
+                               error=d.error or "not judged")
+                     for d in decisions if d.error is not None or d.predicted is None],
+        judge=judge,
+    )
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def decision_from_result(label: Label, gold_out: Mapping[str, Any],
+                         predicted_out: Mapping[str, Any]) -> Decision:
+    """The decision of one judged line, from the two output facts of ``run_judge``."""
+    gold_note, pred_note = gold_out.get("description") or "", predicted_out.get("description") or ""
+    if gold_note == pred_note:  # reconciliation notes are written on both facts
+        descriptions = [gold_note] if gold_note else []
+    else:
+        descriptions = [f"{side}: {note}" for side, note in (("gold", gold_note),
+                                                             ("predicted", pred_note)) if note]
+    base: dict[str, Any] = {
+        "id": label.id, "label": label.match, "category": label.category,
+        "fact_type": label.gold_fact["fact_type"], "gold_fact": label.gold_fact,
+        "predicted_fact": label.predicted_fact, "gold_reasoning": gold_out.get("reasoning"),
+        "predicted_reasoning": predicted_out.get("reasoning"),
+        "description": "; ".join(descriptions)}
+    statuses = (gold_out["status"], predicted_out["status"])
+    if "ERROR" in statuses:
+        reasons = "; ".join(descriptions) or "the judge failed"
+        return Decision(predicted=None, error=f"ERROR: {reasons}", **base)
+    if "OUT_OF_SCOPE" in statuses:
+        return Decision(predicted=None, error="out of scope: fact_type not in entity_types; "
+                                              "not judged", **base)
+    linked = gold_out["status"] == "TP" and label.predicted_fact["id"] in gold_out["matched_ids"]
+    return Decision(predicted=linked, **base)
+
+
+async def calibrate_async(
+    labels: Sequence[Label],
+    config: JudgeConfig | Mapping[str, Any] | None = None,
+    judge: Judge | None = None,
+    concurrency: int = 8,
+    *,
+    progress: CalibrationProgress | None = None,
+) -> CalibrationReport:
+    """Judge every label's pair of facts (one pool of ``concurrency`` judge calls shared by all
+    lines, at most ``2 * concurrency`` lines in flight) and :func:`score` the links."""
+    if concurrency < 1:
+        raise InputError("concurrency must be at least 1")
+    config = parse_config(config)
+    the_judge: Judge = judge if judge is not None else RulesJudge()
+    limiter = asyncio.Semaphore(concurrency)
+    decisions: list[Decision | None] = [None] * len(labels)
+    done_count = 0
+
+    async def one(item: tuple[int, Label]) -> None:
+        nonlocal done_count
+        index, label = item
+        result = await run_judge_async([label.gold_fact], [label.predicted_fact], config, the_judge,
+                                       limiter=limiter, concurrency=concurrency,
+                                       doc_id=label.id)
+        decisions[index] = decision_from_result(label, result.gold_facts[0],
+                                                result.predicted_facts[0])
+        done_count += 1
+        if progress:
+            progress(done_count, len(labels))
+
+    # a failure (not an ERROR verdict) stops the run
+    await in_window(enumerate(labels), one, max(2, 2 * concurrency), lambda _: None)
+    return score([d for d in decisions if d is not None], judge=the_judge.name)
+
+
+def calibrate(
+    labels: Sequence[Label],
+    config: JudgeConfig | Mapping[str, Any] | None = None,
+    judge: Judge | None = None,
+    concurrency: int = 8,
+    *,
+    progress: CalibrationProgress | None = None,
+) -> CalibrationReport:
+    """Synchronous :func:`calibrate_async`: runs its own event loop (in a worker thread when one
+    is already running, as in a notebook) and closes the judge's connections before returning."""
+
+    async def once() -> CalibrationReport:
+        try:
+            return await calibrate_async(labels, config, judge, concurrency, progress=progress)
+        finally:
+            if judge is not None:
+                await judge.aclose()
+
+    return run_sync(once)
+
+
+# --------------------------------------------------------------------------- text report
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _table(title: str, rows: Mapping[str, Confusion]) -> list[str]:
+    if not rows:
+        return []
+    width = max(len(title), *(len(k) for k in rows))
+    head = (f"{title:<{width}}  {'n':>5}  {'acc':>5}  {'P':>5}  {'R':>5}  {'kappa':>6}  "
+            f"{'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4}")
+    lines = [head, "-" * len(head)]
+    for key, c in rows.items():
+        lines.append(f"{key:<{width}}  {c.n:>5}  {_fmt(c.accuracy):>5}  {_fmt(c.precision):>5}  "
+                     f"{_fmt(c.recall):>5}  {_fmt(c.kappa):>6}  "
+                     f"{c.tp:>4} {c.fp:>4} {c.fn:>4} {c.tn:>4}")
+    return lines
+
+
+def _compact(fact: Mapping[str, Any] | None) -> str:
+    if fact is None:
+        return "(not given)"
+    return json.dumps(dict(fact), ensure_ascii=False)
+
+
+def format_report(report: CalibrationReport) -> str:
+    """A readable multi-line text: headline, confusion matrix, tables per category and per
+    fact_type, disagreements with the judge's reasoning, and the lines not scored."""
+    o = report.overall
+    judge = f" | judge {report.judge}" if report.judge else ""
+    headline = (
+        f"calibration: {report.labels} labels, {o.n} scored, {report.errors} errors | "
+        f"accuracy {_fmt(o.accuracy)} precision {_fmt(o.precision)} recall {_fmt(o.recall)} "
+        f"F1 {_fmt(o.f1)} kappa {_fmt(o.kappa)} | {len(report.disagreements)} disagreements"
+        f"{judge}")
+    lines = [
+        headline,
+        "",
+        "confusion (rows: label, columns: judge)",
+        f"{'':<16}{'linked':>8}{'not linked':>12}",
+        f"{'match':<16}{o.tp:>8}{o.fn:>12}",
+        f"{'no match':<16}{o.fp:>8}{o.tn:>12}",
+    ]
+    for title, rows in (("category", report.by_category), ("fact_type", report.by_fact_type)):
+        table = _table(title, rows)
+        if table:
+            lines += ["", f"by {title}", *table]
+    if report.disagreements:
+        lines += ["", f"disagreements ({len(report.disagreements)})"]
+        for d in report.disagreements:
+            verdict = ("label match, judge did not link" if d.label
+                       else "label no match, judge linked")
+            lines.append(f"- {d.id} [{d.category or NO_CATEGORY}, {d.fact_type}]: {verdict}")
+            lines.append(f"    gold:      {_compact(d.gold_fact)}")
+            lines.append(f"    predicted: {_compact(d.predicted_fact)}")
+            if d.gold_reasoning:
+                lines.append(f"    gold pass:      {d.gold_reasoning}")
+            if d.predicted_reasoning:
+                lines.append(f"    predicted pass: {d.predicted_reasoning}")
+            if d.description:
+                lines.append(f"    notes: {d.description}")
+    if report.error_lines:
+        lines += ["", f"not scored ({len(report.error_lines)})"]
+        for e in report.error_lines:
+            lines.append(f"- {e.id} [{e.category or NO_CATEGORY}, {e.fact_type}]: {e.error}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,113 @@
+"""Comparing two eval runs on the same gold: B minus A with paired bootstrap intervals, overall
+and per fact type, and the facts whose status changed. Reads the runs' folders lazily."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..core.aggregate import paired_bootstrap
+from ..errors import InputError
+from ..io.datasets import _read_at
+from ..io.runfolder import RESULTS, ResultStore, read_eval_dir
+from ..reports.format import fmt
+from ..reports.report import changed_facts, fact_type_keys, render_compare_html, render_compare_markdown
+
+#: Changed facts listed on the compare pages, at most (all are counted).
+MAX_CHANGED = 20_000
+COMPARE_MD, COMPARE_HTML = "compare.md", "compare.html"
+
+
+def _summary_part(out_dir: Path, key: str) -> Any:
+    try:
+        return json.loads((out_dir / "summary.json").read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def compare_runs(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The ``cmp`` dict of :func:`~factjudge.reports.report.render_compare_markdown` (see its
+    ``COMPARE_DOC``), with ``warnings`` saying what makes the comparison unfair."""
+    a, b = read_eval_dir(dir_a), read_eval_dir(dir_b)
+    common = [d for d in a if d in b]
+    if not common:
+        raise InputError(f"{dir_a} and {dir_b} have no document in common")
+    warnings = []
+    for key, what in (("config", "judge configs"), ("judge", "judges")):
+        sa, sb = _summary_part(dir_a, key) or {}, _summary_part(dir_b, key) or {}
+        if sa != sb:
+            keys = sorted(k for k in {*sa, *sb} if sa.get(k) != sb.get(k))
+            warnings.append(f"the two runs used different {what} (differing: {', '.join(keys)}); "
+                            "the comparison may not be fair")
+    differ = sum(a[d][1] != b[d][1] for d in common)
+    if differ:
+        warnings.append(f"the gold facts differ in {differ} of the {len(common)} shared documents; "
+                        "the comparison may not be fair")
+    keys_a, keys_b, changed, total = _by_document(dir_a, dir_b, set(common))
+    types = sorted({t for k in (*keys_a.values(), *keys_b.values()) for t in k})
+    zero = (0, 0, 0, 0)
+    return {
+        "a": str(dir_a), "b": str(dir_b), "documents": len(common),
+        "only_a": len(a) - len(common), "only_b": len(b) - len(common),
+        "bootstrap": {"resamples": resamples, "seed": seed}, "warnings": warnings,
+        "metrics": paired_bootstrap([a[d][0] for d in common], [b[d][0] for d in common], resamples, seed),
+        "by_fact_type": {t: paired_bootstrap([keys_a[d].get(t, zero) for d in common],
+                                             [keys_b[d].get(t, zero) for d in common], resamples, seed)
+                         for t in types},
+        "changed": changed, "changed_total": total,
+        "provenance": {"factjudge": __version__},
+    }
+
+
+def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
+        dict[str, dict[str, tuple[int, int, int, int]]], dict[str, dict[str, tuple[int, int, int, int]]],
+        list[dict[str, Any]], int]:
+    """Per fact type keys of both runs and the changed facts, one document in memory at a time:
+    B's lines are streamed, A's line of the same document is read at its offset."""
+    store_a = ResultStore(dir_a / RESULTS, repair=False)
+    keys_a: dict[str, dict[str, tuple[int, int, int, int]]] = {}
+    keys_b: dict[str, dict[str, tuple[int, int, int, int]]] = {}
+    changed: list[dict[str, Any]] = []
+    total = 0
+    with (dir_a / RESULTS).open("rb") as fa, (dir_b / RESULTS).open("rb") as fb:
+        for raw in fb:
+            line_b = json.loads(raw)
+            doc_id = line_b["doc_id"]
+            if doc_id not in common:
+                continue
+            line_a = json.loads(_read_at(fa, store_a.index[doc_id][1]))
+            keys_a[doc_id], keys_b[doc_id] = fact_type_keys(line_a), fact_type_keys(line_b)
+            rows = changed_facts(line_a, line_b)
+            total += len(rows)
+            changed.extend(rows[:max(0, MAX_CHANGED - len(changed))])
+    return keys_a, keys_b, changed, total
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.3f}"
+
+
+def compare_text(cmp: dict[str, Any]) -> str:
+    """The table ``factjudge compare`` prints."""
+    lines = [f"A: {cmp['a']}", f"B: {cmp['b']}",
+             f"{'metric':<10} {'A':>7} {'B':>7} {'B-A':>7}  {'95% CI of B-A':<18} excludes 0"]
+    for k in ("precision", "recall", "f1"):
+        r = cmp["metrics"][k]
+        ci = "n/a" if r["ci95"] is None else f"[{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]"
+        verdict = "no"
+        if r["excludes_zero"]:
+            verdict = "yes: B is higher" if r["ci95"][0] > 0 else "yes: A is higher"
+        lines.append(f"{k:<10} {fmt(r['a']):>7} {fmt(r['b']):>7} {_signed(r['diff']):>7}  "
+                     f"{ci:<18} {verdict}")
+    boot = cmp["bootstrap"]
+    lines.append(f"paired bootstrap over {cmp['documents']} documents, {boot['resamples']} resamples, "
+                 f"seed {boot['seed']}; {cmp['changed_total']} facts changed status")
+    return "\n".join(lines)
+
+
+def write_compare_pages(cmp: dict[str, Any], out_dir: Path) -> None:
+    from ..io.files import write_atomic
+
+    write_atomic(out_dir / COMPARE_MD, render_compare_markdown(cmp))
+    write_atomic(out_dir / COMPARE_HTML, render_compare_html(cmp))

@@ -1,0 +1,327 @@
+"""run_judge: scope, both passes (concurrent, bounded), reconciliation, metrics, output."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from ..core.metrics import compute_metrics
+from ..core.reconcile import reconcile
+from ..core.scope import compared_fields, in_scope_facts
+from ..io.config import parse_config
+from ..io.facts import coerce_facts
+from ..judges.base import Judge, candidate_types, error_verdict, verdict_problem
+from ..judges.prompts import JudgeTask, negative_status, prefix_messages
+from ..models import Direction, JudgeConfig, JudgeResult, PassStatus, Status, Usage, Verdict
+from ..util.aio import run_sync
+from ..util.jsonutil import canonical_json
+
+#: Called with 0 once per document with the number of judge questions it will ask
+#: (``total=n``), then once per answered question.
+ProgressCallback = Callable[..., None]
+
+
+def _no_candidates_verdict(direction: Direction, fact_id: str) -> Verdict:
+    other = "predicted" if direction == "gold" else "gold"
+    return Verdict(fact_id=fact_id, status=negative_status(direction),
+                   note=f"no in-scope {other} facts to compare with; no judge call made")
+
+
+def directions(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]
+               ) -> tuple[tuple[Direction, list[dict[str, Any]], list[dict[str, Any]]], ...]:
+    """``(direction, subjects, candidates)`` of both passes: gold facts against the predicted
+    ones, then predicted facts against the gold ones."""
+    return ("gold", gold, predicted), ("predicted", predicted, gold)
+
+
+def questions(gold_facts: Iterable[Mapping[str, Any]], predicted_facts: Iterable[Mapping[str, Any]],
+              config: JudgeConfig, doc_id: str = ""
+              ) -> list[tuple[Direction, list[dict[str, Any]], Callable[[dict[str, Any]], JudgeTask] | None]]:
+    """A document's questions as the judge is asked them, without asking: per direction the
+    in-scope subjects and the task maker (None when there are no candidates: no call then)."""
+    gold = in_scope_facts(coerce_facts(gold_facts, "gold facts"), config)
+    predicted = in_scope_facts(coerce_facts(predicted_facts, "predicted facts"), config)
+    fields, _ = compared_fields(gold, predicted, config)
+    return [(direction, subjects, task_factory(direction, candidates, config, doc_id, fields)
+             if candidates else None) for direction, subjects, candidates in directions(gold, predicted)]
+
+
+def task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
+                 doc_id: str, fields: dict[str, tuple[str, ...]] | None = None,
+                 shared: dict[str, Any] | None = None, prompts: bool = True
+                 ) -> Callable[[dict[str, Any]], JudgeTask]:
+    """Tasks of one direction, all sharing one prefix (and so one provider cache entry);
+    ``fields``: the compared fields per fact_type (:func:`factjudge.core.scope.compared_fields`);
+    ``shared``: the tasks' :attr:`~factjudge.judges.prompts.JudgeTask.shared` dict; ``prompts=False``:
+    no prompt (an empty prefix), for a judge that reads none (``Judge.reads_prompts``)."""
+    shared = {} if shared is None else shared
+    if not prompts:
+        return lambda fact: JudgeTask(direction, fact, candidates, config, [], "", fields, shared)
+    prefix = prefix_messages(direction, candidates, config, fields)
+    # Derived from the document's content, so providers route its calls to the same cache.
+    digest = hashlib.sha256(canonical_json(prefix).encode("utf-8")).hexdigest()[:16]
+    label = f"{doc_id[:24]}-" if doc_id else ""
+    key = f"factjudge-{label}{direction}-{digest}"
+    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
+
+
+class _Answer(NamedTuple):
+    """What a run keeps of one verdict once its usage is counted: a pydantic Verdict per fact
+    would hold ~1 KB each until the output is built."""
+
+    status: PassStatus
+    matched_id: str | None
+    reasoning: str | None
+    note: str
+    votes: dict[str, str] | None
+
+
+class _Tally:
+    """Usage and jury agreement, added up as verdicts arrive."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.asked = self.agreed = 0  # questions a jury answered, and those every juror answered alike
+
+    def keep(self, verdict: Verdict) -> _Answer:
+        self.usage.add(verdict.usage)
+        if verdict.juror_usage is not None:
+            self.usage.add_jurors(verdict.juror_usage)
+        if verdict.votes:
+            self.asked += 1
+            self.agreed += len(set(verdict.votes.values())) == 1 and "ERROR" not in verdict.votes.values()
+        return _Answer(verdict.status, verdict.matched_id, verdict.reasoning, verdict.note, verdict.votes)
+
+
+async def _judge_direction(
+    direction: Direction,
+    subjects: list[dict[str, Any]],
+    candidates: list[dict[str, Any]],
+    config: JudgeConfig,
+    judge: Judge,
+    limiter: asyncio.Semaphore,
+    width: int,
+    tally: _Tally,
+    doc_id: str,
+    progress: ProgressCallback | None,
+    warmup: bool,
+    fields: dict[str, tuple[str, ...]] | None = None,
+) -> dict[str, _Answer]:
+    answers: dict[str, _Answer] = {}
+    if not candidates:
+        for f in subjects:
+            answers[f["id"]] = tally.keep(_no_candidates_verdict(direction, f["id"]))
+        return answers
+    shared: dict[str, Any] = {}
+    make_task = task_factory(direction, candidates, config, doc_id, fields, shared,
+                             prompts=judge.reads_prompts)
+    types = candidate_types(candidates)
+
+    async def one(fact: dict[str, Any]) -> Verdict:
+        task = make_task(fact)  # built only when its turn comes: prompts are never all in memory
+        async with limiter:
+            verdict = await judge.judge(task)
+        problem = verdict_problem(task, verdict, types)
+        if problem:  # a judge of the user's own that broke the contract: claim nothing
+            verdict = error_verdict(
+                task, f"judge {judge.name!r} answered wrongly: {problem}", verdict.usage)
+        if progress:
+            progress(verdict=verdict)
+        answers[verdict.fact_id] = tally.keep(verdict)
+        return verdict
+
+    rest = iter(subjects)
+    if warmup:
+        # One at a time until a question really reached the LLM (not the rules judge or the
+        # response cache): the rest then fan out to a warm provider cache.
+        left = len(subjects)
+        for fact in rest:
+            left -= 1
+            if (await one(fact)).usage.llm_calls or left <= 1:
+                break
+
+    running = max(1, min(width, len(subjects)))
+
+    async def worker() -> None:
+        nonlocal running
+        for fact in rest:  # one iterator shared by the workers: each fact is asked once
+            await one(fact)
+        running -= 1
+        if not running:  # the direction is done: free what its tasks shared (the rules index)
+            shared.clear()  # now, not when the other direction is done too
+
+    # ``width`` workers, not a task per fact: a million waiting tasks would cost gigabytes
+    await asyncio.gather(*(worker() for _ in range(running)))
+    return answers
+
+
+def _changed_by_reconciliation(own: _Answer, status: PassStatus, matched: list[str]) -> str:
+    """The final decision, when reconciliation made it differ from the fact's own pass."""
+    if own.status == "ERROR" or (own.status == status and (
+            status != "TP" or own.matched_id in matched)):
+        return ""
+    said = f"{own.status} {own.matched_id}" if own.matched_id else own.status
+    final = f"TP with {', '.join(matched)}" if status == "TP" else status
+    return f"final: {final} (its own pass said {said})"
+
+
+def _output_fact(fact: dict[str, Any], in_scope: bool, status: Status, matched: list[str],
+                 description: str, reasoning: str | None,
+                 votes: dict[str, str] | None = None,
+                 linked: dict[str, str | None] | None = None, in_place: bool = False) -> dict[str, Any]:
+    out = fact if in_place else dict(fact)
+    out.update(in_scope=in_scope, status=status, matched_ids=matched,
+               description=description, reasoning=reasoning, linked_reasoning=linked or {})
+    if votes is not None:  # a jury's verdict: each juror's vote
+        out["votes"] = votes
+    return out
+
+
+async def run_judge_async(
+    gold_facts: Iterable[Mapping[str, Any]],
+    predicted_facts: Iterable[Mapping[str, Any]],
+    judge_config: JudgeConfig | Mapping[str, Any] | None = None,
+    judge: Judge | None = None,
+    *,
+    concurrency: int = 8,
+    limiter: asyncio.Semaphore | None = None,
+    progress: ProgressCallback | None = None,
+    doc_id: str = "",
+    warmup: bool | None = None,
+    in_place: bool = False,
+) -> JudgeResult:
+    """Judge one document. ``limiter`` lets several documents share one pool of calls;
+    ``concurrency`` is also how many of this document's questions wait on ``limiter`` at once
+    (give the limiter's size); ``doc_id`` labels the provider prompt-cache key; ``warmup``
+    (default: the judge's own ``warmup``) sends each direction's first call alone so the rest
+    hit the cache; ``in_place`` writes the verdict fields into the given fact dicts instead of
+    copies of them (a large document then needs less memory; give each side its own dicts)."""
+    started = time.perf_counter()
+    config = parse_config(judge_config)
+    gold = coerce_facts(gold_facts, "gold facts")
+    predicted = coerce_facts(predicted_facts, "predicted facts")
+    if judge is None:
+        from ..judges.rules.judge import RulesJudge
+        judge = RulesJudge()
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if limiter is None:
+        limiter = asyncio.Semaphore(concurrency)
+
+    gold_in, pred_in = in_scope_facts(gold, config), in_scope_facts(predicted, config)
+    if progress:
+        progress(total=(len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
+    if warmup is None:
+        warmup = judge.warmup
+    fields, warnings = compared_fields(gold_in, pred_in, config)
+    tally = _Tally()
+    gv, pv = await asyncio.gather(
+        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, concurrency, tally, doc_id,
+                         progress, warmup, fields),
+        _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, concurrency, tally,
+                         doc_id, progress, warmup, fields),
+    )
+    rec = reconcile(
+        [f["id"] for f in gold_in], [f["id"] for f in pred_in],
+        gv, pv,
+        one_to_one=config.one_to_one,
+    )
+
+    usage = tally.usage.model_copy(update=judge.run_info())
+
+    def assemble(facts: list[dict[str, Any]], side: Direction) -> list[dict[str, Any]]:
+        verdicts, outcomes = (gv, rec.gold) if side == "gold" else (pv, rec.predicted)
+        others = pv if side == "gold" else gv
+        out = []
+        for fact in facts:
+            if fact["id"] not in outcomes:
+                out.append(_output_fact(fact, False, "OUT_OF_SCOPE", [],
+                                        f"fact_type {fact['fact_type']!r} is not in entity_types; "
+                                        "not judged", None, in_place=in_place))
+                continue
+            v, o = verdicts[fact["id"]], outcomes[fact["id"]]
+            notes = [v.note, *o.notes]
+            changed = _changed_by_reconciliation(v, o.status, o.matched_ids)
+            if changed:
+                notes.insert(0, changed)
+            linked = {i: others[i].reasoning for i in o.matched_ids if i in others}
+            out.append(_output_fact(fact, True, o.status, o.matched_ids, "; ".join(n for n in notes if n),
+                                    v.reasoning, v.votes, linked, in_place))
+        return out
+
+    gold_out, pred_out = assemble(gold, "gold"), assemble(predicted, "predicted")
+    metrics = compute_metrics(((f["fact_type"], f["status"]) for f in gold_out),
+                              ((f["fact_type"], f["status"]) for f in pred_out))
+    if tally.asked:
+        metrics.jury_agreement = tally.agreed / tally.asked
+    usage.seconds = round(time.perf_counter() - started, 3)
+    # built from checked parts: validating would copy every output fact once more
+    return JudgeResult.model_construct(
+        gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics, dedup_notes=rec.notes,
+        conflicts=rec.conflicts, warnings=warnings, usage=usage, config=config.model_dump(mode="json"))
+
+
+def run_judge(
+    gold_facts: Iterable[Mapping[str, Any]],
+    predicted_facts: Iterable[Mapping[str, Any]],
+    judge_config: JudgeConfig | Mapping[str, Any] | None = None,
+    judge: Judge | None = None,
+    **kwargs: Any,
+) -> JudgeResult:
+    """Synchronous :func:`run_judge_async`; also works inside a running loop (e.g. Jupyter)."""
+
+    async def once() -> JudgeResult:
+        try:
+            return await run_judge_async(gold_facts, predicted_facts, judge_config, judge, **kwargs)
+        finally:
+            # This loop ends with the call: release the judge's connections while it still runs
+            # (an LLM judge opens new ones on its next use).
+            if judge is not None:
+                await judge.aclose()
+
+    return run_sync(once)
+
+
+#: OpenAI caches prompt prefixes of at least this many tokens.
+MIN_CACHED_PREFIX = 1024
+#: What :func:`preview` counts per direction.
+PREVIEW_STATS = ("calls", "cache_hits", "decided_by_rules", "too_large", "shortlisted",
+                 "prompt_tokens", "prompt_tokens_after_prefix_cache")
+
+
+def preview(
+    gold_facts: Iterable[Mapping[str, Any]],
+    predicted_facts: Iterable[Mapping[str, Any]],
+    judge_config: JudgeConfig | Mapping[str, Any] | None,
+    judge: Judge,
+    doc_id: str = "",
+) -> dict[str, Any]:
+    """What judging would cost, without any call: calls per direction, prompt tokens before and
+    after provider prefix caching (estimated), and answers already in the response cache."""
+    config = parse_config(judge_config)
+    out: dict[str, Any] = {}
+    for direction, subjects, make_task in questions(gold_facts, predicted_facts, config, doc_id):
+        stats = dict.fromkeys(PREVIEW_STATS, 0)
+        out[direction] = stats
+        if make_task is None:
+            continue
+        warm = False
+        for fact in subjects:
+            est = judge.estimate(make_task(fact))
+            if est.outcome != "call":
+                stats["cache_hits" if est.outcome == "cache_hit" else est.outcome] += 1
+                continue
+            stats["calls"] += 1
+            stats["prompt_tokens"] += est.prompt_tokens
+            uncached = est.prompt_tokens
+            if est.shortlisted:
+                stats["shortlisted"] += 1
+            else:
+                if warm and est.shared_prefix_tokens >= MIN_CACHED_PREFIX:
+                    uncached -= est.shared_prefix_tokens
+                warm = True
+            stats["prompt_tokens_after_prefix_cache"] += uncached
+    out["token_counter"] = judge.run_info().get("token_counter")
+    return out

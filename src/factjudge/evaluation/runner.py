@@ -1,0 +1,339 @@
+"""Evaluate a whole dataset: many documents, one shared pool of judge calls, aggregate metrics.
+
+The flow of :func:`evaluate_async`:
+
+1. ``dataset.scan()`` (called by the caller, before any judge call) validates every line and
+   keeps per document only its id, an input hash and its number of judge questions.
+2. Documents are read again lazily and judged with at most ``2 * concurrency`` documents in
+   flight, all sharing one semaphore of ``concurrency`` calls. Each finished document is appended
+   to ``results.jsonl`` at once, so a killed run loses nothing that had finished.
+3. A run started again reuses every line of ``results.jsonl`` whose ``doc_id`` and
+   ``input_sha256`` still match (and that has no ERROR fact, so failures are retried).
+4. When every document is done, ``results.jsonl`` is rewritten in dataset order and streamed once
+   more to build ``summary.json`` and the reports: the final files depend only on the finished
+   lines, never on the order documents happened to finish in.
+
+Aggregation and the bootstrap are pure functions (data in, data out).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
+from ..core.scope import scope_check
+from ..errors import InputError
+from ..io.datasets import Dataset, DocInfo, Document, Problem
+from ..io.files import write_atomic
+from ..io.runfolder import RESULTS, ResultStore
+from ..judges.base import Judge
+from ..judges.prompts import PROMPT_FORMAT_VERSION
+from ..models import JudgeConfig, JudgeResult
+from ..reports.report import render_html, render_markdown, select_rows, worst_order_key
+from ..util.aio import in_window
+from ..util.jsonutil import canonical_json
+from .pipeline import PREVIEW_STATS, ProgressCallback, preview, run_judge_async
+
+SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV = "summary.json", "report.md", "report.html", "facts.csv"
+
+async def judge_documents(
+    documents: Iterable[Document],
+    config: JudgeConfig,
+    judge: Judge,
+    on_result: Callable[[Document, JudgeResult], None],
+    *,
+    concurrency: int = 8,
+    progress: ProgressCallback | None = None,
+) -> None:
+    """Judge documents with one pool of ``concurrency`` calls shared by all of them.
+
+    Only ``2 * concurrency`` documents are in flight, so memory does not grow with the dataset,
+    while the pool stays busy even when documents are small."""
+    limiter = asyncio.Semaphore(concurrency)
+
+    async def one(doc: Document) -> tuple[Document, JudgeResult]:
+        result = await run_judge_async(doc.gold, doc.predicted, config, judge, limiter=limiter,
+                                       concurrency=concurrency, progress=progress, doc_id=doc.doc_id)
+        return doc, result
+
+    await in_window(documents, one, max(2, 2 * concurrency), lambda done: on_result(*done))
+
+
+def _remove_stale(out_dir: Path) -> None:
+    """Outputs of an earlier run must not pass for this run's until it has finished, and the
+    temporary files of a rewrite killed half-way are garbage."""
+    for name in (SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV):
+        (out_dir / name).unlink(missing_ok=True)
+    for tmp in out_dir.glob(".*.tmp"):
+        if tmp.name.startswith(tuple(f".{n}." for n in (RESULTS, SUMMARY, REPORT_MD, REPORT_HTML,
+                                                         FACTS_CSV))):
+            tmp.unlink(missing_ok=True)
+
+
+def preview_dataset(dataset: Dataset, config: JudgeConfig, judge: Judge, out_dir: Path) -> dict[str, Any]:
+    """The dry run of ``factjudge eval``: :func:`~factjudge.evaluation.pipeline.preview` summed over the
+    documents a run would judge (those already finished in ``out_dir`` would be reused)."""
+    store = ResultStore(out_dir / RESULTS, repair=False)  # a dry run changes no file
+    reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
+    plan: dict[str, Any] = {"documents": len(dataset.infos) - len(reused),
+                            "reused_documents": len(reused),
+                            "token_counter": judge.run_info().get("token_counter")}
+    totals = {d: dict.fromkeys(PREVIEW_STATS, 0) for d in ("gold", "predicted")}
+    for doc in dataset.documents(skip=reused):
+        one = preview(doc.gold, doc.predicted, config, judge, doc_id=doc.doc_id)
+        for direction, stats in totals.items():
+            for key in stats:
+                stats[key] += one[direction][key]
+    return {**plan, **totals}
+
+
+@dataclass
+class EvalRun:
+    """What :func:`evaluate_async` returns: the summary and what the run did."""
+
+    summary: Summary
+    judged: int
+    reused: int
+    #: The result lines (as in results.jsonl), when :func:`evaluate_dataset` wrote no folder.
+    results: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """How the final files are built from the finished results."""
+
+    resamples: int = 1000
+    seed: int = 0
+    report_rows: int = 5000
+    zero_division: ZeroDivision = "skip"
+    #: Also write ``facts.csv``: one row per fact of every document.
+    csv: bool = False
+
+
+RUN = "run.json"
+#: What must be the same for a folder's results to be resumed or reused.
+RUN_KEYS = ("inputs", "config", "judge")
+
+
+def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> dict[str, Any]:
+    """What produced a folder's results: ``run.json``, written before the first result."""
+    return {"factjudge": __version__, "inputs": [str(Path(p).resolve()) for p in dataset.sources],
+            "config": config.model_dump(mode="json"), "judge": judge.identity()}
+
+
+def check_folder(out_dir: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a folder whose results came from other inputs, config or judge: resuming there would
+    mix two runs' results, and rewriting it would drop the other run's documents."""
+    try:
+        before = json.loads((out_dir / RUN).read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError):  # a new folder, or an older version's
+        return  # (documents are matched by their hashes), or not a folder (mkdir says so next)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{out_dir / RUN}: unreadable ({exc}); use --overwrite or another -o") from None
+    differ = [k for k in RUN_KEYS if not isinstance(before, dict) or before.get(k) != manifest[k]]
+    if differ:
+        what = {"inputs": "input files", "config": "config", "judge": "judge"}
+        detail = []
+        for key in differ:
+            old, new = (before.get(key) if isinstance(before, dict) else None), manifest[key]
+            if isinstance(old, dict) and isinstance(new, dict):
+                keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+                detail.append(f"{what[key]} ({', '.join(keys)})")
+            else:
+                detail.append(f"{what[key]} ({old} -> {new})" if key == "inputs" else what[key])
+        raise InputError(f"{out_dir}: holds the results of another run (different {'; '.join(detail)}); "
+                         "use --overwrite to replace them, or another output folder")
+
+
+def open_run(dataset: Dataset, out_dir: Path, *, manifest: dict[str, Any] | None = None,
+             overwrite: bool = False) -> tuple[ResultStore, list[DocInfo], frozenset[str]]:
+    """Prepare ``out_dir`` for a run: the results store, the documents still to judge and the ids
+    of those finished already (reused). With a ``manifest`` (:func:`run_manifest`) a folder of
+    another run is refused, or emptied with ``overwrite``."""
+    if not dataset.infos:
+        raise InputError("no documents: call dataset.scan(config, salt) first (or it is empty)")
+    if manifest is not None and not overwrite:
+        check_folder(out_dir, manifest)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if overwrite:
+        (out_dir / RESULTS).unlink(missing_ok=True)
+    store = ResultStore(out_dir / RESULTS)
+    _remove_stale(out_dir)
+    if manifest is not None:
+        write_atomic(out_dir / RUN, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
+    return store, [i for i in dataset.infos if i.doc_id not in reused], reused
+
+
+#: Documents embedded in report.html's document view (worst first).
+VIEW_DOCUMENTS = 50
+#: TP rows listed in the reports for spot checks, at most.
+TP_ROWS = 1000
+
+
+def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge: Judge,
+               out_dir: Path, settings: ReportSettings, skipped: Sequence[Problem] = (),
+               created: str | None = None) -> Summary:
+    """Rewrite ``results.jsonl`` in dataset order and build summary.json and the reports from it:
+    the final files depend only on the finished lines, never on how they were judged.
+    ``created`` (ISO time, default now) is the provenance time of the results."""
+    agg = Aggregator(zero_division=settings.zero_division)
+    order: list[tuple[tuple[float, int, int], str, int, int]] = []
+    with contextlib.ExitStack() as stack:
+        facts_csv = None
+        if settings.csv:
+            from ..reports.facts_csv import FactsCsvWriter  # only with --csv
+            facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
+        warnings: dict[str, None] = {}
+        for index, line in enumerate(store.rewrite(dataset.infos)):
+            agg.add(doc_stats(line))
+            warnings.update(dict.fromkeys(line.get("warnings", ())))
+            if facts_csv is not None:
+                facts_csv.add(line)
+            m = line["metrics"]
+            order.append((worst_order_key(m, index), line["doc_id"], m["fn"] + m["fp"] + m["errors"],
+                          m["tp_gold"] + m["tp_predicted"]))
+    summary = agg.summary(settings.resamples, settings.seed)
+    summary.usage.update({k: v for k, v in judge.run_info().items() if v is not None})
+    summary.bootstrap = {"resamples": settings.resamples, "seed": settings.seed, "level": 0.95}
+    summary.skipped = [p.to_dict() for p in skipped]
+    summary.judge = judge.identity()
+    summary.config = config.model_dump(mode="json")
+    summary.warnings = [*scope_check(config, dataset.fact_types, "the dataset"), *warnings]
+    summary.provenance = {"factjudge": __version__, "created": created or _now(),
+                          "inputs": dataset.sources}
+    lines = _report_lines(store, sorted(order), settings.report_rows)
+    tp_rows = min(settings.report_rows, TP_ROWS)
+    rows = select_rows(lines, settings.report_rows, tp_limit=tp_rows)
+    wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
+             + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
+    rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
+    data = summary.model_dump(mode="json")
+    worst = agg.worst()
+    write_atomic(out_dir / REPORT_MD, render_markdown(data, worst, rows, rows_total, rows_order="worst"))
+    write_atomic(out_dir / REPORT_HTML, render_html(data, worst, rows, rows_total, rows_order="worst",
+                                                     documents=wrong))
+    # last, so its presence means the whole run finished
+    write_atomic(out_dir / SUMMARY, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return summary
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _report_lines(store: ResultStore, order: list[tuple[tuple[float, int, int], str, int, int]],
+                  rows: int) -> list[dict[str, Any]]:
+    """The result lines the reports show, worst document first: enough for ``rows`` failing
+    rows and the TP spot checks, and the documents of the document view."""
+    wanted: set[str] = set()
+    failing = tp = view = 0
+    for _, doc_id, wrong, right in order:
+        take = (failing < rows and wrong) or (tp < min(rows, TP_ROWS) and right) or (
+            view < VIEW_DOCUMENTS and wrong)
+        if take:
+            wanted.add(doc_id)
+            failing, tp, view = failing + wrong, tp + right, view + bool(wrong)
+        elif failing >= rows and tp >= min(rows, TP_ROWS) and view >= VIEW_DOCUMENTS:
+            break
+    found = {line["doc_id"]: line for line in store.lines() if line["doc_id"] in wanted}
+    return [found[doc_id] for _, doc_id, _, _ in order if doc_id in found]
+
+
+async def evaluate_async(
+    dataset: Dataset,
+    config: JudgeConfig,
+    judge: Judge,
+    out_dir: Path,
+    *,
+    concurrency: int = 8,
+    settings: ReportSettings = ReportSettings(),
+    skipped: Sequence[Problem] = (),
+    progress: ProgressCallback | None = None,
+    on_start: Callable[[int, int, int], None] | None = None,
+    on_document: Callable[[], None] | None = None,
+    overwrite: bool = False,
+) -> EvalRun:
+    """Judge a scanned ``dataset`` into ``out_dir`` (results.jsonl, summary.json, reports).
+
+    ``on_start(documents to judge, reused, questions to ask)`` is called once before judging,
+    ``on_document()`` as each document finishes. A folder holding another run's results (other
+    inputs, config or judge) is refused unless ``overwrite``."""
+    store, todo, reused = open_run(dataset, out_dir, manifest=run_manifest(dataset, config, judge),
+                                   overwrite=overwrite)
+    if on_start:
+        on_start(len(todo), len(reused), sum(i.questions for i in todo))
+    hashes = {i.doc_id: i.input_sha256 for i in todo}
+
+    with store.path.open("ab") as fh:
+        def finished(doc: Document, result: JudgeResult) -> None:
+            store.append(fh, doc.doc_id, hashes[doc.doc_id], result)
+            if on_document:
+                on_document()
+
+        await judge_documents(dataset.documents(skip=reused), config, judge, finished,
+                              concurrency=concurrency, progress=progress)
+    created = store.created if not todo else None  # nothing new: the results keep their time
+    summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created)
+    return EvalRun(summary, judged=len(todo), reused=len(reused))
+
+
+def evaluate_dataset(
+    dataset: str | Path | tuple[str | Path, str | Path],
+    config: JudgeConfig | Mapping[str, Any] | str | Path | None = None,
+    judge: Judge | None = None,
+    out_dir: str | Path | None = None,
+    *,
+    concurrency: int = 8,
+    skip_invalid: bool = False,
+    overwrite: bool = False,
+    settings: ReportSettings = ReportSettings(),
+) -> EvalRun:
+    """Evaluate a dataset in one call, as ``factjudge eval`` does: ``dataset`` is a ``.jsonl`` of
+    documents or a ``(gold, predicted)`` pair of fact files with ``doc_id``; ``config`` a
+    :class:`JudgeConfig`, a mapping or a config file; ``judge`` defaults to the rules judge and is
+    closed at the end. With ``out_dir`` the folder is written (and resumed) like the CLI's;
+    without, the result lines come back in ``EvalRun.results``. Bad lines raise
+    :class:`InputError` (the first one named) unless ``skip_invalid``."""
+    from ..io.config import load_config, parse_config
+    from ..io.datasets import JsonlDataset, SplitDataset
+    from ..judges.rules.judge import RulesJudge
+    from ..util.aio import run_sync
+    from .runner import input_salt
+
+    cfg = load_config(config) if isinstance(config, (str, Path)) else parse_config(config)
+    the_judge: Judge = judge if judge is not None else RulesJudge()
+    data: Dataset = (SplitDataset(Path(dataset[0]), Path(dataset[1])) if isinstance(dataset, tuple)
+                     else JsonlDataset(Path(dataset)))
+    problems = data.scan(cfg, input_salt(cfg, the_judge))
+    if problems and not skip_invalid:
+        raise InputError(f"{problems[0].message} ({len(problems)} bad line(s); skip_invalid=True "
+                         "scores the rest)")
+    if not data.infos:
+        raise InputError(f"{dataset}: no documents to judge")
+
+    async def run(folder: Path) -> EvalRun:
+        async with the_judge:
+            return await evaluate_async(data, cfg, the_judge, folder, concurrency=concurrency,
+                                        settings=settings, skipped=problems, overwrite=overwrite)
+
+    if out_dir is not None:
+        return run_sync(lambda: run(Path(out_dir)))
+    with tempfile.TemporaryDirectory(prefix="factjudge-eval-") as tmp:
+        outcome = run_sync(lambda: run(Path(tmp)))
+        outcome.results = list(ResultStore(Path(tmp) / RESULTS, repair=False).lines())
+    return outcome
+
+
+def input_salt(config: JudgeConfig, judge: Judge) -> str:
+    """Everything besides the facts that decides a document's result, for its input hash."""
+    return canonical_json({"factjudge": __version__, "prompt_format": PROMPT_FORMAT_VERSION,
+                           "config": config.model_dump(mode="json"), "judge": judge.identity()})

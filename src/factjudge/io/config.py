@@ -1,0 +1,102 @@
+"""Loading and validation of fact files and judge configs, and writing of output files.
+
+Every problem is raised as :class:`InputError` with a one-line message that names the file and
+the record, so the CLI can print it and exit 2 without a traceback. Input that parses but that no
+later step could process (nesting deeper than :data:`MAX_JSON_DEPTH`, a lone surrogate, an
+integer of more than :data:`MAX_INT_DIGITS` digits, NaN or Infinity) is refused here, by
+:func:`check_json_value`, rather than failing in the middle of a run.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import InputError
+from ..models import JudgeConfig, Tolerance
+from .jsonl import _loads, check_json_value, json_type, read_text
+
+# --------------------------------------------------------------------------- config
+
+
+def _tolerance_example(name: str, value: Any) -> str:
+    bound = value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.01
+    return json.dumps({name: {"relative": bound}})
+
+
+def _unknown_key(source: str, loc: list[str]) -> InputError:
+    known = list(Tolerance.model_fields if loc[0] == "tolerances" and len(loc) == 3
+                 else JudgeConfig.model_fields)
+    key = ".".join(loc)
+    close = difflib.get_close_matches(loc[-1], known, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
+    return InputError(f"{source}: unknown config key '{key}' ({hint})")
+
+
+def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
+    err = exc.errors()[0]
+    # pydantic adds union branch names to the location; keep only the parts present in the input
+    parts, node = [], data
+    for part in err["loc"]:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            break
+        parts.append(str(part))
+    loc = ".".join(parts) or "(top level)"
+    if err["type"] == "extra_forbidden" and parts:
+        return _unknown_key(source, parts)
+    if parts[:1] == ["tolerances"] and len(parts) <= 2 and err["type"] in ("dict_type", "model_type"):
+        got = f"got {json_type(node)} {json.dumps(node, default=str)[:40]}"
+        if len(parts) == 1:
+            return InputError(f"{source}: config key 'tolerances': expected an object of fields "
+                              f"and their bounds, {got}: write {_tolerance_example('value', node)}")
+        return InputError(f"{source}: config key '{loc}': a tolerance is an object naming its "
+                          f"bound, {got}: write {_tolerance_example(parts[1], node)} "
+                          "(or {\"absolute\": ...})")
+    msg = err["msg"]
+    if err["type"] == "value_error":  # our own validators' messages, without pydantic's prefix
+        msg = str(err["ctx"]["error"])
+    if err["type"] == "int_type" and any(e["type"] == "float_type" for e in exc.errors()[1:]):
+        msg = "Input should be a number"  # not just the first branch of int | float
+    return InputError(f"{source}: config key '{loc}': {msg}")
+
+
+def parse_config(data: Any, source: str = "config") -> JudgeConfig:
+    if data is None:
+        data = {}
+    if isinstance(data, JudgeConfig):
+        return data
+    if not isinstance(data, Mapping):
+        raise InputError(f"{source}: the config must be a mapping of keys to values")
+    data = dict(data)
+    check_json_value(data, source, label="config key")
+    try:
+        return JudgeConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(source, data, exc) from None
+
+
+def load_config(path: str | Path | None) -> JudgeConfig:
+    """Load a ``.json`` / ``.yaml`` / ``.yml`` judge config; ``None`` gives the defaults."""
+    if path is None:
+        return JudgeConfig()
+    path = Path(path)
+    text = read_text(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        data = _loads(text, path)
+    elif suffix in (".yaml", ".yml"):
+        from .yaml_config import load_yaml  # PyYAML is imported only for a YAML config
+        data = load_yaml(text, path)
+    else:
+        raise InputError(f"{path}: config must be a .json, .yaml or .yml file")
+    return parse_config(data, str(path))
+
+

@@ -1,0 +1,109 @@
+"""Loading and validation of fact files and judge configs, and writing of output files.
+
+Every problem is raised as :class:`InputError` with a one-line message that names the file and
+the record, so the CLI can print it and exit 2 without a traceback. Input that parses but that no
+later step could process (nesting deeper than :data:`MAX_JSON_DEPTH`, a lone surrogate, an
+integer of more than :data:`MAX_INT_DIGITS` digits, NaN or Infinity) is refused here, by
+:func:`check_json_value`, rather than failing in the middle of a run.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..models import OUTPUT_FIELDS
+from .jsonl import _loads, _needs_check, check_json_value, coerce_id, json_type, jsonl_lines, parse_json_line, read_text
+
+# --------------------------------------------------------------------------- facts
+
+
+def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
+    """Raw records of a ``.json`` / ``.jsonl`` file, each with a label naming where it sits
+    (``record N`` or ``line N``, both counted from 1), each checked by :func:`check_json_value`.
+    A ``.jsonl`` file is read one line at a time, when the records are drawn."""
+    path = Path(path)
+    if path.suffix.lower() in (".csv", ".tsv", ".parquet"):
+        from .tables import read_table_records  # tables imports this module
+        return read_table_records(path)
+    if path.suffix.lower() == ".jsonl":
+        return _jsonl_records(path)
+    text = read_text(path)
+    data = _loads(text, path)
+    if isinstance(data, dict) and set(data) == {"facts"}:
+        data = data["facts"]
+    if not isinstance(data, list):
+        raise InputError(f"{path}: expected a list of facts or an object {{\"facts\": [...]}}")
+    records = [(f"record {i}", rec) for i, rec in enumerate(data, start=1)]
+    if _needs_check(text):
+        for where, rec in records:
+            check_json_value(rec, f"{path}: {where}")
+    return records
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[str, Any]]:
+    # Each line is its own json.loads, so each would get its own copy of every key and of every
+    # repeated value (fact types, periods, units, entities): one string for each keeps a million
+    # facts hundreds of MB smaller. Long values are seldom repeated; the table goes with the load.
+    shared: dict[str, str] = {}
+    for lineno, _, line in jsonl_lines(path):
+        rec = parse_json_line(line.removesuffix(b"\n"), path, lineno)
+        if isinstance(rec, dict):
+            rec = {shared.setdefault(k, k): (shared.setdefault(v, v) if isinstance(v, str)
+                                             and len(v) <= 64 and k != "id" else v)
+                   for k, v in rec.items()}
+        yield f"line {lineno}", rec
+
+
+def validate_facts(records: Iterable[tuple[str, Any]], source: str, *,
+                   checked: bool = False) -> list[dict[str, Any]]:
+    """Check each record and return the facts with string ids, other fields untouched.
+
+    ``checked``: the records have passed :func:`check_json_value` already (as
+    :func:`read_fact_records` returns them), so it is not run a second time.
+    """
+    facts: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for where, rec in records:
+        prefix = f"{source}: {where}"
+        if not checked:
+            check_json_value(rec, prefix)
+        if not isinstance(rec, dict):
+            raise InputError(f"{prefix}: a fact must be a JSON object, got {json_type(rec)}")
+        if "id" not in rec and ("gold_facts" in rec or "predicted_facts" in rec):
+            raise InputError(f"{prefix}: this is a document of an eval dataset (doc_id, gold_facts, "
+                             "predicted_facts), not a fact: score it with factjudge eval FILE")
+        fact_id = coerce_id(rec.get("id"), "id", prefix)
+        prefix = f"{prefix} (id {fact_id!r})"
+        fact_type = rec.get("fact_type")
+        if fact_type is not None and not isinstance(fact_type, str):
+            raise InputError(f"{prefix}: 'fact_type' must be a string, "
+                             f"got {json_type(fact_type)} {json.dumps(fact_type)}")
+        if not isinstance(fact_type, str) or not fact_type.strip():
+            raise InputError(f"{prefix}: missing or empty 'fact_type' (a non-empty string)")
+        reserved = [k for k in OUTPUT_FIELDS if k in rec]
+        if reserved:
+            raise InputError(f"{prefix}: field {reserved[0]!r} is reserved for factjudge's output")
+        if fact_id in seen:
+            raise InputError(f"{prefix}: duplicate id, first seen at {seen[fact_id]}")
+        seen[fact_id] = where
+        # facts are never changed in place: the record itself is kept unless its id was coerced
+        facts.append(rec if rec.get("id") is fact_id else {**rec, "id": fact_id})
+    return facts
+
+
+def load_facts(path: str | Path) -> list[dict[str, Any]]:
+    """Load and validate a fact file (``.json`` list, ``{"facts": [...]}``, or ``.jsonl``)."""
+    return validate_facts(read_fact_records(path), str(path), checked=True)
+
+
+def coerce_facts(facts: Iterable[Mapping[str, Any]] | None, source: str) -> list[dict[str, Any]]:
+    """Validate facts handed over in Python (the same rules as files; ``record N`` is the list
+    index, counted from 0 as Python does)."""
+    if facts is None:
+        return []
+    return validate_facts(((f"record {i}", f) for i, f in enumerate(facts, start=1)), source)
+
+

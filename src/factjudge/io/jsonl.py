@@ -1,0 +1,274 @@
+"""Loading and validation of fact files and judge configs, and writing of output files.
+
+Every problem is raised as :class:`InputError` with a one-line message that names the file and
+the record, so the CLI can print it and exit 2 without a traceback. Input that parses but that no
+later step could process (nesting deeper than :data:`MAX_JSON_DEPTH`, a lone surrogate, an
+integer of more than :data:`MAX_INT_DIGITS` digits, NaN or Infinity) is refused here, by
+:func:`check_json_value`, rather than failing in the middle of a run.
+"""
+from __future__ import annotations
+
+import codecs
+import json
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+#: No fact needs more; the limit keeps every recursive step after loading (json.dumps, pydantic,
+#: the judges) far from Python's recursion limit.
+MAX_JSON_DEPTH = 100
+#: Python refuses to turn longer integers into text (``sys.int_max_str_digits``), which every
+#: output and prompt does, so they are refused when read instead of when written.
+MAX_INT_DIGITS = 4300
+_INT_LIMIT = 10 ** MAX_INT_DIGITS
+_NON_FINITE = "is not valid JSON (JSON has no NaN or Infinity; write null or a string)"
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for error messages."""
+    for kind, name in ((bool, "boolean"), ((int, float), "number"), (str, "string"),
+                       (list, "array"), (dict, "object")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
+# --------------------------------------------------------------------------- JSON values
+
+
+class _LongInt:
+    """Stands in for an integer too long for ``int()``, so the check can say where it sits."""
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    return _LongInt() if len(text.lstrip("-")) > MAX_INT_DIGITS else int(text)
+
+
+def _string_problem(text: str) -> str | None:
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"lone surrogate \\u{ord(text[exc.start]):04x} in a string (half of a UTF-16 "
+                "pair: not valid Unicode)")
+    return None
+
+
+def _scalar_problem(value: Any) -> str | None:
+    if isinstance(value, str):
+        return _string_problem(value)
+    if isinstance(value, _LongInt) or (
+            isinstance(value, int) and not -_INT_LIMIT < value < _INT_LIMIT):
+        return f"integer with more than {MAX_INT_DIGITS} digits"
+    if isinstance(value, float) and not math.isfinite(value):
+        name = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+        return f"{name} {_NON_FINITE}"
+    return None
+
+
+def _is_fine(value: Any) -> bool:
+    """Whether ``value`` passes :func:`check_json_value`: the fast path, level by level, with no
+    path kept (it runs on every fact)."""
+    level, depth = [value], 0
+    while level:
+        below: list[Any] = []
+        seen: set[int] = set()  # a container shared within one level is walked once
+        for node in level:
+            kind = type(node)
+            if kind is str:
+                if not node.isascii() and _string_problem(node):
+                    return False
+            elif kind is int:
+                if not -_INT_LIMIT < node < _INT_LIMIT:
+                    return False
+            elif kind is float:
+                if not math.isfinite(node):
+                    return False
+            elif kind is bool or node is None:
+                continue
+            elif isinstance(node, (dict, list, tuple)):
+                if depth >= MAX_JSON_DEPTH:
+                    return False
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if isinstance(node, dict):
+                    if any(isinstance(k, str) and _string_problem(k) for k in node):
+                        return False
+                    below.extend(node.values())
+                else:
+                    below.extend(node)
+            elif _scalar_problem(node):
+                return False
+        level, depth = below, depth + 1
+    return True
+
+
+def _locate(value: Any) -> tuple[tuple[Any, ...], str]:
+    """The path and the problem of the first offending node, in document order."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    walked: set[tuple[int, int]] = set()  # (container, depth): shared containers stay linear
+    while stack:
+        node, path = stack.pop()
+        problem = _scalar_problem(node)
+        if problem is None and isinstance(node, (dict, list, tuple)):
+            if len(path) >= MAX_JSON_DEPTH:  # also where a cycle ends up
+                problem = f"nested deeper than {MAX_JSON_DEPTH} levels"
+            elif (id(node), len(path)) in walked:
+                continue
+            elif isinstance(node, dict):
+                walked.add((id(node), len(path)))
+                for key in node:
+                    if isinstance(key, str) and (bad := _string_problem(key)):
+                        return (*path, key), f"key {bad}"
+                stack.extend(reversed([(item, (*path, key)) for key, item in node.items()]))
+            else:
+                walked.add((id(node), len(path)))
+                stack.extend(reversed([(item, (*path, i)) for i, item in enumerate(node)]))
+        if problem is not None:
+            return path, problem
+    return (), "cannot be processed"
+
+
+def _show_path(path: tuple[Any, ...]) -> str:
+    shown = ""
+    for i, part in enumerate(path):
+        if i == 3:  # a path 100 levels deep would not fit on one line
+            return shown + "..."
+        if isinstance(part, int):
+            shown += f"[{part}]"
+        else:
+            # printable on any terminal, even when the key holds a lone surrogate
+            name = str(part).encode("utf-8", "backslashreplace").decode("utf-8")
+            name = name if len(name) <= 40 else name[:37] + "..."
+            shown += f".{name}" if shown else name
+    return shown
+
+
+def check_json_value(value: Any, where: str, *, label: str = "field") -> None:
+    """Raise :class:`InputError` ``"<where>: <label> '<path>': <problem>"`` unless ``value`` can
+    be processed: nesting at most :data:`MAX_JSON_DEPTH` levels (``value`` itself is level 1), no
+    lone surrogate in a string or key, no integer of more than :data:`MAX_INT_DIGITS` digits, no
+    NaN or Infinity. Iterative, so deep or cyclic Python values cannot overflow the stack."""
+    if _is_fine(value):
+        return
+    path, problem = _locate(value)
+    at = f"{label} '{_show_path(path)}': " if path else ""
+    raise InputError(f"{where}: {at}{problem}")
+
+
+#: JSON text without any of these cannot hold a lone surrogate, NaN, Infinity (a literal, or a
+#: number beyond 1.8e308) or an over-long integer, so only its nesting needs a look.
+_SUSPECT = re.compile(r"NaN|Infinity|\\u[dD][89a-fA-F]|\d{200}|[eE][+-]?0*[1-9]\d\d")
+
+
+def _needs_check(text: str) -> bool:
+    return text.count("[") + text.count("{") > MAX_JSON_DEPTH or bool(_SUSPECT.search(text))
+
+
+def _too_deep_at(text: str, first_line: int) -> str:
+    """Where the nesting of a JSON text first passes :data:`MAX_JSON_DEPTH` levels."""
+    depth, line, line_start, in_string, escaped = 0, first_line, 0, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return f"line {line} column {i - line_start + 1}"
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "\n":
+            line, line_start = line + 1, i + 1
+    return f"line {first_line}"
+
+
+def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None) -> InputError:
+    lineno = exc.lineno if line is None else line + exc.lineno - 1
+    at = f"line {lineno} column {exc.colno}"
+    # "Unterminated string starting at" is half a sentence without its position
+    sentence = f"{exc.msg}: {at}" if exc.msg.endswith(" at") else exc.msg
+    return InputError(f"{path}: {at}: invalid JSON: {sentence}")
+
+
+def _loads(text: str, path: Path, line: int | None = None) -> Any:
+    """``json.loads`` with every failure turned into a one-line :class:`InputError`."""
+    try:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # an integer longer than int() takes: read again, marked for the check
+            return json.loads(text, parse_int=_parse_int)
+    except json.JSONDecodeError as exc:
+        raise _json_error(path, exc, line) from None
+    except RecursionError:
+        where = _too_deep_at(text, line or 1)
+        raise InputError(f"{path}: {where}: nested deeper than {MAX_JSON_DEPTH} levels") from None
+
+
+def parse_json_line(raw: bytes | str, path: Path, lineno: int) -> Any:
+    """One line of a JSON-lines file, parsed and checked (a UTF-8 BOM is fine)."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: line {lineno}: not valid UTF-8") from None
+    value = _loads(raw, path, lineno)
+    if _needs_check(raw):
+        check_json_value(value, f"{path}: line {lineno}")
+    return value
+
+
+def coerce_id(value: Any, key: str, prefix: str) -> str:
+    """An id as a string: a string, or an integer turned into its decimal string."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{prefix}: {key!r} must be a string or an integer, "
+                         f"got {json_type(value)} {json.dumps(value)}")
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{prefix}: missing or empty {key!r} (a non-empty string or an integer)")
+    return value
+
+
+def read_error(path: Path, exc: OSError | UnicodeDecodeError) -> InputError:
+    """The one-line error for a file that cannot be read."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return InputError(f"{path}: cannot read file: {reason}")
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")  # a BOM, as some Windows tools write, is fine
+    except (OSError, UnicodeDecodeError) as exc:
+        raise read_error(path, exc) from None
+
+
+def jsonl_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, raw line) of every non-blank line, read lazily. Binary lines
+    end at b"\\n" only, as JSON lines do (str.splitlines() would also split at U+2028, which a JSON
+    string may hold raw)."""
+    try:
+        with path.open("rb") as fh:
+            offset = 0
+            for lineno, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    yield lineno, offset, raw
+                offset += len(raw)
+    except OSError as exc:
+        raise read_error(path, exc) from None
+
+

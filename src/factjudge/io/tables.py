@@ -1,0 +1,341 @@
+"""Facts as tables: CSV / TSV / Parquet fact files in, one row per judged fact out.
+
+In: :func:`read_table_records` / :func:`iter_table_rows` read a ``.csv``, ``.tsv`` or ``.parquet``
+file with one fact per row. Columns ``id`` and ``fact_type`` (and ``doc_id`` for split datasets)
+and any others become the fact's fields; an empty cell is an absent field. Every problem is an
+:class:`~factjudge.errors.InputError` with a one-line message naming the file, the row and the
+column.
+
+Out: :func:`result_to_pandas` and :func:`eval_to_pandas` give a pandas DataFrame with one row per
+fact; :func:`write_facts_csv` / :class:`FactsCsvWriter` write the same columns to a CSV file with
+the standard library only. Columns: :data:`FACT_COLUMNS`, then every fact field met (in the order
+first met). A fact field named like a fixed column (``doc_id`` or ``side``) is renamed
+``fact.<name>``.
+
+pandas (``pip install 'factjudge[pandas]'``) and pyarrow (``pip install 'factjudge[parquet]'``) are
+optional: they are imported only when needed, and a missing one is an :class:`OptionalDependencyError`
+(both an ``ImportError`` and an ``InputError``) saying what to install.
+"""
+from __future__ import annotations
+
+import codecs
+import csv
+import datetime as _dt
+import decimal
+import io
+import json
+import math
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..errors import InputError, missing_dependency
+from ..models import _frame, _import_pandas, result_rows
+from .jsonl import read_error
+
+#: Suffixes read as tables (compared case-insensitively).
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet")
+#: Columns a fact file must have; a split dataset also needs ``doc_id``.
+FACT_REQUIRED = ("id", "fact_type")
+DATASET_REQUIRED = ("doc_id", "id", "fact_type")
+
+_PARQUET_BATCH = 8192
+
+
+def is_table(path: str | Path) -> bool:
+    """Whether ``path`` is read as a table (``.csv``, ``.tsv``, ``.parquet``) by its suffix."""
+    return Path(path).suffix.lower() in TABLE_SUFFIXES
+
+
+# --------------------------------------------------------------------------- tables in
+
+
+def read_table_records(path: str | Path,
+                       required: Sequence[str] = FACT_REQUIRED) -> list[tuple[str, dict[str, Any]]]:
+    """Every row of a ``.csv`` / ``.tsv`` / ``.parquet`` fact file as ``(label, record)``.
+
+    The label says where the row sits, for :func:`factjudge.io.facts.validate_facts`:
+    ``row N`` (N from 1; the header is not a row), and for CSV/TSV also the file line where the
+    row starts: ``row N (line M)``.
+
+    Types are the file's own. **CSV/TSV cells are strings**: nothing is guessed, so ``12`` is the
+    string ``"12"`` and ``true`` the string ``"true"`` (the rules judge reads numbers in strings
+    anyway; an ``id`` string is used as it is). Parquet keeps its column types (int, float, bool,
+    string, lists, structs), as plain Python values; dates and times become ISO strings, decimals
+    numbers (or strings when a float would change them), UTF-8 binary strings.
+
+    An empty cell is an absent field (not ``""``); so is a Parquet null or NaN (and the
+    ``__index_level_N__`` columns pandas adds for a non-default index are left out). Blank lines and
+    rows whose cells are all empty are skipped and not counted. A CSV row shorter than the
+    header lacks the last fields; a longer one is an error unless the extra cells are empty (a
+    trailing delimiter). Columns without a name in the header must be empty.
+
+    Raises :class:`~factjudge.errors.InputError`: unreadable file, invalid UTF-8, a duplicate or
+    missing ``required`` column, a ragged row, an unreadable Parquet file, or
+    :class:`OptionalDependencyError` when a ``.parquet`` file is given without pyarrow.
+    """
+    return list(iter_table_records(path, required))
+
+
+def iter_table_records(path: str | Path,
+                       required: Sequence[str] = FACT_REQUIRED) -> Iterator[tuple[str, dict[str, Any]]]:
+    """:func:`read_table_records`, lazily (the file is read as the rows are taken)."""
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        for row, rec in _parquet_rows(path, required):
+            yield f"row {row}", rec
+    else:
+        for row, line, rec in _delimited_rows(path, required):
+            yield f"row {row} (line {line})", rec
+
+
+def iter_table_rows(path: str | Path,
+                    required: Sequence[str] = FACT_REQUIRED) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(row number, record)`` of every row, lazily, row numbers from 1 (the header is not a row).
+
+    For a split dataset pass ``required=DATASET_REQUIRED`` so a missing ``doc_id`` column is
+    reported once, by name. Same rules and errors as :func:`read_table_records`."""
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        yield from _parquet_rows(path, required)
+    else:
+        for row, _line, rec in _delimited_rows(path, required):
+            yield row, rec
+
+
+def _check_header(path: Path, names: Sequence[str], required: Sequence[str],
+                  where: str = "header") -> None:
+    seen: dict[str, int] = {}
+    for col, name in enumerate(names, start=1):
+        if name == "":
+            continue
+        if name in seen:
+            raise InputError(f"{path}: {where}: duplicate column {name!r} (columns {seen[name]} "
+                             f"and {col})")
+        seen[name] = col
+    for name in required:
+        if name not in seen:
+            near = [n for n in seen if n.strip().casefold() == name]
+            hint = f" (found {near[0]!r}: check spaces and case)" if near else ""
+            raise InputError(f"{path}: {where}: missing column {name!r}{hint}")
+
+
+def _decoded_lines(path: Path, fh: BinaryIO) -> Iterator[str]:
+    """The file's lines as text with their line ends (``\\n``, ``\\r\\n`` or ``\\r``, as the csv
+    module wants them), strictly UTF-8 (a leading BOM is dropped). A bad byte is reported at its
+    own line, not wherever a decoder's buffer happened to end."""
+    head = fh.read(4)
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise InputError(f"{path}: the file is UTF-16 (as Excel's 'Unicode Text' writes); "
+                         "save it as UTF-8 CSV")
+    fh.seek(0)
+    text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    for lineno, line in enumerate(text, start=1):
+        try:
+            line.encode("utf-8")  # a byte that was not UTF-8 is a lone surrogate here
+        except UnicodeEncodeError as exc:
+            byte = ord(line[exc.start]) - 0xDC00
+            col = len(line[:exc.start].encode("utf-8", "surrogateescape")) + 1
+            raise InputError(f"{path}: line {lineno}: not valid UTF-8 (byte 0x{byte:02x} at "
+                             f"byte {col} of the line)") from None
+        yield line
+
+
+def _delimited_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """``(row, first line, record)`` of a CSV (``,``) or TSV (tab) file, with the csv module."""
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise read_error(path, exc) from None
+    with fh:
+        reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter)
+        try:
+            header = next(reader, None)
+            while header is not None and not any(header):  # blank lines before the header
+                header = next(reader, None)
+            if header is None:
+                raise InputError(f"{path}: empty file: expected a header row naming the columns")
+            _check_header(path, header, required)
+            width = len(header)
+            row, end = 0, reader.line_num
+            for cells in reader:
+                start, end = end + 1, reader.line_num
+                if not any(cells):
+                    continue  # a blank line, or a row of empty cells
+                row += 1
+                where = f"{path}: row {row} (line {start})"
+                if len(cells) > width:  # empty cells past the header: a trailing delimiter
+                    extra = next((i for i in range(width, len(cells)) if cells[i]), None)
+                    if extra is not None:
+                        raise InputError(
+                            f"{where}: {len(cells)} cells but the header has {width} columns "
+                            f"(value {_short(cells[extra])} in column {extra + 1}, which has no header)")
+                rec: dict[str, Any] = {}
+                for col, (name, value) in enumerate(zip(header, cells, strict=False), start=1):
+                    if value == "":
+                        continue
+                    if name == "":
+                        raise InputError(f"{where}: column {col}: value {_short(value)} under a "
+                                         "column with no name in the header (an index written "
+                                         "by pandas? write with index=False)")
+                    rec[name] = value
+                yield row, start, rec
+        except csv.Error as exc:
+            raise InputError(f"{path}: line {reader.line_num}: bad CSV: {exc}") from None
+
+
+def _short(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def _import_pyarrow() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise missing_dependency("pyarrow is needed to read .parquet files: pip install 'factjudge[parquet]'",
+                       exc, "pyarrow") from None
+    return pq
+
+
+def _parquet_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    pq = _import_pyarrow()
+    import pyarrow as pa
+
+    def unreadable(exc: BaseException) -> InputError:
+        reason = (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+        reason = " ".join(reason.split()) or type(exc).__name__
+        return InputError(f"{path}: cannot read Parquet file: {reason}")
+
+    failures = (pa.ArrowException, OSError, ValueError)
+    try:
+        pf = pq.ParquetFile(path)
+        names = list(pf.schema_arrow.names)
+    except failures as exc:
+        raise unreadable(exc) from None
+    _check_header(path, names, required, "schema")
+    # the index pandas stores as columns when it is not a plain 0..n-1 range: not a fact field
+    keep = [not re.fullmatch(r"__index_level_\d+__", name) for name in names]
+    row = 0
+    batches = pf.iter_batches(batch_size=_PARQUET_BATCH)
+    while True:
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                break
+            columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        except failures as exc:
+            raise unreadable(exc) from None
+        for values in zip(*columns, strict=False) if columns else ():
+            row += 1
+            rec: dict[str, Any] = {}
+            for name, value, kept in zip(names, values, keep, strict=False):
+                if not kept or value is None or (isinstance(value, float) and math.isnan(value)):
+                    continue
+                rec[name] = _plain(value, path, row, name)
+            yield row, rec
+        if not columns:  # no columns at all: count the rows all the same
+            for _ in range(batch.num_rows):
+                row += 1
+                yield row, {}
+
+
+def _plain(value: Any, path: Path, row: int, column: str) -> Any:
+    """A value from pyarrow as JSON-ready plain Python (what facts hold everywhere else)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v, path, row, column) for k, v in value.items()}
+    if isinstance(value, list) and value and all(
+            isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in value):
+        return {k: _plain(v, path, row, column) for k, v in value}  # a Parquet MAP with text keys
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, path, row, column) for v in value]
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            return str(value)
+        if value == value.to_integral_value():
+            return int(value)
+        as_float = float(value)
+        return as_float if decimal.Decimal(repr(as_float)) == value else str(value)
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: row {row}: column {column!r}: binary value that is not "
+                             "UTF-8 text") from None
+    item = getattr(value, "item", None)  # a numpy scalar, should one come through
+    if callable(item):
+        return _plain(item(), path, row, column)
+    raise InputError(f"{path}: row {row}: column {column!r}: unsupported value type "
+                     f"{type(value).__name__}")
+
+
+# --------------------------------------------------------------------------- tables out
+
+
+def _results_path(out: str | Path) -> Path:
+    out = Path(out)
+    path = out / "results.jsonl" if out.is_dir() else out
+    if not path.is_file():
+        raise InputError(f"{out}: not an eval output folder (no results.jsonl)")
+    return path
+
+
+def iter_result_lines(out: str | Path) -> Iterator[dict[str, Any]]:
+    """The lines of an eval output folder's ``results.jsonl`` (or of that file), parsed.
+
+    Reads a run still going or interrupted too: a last line cut off by a kill is left out, and
+    when a document appears on several lines (judged again after an ERROR) only its last line
+    counts, at the place of its first. This keeps those lines in memory until the end; the
+    ``results.jsonl`` of a finished run has one line per document and is streamed."""
+    path = _results_path(out)
+    # a finished run (summary.json written last) has one line per document, in dataset order
+    finished = (path.parent / "summary.json").is_file()
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise read_error(path, exc) from None
+    lines: dict[str, dict[str, Any]] = {}
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            if not raw.endswith(b"\n"):
+                break  # cut off by a kill
+            try:
+                line = json.loads(raw.removeprefix(codecs.BOM_UTF8))
+                doc_id = line["doc_id"]
+                if not (isinstance(doc_id, str) and isinstance(line["gold_facts"], list)
+                        and isinstance(line["predicted_facts"], list)):
+                    raise TypeError
+            except (ValueError, KeyError, TypeError):
+                raise InputError(f"{path}: line {lineno}: not a factjudge result line") from None
+            if finished:
+                yield line
+            else:
+                lines[doc_id] = line
+    yield from lines.values()
+
+
+def eval_to_pandas(out: str | Path) -> Any:
+    """A ``pandas.DataFrame`` with one row per fact of every document of an eval output folder
+    (its ``results.jsonl``), in dataset order; the same columns as :func:`result_to_pandas`,
+    with ``doc_id`` filled in. Raises :class:`~factjudge.errors.InputError` for a folder that is
+    not an eval output, :class:`OptionalDependencyError` (an ``ImportError``) without pandas."""
+    _import_pandas()
+    rows: list[dict[str, Any]] = []
+    for line in iter_result_lines(out):
+        rows.extend(result_rows(line))
+    return _frame(rows)
+
+
+__all__ = [
+    "TABLE_SUFFIXES", "FACT_REQUIRED", "DATASET_REQUIRED", "is_table", "read_table_records",
+    "iter_table_records", "iter_table_rows", "iter_result_lines", "eval_to_pandas",
+]

@@ -1,0 +1,215 @@
+"""Backends: how one chat-completions request body reaches a server.
+
+A backend sends a pre-serialised OpenAI chat-completions body and returns a :class:`ChatReply`,
+or raises :class:`BackendError` saying what went wrong (status, server message, Retry-After).
+Retries, re-asks, caching and usage live in the LLM judge, so a new provider is one file here
+plus one line in :data:`BACKENDS`.
+"""
+from __future__ import annotations
+
+import base64
+import email.utils
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
+
+#: Longest server message kept in an error (one line).
+MESSAGE_CHARS = 300
+
+ErrorKind = Literal["status", "timeout", "connect", "disconnect"]
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    content: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    #: Why there is no usable content (a refusal, a body that is not a chat completion).
+    problem: str = ""
+
+
+class BackendError(Exception):
+    """A request that got no usable reply. ``message`` is one line, credentials redacted."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None,
+                 body: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.status = kind, message, status
+        self.body, self.retry_after = body, retry_after
+
+    @property
+    def retryable(self) -> bool:
+        if self.kind != "status":
+            return True
+        return self.status in (408, 409, 429) or (self.status or 0) >= 500
+
+
+@dataclass(frozen=True)
+class RequestBody:
+    """One chat-completions request, serialised once."""
+
+    data: bytes
+
+    def obj(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.data)
+        return data
+
+
+class ChatBackend(Protocol):
+    name: str
+
+    async def send(self, body: RequestBody, timeout: float) -> ChatReply: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where requests go and how they are authorised; ``secrets`` are what must never be shown."""
+
+    base_url: str            # without credentials
+    headers: Mapping[str, str]
+    secrets: tuple[str, ...]
+
+    @property
+    def host(self) -> str:
+        return server_host(self.base_url)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+def endpoint(base_url: str | None, api_key: str | None) -> Endpoint:
+    """Credentials in the URL's userinfo become Basic auth (else the key is a Bearer token) and are
+    kept out of the URL, the cache key and every message."""
+    url = urlsplit(base_url or "https://api.openai.com/v1")
+    secrets = [s for s in (api_key,) if s and s != "none"]
+    headers = {"Content-Type": "application/json"}
+    if url.username is not None or url.password is not None:
+        user, password = unquote(url.username or ""), unquote(url.password or "")
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+        secrets += [s for s in (token, password, f"{user}:{password}") if s and s != ":"]
+        netloc = url.hostname or ""
+        if url.port:
+            netloc += f":{url.port}"
+        url = url._replace(netloc=netloc)
+    elif api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    # longest first, so a secret containing another is redacted whole
+    return Endpoint(urlunsplit(url).rstrip("/"), headers, tuple(sorted(set(secrets), key=len, reverse=True)))
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``retry-after``), if any."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:  # an HTTP date
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """A server's message as one trimmed line (tracebacks and HTML pages included)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def error_message(status: int, text: str) -> str:
+    """The server's own words from an error body (OpenAI's ``error.message``, FastAPI's
+    ``detail``...), else the body itself, as one line."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            text = str(err["message"])
+        elif isinstance(err, str):
+            text = err
+        elif data.get("detail") is not None:
+            text = data["detail"] if isinstance(data["detail"], str) else json.dumps(data["detail"])
+        elif data.get("message"):
+            text = str(data["message"])
+    return f"HTTP {status}: {one_line(text) or '(empty body)'}"
+
+
+def parse_completion(data: Any) -> ChatReply:
+    """A chat-completions response body (already parsed) as a reply; usage as OpenAI, vLLM or
+    llama.cpp report it."""
+    if not isinstance(data, dict):
+        return ChatReply(None, problem="the server's reply is not a chat completion (not an object)")
+    usage = _object(data.get("usage"))
+    details = _object(usage.get("prompt_tokens_details"))
+    timings = _object(data.get("timings"))  # llama.cpp server
+    cached = _int(details.get("cached_tokens")) or _int(timings.get("cache_n"))
+
+    def reply(content: str | None, problem: str = "") -> ChatReply:
+        return ChatReply(content, prompt_tokens=_int(usage.get("prompt_tokens")),
+                         completion_tokens=_int(usage.get("completion_tokens")),
+                         cached_prompt_tokens=cached, problem=problem)
+
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return reply(None, "the server's reply has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        return reply(None, "the server's reply has no message")
+    content = message.get("content")
+    if not content and message.get("refusal"):
+        return reply(None, f"the model refused: {one_line(str(message['refusal']))}")
+    if content is not None and not isinstance(content, str):
+        return reply(None, "the reply's content is not a string")
+    return reply(content)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object of a reply, or an empty one for anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _http(ep: Endpoint, **kw: Any) -> ChatBackend:
+    from .http import HTTPBackend
+    return HTTPBackend(ep, **kw)
+
+
+def _openai_sdk(ep: Endpoint, **kw: Any) -> ChatBackend:
+    from .openai_sdk import OpenAISDKBackend
+    return OpenAISDKBackend(ep, **kw)
+
+
+#: Backend name -> factory(endpoint, **options). Imported lazily: the default never loads openai.
+BACKENDS: dict[str, Callable[..., ChatBackend]] = {"http": _http, "openai-sdk": _openai_sdk}
+
+
+def server_host(base_url: str | None) -> str:
+    """host[:port] of an OpenAI-compatible server, without any credentials in the URL."""
+    if not base_url:
+        return "api.openai.com"
+    url = urlparse(base_url)
+    return f"{url.hostname}:{url.port}" if url.port else str(url.hostname)

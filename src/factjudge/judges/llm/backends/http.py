@@ -1,0 +1,77 @@
+"""The default backend: aiohttp posting pre-serialised JSON to ``/chat/completions``.
+
+The openai SDK spends milliseconds of CPU per call building and parsing what is, on the wire, one
+small POST; at hundreds of calls per second that is the throughput ceiling (see
+``benchmarks/llm_overhead.py``). This client does only what the judge needs.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+
+from .... import __version__
+from . import BackendError, ChatReply, Endpoint, RequestBody, error_message, parse_completion, retry_after_seconds
+
+#: Error bodies longer than this are cut before they are read into an error message.
+_MAX_ERROR_BODY = 64 * 1024
+
+
+class HTTPBackend:
+    name = "http"
+
+    def __init__(self, endpoint: Endpoint, **_: Any) -> None:
+        self.endpoint = endpoint
+        self.url = f"{endpoint.base_url}/chat/completions"
+        self._headers = {**endpoint.headers, "User-Agent": f"factjudge/{__version__}",
+                         "Accept": "application/json"}
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _session_for_loop(self) -> aiohttp.ClientSession:
+        # A session belongs to one event loop; run_judge starts a loop per call, so a judge reused
+        # across calls (a notebook) needs a new session for each.
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop or self._session.closed:
+            # no connection cap here: the judge's semaphore bounds the requests in flight
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+                headers=self._headers, skip_auto_headers=("User-Agent",))
+            self._loop = loop
+        return self._session
+
+    async def send(self, body: RequestBody, timeout: float) -> ChatReply:
+        redact = self.endpoint.redact
+        try:
+            async with self._session_for_loop().post(
+                    self.url, data=body.data, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+                if resp.status != 200:
+                    raw = await resp.content.read(_MAX_ERROR_BODY)
+                    text = redact(raw.decode("utf-8", "replace"))
+                    raise BackendError("status", redact(error_message(resp.status, text)),
+                                       status=resp.status, body=text,
+                                       retry_after=retry_after_seconds(resp.headers))
+                raw = await resp.read()
+        except BackendError:
+            raise
+        except asyncio.TimeoutError:
+            raise BackendError("timeout", f"no answer within {timeout:g} s (timeout)") from None
+        except aiohttp.ClientConnectorError as exc:
+            why = "connection refused" if isinstance(exc.os_error, ConnectionRefusedError) else exc.os_error
+            raise BackendError("connect", redact(f"cannot connect: {why or exc}")) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise BackendError("disconnect", redact(f"{type(exc).__name__}: {exc}")) from None
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            start = " ".join(raw[:80].decode("utf-8", "replace").split())
+            what = "an empty body" if not raw.strip() else f"not JSON: {start!r}"
+            return ChatReply(None, problem=f"the server answered HTTP 200 with {what}")
+        return parse_completion(data)
+
+    async def aclose(self) -> None:
+        if self._session is not None and self._loop is asyncio.get_running_loop():
+            await self._session.close()
+        self._session = None

@@ -1,0 +1,81 @@
+"""The openai SDK as a backend (``--backend openai-sdk``, the ``openai`` extra): for users who
+need its authentication (Azure AD tokens) or bring their own configured ``AsyncOpenAI`` client."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from . import (
+    BackendError,
+    ChatReply,
+    Endpoint,
+    ErrorKind,
+    RequestBody,
+    error_message,
+    parse_completion,
+    retry_after_seconds,
+)
+
+#: Keys of a request body the SDK's ``create()`` takes as keywords; the rest go in ``extra_body``.
+_KEYWORDS = ("model", "messages", "response_format", "temperature", "max_tokens")
+
+
+class OpenAISDKBackend:
+    name = "openai-sdk"
+
+    def __init__(self, endpoint: Endpoint, *, client: Any = None, **_: Any) -> None:
+        try:
+            import openai
+        except ImportError:
+            from ....errors import JudgeSetupError
+            raise JudgeSetupError("--backend openai-sdk needs the openai package: "
+                                  "pip install 'factjudge[openai]'") from None
+        self._openai = openai
+        self.endpoint = endpoint
+        self._given = client
+        self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _client_for_loop(self) -> Any:
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            auth = self.endpoint.headers.get("Authorization", "")
+            key = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else "none"
+            extra = {"Authorization": auth} if auth.startswith("Basic ") else None
+            # the SDK's own retries are off: the judge counts them and honours Retry-After
+            self._client = self._openai.AsyncOpenAI(api_key=key, base_url=self.endpoint.base_url,
+                                                    max_retries=0, default_headers=extra)
+            self._loop = loop
+        return self._client
+
+    async def send(self, body: RequestBody, timeout: float) -> ChatReply:
+        o, redact = self._openai, self.endpoint.redact
+        request = body.obj()
+        kwargs = {k: request.pop(k) for k in _KEYWORDS if k in request}
+        try:
+            response = await self._client_for_loop().chat.completions.create(
+                **kwargs, extra_body=request or None, timeout=timeout)
+        except o.APIStatusError as exc:
+            text = redact(exc.response.text if exc.response is not None else str(exc))
+            raise BackendError("status", redact(error_message(exc.status_code, text)),
+                               status=exc.status_code, body=text,
+                               retry_after=retry_after_seconds(exc.response.headers)) from None
+        except o.APITimeoutError:
+            raise BackendError("timeout", f"no answer within {timeout:g} s (timeout)") from None
+        except o.APIConnectionError as exc:
+            cause = exc.__cause__
+            kind: ErrorKind = "connect" if "connect" in type(cause).__name__.lower() else "disconnect"
+            raise BackendError(kind, redact(f"cannot connect: {cause or exc}")) from None
+        except (o.APIResponseValidationError, ValueError) as exc:  # a 200 whose body is not JSON
+            return ChatReply(None, problem=redact(f"the server's reply is not a chat completion: {exc}"))
+        if not hasattr(response, "model_dump"):  # the SDK hands back a non-JSON body as text
+            start = " ".join(str(response)[:80].split())
+            return ChatReply(None, problem=f"the server answered HTTP 200 with not JSON: {start!r}")
+        return parse_completion(response.model_dump())
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None

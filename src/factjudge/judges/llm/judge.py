@@ -1,0 +1,382 @@
+"""The LLM judge: one question per fact to any OpenAI-compatible chat-completions server.
+
+Provider-agnostic: the request goes out through a backend (:mod:`.backends`); this class owns the
+prompt budget, the response cache, re-asks of invalid answers, transport retries, the
+structured-output mode and the policy that stops a run which cannot work.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import InvalidAnswer, JudgeSetupError, PromptTooLarge
+from ...models import CallUsage, Verdict
+from ...util.jsonutil import canonical_json
+from ..base import BatchRequest, Estimate, JudgeBase, error_verdict
+from ..prompts import (
+    PROMPT_FORMAT_VERSION,
+    STRUCTURED_OUTPUT_MODES,
+    JudgeTask,
+    PreparedCall,
+    parse_answer,
+    prepare_call,
+    reask_messages,
+    response_format,
+    schema_instruction,
+)
+from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint
+from .cache import ResponseCache
+from .tokens import REPLY_PRIMING, TokenCounter
+
+#: Statuses that say the judge itself is misconfigured (bad key, no access, no such model or
+#: endpoint) at any point of a run: every other call would fail the same way.
+FATAL_STATUSES = (401, 403, 404)
+#: A server error body naming these refused the structured-output request, not the question.
+_NAMES_RESPONSE_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
+#: Prompt plans kept (one per document direction in flight, and a few shortlists).
+_PLANS_KEPT = 256
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything about the requests of one document direction that does not depend on the fact
+    judged, computed once: the request's serialised head, its cache-key digest and its tokens."""
+
+    prefix: list[dict[str, str]]     # the task's prefix object, kept alive so its id stays unique
+    mode: str
+    head: str                        # the JSON body up to the messages after the prefix
+    digest: str                      # hash of everything in the request but the last message
+    tokens: int                      # prompt tokens of the prefix and schema, reply priming included
+
+
+class LLMJudge(JudgeBase):
+    """LLM judge over an OpenAI-compatible chat-completions endpoint (OpenAI, Azure OpenAI, vLLM,
+    Ollama, llama.cpp), with structured output where the server takes it and every answer
+    validated in code.
+
+    ``backend`` is ``"http"`` (the lean default) or ``"openai-sdk"`` (the ``openai`` extra; pass
+    ``client=`` to use your own ``AsyncOpenAI``), or any :class:`~.backends.ChatBackend`.
+    ``timeout`` bounds one request; one question (all its tries and waits) gets at most
+    ``max_question_seconds`` (default 3 x ``timeout``).
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        backend: str | ChatBackend = "http",
+        client: Any = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        timeout: float = 120.0,
+        max_question_seconds: float | None = None,
+        transport_retries: int = 4,
+        answer_retries: int = 2,
+        backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        cache: ResponseCache | None = None,
+        send_prompt_cache_key: bool = True,
+        warmup: bool = True,
+        structured_output: str = "auto",
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        if not model:
+            raise JudgeSetupError("the LLM judge needs a model name")
+        if structured_output != "auto" and structured_output not in STRUCTURED_OUTPUT_MODES:
+            raise JudgeSetupError(f"structured output {structured_output!r} is not one of auto, "
+                                  + ", ".join(STRUCTURED_OUTPUT_MODES))
+        if timeout <= 0:
+            raise JudgeSetupError(f"timeout must be positive, got {timeout}")
+        self.model = model
+        # read here (not left to an SDK) so cache keys and messages name the real server
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self.timeout = timeout
+        self.max_question_seconds = max_question_seconds or 3 * timeout
+        self.transport_retries, self.answer_retries = transport_retries, answer_retries
+        self.backoff, self.max_backoff = backoff, max_backoff
+        self.cache = cache
+        self.send_prompt_cache_key = send_prompt_cache_key
+        self.warmup = warmup
+        self.structured_output = structured_output
+        self._modes = list(STRUCTURED_OUTPUT_MODES) if structured_output == "auto" else [structured_output]
+        self._mode_index = 0
+        self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.tokens = TokenCounter(model)
+        env = api_key_env or "OPENAI_API_KEY"
+        key = api_key if api_key is not None else os.environ.get(env)
+        if not key:
+            if api_key_env is not None:  # named on purpose: its absence is a mistake
+                raise JudgeSetupError(f"no API key: the environment variable {env} is not set")
+            if self.base_url is None:
+                raise JudgeSetupError(
+                    f"no API key: set the environment variable {env} or pass api_key= "
+                    "(or base_url= for a local server that needs none)")
+        self.endpoint = endpoint(self.base_url, key or None)
+        self.backend: ChatBackend = (BACKENDS[backend](self.endpoint, client=client)
+                                     if isinstance(backend, str) else backend)
+        #: Whether the server has ever answered 200: until then a failure that would repeat for
+        #: every question stops the run instead of marking every fact ERROR.
+        self._answered = False
+        self._sampling: dict[str, Any] = {"temperature": temperature}
+        if max_tokens is not None:
+            self._sampling["max_tokens"] = max_tokens
+        self._plans: OrderedDict[tuple[int, str], _Plan] = OrderedDict()
+
+    # ------------------------------------------------------------------ the contract
+
+    @property
+    def mode(self) -> str:
+        """The structured-output mode in use (``auto`` settles on one at the first answer)."""
+        return self._modes[self._mode_index]
+
+    def identity(self) -> dict[str, Any]:
+        ident: dict[str, Any] = {"name": self.name, "model": self.model, "server": self.endpoint.host,
+                                 "temperature": self.temperature}
+        if self.max_tokens is not None:
+            ident["max_tokens"] = self.max_tokens
+        if self.structured_output != "auto":
+            ident["structured_output"] = self.structured_output
+        return ident
+
+    def run_info(self) -> dict[str, Any]:
+        return {"token_counter": self.tokens.name, "structured_output": self.mode}
+
+    def prepare(self, task: JudgeTask) -> PreparedCall:
+        """Count the prompt and shortlist candidates when it would not fit (raises PromptTooLarge)."""
+        mode = self.mode
+        return prepare_call(task, lambda t: self._count(t, mode), self.tokens.text)
+
+    def estimate(self, task: JudgeTask) -> Estimate:
+        try:
+            call = self.prepare(task)
+        except PromptTooLarge:
+            return Estimate("too_large")
+        plan = self._plan(call.task, self.mode)
+        if self.cache is not None and self.cache.get(self._cache_key(plan, call.task)) is not None:
+            return Estimate("cache_hit")
+        shortlisted = call.task is not task
+        return Estimate("call", call.prompt_tokens, 0 if shortlisted else plan.tokens, shortlisted)
+
+    def batch_request(self, task: JudgeTask) -> BatchRequest | None:
+        try:
+            call = self.prepare(task)
+        except PromptTooLarge:
+            return None
+        plan = self._plan(call.task, self.mode)
+        key = self._cache_key(plan, call.task)
+        if self.cache is not None and self.cache.get(key) is not None:
+            return None
+        return BatchRequest(key, self._body(plan, call.task, []).obj(), call.task)
+
+    def store_answer(self, custom_id: str, task: JudgeTask, content: str | None) -> Verdict:
+        """Validate an answer obtained out of band (a batch output line) exactly as a live one,
+        and keep it in the response cache under ``custom_id``. Raises InvalidAnswer."""
+        verdict = parse_answer(task, content)
+        if self.cache is not None:
+            self.cache.put(custom_id, {"content": content})
+        return verdict
+
+    async def judge(self, task: JudgeTask) -> Verdict:
+        usage = CallUsage()
+        try:
+            prepared = self.prepare(task)
+        except PromptTooLarge as exc:
+            return error_verdict(task, str(exc))
+        task = prepared.task
+        if self.cache is not None:
+            cached = self.cache.get(self._cache_key(self._plan(task, self.mode), task))
+            if cached is not None:
+                try:
+                    verdict = parse_answer(task, cached.get("content"))
+                except InvalidAnswer:  # written by another version: ask again
+                    pass
+                else:
+                    usage.cache_hits = 1
+                    return verdict.model_copy(update={"usage": usage, "note": prepared.note})
+        verdict, content, plan = await self._ask(task, usage)
+        if verdict.status != "ERROR" and self.cache is not None:
+            self.cache.put(self._cache_key(plan, task), {"content": content})
+        verdict.note = "; ".join(n for n in (verdict.note, prepared.note) if n)
+        return verdict
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+        if self.cache is not None:
+            self.cache.flush()
+
+    # ------------------------------------------------------------------ requests
+
+    def _plan(self, task: JudgeTask, mode: str) -> _Plan:
+        key = (id(task.prefix), mode)
+        plan = self._plans.get(key)
+        if plan is not None and plan.prefix is task.prefix:
+            self._plans.move_to_end(key)
+            return plan
+        prefix = task.prefix
+        if mode == "none" and prefix:  # the schema travels in the system message instead
+            first = {**prefix[0], "content": prefix[0]["content"]
+                     + schema_instruction(task.direction, task.candidate_ids)}
+            messages = [first, *prefix[1:]]
+        else:
+            messages = list(prefix)
+        fmt = response_format(task.direction, task.candidate_ids, mode)
+        request: dict[str, Any] = {"model": self.model, **self._sampling}
+        if fmt is not None:
+            request["response_format"] = fmt
+        if self.send_prompt_cache_key and task.prompt_cache_key:
+            request["prompt_cache_key"] = task.prompt_cache_key
+        request["messages"] = messages
+        # '{...,"messages":[m1,m2]}' without its closing ']}': each call appends its own message
+        head = json.dumps(request, ensure_ascii=False, separators=(",", ":"))[:-2]
+        material = canonical_json({"v": PROMPT_FORMAT_VERSION, "judge": self.name, "model": self.model,
+                                   "host": self.endpoint.host, "mode": mode, "response_format": fmt,
+                                   "sampling": self._sampling, "prefix": messages})
+        tokens = self.tokens.messages(messages) + (self.tokens.text(canonical_json(fmt)) if fmt else 0)
+        plan = _Plan(prefix, mode, head, hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens)
+        self._plans[key] = plan
+        if len(self._plans) > _PLANS_KEPT:
+            self._plans.popitem(last=False)
+        return plan
+
+    def _count(self, task: JudgeTask, mode: str) -> int:
+        # the reply is primed once per request, not once per counted part
+        return self._plan(task, mode).tokens + self.tokens.messages([task.last_message()]) - REPLY_PRIMING
+
+    @staticmethod
+    def _cache_key(plan: _Plan, task: JudgeTask) -> str:
+        last = canonical_json(task.last_message())
+        return hashlib.sha256(f"{plan.digest}\n{last}".encode()).hexdigest()
+
+    @staticmethod
+    def _body(plan: _Plan, task: JudgeTask, extra: list[dict[str, str]]) -> RequestBody:
+        tail = [task.last_message(), *extra]
+        sep = "," if plan.head[-1] != "[" else ""
+        text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:] + "}"
+        return RequestBody(text.encode("utf-8"))
+
+    async def _ask(self, task: JudgeTask, usage: CallUsage) -> tuple[Verdict, str | None, _Plan]:
+        """Ask until a valid answer (returned with its raw content and the plan it was asked
+        with), re-asking on invalid ones."""
+        deadline = time.monotonic() + self.max_question_seconds
+        extra: list[dict[str, str]] = []
+        problem = ""
+        plan = self._plan(task, self.mode)
+        for ask in range(self.answer_retries + 1):
+            if ask:
+                usage.retries += 1
+            try:
+                reply, plan = await self._send(task, extra, usage, deadline)
+            except BackendError as exc:
+                return error_verdict(task, f"judge call failed after {usage.llm_calls} attempt(s): "
+                                     f"{exc.message}", usage), None, plan
+            usage.prompt_tokens += reply.prompt_tokens
+            usage.cached_prompt_tokens += reply.cached_prompt_tokens
+            usage.completion_tokens += reply.completion_tokens
+            try:
+                if reply.problem:
+                    raise InvalidAnswer(reply.problem)
+                verdict = parse_answer(task, reply.content)
+            except InvalidAnswer as exc:
+                problem = str(exc)
+                extra = reask_messages(reply.content, problem)
+                if time.monotonic() >= deadline:
+                    break
+                continue
+            verdict.usage = usage
+            return verdict, reply.content, plan
+        return error_verdict(task, f"no valid answer after {ask + 1} tries: {problem}", usage), None, plan
+
+    async def _send(self, task: JudgeTask, extra: list[dict[str, str]], usage: CallUsage,
+                    deadline: float) -> tuple[ChatReply, _Plan]:
+        """One answer from the server, retrying what can be retried; raises the last
+        :class:`BackendError` when out of tries or time, :class:`JudgeSetupError` when the server
+        cannot work for any question."""
+        attempt = 0
+        bodies: list[str] = []
+        while True:
+            plan = self._plan(task, self.mode)
+            usage.llm_calls += 1
+            timeout = max(0.001, min(self.timeout, deadline - time.monotonic()))
+            try:
+                reply = await self.backend.send(self._body(plan, task, extra), timeout)
+            except BackendError as exc:
+                if exc.status in FATAL_STATUSES:
+                    raise self._setup_error(exc) from None
+                if not self._answered and self._switch_mode(plan.mode, exc):
+                    usage.retries += 1
+                    continue
+                delay = self._delay(attempt, exc)
+                last = (not exc.retryable or attempt >= self.transport_retries
+                        or time.monotonic() + delay >= deadline)
+                if not self._answered:
+                    self._stop_if_hopeless(exc, last, bodies)
+                if last:
+                    raise
+                await asyncio.sleep(delay)
+                attempt += 1
+                usage.retries += 1
+                continue
+            self._answered = True
+            return reply, plan
+
+    # ------------------------------------------------------------------ failure policy
+
+    def _setup_error(self, exc: BackendError) -> JudgeSetupError:
+        return JudgeSetupError(f"the server at {self.endpoint.host} refused the judge ({exc.message}); "
+                               "check the model name, the base URL and the API key")
+
+    def _switch_mode(self, used: str, exc: BackendError) -> bool:
+        """``auto``: fall back to the next structured-output mode when the server refuses this one
+        before answering anything. True when the request should be sent again."""
+        status = exc.status or 0
+        if len(self._modes) == 1 or exc.kind != "status" or not (
+                status in (400, 422) or (status >= 500 and _NAMES_RESPONSE_FORMAT.search(exc.body))):
+            return False
+        if used != self.mode:  # another question already switched
+            return True
+        if self._mode_index + 1 >= len(self._modes):
+            return False
+        self._mode_index += 1
+        self.notify(f"factjudge: the server at {self.endpoint.host} refused structured output "
+                    f"{used!r} ({exc.message}); using {self.mode!r} from now on")
+        return True
+
+    def _stop_if_hopeless(self, exc: BackendError, last: bool, bodies: list[str]) -> None:
+        """Before the server has answered once, an error that every question would get stops
+        the run (exit 2) instead of being retried for every fact."""
+        host = self.endpoint.host
+        if exc.kind == "connect":  # refused, or no such host: nothing listens there
+            raise JudgeSetupError(f"cannot reach the server at {host} ({exc.message}); check the "
+                                  "base URL and that the server is running")
+        if exc.kind == "status" and not exc.retryable:
+            raise self._setup_error(exc)
+        if exc.kind == "status":
+            bodies.append(exc.body)
+            if last and len(set(bodies)) == 1:
+                raise JudgeSetupError(f"the server at {host} failed every try of the first question "
+                                      f"with the same error ({exc.message})")
+        elif exc.kind == "timeout" and last:
+            raise JudgeSetupError(f"the server at {host} accepts connections but did not answer the "
+                                  f"first question ({exc.message}); check the server, or raise the timeout")
+
+    def _delay(self, attempt: int, exc: BackendError) -> float:
+        if exc.retry_after is not None:
+            return min(exc.retry_after, self.max_backoff)
+        base = min(self.backoff * (2.0 ** attempt), self.max_backoff)
+        return base * (0.5 + random.random() / 2)

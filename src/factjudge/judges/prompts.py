@@ -1,0 +1,325 @@
+"""Prompts, response schemas and answer validation for the per-fact judge calls.
+
+Layout is pinned for provider prefix caching: the system message and the candidate list are
+byte-identical for every call of one direction in one document; the single fact judged comes last.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..core.scope import NOT_COMPARED
+from ..errors import InvalidAnswer, PromptTooLarge
+from ..models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict
+from ..util.jsonutil import canonical_json
+
+#: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys).
+PROMPT_FORMAT_VERSION = "3"
+
+# Per direction: (subject side, candidate side, negative status, id key, matched key)
+_SIDES: dict[Direction, tuple[str, str, NegativeStatus, str, str]] = {
+    "gold": ("GOLD", "PREDICTED", "FN", "gold_fact_id", "matched_predicted_id"),
+    "predicted": ("PREDICTED", "GOLD", "FP", "predicted_fact_id", "matched_gold_id"),
+}
+
+
+def negative_status(direction: Direction) -> NegativeStatus:
+    return _SIDES[direction][2]
+
+
+def system_message(direction: Direction, config: JudgeConfig,
+                   fields: dict[str, tuple[str, ...]] | None = None) -> str:
+    subject, other, negative, id_key, matched_key = _SIDES[direction]
+    lines = [
+        "You judge the output of a fact-extraction system against a reference.",
+        f"You are given a list of {other} facts (the candidates) and then one {subject} fact.",
+        f"Decide whether one of the {other} candidates states the same fact as the {subject} fact,",
+        "under the matching rules below. Compare meaning, not formatting: units, number formats,",
+        "date formats and wording may differ; facts of different fact_type never match.",
+        f"- If exactly one candidate matches (or several do and one is clearly the best), answer "
+        f"decision {{\"status\": \"TP\", \"{matched_key}\": <its id>}}.",
+        f"- If no candidate matches, answer decision {{\"status\": \"{negative}\", \"{matched_key}\": null}}.",
+        f"Put the judged fact's id in {id_key}. Write your reasoning first, field by field, then "
+        "decide. Use only ids that appear in the candidate list.",
+        "",
+        "Matching rules:",
+    ]
+    if config.matching_rules:
+        lines += [f"- {r if isinstance(r, str) else canonical_json(r)}" for r in config.matching_rules]
+    else:
+        lines.append("- (none beyond the above)")
+    if config.fields:
+        lines += ["", "Fields to compare: " + ", ".join(config.fields)]
+    elif fields:
+        lines += ["", "Fields to compare, per fact_type (any other field is metadata: ignore it):"]
+        lines += [f"- {t}: {', '.join(f) or '(none)'}" for t, f in sorted(fields.items())]
+    if config.tolerances:
+        lines += ["", "Numeric tolerances per field (a value matches when within either bound):"]
+        for name, tol in config.tolerances.items():
+            lines.append(f"- {name}: {canonical_json(tol.model_dump(exclude_none=True))}")
+    return "\n".join(lines)
+
+
+def candidates_message(direction: Direction, candidates: list[dict[str, Any]]) -> str:
+    other = _SIDES[direction][1]
+    body = "\n".join(canonical_json(c) for c in candidates)
+    return f"{other} facts (candidates), one JSON object per line:\n{body}"
+
+
+def subject_message(direction: Direction, fact: dict[str, Any]) -> str:
+    return f"{_SIDES[direction][0]} fact to judge:\n{canonical_json(fact)}"
+
+
+def prefix_messages(
+    direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
+    fields: dict[str, tuple[str, ...]] | None = None,
+) -> list[dict[str, str]]:
+    """The shared prefix of every call of one direction in one document."""
+    return [
+        {"role": "system", "content": system_message(direction, config, fields)},
+        {"role": "user", "content": candidates_message(direction, candidates)},
+    ]
+
+
+#: How the answer's JSON schema reaches the server: OpenAI's strict ``json_schema``, llama-cpp-python's
+#: ``{"type": "json_object", "schema": ...}``, or ``none`` (described in the prompt, no
+#: ``response_format``). ``auto`` starts with the first and falls back when the server refuses it.
+STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "none")
+StructuredOutput = Literal["auto", "json_schema", "json_object", "none"]
+
+
+def verdict_schema(direction: Direction, candidate_ids: list[str]) -> dict[str, Any]:
+    """The answer's JSON schema: one per document and direction (the judged fact's id is a plain
+    string, checked in code), so every call of a direction sends the same bytes and providers can
+    cache it with the prompt prefix. ``decision`` is one of two shapes, so a TP without a
+    candidate id, or a negative with one, cannot be written; ``reasoning`` comes first."""
+    _, _, negative, id_key, matched_key = _SIDES[direction]
+
+    def shape(status: PassStatus, matched: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "object",
+                "properties": {"status": {"type": "string", "enum": [status]}, matched_key: matched},
+                "required": ["status", matched_key], "additionalProperties": False}
+
+    return {
+        "type": "object",
+        "properties": {
+            id_key: {"type": "string"},
+            "reasoning": {"type": "string"},
+            "decision": {"anyOf": [shape("TP", {"type": "string", "enum": list(candidate_ids)}),
+                                   shape(negative, {"type": "null"})]},
+        },
+        "required": [id_key, "reasoning", "decision"],
+        "additionalProperties": False,
+    }
+
+
+def response_format(direction: Direction, candidate_ids: list[str], mode: str) -> dict[str, Any] | None:
+    """The request's ``response_format`` in structured-output ``mode`` (None for ``none``)."""
+    schema = verdict_schema(direction, candidate_ids)
+    if mode == "json_schema":
+        return {"type": "json_schema",
+                "json_schema": {"name": f"{direction}_fact_verdict", "strict": True, "schema": schema}}
+    if mode == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return None
+
+
+def schema_instruction(direction: Direction, candidate_ids: list[str]) -> str:
+    """Appended to the system message when the server is given no schema (mode ``none``)."""
+    return ("\n\nAnswer with one JSON object and nothing else, following this JSON schema:\n"
+            + canonical_json(verdict_schema(direction, candidate_ids)))
+
+
+@dataclass(frozen=True)
+class JudgeTask:
+    """One question for a judge: is ``subject`` matched by one of ``candidates``?"""
+
+    direction: Direction
+    subject: dict[str, Any]
+    candidates: list[dict[str, Any]]
+    config: JudgeConfig
+    prefix: list[dict[str, str]]
+    #: Stable name of the document and direction, sent as OpenAI's ``prompt_cache_key``.
+    prompt_cache_key: str = ""
+    #: The fields compared per fact_type when ``config.fields`` is not given (see scope.py).
+    fields: dict[str, tuple[str, ...]] | None = None
+    #: What a judge works out once per direction of a document (the rules judge's candidate
+    #: index): one dict shared by the direction's tasks, so it is freed with them.
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def compared(self) -> list[str]:
+        """The fields to compare for this subject: ``config.fields`` in order; else the fields of
+        its fact_type's gold facts (``fields``); else its own. ``fact_type`` is checked before any
+        field, and ``id`` is never data: listing it compares nothing (both read as missing)."""
+        if self.config.fields is not None:
+            return [f for f in dict.fromkeys(self.config.fields) if f != "fact_type"]
+        if self.fields is not None and self.subject.get("fact_type") in self.fields:
+            return list(self.fields[self.subject["fact_type"]])
+        return [k for k in self.subject if k not in NOT_COMPARED]
+
+    @property
+    def subject_id(self) -> str:
+        return str(self.subject["id"])
+
+    @property
+    def candidate_ids(self) -> list[str]:
+        return [c["id"] for c in self.candidates]
+
+    def last_message(self) -> dict[str, str]:
+        return {"role": "user", "content": subject_message(self.direction, self.subject)}
+
+    def messages(self) -> list[dict[str, str]]:
+        return [*self.prefix, self.last_message()]
+
+    def with_candidates(self, candidates: list[dict[str, Any]]) -> JudgeTask:
+        """The same question over another candidate list (a shortlist), with its own prefix."""
+        return JudgeTask(self.direction, self.subject, candidates, self.config,
+                         prefix_messages(self.direction, candidates, self.config, self.fields),
+                         self.prompt_cache_key, self.fields)
+
+
+def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
+    """Validate an answer in code, whatever the server promised about structured output."""
+    _, _, negative, id_key, matched_key = _SIDES[task.direction]
+    if not content:
+        raise InvalidAnswer("the answer was empty")
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError as exc:
+        raise InvalidAnswer(f"the answer is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InvalidAnswer("the answer is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise InvalidAnswer("the answer must be a JSON object")
+    expected = {id_key, "reasoning", "decision"}
+    if set(data) != expected:
+        missing, extra = sorted(expected - set(data)), sorted(set(data) - expected)
+        raise InvalidAnswer(f"the answer must have exactly the keys {sorted(expected)}"
+                            f" (missing {missing}, unexpected {extra})")
+    if data[id_key] != task.subject_id:
+        raise InvalidAnswer(f"{id_key} must be {task.subject_id!r}, got {data[id_key]!r}")
+    if not isinstance(data["reasoning"], str):
+        raise InvalidAnswer("reasoning must be a string")
+    decision = data["decision"]
+    if not isinstance(decision, dict) or set(decision) != {"status", matched_key}:
+        raise InvalidAnswer(f"decision must be an object with exactly the keys status and {matched_key}")
+    status, matched = decision["status"], decision[matched_key]
+    if status == "TP":
+        if matched is None:
+            raise InvalidAnswer(f"status TP requires {matched_key} to name a candidate")
+        if matched not in task.candidate_ids:
+            raise InvalidAnswer(f"{matched_key} {matched!r} is not the id of a candidate")
+        problem = fact_type_problem(task, matched)
+        if problem:
+            raise InvalidAnswer(problem)
+    elif status == negative:
+        if matched is not None:
+            raise InvalidAnswer(f"status {negative} requires {matched_key} to be null")
+    else:
+        raise InvalidAnswer(f"status must be \"TP\" or \"{negative}\", got {status!r}")
+    return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
+                   reasoning=data["reasoning"])
+
+
+def reask_messages(content: str | None, problem: str) -> list[dict[str, str]]:
+    """What follows an invalid answer when the question is asked again: the answer, and what was
+    wrong with it (live re-asks and batch re-exports send the same)."""
+    return [{"role": "assistant", "content": content or ""},
+            {"role": "user", "content": f"Your answer was invalid: {problem}. Answer again, following "
+                                        "the JSON schema exactly."}]
+
+
+def fact_type_problem(task: JudgeTask, matched_id: str, types: Mapping[str, Any] | None = None) -> str:
+    """Facts of different fact_type never match: why a TP naming ``matched_id`` is wrong, or "".
+    ``types``: the candidates' fact_type by id, when the caller has it (a scan per answer would
+    make a large document's run quadratic)."""
+    want = task.subject.get("fact_type")
+    got = types.get(matched_id, want) if types is not None else next(
+        (c.get("fact_type") for c in task.candidates if c["id"] == matched_id), want)
+    if got != want:
+        return (f"{matched_id!r} is a {got!r} fact and the judged fact is {want!r}: facts of "
+                "different fact_type never match")
+    return ""
+
+
+# --- prompt budget and shortlisting -----------------------------------------------------------
+
+#: OpenAI structured outputs: at most 1000 enum values per schema (3 are ours), and at most
+#: 15,000 characters of enum strings once an enum has more than 250 values.
+MAX_CANDIDATE_ENUM = 997
+_ENUM_CHAR_LIMIT, _ENUM_CHAR_LIMIT_ABOVE = 15_000, 250
+
+
+def _enum_size_fits(n: int, chars: int) -> bool:
+    return n <= MAX_CANDIDATE_ENUM and (n <= _ENUM_CHAR_LIMIT_ABOVE or chars <= _ENUM_CHAR_LIMIT)
+
+
+def enum_fits(ids: list[str]) -> bool:
+    return _enum_size_fits(len(ids), sum(map(len, ids)))
+
+
+def _ranking_text(fact: dict[str, Any]) -> str:
+    return " ".join(canonical_json(v) if not isinstance(v, str) else v
+                    for k, v in fact.items() if k not in ("id", "fact_type"))
+
+
+def rank_candidates(subject: dict[str, Any], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Same fact_type first, then lexical similarity to the subject, then input order."""
+    from rapidfuzz import fuzz
+
+    text = _ranking_text(subject)
+    scored = [(c.get("fact_type") != subject.get("fact_type"), -fuzz.token_set_ratio(text, _ranking_text(c)), i)
+              for i, c in enumerate(candidates)]
+    return [candidates[i] for *_, i in sorted(scored)]
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    task: JudgeTask       # possibly with a shortlisted candidate list
+    prompt_tokens: int    # counted before sending (messages + schema)
+    note: str = ""        # says when the candidate list was shortlisted
+
+
+def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
+                 count_text: Callable[[str], int]) -> PreparedCall:
+    """Fit a call into ``config.max_prompt_tokens`` and the enum limit, shortlisting if needed.
+
+    ``count_prompt(task)`` counts a whole request (messages and schema) as the judge sends it;
+    ``count_text(str)`` counts a piece of text. Raises :class:`PromptTooLarge`."""
+    config = task.config
+    budget, top_k = config.max_prompt_tokens, config.shortlist_top_k
+    tokens = count_prompt(task)
+    n = len(task.candidates)
+    if top_k is None and tokens <= budget and enum_fits(task.candidate_ids):
+        return PreparedCall(task, tokens)
+    used = count_prompt(task.with_candidates([]))
+    kept: list[dict[str, Any]] = []
+    id_chars = 0
+    # a candidate of another fact_type can never match: a shortlist holds only the subject's type
+    same_type = [c for c in task.candidates if c.get("fact_type") == task.subject.get("fact_type")]
+    for cand in rank_candidates(task.subject, same_type)[: top_k or n]:
+        if len(kept) == MAX_CANDIDATE_ENUM:
+            break
+        # the candidate's line in the prompt plus its id in the schema enum
+        cost = count_text(canonical_json(cand)) + count_text(canonical_json(cand["id"])) + 1
+        if used + cost > budget or not _enum_size_fits(len(kept) + 1, id_chars + len(cand["id"])):
+            continue  # a smaller candidate further down may still fit
+        kept.append(cand)
+        used += cost
+        id_chars += len(cand["id"])
+    if len(kept) == n:  # nothing was cut: keep the shared prefix (and its provider cache entry)
+        return PreparedCall(task, tokens)
+    if not kept and same_type:
+        raise PromptTooLarge(f"prompt does not fit max_prompt_tokens={budget} even with one candidate "
+                             f"({used} tokens without any)")
+    order = {id(c): i for i, c in enumerate(task.candidates)}
+    kept.sort(key=lambda c: order[id(c)])
+    why = (f"shortlist_top_k={top_k}" if top_k is not None and len(kept) == min(top_k, n)
+           else f"max_prompt_tokens={budget}" if tokens > budget else "the schema's enum limit")
+    short = task.with_candidates(kept)
+    note = (f"context truncated: {len(kept)} of {n} candidates kept ({why}): its fact_type, by "
+            "lexical similarity")
+    return PreparedCall(short, count_prompt(short), note)

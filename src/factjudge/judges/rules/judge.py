@@ -1,0 +1,530 @@
+"""The deterministic, offline ``rules`` judge.
+
+It answers the same question as the LLM judge (is the subject fact matched by one of the
+candidates?) with normalisation (:mod:`factjudge.judges.rules.normalize`) and per-field comparisons:
+
+* ``fact_type`` must be equal. The compared fields are ``config.fields`` or, when that is None,
+  every field of the subject except ``id`` and ``fact_type``. A field absent or None on one side
+  only never matches (unit fields excepted: they are compared by their effect, see
+  :mod:`factjudge.judges.rules.normalize`).
+* Text: token-sorted rapidfuzz ratio >= ``config.text_threshold`` and the same numbers inside.
+* Numbers: same currency when both name one, and equal -- or within ``config.tolerances[field]``:
+  ``|a - b| <= absolute`` or ``|a - b| <= relative * max(|a|, |b|)`` (symmetric, so both passes
+  agree). A percentage is its number / 100, so ``12.5%`` equals ``0.125``; when either side is a
+  percentage both are compared in percent, so ``absolute`` counts percentage points. A percentage
+  never equals an amount of money. A four-digit year equals only an equal bare integer.
+* Dates and periods: equal keys. Anything else: equal canonical JSON (a NaN equals nothing).
+
+A candidate matches when every compared field matches. Among matching candidates the highest
+score (the mean of the field scores, 0-100) wins, ties go to the earliest candidate.
+
+Speed: candidates are prepared (normalised) once per candidate list and indexed by fact_type and,
+lazily, per field: exact keys (numbers, periods, JSON, missing), sorted numbers for tolerance
+windows, and the distinct texts for one C-level fuzzy search. A subject is only fully compared
+with the few candidates that survive the intersection of those look-ups, which are a superset of
+the candidates that can match. The index is built once per direction of a document and kept in
+the tasks' ``shared`` dict, so it is freed when that direction is done.
+"""
+from __future__ import annotations
+
+import bisect
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from rapidfuzz import fuzz, process
+
+from ...core.scope import NOT_COMPARED
+from ...models import Direction, JudgeConfig, NegativeStatus, PassStatus, Tolerance, Verdict
+from ..base import JudgeBase
+from ..prompts import JudgeTask, negative_status
+from .normalize import (
+    EMPTY_UNIT,
+    MISSING,
+    Missing,
+    Norm,
+    Other,
+    Period,
+    Quantity,
+    Text,
+    Unit,
+    fact_currency,
+    format_decimal,
+    is_unit_field,
+    normalize_fact,
+)
+
+#: Stop narrowing the shortlist once it is this small; comparing a few facts is cheaper.
+_SMALL_POOL = 8
+
+
+# --------------------------------------------------------------------------- preparation
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A fact with its fields normalised once."""
+
+    position: int
+    fact_id: str
+    fact_type: Any
+    values: dict[str, Norm]
+    currency: str | None
+
+    def get(self, name: str) -> Norm:
+        if name in self.values:
+            return self.values[name]
+        return EMPTY_UNIT if is_unit_field(name) else MISSING
+
+
+def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: bool) -> Prepared:
+    values = normalize_fact(fact, ignore_company_suffixes=ignore_company_suffixes, skip=NOT_COMPARED)
+    return Prepared(position=position, fact_id=str(fact.get("id")),
+                    fact_type=fact.get("fact_type"), values=values,
+                    currency=fact_currency(values))
+
+
+# --------------------------------------------------------------------------- field comparison
+
+
+@dataclass(frozen=True, slots=True)
+class FieldResult:
+    name: str
+    ok: bool
+    #: Equal after normalisation (not merely similar or within tolerance).
+    exact: bool
+    score: float
+    detail: str
+    #: Written the same way on both sides (the reasoning then only names the field).
+    identical: bool = False
+
+    def line(self) -> str:
+        return f"{self.name}: {self.detail}"
+
+
+def _pct(x: Decimal) -> str:
+    return f"{float(x) * 100:.2f}".rstrip("0").rstrip(".") + "%"
+
+
+_Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail
+
+
+def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Outcome:
+    shown = f"{a.describe()} vs {b.describe()}"
+    if a.currency and b.currency and a.currency != b.currency:
+        return False, False, 0.0, f"{shown}: currency {a.currency} != {b.currency}"
+    mixed = a.percent != b.percent
+    if mixed and (a.currency or b.currency):
+        return False, False, 0.0, f"{shown}: a percentage is not an amount of money"
+    # in percent when either side is one, so that an absolute tolerance counts percentage points
+    va, vb = (_in_percent(a), _in_percent(b)) if a.percent or b.percent else (a.value, b.value)
+    if va == vb:
+        how = " (a percentage is its number / 100)" if mixed else ""
+        return True, True, 100.0, f"{shown}: equal{how}"
+    diff = abs(va - vb)
+    rel = diff / max(abs(va), abs(vb))
+    score = max(0.0, 100.0 * (1 - float(rel)))
+    facts = f"abs. diff {format_decimal(diff)}, rel. diff {_pct(rel)}"
+    if tol is None or (tol.relative is None and tol.absolute is None):
+        return False, False, score, f"{shown}: differ ({facts}; no tolerance)"
+    bounds = []
+    if tol.absolute is not None:
+        bounds.append(f"abs. {tol.absolute}")
+        if diff <= Decimal(str(tol.absolute)):
+            return True, False, score, (f"{shown}: within tolerance (abs. diff "
+                                        f"{format_decimal(diff)} <= {tol.absolute})")
+    if tol.relative is not None:
+        bounds.append(f"rel. {_pct(Decimal(str(tol.relative)))}")
+        if rel <= Decimal(str(tol.relative)):
+            return True, False, score, (f"{shown}: within tolerance (rel. diff {_pct(rel)} <= "
+                                        f"{_pct(Decimal(str(tol.relative)))})")
+    return False, False, score, f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})"
+
+
+def _in_percent(q: Quantity) -> Decimal:
+    return q.value if q.percent else q.value.scaleb(2)
+
+
+def _compare_texts(a: Text, b: Text, threshold: float) -> _Outcome:
+    shown = f"{a.describe()} vs {b.describe()}"
+    if a.norm == b.norm:
+        return True, True, 100.0, f"{shown}: equal after normalisation ({a.norm!r})"
+    score = float(fuzz.ratio(a.sorted, b.sorted))
+    if score < threshold:
+        return False, False, score, f"{shown}: similarity {score:.0f} < {threshold:g}"
+    numbers_a, numbers_b = a.numbers, b.numbers
+    if numbers_a != numbers_b:
+        return False, False, score, (f"{shown}: similarity {score:.0f} but the numbers differ "
+                                     f"({', '.join(numbers_a) or 'none'} vs "
+                                     f"{', '.join(numbers_b) or 'none'})")
+    return True, False, score, f"{shown}: similarity {score:.0f} >= {threshold:g}"
+
+
+def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
+                   threshold: float) -> _Outcome:
+    if not (isinstance(a, Unit) and isinstance(b, Unit)):
+        return _compare_plain(a, b)
+    shown = f"{a.describe()} vs {b.describe()}"
+    ea, eb = a.currency or cur_a, b.currency or cur_b
+    if ea and eb and ea != eb:
+        return False, False, 0.0, f"{shown}: currency {ea} != {eb}"
+    rest_a, rest_b = a.rest, b.rest
+    score = 100.0
+    if rest_a is None or rest_b is None:
+        one_side = rest_a if rest_a is not None else rest_b
+        if one_side is not None:
+            words = one_side.raw
+            return False, False, 0.0, f"{shown}: {words!r} on one side only"
+    else:
+        ok, _, score, why = _compare_texts(rest_a, rest_b, threshold)
+        if not ok:
+            return False, False, score, f"{shown}: {why}"
+    # the scale is already inside the amount, so equality is about what is left
+    exact = (ea, a.percent, rest_a and rest_a.norm) == (eb, b.percent, rest_b and rest_b.norm)
+    currency = f"currency {ea or '-'} / {eb or '-'} agree" if (ea or eb) else "no currency"
+    scale = "; scale applied to the amount" if (a.scale or b.scale) else ""
+    return True, exact, score, f"{shown}: {currency}{scale}"
+
+
+def _compare_plain(a: Norm, b: Norm) -> _Outcome:
+    shown = f"{a.describe()} vs {b.describe()}"
+    if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
+        if a.nan:
+            return False, False, 0.0, f"{shown}: NaN equals nothing, not even NaN"
+        return True, True, 100.0, f"{shown}: equal"
+    return False, False, 0.0, f"{shown}: not comparable ({_kind(a)} vs {_kind(b)})" if type(
+        a) is not type(b) else f"{shown}: differ"
+
+
+def _kind(n: Norm) -> str:
+    return {Missing: "missing", Text: "text", Quantity: "number", Period: "date/period",
+            Other: "JSON value", Unit: "unit"}[type(n)]
+
+
+def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
+    """A bare year equals only the same plain integer ("2023" = 2023, "2023" != "2,023")."""
+    if p.year is None:
+        return False, False, 0.0, f"{shown}: a date or period is not a number"
+    if q.plain and q.currency is None and not q.percent and q.value == p.year:
+        return True, True, 100.0, f"{shown}: same year"
+    return False, False, 0.0, f"{shown}: a year only equals the same bare integer"
+
+
+def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
+                  cur_a: str | None = None, cur_b: str | None = None) -> FieldResult:
+    """Compare one field of the subject (``a``) with the same field of a candidate (``b``)."""
+    if is_unit_field(name):
+        ok, exact, score, detail = _compare_units(a, b, cur_a, cur_b, config.text_threshold)
+    elif isinstance(a, Missing) or isinstance(b, Missing):
+        both = isinstance(a, Missing) and isinstance(b, Missing)
+        ok, exact, score = both, both, 100.0 if both else 0.0
+        side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
+        detail = f"missing on {side}" + ("" if both else f" ({a.describe()} vs {b.describe()})")
+    elif isinstance(a, Quantity) and isinstance(b, Quantity):
+        ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(name))
+    elif isinstance(a, Text) and isinstance(b, Text):
+        ok, exact, score, detail = _compare_texts(a, b, config.text_threshold)
+    elif isinstance(a, Period) and isinstance(b, Period):
+        ok = exact = a.key == b.key
+        score = 100.0 if ok else 0.0
+        detail = f"{a.describe()} vs {b.describe()}: {'same' if ok else 'different'} period"
+    elif isinstance(a, Period) and isinstance(b, Quantity):
+        ok, exact, score, detail = _compare_year(a, b, f"{a.describe()} vs {b.describe()}")
+    elif isinstance(a, Quantity) and isinstance(b, Period):
+        ok, exact, score, detail = _compare_year(b, a, f"{a.describe()} vs {b.describe()}")
+    else:
+        ok, exact, score, detail = _compare_plain(a, b)
+    return FieldResult(name, ok, exact, score, detail, exact and a == b and not isinstance(a, Missing))
+
+
+@dataclass(slots=True)
+class CandidateResult:
+    candidate: Prepared
+    fields: list[FieldResult]
+    ok: bool = field(init=False)
+    exact: bool = field(init=False)
+    score: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ok = all(f.ok for f in self.fields)
+        self.exact = self.ok and all(f.exact for f in self.fields)
+        self.score = sum(f.score for f in self.fields) / len(self.fields) if self.fields else 100.0
+
+    @property
+    def closeness(self) -> tuple[int, float, int]:
+        return (sum(f.ok for f in self.fields), self.score, -self.candidate.position)
+
+
+def compare_facts(subject: Prepared, candidate: Prepared, fields: list[str],
+                  config: JudgeConfig) -> CandidateResult:
+    return CandidateResult(candidate, [
+        compare_field(name, subject.get(name), candidate.get(name), config,
+                      subject.currency, candidate.currency)
+        for name in fields
+    ])
+
+
+# --------------------------------------------------------------------------- index
+
+
+def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
+    """The keys a value is filed under; two values can only match if they share one.
+
+    None for texts and units, which are looked up fuzzily or not at all.
+    """
+    if isinstance(norm, Missing):
+        return (("missing",),)
+    if isinstance(norm, Quantity):
+        return (("n", norm.number),)
+    if isinstance(norm, Period):
+        if norm.year is not None:  # a year also equals the bare integer
+            return (("d", norm.key), ("n", Decimal(norm.year)))
+        return (("d", norm.key),)
+    if isinstance(norm, Other):
+        return (("j", norm.json),)
+    return None
+
+
+class CandidateIndex:
+    """Prepared candidates of one list, with lazily built per-(fact_type, field) look-ups."""
+
+    def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool) -> None:
+        self.size = len(candidates)
+        self.ignore_company_suffixes = ignore_company_suffixes
+        self.prepared = [normalized(c, i, ignore_company_suffixes) for i, c in enumerate(candidates)]
+        self.by_type: dict[Any, list[int]] = {}
+        for p in self.prepared:
+            self.by_type.setdefault(_type_key(p.fact_type), []).append(p.position)
+        self._exact: dict[tuple[Any, str], dict[Hashable, list[int]]] = {}
+        self._numbers: dict[tuple[Any, str], tuple[list[float], list[int]]] = {}
+        self._texts: dict[tuple[Any, str], tuple[list[str], list[list[int]]]] = {}
+        self._signatures: dict[Any, list[str]] = {}
+
+    def bucket(self, fact_type: Any) -> list[int]:
+        return self.by_type.get(_type_key(fact_type), [])
+
+    def _exact_table(self, fact_type: Any, name: str) -> dict[Hashable, list[int]]:
+        table = self._exact.get((_type_key(fact_type), name))
+        if table is None:
+            table = {}
+            for i in self.bucket(fact_type):
+                for key in _exact_keys(self.prepared[i].get(name)) or ():
+                    table.setdefault(key, []).append(i)  # a list: a set per key costs 3x more
+            self._exact[(_type_key(fact_type), name)] = table
+        return table
+
+    def exact_postings(self, fact_type: Any, name: str, keys: Iterable[Hashable]) -> set[int]:
+        table = self._exact_table(fact_type, name)
+        found: set[int] = set()
+        for key in keys:
+            found.update(table.get(key, ()))
+        return found
+
+    def exact_count(self, fact_type: Any, name: str, keys: Iterable[Hashable]) -> int:
+        """How many postings :meth:`exact_postings` would gather (without gathering them)."""
+        table = self._exact_table(fact_type, name)
+        return sum(len(table.get(key, ())) for key in keys)
+
+    def exact_filter(self, pool: set[int], name: str, keys: Iterable[Hashable]) -> set[int]:
+        """The members of ``pool`` that :meth:`exact_postings` would also return: checked one by
+        one, so a value most candidates share (a period, a unit) costs the pool, not its postings."""
+        wanted = set(keys)
+        return {i for i in pool if not wanted.isdisjoint(_exact_keys(self.prepared[i].get(name)) or ())}
+
+    def number_window(self, fact_type: Any, name: str, low: float, high: float) -> set[int]:
+        entry = self._numbers.get((_type_key(fact_type), name))
+        if entry is None:
+            pairs = sorted((float(q.number), i) for i in self.bucket(fact_type)
+                           if isinstance(q := self.prepared[i].get(name), Quantity))
+            entry = ([v for v, _ in pairs], [i for _, i in pairs])
+            self._numbers[(_type_key(fact_type), name)] = entry
+        values, positions = entry
+        lo, hi = bisect.bisect_left(values, low), bisect.bisect_right(values, high)
+        return set(positions[lo:hi])
+
+    def similar_texts(self, fact_type: Any, name: str, query: str, threshold: float) -> set[int]:
+        entry = self._texts.get((_type_key(fact_type), name))
+        if entry is None:
+            by_text: dict[str, list[int]] = {}
+            for i in self.bucket(fact_type):
+                t = self.prepared[i].get(name)
+                if isinstance(t, Text):
+                    by_text.setdefault(t.sorted, []).append(i)
+            entry = (list(by_text), list(by_text.values()))
+            self._texts[(_type_key(fact_type), name)] = entry
+        choices, postings = entry
+        found: set[int] = set()
+        for _, _, k in process.extract(query, choices, scorer=fuzz.ratio, score_cutoff=threshold,
+                                       limit=None):
+            found.update(postings[k])
+        return found
+
+    def closest_overall(self, subject: Prepared, fields: list[str]) -> int:
+        """The same-type candidate most similar over all its fields (only to explain a miss)."""
+        ft = _type_key(subject.fact_type)
+        if ft not in self._signatures:
+            self._signatures[ft] = [_signature(self.prepared[i]) for i in self.by_type[ft]]
+        best = process.extractOne(_signature(subject, fields), self._signatures[ft],
+                                  scorer=fuzz.ratio)
+        return self.by_type[ft][best[2]] if best else self.by_type[ft][0]
+
+
+def _type_key(fact_type: Any) -> Any:
+    hashable = isinstance(fact_type, (str, int, float, bool, type(None)))
+    return fact_type if hashable else repr(fact_type)
+
+
+def _signature(p: Prepared, fields: list[str] | None = None) -> str:
+    names = fields if fields is not None else list(p.values)
+    parts = []
+    for name in sorted(names, key=str):
+        v = p.get(name)
+        shown = v.norm if isinstance(v, Text) else v.key if isinstance(v, Period) else (
+            format_decimal(v.value) if isinstance(v, Quantity) else v.describe())
+        parts.append(f"{name}={shown}")
+    return "|".join(parts)
+
+
+def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
+              config: JudgeConfig) -> list[int]:
+    """Positions of the same-type candidates that may match; a superset of the true matches."""
+    ft = subject.fact_type
+    exact: list[tuple[str, tuple[Hashable, ...]]] = []
+    windows: list[tuple[str, Quantity]] = []
+    texts: list[tuple[str, Text]] = []
+    for name in fields:
+        if is_unit_field(name):
+            continue  # compared by effect, see normalize; never a reason to skip a candidate
+        value = subject.get(name)
+        tol = config.tolerances.get(name)
+        if isinstance(value, Quantity) and tol is not None and (tol.relative or tol.absolute):
+            windows.append((name, value))
+        elif isinstance(value, Text):
+            texts.append((name, value))
+        else:
+            keys = _exact_keys(value)
+            if keys is not None:
+                exact.append((name, tuple(keys)))
+    pool: set[int] | None = None
+    if exact:  # the rarest value's candidates, then each other field checked on those only
+        exact.sort(key=lambda nk: index.exact_count(ft, *nk))
+        pool = index.exact_postings(ft, *exact[0])
+        for name, keys in exact[1:]:
+            if not pool:
+                break
+            pool = index.exact_filter(pool, name, keys)
+        if not pool:
+            return []
+    for name, q in windows:
+        if pool is not None and len(pool) <= _SMALL_POOL:
+            break
+        s = index.number_window(ft, name, *_window(q, config.tolerances[name]))
+        if q.plain:  # an integer may equal a year, which has no number to window on
+            s |= index.exact_postings(ft, name, [("n", q.value)])
+        pool = s if pool is None else pool & s
+        if not pool:
+            return []
+    for name, t in texts:
+        if pool is not None and len(pool) <= _SMALL_POOL:
+            break
+        s = index.similar_texts(ft, name, t.sorted, config.text_threshold)
+        pool = s if pool is None else pool & s
+        if not pool:
+            return []
+    return sorted(pool) if pool is not None else list(index.bucket(ft))
+
+
+def _window(q: Quantity, tol: Tolerance) -> tuple[float, float]:
+    """Bounds on the plain numbers (:attr:`Quantity.number`) of the candidates that may match."""
+    v = float(q.number)
+    # a percentage compares in percentage points (absolute / 100 as a number); a plain subject
+    # may meet a percentage too, whose window (absolute / 100) lies inside this one
+    width = float(tol.absolute or 0) / (100 if q.percent else 1)
+    if tol.relative:
+        r = float(tol.relative)
+        # |a - b| <= r * max(|a|, |b|) allows b up to |a| / (1 - r) away from zero
+        width = max(width, float("inf") if r >= 1 else r * abs(v) / (1 - r))
+    slack = 1e-9 * max(1.0, abs(v), width)  # float rounding of the decimal values
+    return v - width - slack, v + width + slack
+
+
+# --------------------------------------------------------------------------- the judge
+
+
+class RulesJudge(JudgeBase):
+    """Deterministic offline judge: normalisation + per-field rules, no LLM calls."""
+
+    name = "rules"
+    reads_prompts = False
+
+    @staticmethod
+    def _index(task: JudgeTask) -> CandidateIndex:
+        # kept with the direction's tasks (not in the judge), so it is freed as soon as they are
+        index: CandidateIndex | None = task.shared.get("rules_index")
+        if index is None or index.ignore_company_suffixes != task.config.ignore_company_suffixes:
+            index = task.shared["rules_index"] = CandidateIndex(task.candidates,
+                                                               task.config.ignore_company_suffixes)
+        return index
+
+    def decide(self, task: JudgeTask) -> tuple[Verdict, bool]:
+        """The verdict, and whether it is exact: one candidate matched, every field equal."""
+        config = task.config
+        negative = negative_status(task.direction)
+        other: Direction = "predicted" if task.direction == "gold" else "gold"
+        index = self._index(task)
+        subject = normalized(task.subject, -1, config.ignore_company_suffixes)
+        fields = task.compared
+
+        def verdict(status: PassStatus, reasoning: str, matched: str | None = None) -> Verdict:
+            return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
+                           reasoning=reasoning)
+
+        bucket = index.bucket(subject.fact_type)
+        if not bucket:
+            return verdict(negative, f"{negative}: none of the {index.size} {other} facts has "
+                                     f"fact_type {subject.fact_type!r}."), False
+        results = [compare_facts(subject, index.prepared[i], fields, config)
+                   for i in shortlist(index, subject, fields, config)]
+        matches = [r for r in results if r.ok]
+        if matches:
+            best = max(matches, key=lambda r: (r.score, -r.candidate.position))
+            return verdict("TP", _tp_reasoning(best, matches, fields),
+                           best.candidate.fact_id), len(matches) == 1 and best.exact
+        if results:
+            closest = max(results, key=lambda r: r.closeness)
+            how = ""
+        else:
+            i = index.closest_overall(subject, fields)
+            closest = compare_facts(subject, index.prepared[i], fields, config)
+            how = " (by overall similarity: none agrees on the indexed fields)"
+        return verdict(negative, _negative_reasoning(negative, other, subject, closest, len(bucket),
+                                                     how)), False
+
+    async def judge(self, task: JudgeTask) -> Verdict:
+        return self.decide(task)[0]
+
+
+def _tp_reasoning(best: CandidateResult, matches: list[CandidateResult], fields: list[str]) -> str:
+    head = f"TP: matches {best.candidate.fact_id} (fact_type {best.candidate.fact_type!r}"
+    head += f", score {best.score:.1f})." if fields else "; no fields to compare)."
+    same = [f.name for f in best.fields if f.identical]
+    lines = [head, *([f"Identical: {', '.join(same)}."] if same else []),
+             *(f.line() + "." for f in best.fields if not f.identical)]
+    if len(matches) > 1:
+        ids = ", ".join(m.candidate.fact_id for m in matches)
+        lines.append(f"{len(matches)} candidates matched ({ids}); the best score wins, "
+                     "the earliest on ties.")
+    return " ".join(lines)
+
+
+def _negative_reasoning(negative: NegativeStatus, other: Direction, subject: Prepared, closest: CandidateResult,
+                        same_type: int, how: str) -> str:
+    failed = [f for f in closest.fields if not f.ok]
+    agreed = [f.name for f in closest.fields if f.ok]
+    lines = [f"{negative}: no {other} fact of fact_type {subject.fact_type!r} matches "
+             f"({same_type} of that type). Closest: {closest.candidate.fact_id}{how}."]
+    lines += [f"{f.line()}." for f in failed]
+    if agreed:
+        lines.append(f"Agrees on {', '.join(agreed)}.")
+    return " ".join(lines)

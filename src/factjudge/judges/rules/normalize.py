@@ -1,0 +1,729 @@
+"""Normalisation of field values for the deterministic ``rules`` judge.
+
+Every field value is read into one of a few normal forms, once per fact:
+
+* :class:`Missing`  -- ``None`` or an absent field.
+* :class:`Period`   -- a date, month, calendar year, fiscal year, quarter or half, as a key.
+* :class:`Quantity` -- a number, with its currency and whether it is a percentage.
+* :class:`Text`     -- anything else that is a string.
+* :class:`Unit`     -- the value of a unit-like field (``unit``, ``currency``, ``scale``, ...).
+* :class:`Other`    -- bools, lists, dicts, non-finite floats: compared by canonical JSON (a
+  value holding NaN equals nothing, not even itself).
+
+Text
+    NFKC, case-folded, accents removed (``María`` = ``maria``; extractors often drop them, and
+    letters that do not decompose are mapped: ø, ł, đ, æ, œ), ``&`` read as ``and``, apostrophes
+    dropped (``McDonald's`` = ``McDonalds``), dots inside abbreviations dropped (``U.S.`` = ``US``), thousands commas
+    inside numbers dropped, every other punctuation or symbol becomes a space, whitespace
+    collapsed. With ``ignore_company_suffixes`` the trailing legal-form words (Inc, Corp,
+    Corporation, Ltd, LLC, PLC, AG, SA, GmbH, Co, ...) and a leading "the" are dropped, but
+    never the last remaining word. Similarity is rapidfuzz ``fuzz.ratio`` over the words sorted
+    alphabetically, i.e. ``token_sort_ratio``: word order is formatting ("Smith, John" = "John
+    Smith") while every character still counts ("Apple" vs "Applied" scores 83). We reject
+    ``token_set_ratio`` and ``partial_ratio``: a name contained in a longer one ("Apple" in
+    "Apple Bank") would score 100. Texts that contain numbers only match when the numbers in them
+    are the same ("Q1 sales" never matches "Q2 sales", however similar the letters).
+
+Numbers (:func:`parse_number`)
+    Thousands separators (``,`` or a space, in groups of three), decimals, exponents, a sign,
+    accounting negatives ``(1,234)``, currency symbols / codes / words before or after the number
+    (``$`` is read as USD, ``¥`` as JPY), scale words and abbreviations (thousand/k,
+    million/m/mn/mm/mln, billion/b/bn/bln, trillion/tn/trn; ``m`` is always million, never
+    metres), and percentages (``%``, ``percent``, ``per cent``, ``pct``; ``bp``/``bps``/``basis
+    points`` are hundredths of a percent). Only the English convention is read: ``12,5`` is not
+    twelve and a half, it is text. A percentage is a number: ``12.5%`` (``12.5 percent``, ``12.5
+    pct``) is 0.125 and equals ``0.125`` (:attr:`Quantity.number`). A bare ``12.5`` is not a
+    percentage and does not equal ``12.5%``, unless a unit field says percent (``%``,
+    ``percent``, ``pct``): then the bare number is read as one (``{"value": "12.5", "unit": "%"}``
+    is 12.5% = 0.125).
+
+Units (:func:`parse_unit`, :func:`normalize_fact`)
+    A unit-like field (``unit``, ``units``, ``currency``, ``scale``, ``multiplier``, ``uom``,
+    ``unit_of_measure``, or ``<name>_unit`` / ``_units`` / ``_currency`` / ``_scale``) is read
+    into a currency, a scale, a percent flag and the remaining words (``"million shares"`` ->
+    scale 1e6, rest ``shares``). Its currency, scale and percent flag are folded into the
+    fact's amount: for ``<name>_unit`` that is the field ``<name>``; for the generic names it is
+    ``value`` and/or ``amount`` when the fact has them, otherwise every other field that reads
+    as a number. The unit's scale is applied only when the number carries no scale or percent
+    sign of its own, its currency only when the number names none. So ``{"value": "12.5",
+    "unit": "USD million"}`` holds 12500000 USD, exactly like ``{"value": "$12,500,000",
+    "unit": "USD"}``. Two amounts whose currencies are both named must name the same one; when
+    only one side names a currency the amounts are compared on their numbers alone. The unit
+    field itself is then compared by its effect: its remaining words must match as text, and
+    the effective currencies (the unit's, or else the one the fact's amount carries) must agree
+    when both are known; its scale is already inside the amount. A fact without the unit field
+    therefore matches one with ``"unit": "USD"`` when its amount is in dollars or names no
+    currency, but never one with ``"unit": "shares"``.
+
+Dates and periods (:func:`parse_period`)
+    Keys: ``2023-03-05`` (ISO ``2023-03-05``/``2023/3/5``, ``March 5, 2023``, ``5 Mar 2023``,
+    ``5th of March 2023``, ``03/05/2023``; slash and dash all-number dates are month first
+    unless the first number exceeds 12, dotted ones (``05.03.2023``) day first; a time after an
+    ISO date is ignored), ``2023-03`` (``March 2023``, ``2023-03``), ``2023`` (``2023``,
+    ``CY2023``, ``calendar year 2023``), ``FY2023`` (``FY2023``, ``FY 2023``, ``FY23``,
+    ``fiscal 2023``, ``fiscal year 2023``, ``2023 fiscal year``), ``2023-Q1`` (``Q1 2023``,
+    ``1Q23``, ``2023Q1``, ``first quarter of 2023``), ``FY2023-Q1`` (``Q1 FY2023``, ``FY23 Q1``)
+    and the halves ``2023-H1`` / ``FY2023-H1``. A calendar year is not a fiscal year: ``2023``
+    never equals ``FY2023`` (many fiscal years do not end in December). Two-digit years are only
+    read after a marker (FY, Q, H, CY) and mean 20xx below 70, else 19xx.
+
+Years versus numbers
+    A string of exactly four digits from 1900 to 2100 is read as a year, not as a number, so
+    ``"2023"`` never equals ``"2,023"`` or ``"$2,023"``. It still equals a JSON integer 2023 and
+    another ``"2023"``. The price: ``"2000"`` does not equal ``"2,000"`` -- unless the field is
+    the amount of a unit field (``{"value": "2000", "unit": "employees"}``), where four digits
+    are always a number.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ...util.jsonutil import canonical_json as _strict_json
+
+__all__ = [
+    "COMPANY_SUFFIXES", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity", "Text",
+    "Unit", "format_decimal", "is_unit_field", "normalize_fact",
+    "normalize_text", "normalize_value", "parse_number", "parse_period", "parse_unit",
+    "sorted_tokens", "text_numbers", "text_similarity", "unit_target",
+]
+
+# --------------------------------------------------------------------------- normal forms
+
+
+@dataclass(frozen=True, slots=True)
+class Missing:
+    def describe(self) -> str:
+        return "(missing)"
+
+
+MISSING = Missing()
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    raw: str
+    norm: str
+
+    # Worked out when asked, not kept: a large document's candidate index holds a Text per field
+    # of every fact, and few of them are ever compared.
+    @property
+    def sorted(self) -> str:
+        """``norm`` with its words sorted: what the similarity is computed on."""
+        return sorted_tokens(self.norm)
+
+    @property
+    def numbers(self) -> tuple[str, ...]:
+        """The numbers written in the text, sorted; they must be equal for two texts to match."""
+        return text_numbers(self.norm)
+
+    def describe(self) -> str:
+        return json.dumps(self.raw, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    #: As written, after scale words: 12.5 for "12.5%" (see :attr:`number`).
+    value: Decimal
+    currency: str | None = None
+    percent: bool = False
+    #: Written as bare digits (or a JSON integer) with nothing else: it may also be a year.
+    plain: bool = False
+    #: Carries its own scale word or percent sign, so a unit's scale no longer applies.
+    scaled: bool = False
+    #: How it was written, with the unit that was folded in (for reasoning).
+    source: str = ""
+
+    @property
+    def number(self) -> Decimal:
+        """The value as a plain number: a percentage divided by 100 (12.5% -> 0.125)."""
+        return self.value.scaleb(-2) if self.percent else self.value
+
+    def describe(self) -> str:
+        shown = format_decimal(self.value) + ("%" if self.percent else "")
+        if self.currency:
+            shown += f" {self.currency}"
+        return shown if self.source in ("", shown) else f"{self.source} = {shown}"
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    key: str
+    raw: str
+
+    @property
+    def year(self) -> int | None:
+        """The year of a bare calendar-year key, else None."""
+        return int(self.key) if self.key.isdigit() else None
+
+    def describe(self) -> str:
+        return self.raw if self.raw == self.key else f"{self.raw} = {self.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Other:
+    json: str
+    #: Holds a NaN, which equals nothing (not even NaN), whatever its JSON text says.
+    nan: bool = False
+
+    def describe(self) -> str:
+        return self.json
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    raw: str
+    currency: str | None = None
+    scale: Decimal | None = None
+    percent: bool = False
+    #: The words that are not a currency, scale or percent, e.g. "shares".
+    rest: Text | None = None
+
+    @property
+    def is_numeric(self) -> bool:
+        """Whether it changes the amount it applies to (currency, scale or percent)."""
+        return self.currency is not None or self.scale is not None or self.percent
+
+    def describe(self) -> str:
+        return json.dumps(self.raw, ensure_ascii=False) if self.raw else "(no unit)"
+
+
+EMPTY_UNIT = Unit(raw="")
+
+Norm = Missing | Text | Quantity | Period | Other | Unit
+
+
+def lenient_json(value: Any) -> str:
+    """The prompts' canonical JSON, but never raising: facts handed over in Python may hold
+    values JSON cannot encode (dates, gigantic ints)."""
+    try:
+        return _strict_json(value)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                              default=str)
+        except (TypeError, ValueError, RecursionError):  # mixed-type keys, cycles, huge ints
+            return f"{type(value).__name__}#{hash(value) if value.__hash__ else id(value)}"
+
+
+def _holds_nan(value: Any) -> bool:
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and math.isnan(item):
+            return True
+        if isinstance(item, (list, tuple, dict)) and id(item) not in seen:
+            seen.add(id(item))  # facts from Python may share or even nest themselves
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return False
+
+
+def _other(value: Any) -> Other:
+    return Other(lenient_json(value), nan=_holds_nan(value))
+
+
+def format_decimal(value: Decimal) -> str:
+    """``Decimal('1.25E+7')`` -> ``12500000``; no exponent, no trailing zeros."""
+    text = format(value.normalize(), "f")
+    return "0" if text in ("-0", "") else text
+
+
+# --------------------------------------------------------------------------- text
+
+COMPANY_SUFFIXES = frozenset({
+    "inc", "incorporated", "corp", "corporation", "co", "company", "ltd", "limited", "llc",
+    "llp", "lp", "plc", "ag", "sa", "se", "nv", "bv", "gmbh", "spa", "sarl", "ab", "oyj",
+    "asa", "kk", "pty", "pte", "pvt",
+})
+
+_APOSTROPHES = re.compile(r"['’‘ʼ`´]")
+_ABBREV_DOT = re.compile(r"(?<=[^\W\d_])\.(?=[^\W\d_])")  # U.S. -> US, never 3.5 -> 35
+_THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_NOT_WORD = re.compile(r"(?:(?!(?<=\d)\.(?=\d))[^\w])+|_+")
+_NUMBER_IN_TEXT = re.compile(r"\d+(?:\.\d+)?")
+
+
+_UNDECOMPOSABLE = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ı": "i", "æ": "ae",
+                                  "œ": "oe", "þ": "th", "ð": "d"})
+
+
+def _strip_accents(s: str) -> str:
+    decomposed = unicodedata.normalize("NFD", s)
+    kept = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFC", kept).translate(_UNDECOMPOSABLE)
+
+
+def normalize_text(text: str, *, ignore_company_suffixes: bool = False) -> str:
+    s = _strip_accents(unicodedata.normalize("NFKC", text).casefold())
+    s = s.replace("&", " and ")
+    s = _APOSTROPHES.sub("", s)
+    s = _ABBREV_DOT.sub("", s)
+    s = _THOUSANDS_COMMA.sub("", s)
+    words = _NOT_WORD.sub(" ", s).split()
+    if ignore_company_suffixes:
+        words = _strip_company_words(words)
+    return " ".join(words)
+
+
+def _strip_company_words(words: list[str]) -> list[str]:
+    words = list(words)
+    if len(words) > 1 and words[0] == "the":
+        words.pop(0)
+    while len(words) > 1 and words[-1] in COMPANY_SUFFIXES:
+        words.pop()
+        if len(words) > 1 and words[-1] == "and":  # "Johnson & Co"
+            words.pop()
+    return words
+
+
+def sorted_tokens(norm: str) -> str:
+    return " ".join(sorted(norm.split()))
+
+
+def text_numbers(norm: str) -> tuple[str, ...]:
+    """The numbers in a normalised text, canonical (``05`` = ``5``, ``2.50`` = ``2.5``), sorted."""
+    return tuple(sorted(format_decimal(Decimal(n)) for n in _NUMBER_IN_TEXT.findall(norm)))
+
+
+def make_text(raw: str, *, ignore_company_suffixes: bool = False) -> Text:
+    norm = normalize_text(raw, ignore_company_suffixes=ignore_company_suffixes)
+    return Text(raw=raw, norm=raw if norm == raw else norm)  # one string when nothing changed
+
+
+def text_similarity(a: str, b: str, *, ignore_company_suffixes: bool = False) -> float:
+    """0-100 similarity of two raw strings, as the rules judge computes it."""
+    from rapidfuzz import fuzz
+
+    ta = make_text(a, ignore_company_suffixes=ignore_company_suffixes)
+    tb = make_text(b, ignore_company_suffixes=ignore_company_suffixes)
+    return float(fuzz.ratio(ta.sorted, tb.sorted))
+
+
+# --------------------------------------------------------------------------- shared prep
+
+_DASHES = re.compile(r"[‐‑‒–—―−﹣－]")
+
+
+def _prep(text: str) -> str:
+    s = unicodedata.normalize("NFKC", text).casefold()
+    s = _DASHES.sub("-", s)
+    s = s.replace("’", "'").replace("‘", "'")
+    return " ".join(s.split())
+
+
+# --------------------------------------------------------------------------- currencies, scales
+
+_CODES = (
+    "usd eur gbp jpy cny chf cad aud nzd hkd sgd inr krw brl mxn zar rub sek nok dkk pln czk "
+    "huf try ils aed sar twd thb idr myr php"
+).split()
+_CURRENCY_WORDS: dict[str, str] = {c: c.upper() for c in _CODES}
+_CURRENCY_WORDS.update({
+    "rmb": "CNY", "yuan": "CNY", "renminbi": "CNY", "dollar": "USD", "dollars": "USD",
+    "us dollar": "USD", "us dollars": "USD", "u.s. dollars": "USD", "u.s. dollar": "USD",
+    "euro": "EUR", "euros": "EUR", "pound": "GBP", "pounds": "GBP", "sterling": "GBP",
+    "pounds sterling": "GBP", "pound sterling": "GBP", "yen": "JPY", "rupees": "INR",
+    "rupee": "INR", "swiss francs": "CHF",
+})
+_CURRENCY_SYMBOLS: dict[str, str] = {
+    "us$": "USD", "u.s.$": "USD", "a$": "AUD", "au$": "AUD", "c$": "CAD", "ca$": "CAD",
+    "hk$": "HKD", "s$": "SGD", "nz$": "NZD", "r$": "BRL", "mx$": "MXN", "$": "USD", "€": "EUR",
+    "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW", "₽": "RUB", "₺": "TRY", "₪": "ILS",
+}
+_ALL_CURRENCY = {**_CURRENCY_WORDS, **_CURRENCY_SYMBOLS}
+
+
+def _alternation(words: Any) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+
+_SCALES: dict[str, Decimal] = {}
+for _words, _factor in (
+    (("k", "thousand", "thousands", "000", "000s", "'000", "'000s"), Decimal(10) ** 3),
+    (("m", "mn", "mm", "mln", "million", "millions"), Decimal(10) ** 6),
+    (("b", "bn", "bln", "billion", "billions"), Decimal(10) ** 9),
+    (("tn", "trn", "trillion", "trillions"), Decimal(10) ** 12),
+):
+    for _w in _words:
+        _SCALES[_w] = _factor
+
+_PERCENT_WORDS = ("%", "percent", "per cent", "per-cent", "pct")
+_BP_WORDS = ("bp", "bps", "basis point", "basis points")
+
+# Each currency pattern names the currency "cur"; parse_number cuts that span out.
+_CURRENCY_PREFIX = re.compile(
+    rf"(?P<cur>{_alternation(_CURRENCY_SYMBOLS)}|(?:{_alternation(_CURRENCY_WORDS)})(?=[\s\d.(+-]))")
+_CURRENCY_SUFFIX = re.compile(
+    rf"(?P<cur>(?<=[\s\d)])(?:{_alternation(_CURRENCY_WORDS)})|(?:{_alternation(_CURRENCY_SYMBOLS)}))$")
+_SCALE_WORDS = _alternation(w for w in _SCALES if not w.startswith(("0", "'")))
+# "12.5 USD million": the currency written between the amount and its scale
+_CURRENCY_BEFORE_SCALE = re.compile(
+    rf"(?<=[\s\d])(?P<cur>{_alternation(_CURRENCY_WORDS)})\s*(?P<scale>{_SCALE_WORDS})$")
+_NUMBER_CORE = re.compile(
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d{1,3}(?: \d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)"
+    r"(?P<exp>e[+-]?\d+)?"
+    rf"\s*(?:(?P<scale>{_SCALE_WORDS})"
+    rf"(?![a-z]))?\s*(?:(?P<pct>{_alternation(_PERCENT_WORDS)})|(?P<bp>{_alternation(_BP_WORDS)}))?"
+)
+_PLAIN_DIGITS = re.compile(r"\d+")
+_PARENS_THEN_WORD = re.compile(
+    rf"\((?P<inner>[^()]*)\)\s*(?P<word>{_alternation([*_SCALES, *_PERCENT_WORDS, *_BP_WORDS])})")
+
+
+def parse_number(text: str) -> Quantity | None:
+    """Read a written number (see the module docs); None when it is not one."""
+    s = _prep(text)
+    negative, currency = False, None
+    changed = True
+    while changed and s:
+        changed = False
+        if s[0] in "-+":
+            negative = negative or s[0] == "-"
+            s, changed = s[1:].strip(), True
+            continue
+        if s[0] == "(" and s[-1] == ")":
+            negative, s, changed = True, s[1:-1].strip(), True
+            continue
+        if m := _PARENS_THEN_WORD.fullmatch(s):  # "(5.2) million": the scale sits outside
+            negative, s, changed = True, f"{m['inner'].strip()} {m['word']}", True
+            continue
+        for pattern, at_start in ((_CURRENCY_PREFIX, True), (_CURRENCY_SUFFIX, False),
+                                  (_CURRENCY_BEFORE_SCALE, False)):
+            m = pattern.match(s) if at_start else pattern.search(s)
+            if not m:
+                continue
+            found = _ALL_CURRENCY[m["cur"]]
+            if currency not in (None, found):
+                return None  # "$12 EUR": contradictory, not a number we can read
+            currency = found
+            s = f"{s[:m.start('cur')]} {s[m.end('cur'):]}".strip()
+            changed = True
+            break
+    m = _NUMBER_CORE.fullmatch(s)
+    if not m:
+        return None
+    digits = m.group("num").replace(",", "").replace(" ", "")
+    try:
+        value = Decimal(digits + (m.group("exp") or ""))
+    except InvalidOperation:
+        return None
+    if not _sane(value):
+        return None
+    scale, pct, bp = m.group("scale"), m.group("pct"), m.group("bp")
+    if scale:
+        value *= _SCALES[scale]
+    if bp:
+        value /= 100
+    if negative:
+        value = -value
+    plain = bool(_PLAIN_DIGITS.fullmatch(s)) and not negative and currency is None
+    return Quantity(value=value, currency=currency, percent=bool(pct or bp), plain=plain,
+                    scaled=bool(scale or pct or bp), source=text.strip())
+
+
+#: Larger magnitudes are not amounts anyone reports; refusing them keeps Decimal arithmetic
+#: (scales, differences) and float conversion (tolerance windows) from overflowing.
+_MAX_ADJUSTED_EXPONENT = 200
+
+
+def _sane(value: Decimal) -> bool:
+    return value.is_finite() and (value.is_zero() or abs(value.adjusted()) <= _MAX_ADJUSTED_EXPONENT)
+
+
+def _quantity_from_json(value: int | float) -> Quantity | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int) and abs(value) >= 10 ** _MAX_ADJUSTED_EXPONENT:
+        return None  # also avoids int -> str limits on gigantic integers
+    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if not _sane(number):
+        return None
+    return Quantity(value=number, plain=isinstance(value, int), source=repr(value))
+
+
+# --------------------------------------------------------------------------- units
+
+_UNIT_GLUED = re.compile(rf"^({_alternation(_CODES)})({_alternation(_SCALES)})$")
+_UNIT_SPACED = re.compile(rf"({_alternation(_CURRENCY_SYMBOLS)}|%|'000s?)")
+_UNIT_FILLER = frozenset({"in", "of", "s", "the", "per", "unit", "units"})
+_UNIT_MULTIWORD = [
+    (re.compile(r"\bu\.?s\.?\s*dollars?\b"), " usd "),
+    (re.compile(r"\bpounds?\s+sterling\b"), " gbp "),
+    (re.compile(r"\bswiss\s+francs?\b"), " chf "),
+    (re.compile(r"\bper[\s-]cent\b"), " % "),
+    (re.compile(r"\bbasis\s+points?\b"), " bps "),
+]
+
+
+def parse_unit(text: str) -> Unit:
+    """Split a unit-like field into currency, scale, percent and the remaining words."""
+    s = _prep(text)
+    for pattern, repl in _UNIT_MULTIWORD:
+        s = pattern.sub(repl, s)
+    # Symbols are their own token ("$m", "US$bn", "%"), "'000" is a scale token.
+    s = _UNIT_SPACED.sub(r" \1 ", s)
+    currency: str | None = None
+    scale: Decimal | None = None
+    percent = False
+    rest: list[str] = []
+    for token in re.split(r"[\s,/()\-]+", s):
+        token = token.strip(".")
+        if not token or token in _UNIT_FILLER:
+            continue
+        glued = _UNIT_GLUED.match(token)  # "usdm", "eurbn"
+        parts = [glued.group(1), glued.group(2)] if glued else [token]
+        for part in parts:
+            if part in _ALL_CURRENCY and currency is None:
+                currency = _ALL_CURRENCY[part]
+            elif part in _SCALES and scale is None:
+                scale = _SCALES[part]
+            elif part in ("%", "percent", "pct", "percentage"):
+                percent = True
+            elif part in ("bp", "bps"):
+                percent, scale = True, Decimal("0.01")
+            else:
+                rest.append(part)
+    rest_text = make_text(" ".join(rest)) if rest else None
+    return Unit(raw=text.strip(), currency=currency, scale=scale, percent=percent, rest=rest_text)
+
+
+_GENERIC_UNIT_FIELDS = frozenset({
+    "unit", "units", "currency", "scale", "multiplier", "uom", "unit_of_measure",
+    "unit_of_measurement",
+})
+_UNIT_FIELD_SUFFIXES = ("_unit", "_units", "_currency", "_scale")
+_AMOUNT_FIELDS = ("value", "amount")
+
+
+def is_unit_field(name: str) -> bool:
+    lower = str(name).casefold()
+    return lower in _GENERIC_UNIT_FIELDS or lower.endswith(_UNIT_FIELD_SUFFIXES)
+
+
+def unit_target(name: str) -> str | None:
+    """The field a ``<name>_unit``-style field applies to; None for the generic names."""
+    text = str(name)
+    lower = text.casefold()
+    if lower in _GENERIC_UNIT_FIELDS:
+        return None
+    for suffix in _UNIT_FIELD_SUFFIXES:
+        if lower.endswith(suffix):
+            return text[: -len(suffix)]
+    return None
+
+
+def _merge_units(units: list[Unit]) -> Unit:
+    """Several generic unit fields ("unit": "million", "currency": "USD") act as one."""
+    currency = next((u.currency for u in units if u.currency), None)
+    scale = next((u.scale for u in units if u.scale is not None), None)
+    raw = " ".join(u.raw for u in units if u.is_numeric)
+    return Unit(raw=raw, currency=currency, scale=scale, percent=any(u.percent for u in units))
+
+
+def _apply_unit(q: Quantity, unit: Unit) -> Quantity:
+    value, scaled, plain, percent = q.value, q.scaled, q.plain, q.percent
+    if unit.scale is not None and not q.scaled:
+        value, scaled, plain = value * unit.scale, True, False
+    if unit.percent and not q.percent:
+        percent, plain = True, False
+    currency = q.currency or unit.currency
+    if currency is not None:
+        plain = False
+    return Quantity(value=value, currency=currency, percent=percent, plain=plain, scaled=scaled,
+                    source=f"{q.source} [{unit.raw}]" if unit.raw else q.source)
+
+
+# --------------------------------------------------------------------------- periods
+
+_MON = (r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+        r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_MONTHS = {m: i for i, m in enumerate(
+    "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
+_ORD = r"(?:st|nd|rd|th)?"
+_FY = r"(?:fy|f\.y\.|fiscal(?:\s*year)?|financial\s+year)"
+_YR = rf"(?P<fy>{_FY})?[\s\-']*(?P<y>\d{{4}}|\d{{2}})"
+_QTR = (r"(?:q(?P<q1>[1-4])|(?P<q2>[1-4])q|(?P<q3>first|second|third|fourth|1st|2nd|3rd|4th)"
+        r"\s+quarter(?:\s+of)?)")
+_HALF = r"(?:h(?P<h1>[12])|(?P<h2>[12])h|(?P<h3>first|second|1st|2nd)\s+half(?:\s+of)?)"
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4,
+             "4th": 4}
+
+_ISO = re.compile(r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})"
+                  r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:z|[+-]\d{2}:?\d{2})?)?")
+_NUMERIC_DATE = re.compile(r"(?P<a>\d{1,2})(?P<sep>[-/.])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})")
+_DAY_MON_YEAR = re.compile(
+    rf"(?P<d>\d{{1,2}}){_ORD}[\s\-/]*(?:of\s+)?{_MON}[\s,\-/]*(?P<y>\d{{4}})")
+_MON_DAY_YEAR = re.compile(rf"{_MON}[\s\-/]*(?P<d>\d{{1,2}}){_ORD}[\s,\-/]+(?P<y>\d{{4}})")
+_MON_YEAR = re.compile(rf"{_MON}[\s,\-/]*(?P<y>\d{{4}})")
+_YEAR_MON = re.compile(r"(?P<y>\d{4})[-/](?P<m>\d{1,2})")
+_CAL_YEAR = re.compile(r"(?:cy|calendar(?:\s*year)?)[\s\-']*(?P<y>\d{4}|\d{2})")
+_BARE_YEAR = re.compile(r"(?P<y>\d{4})")
+_FISCAL_YEAR = re.compile(rf"{_FY}[\s\-']*(?P<y>\d{{4}}|\d{{2}})")
+_YEAR_FISCAL = re.compile(r"(?P<y>\d{4})\s*(?:fiscal(?:\s*year)?|fy)")
+_QUARTER = [re.compile(rf"{_QTR}[\s\-/,']*{_YR}"), re.compile(rf"{_YR}[\s\-/,']*{_QTR}")]
+_HALVES = [re.compile(rf"{_HALF}[\s\-/,']*{_YR}"), re.compile(rf"{_YR}[\s\-/,']*{_HALF}")]
+
+BARE_YEAR_RANGE = (1900, 2100)
+
+
+def _year(text: str) -> int:
+    if len(text) == 2:  # only reached after a marker (FY23, Q1'23)
+        yy = int(text)
+        return 2000 + yy if yy < 70 else 1900 + yy
+    return int(text)
+
+
+def _date_key(y: int, m: int, d: int) -> str | None:
+    try:
+        return _dt.date(y, m, d).isoformat()
+    except ValueError:
+        return None
+
+
+def _month(name: str) -> int:
+    return _MONTHS[name[:3]]
+
+
+def parse_period(text: str, *, bare_year: bool = True) -> str | None:
+    """The period key of a written date or period (see the module docs), or None.
+
+    ``bare_year=False`` leaves four plain digits to be read as a number.
+    """
+    # identifiers write spaces as underscores ("30_March_2007" in RDF, as WebNLG does)
+    s = _prep(text.replace("_", " ")).rstrip(".")
+    if not s or not any(ch.isdigit() for ch in s):
+        return None
+    if m := _ISO.fullmatch(s):
+        return _date_key(int(m["y"]), int(m["m"]), int(m["d"]))
+    if m := _NUMERIC_DATE.fullmatch(s):
+        a, b, y = int(m["a"]), int(m["b"]), int(m["y"])
+        day_first = m["sep"] == "." or a > 12
+        return _date_key(y, a, b) if not day_first else _date_key(y, b, a)
+    if m := (_DAY_MON_YEAR.fullmatch(s) or _MON_DAY_YEAR.fullmatch(s)):
+        return _date_key(int(m["y"]), _month(m["mon"]), int(m["d"]))
+    if m := _MON_YEAR.fullmatch(s):
+        return f"{int(m['y']):04d}-{_month(m['mon']):02d}"
+    if (m := _YEAR_MON.fullmatch(s)) and 1 <= int(m["m"]) <= 12:
+        return f"{int(m['y']):04d}-{int(m['m']):02d}"
+    if m := (_FISCAL_YEAR.fullmatch(s) or _YEAR_FISCAL.fullmatch(s)):
+        return f"FY{_year(m['y'])}"
+    if m := _CAL_YEAR.fullmatch(s):
+        return str(_year(m["y"]))
+    for patterns, prefix, groups in ((_QUARTER, "Q", ("q1", "q2", "q3")),
+                                     (_HALVES, "H", ("h1", "h2", "h3"))):
+        for pattern in patterns:
+            if m := pattern.fullmatch(s):
+                which = next(m[g] for g in groups if m[g])
+                n = _ORDINALS.get(which) or int(which)
+                fiscal = "FY" if m["fy"] else ""
+                return f"{fiscal}{_year(m['y'])}-{prefix}{n}"
+    if bare_year and (m := _BARE_YEAR.fullmatch(s)):
+        y = int(m["y"])
+        if BARE_YEAR_RANGE[0] <= y <= BARE_YEAR_RANGE[1]:
+            return str(y)
+    return None
+
+
+# --------------------------------------------------------------------------- values and facts
+
+
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
+
+
+def _strip_quotes(text: str) -> str:
+    t = text.strip()
+    if len(t) >= 2 and _QUOTES.get(t[0]) == t[-1]:
+        return t[1:-1].strip()
+    return t
+
+
+def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
+                    unit: Unit | None = None, amount: bool = False) -> Norm:
+    """The normal form of one (non-unit) field value.
+
+    ``amount`` marks the field a unit applies to: four digits are then a number, not a year.
+    """
+    if value is None:
+        return MISSING
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return _other(value)
+    if isinstance(value, (int, float)):
+        q = _quantity_from_json(value)
+        if q is None:
+            return _other(value)
+        return _apply_unit(q, unit) if unit is not None else q
+    # a quoted date or number ('"1923-11-18"', as RDF literals are written) is still one
+    bare = _strip_quotes(value)
+    key = parse_period(bare, bare_year=not amount)
+    if key is not None:
+        return Period(key=key, raw=value.strip())
+    q = parse_number(bare)
+    if q is not None:
+        return _apply_unit(q, unit) if unit is not None else q
+    return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
+
+
+def _unit_norm(value: Any) -> Norm:
+    if value is None:
+        return EMPTY_UNIT
+    if isinstance(value, str):
+        return parse_unit(value)
+    return _other(value)
+
+
+def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = False,
+                   skip: frozenset[str] = frozenset()) -> dict[str, Norm]:
+    """The normal form of every field of a fact except those in ``skip``.
+
+    Unit-like fields are read first and folded into the amounts they apply to (module docs).
+    """
+    names = [k for k in fact if k not in skip]
+    units = {k: _unit_norm(fact[k]) for k in names if is_unit_field(k)}
+    # which unit applies to which field
+    applied: dict[Any, list[Unit]] = {}
+    amounts: set[Any] = set()
+    generic = [u for k, u in units.items() if unit_target(k) is None and isinstance(u, Unit)
+               and (u.raw or u.is_numeric)]
+    for k, u in units.items():
+        target = unit_target(k)
+        if target is not None and target in fact and isinstance(u, Unit) and u.raw:
+            applied.setdefault(target, []).append(u)
+            amounts.add(target)
+    if generic:
+        others = [k for k in names if k not in units]
+        targets = [k for k in others if k in _AMOUNT_FIELDS]
+        if not targets:
+            targets = [k for k in others if isinstance(
+                normalize_value(fact[k], ignore_company_suffixes=ignore_company_suffixes),
+                Quantity)]
+        for k in targets:
+            applied.setdefault(k, []).extend(generic)
+            amounts.add(k)
+    out: dict[str, Norm] = {}
+    for k in names:
+        if k in units:
+            out[k] = units[k]
+            continue
+        unit = _merge_units(applied[k]) if k in applied else None
+        out[k] = normalize_value(fact[k], ignore_company_suffixes=ignore_company_suffixes,
+                                 unit=unit if unit is not None and unit.is_numeric else None,
+                                 amount=k in amounts)
+    return out
+
+
+def fact_currency(values: dict[str, Norm]) -> str | None:
+    """The currency a fact's amount is in: a unit field's, else the first amount's."""
+    for k, v in values.items():
+        if isinstance(v, Unit) and v.currency and unit_target(k) is None:
+            return v.currency
+    for k in (*_AMOUNT_FIELDS, *values):
+        amount = values.get(k)
+        if isinstance(amount, Quantity) and amount.currency:
+            return amount.currency
+    return None

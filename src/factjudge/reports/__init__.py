@@ -1,0 +1,1 @@
+"""What a person reads: Markdown and HTML reports, facts.csv, number formatting."""

@@ -1,0 +1,127 @@
+"""facts.csv: one row per fact of an eval run, for spreadsheets."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..models import _RENAMED, FACT_COLUMNS, result_rows
+
+
+def csv_cell(value: Any) -> str:
+    """A value as a CSV cell: strings as they are, None as empty, the rest as JSON
+    (``true``/``false``, numbers, lists and objects)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+class FactsCsvWriter:
+    """Writes ``facts.csv`` (one row per fact, the columns of :func:`result_to_pandas`) as the
+    result lines come, with the standard library only; use as a context manager::
+
+        with FactsCsvWriter(out_dir / "facts.csv") as w:
+            for line in lines:
+                w.add(line)
+
+    The facts' fields are known only at the end, so rows are spooled to a temporary file (memory
+    does not grow with the dataset) unless ``fields`` names them up front (others are then an
+    error). The file appears atomically on a clean exit; on an exception nothing is written."""
+
+    def __init__(self, path: str | Path, fields: Sequence[str] | None = None) -> None:
+        self.path = Path(path)
+        self.rows = 0
+        self._fields = None if fields is None else [_RENAMED.get(f, f) for f in fields]
+        self._extra: dict[str, None] = {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.",
+                                         suffix=".tmp")
+        self._out = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        self._writer = csv.writer(self._out)
+        self._spool: Any = None
+        if self._fields is None:
+            self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", dir=self.path.parent)
+        else:
+            self._writer.writerow(list(FACT_COLUMNS) + self._fields)
+
+    def add(self, line: Any, doc_id: str | None = None) -> int:
+        """Add the facts of one result line (or JudgeResult); returns how many rows."""
+        n = 0
+        fields = self._fields  # None: spooled, the columns are known at the end
+        for row in result_rows(line, doc_id):
+            if fields is None:
+                for key in row:
+                    if key not in self._extra and key not in FACT_COLUMNS:
+                        self._extra[key] = None
+                self._spool.write(json.dumps(row, ensure_ascii=False) + "\n")
+            else:
+                unknown = [k for k in row if k not in FACT_COLUMNS and k not in fields]
+                if unknown:
+                    raise InputError(f"fact field {unknown[0]!r} is not among the fields given")
+                self._writer.writerow(self._cells(row, list(FACT_COLUMNS) + fields))
+            n += 1
+        self.rows += n
+        return n
+
+    @staticmethod
+    def _cells(row: Mapping[str, Any], columns: Sequence[str]) -> list[str]:
+        return [csv_cell(row.get(c)) for c in columns]
+
+    def close(self) -> None:
+        """Finish the file (write the spooled rows) and put it in place."""
+        if self._out.closed:
+            return
+        try:
+            if self._spool is not None:
+                columns = list(FACT_COLUMNS) + list(self._extra)
+                self._writer.writerow(columns)
+                self._spool.seek(0)
+                for text in self._spool:
+                    self._writer.writerow(self._cells(json.loads(text), columns))
+            self._out.close()
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(self._tmp, 0o666 & ~umask)
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            if self._spool is not None:
+                self._spool.close()
+
+    def abort(self) -> None:
+        """Drop what was written; the destination is left as it was."""
+        self._out.close()
+        if self._spool is not None:
+            self._spool.close()
+        Path(self._tmp).unlink(missing_ok=True)
+
+    def __enter__(self) -> FactsCsvWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_facts_csv(lines: Iterable[Any], path: str | Path,
+                    fields: Sequence[str] | None = None) -> int:
+    """Write ``facts.csv``: one row per fact of every result line in ``lines`` (dicts as in
+    ``results.jsonl``, or JudgeResults), the columns of :func:`result_to_pandas`; fact fields that
+    are not strings are JSON-encoded (``true``, ``12.5``, ``["a", "b"]``), a missing value is an
+    empty cell, ``matched_ids`` a JSON list. No pandas needed; ``lines`` is read once, lazily.
+    Returns the number of rows."""
+    with FactsCsvWriter(path, fields) as writer:
+        for line in lines:
+            writer.add(line)
+    return writer.rows

@@ -1,0 +1,1 @@
+"""Other ways to run an evaluation: provider batch files and Ray Data."""

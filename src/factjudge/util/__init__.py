@@ -1,0 +1,1 @@
+"""Small helpers every layer may use: async helpers, deterministic JSON, DataFrames."""
