@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"  # the one place (pyproject.toml reads it)
+from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from .errors import FactJudgeError as FactJudgeError

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 import typer
 
-from .. import __version__
+from .._version import __version__
 from ..errors import FactJudgeError, JudgeSetupError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,

@@ -15,6 +15,7 @@ from ..io.config import load_config
 from ..io.datasets import Dataset
 from ..judges.llm.cache import ResponseCache, default_cache_dir
 from .app import app, fail, run_command, say
+from .evalrun import scan
 from .options import JudgeKind, JudgeOptions, inject_options
 
 #: Invalid answers and failed requests listed after an import (all are counted).
@@ -59,7 +60,6 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
     """``eval --batch-export`` (exit 0 once written) or ``eval --batch`` (the batch rounds, then
     ``live()``: the normal run, which finds the answers in the response cache). The documents
     asked are those the run would judge: with ``overwrite``, all of them."""
-    from .evalrun import scan  # eval_cmd imports this module for its options
 
     flag = "--batch-export" if b.export is not None else "--batch"
     if b.export is not None and b.submit:

@@ -35,6 +35,7 @@ from ..io.datasets import Dataset
 from ..judges import Judge
 from ..models import JudgeConfig, JudgeResult
 from .app import say
+from .evalrun import finish, scan
 from .gate import Gate
 from .options import JudgeOptions, inject_options
 from .output import ProgressBar, print_plan
@@ -167,7 +168,6 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
     """``factjudge eval`` with ``--ray``: the same checks, files, summary line and exit code as
     the live run, the documents judged by Ray workers."""
     from ..runners.ray_data import evaluate_ray, import_ray, init_ray
-    from .evalrun import scan
 
     cfg = load_config(config)
     judge = opts.build(cfg)
@@ -206,5 +206,4 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
             ray = sys.modules.get("ray")
             if ray is not None and ray.is_initialized():
                 ray.shutdown()
-    from .evalrun import finish  # eval_cmd imports this module
     return finish(outcome, output_dir, quiet, problems, gate, started)

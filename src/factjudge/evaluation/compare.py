@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..core.aggregate import paired_bootstrap
 from ..errors import InputError
 from ..io.datasets import _read_at
+from ..io.files import write_atomic
 from ..io.runfolder import RESULTS, ResultStore, read_eval_dir
 from ..reports.format import fmt
 from ..reports.report import changed_facts, fact_type_keys, render_compare_html, render_compare_markdown
@@ -107,7 +108,6 @@ def compare_text(cmp: dict[str, Any]) -> str:
 
 
 def write_compare_pages(cmp: dict[str, Any], out_dir: Path) -> None:
-    from ..io.files import write_atomic
 
     write_atomic(out_dir / COMPARE_MD, render_compare_markdown(cmp))
     write_atomic(out_dir / COMPARE_HTML, render_compare_html(cmp))

@@ -27,18 +27,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.scope import scope_check
 from ..errors import InputError
-from ..io.datasets import Dataset, DocInfo, Document, Problem
+from ..io.config import load_config, parse_config
+from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset
 from ..io.files import write_atomic
 from ..io.runfolder import RESULTS, ResultStore
 from ..judges.base import Judge
 from ..judges.prompts import PROMPT_FORMAT_VERSION
 from ..models import JudgeConfig, JudgeResult
 from ..reports.report import render_html, render_markdown, select_rows, worst_order_key
-from ..util.aio import in_window
+from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
 from .pipeline import PREVIEW_STATS, ProgressCallback, preview, run_judge_async
 
@@ -303,11 +304,7 @@ def evaluate_dataset(
     closed at the end. With ``out_dir`` the folder is written (and resumed) like the CLI's;
     without, the result lines come back in ``EvalRun.results``. Bad lines raise
     :class:`InputError` (the first one named) unless ``skip_invalid``."""
-    from ..io.config import load_config, parse_config
-    from ..io.datasets import JsonlDataset, SplitDataset
-    from ..judges.rules.judge import RulesJudge
-    from ..util.aio import run_sync
-    from .runner import input_salt
+    from ..judges.rules.judge import RulesJudge  # the default judge, loaded only when it is used
 
     cfg = load_config(config) if isinstance(config, (str, Path)) else parse_config(config)
     the_judge: Judge = judge if judge is not None else RulesJudge()

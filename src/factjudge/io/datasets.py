@@ -18,6 +18,7 @@ from ..models import DIRECTIONS, Direction, JudgeConfig
 from ..util.jsonutil import canonical_json
 from .facts import validate_facts
 from .jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
+from .tables import DATASET_REQUIRED, is_table, iter_table_rows
 
 # --------------------------------------------------------------------------- datasets
 
@@ -185,7 +186,6 @@ class SplitDataset:
     def _spool_tables(self) -> None:
         """A CSV, TSV or Parquet side is copied once into JSON lines (row N on line N), so tables
         are read by offset like JSON lines; the copy lives as long as the dataset."""
-        from .tables import DATASET_REQUIRED, is_table, iter_table_rows
 
         for side, path in self.paths.items():
             if not is_table(path):

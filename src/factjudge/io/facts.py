@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InputError
 from ..models import OUTPUT_FIELDS
 from .jsonl import _loads, _needs_check, check_json_value, coerce_id, json_type, jsonl_lines, parse_json_line, read_text
+from .tables import read_table_records
 
 # --------------------------------------------------------------------------- facts
 
@@ -26,7 +27,6 @@ def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
     A ``.jsonl`` file is read one line at a time, when the records are drawn."""
     path = Path(path)
     if path.suffix.lower() in (".csv", ".tsv", ".parquet"):
-        from .tables import read_table_records  # tables imports this module
         return read_table_records(path)
     if path.suffix.lower() == ".jsonl":
         return _jsonl_records(path)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import InputError, JudgeSetupError
 from ..models import PASS_STATUSES, CallUsage, PassStatus, Verdict
-from .base import BatchRequest, Estimate, Judge, JudgeBase, error_verdict
+from .base import BatchRequest, Estimate, Judge, JudgeBase, candidate_types, error_verdict, verdict_problem
 from .prompts import JudgeTask, negative_status
 
 
@@ -130,7 +130,6 @@ class JuryJudge(JudgeBase):
                 raise result
 
     async def judge(self, task: JudgeTask) -> Verdict:
-        from .base import candidate_types, verdict_problem  # its own check (no import cycle)
 
         types = candidate_types(task.candidates)
         verdicts: list[Verdict] = []

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import FactJudgeError, InputError, InvalidAnswer
 from ..evaluation.pipeline import questions
 from ..evaluation.runner import check_folder, run_manifest

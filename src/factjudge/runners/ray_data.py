@@ -50,8 +50,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import errors
 from ..core.scope import scope_check
-from ..errors import FactJudgeError, InputError, JudgeSetupError
+from ..errors import FactJudgeError, InputError, JudgeSetupError, missing_dependency
 from ..evaluation.runner import EvalRun, ReportSettings, finish_run, input_salt, judge_documents, open_run, run_manifest
 from ..io.config import parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, _doc_hash, _doc_id, _questions
@@ -83,7 +84,6 @@ def import_ray() -> Any:
         import ray
         import ray.data
     except ImportError as exc:
-        from ..errors import missing_dependency
         raise missing_dependency("Ray is needed to judge on Ray: pip install 'factjudge[ray]'", exc, "ray") from None
     return ray
 
@@ -300,11 +300,8 @@ def _as_factjudge_error(exc: BaseException) -> FactJudgeError:
 
 
 def _error_from_row(text: str) -> FactJudgeError:
-    from .. import errors
-    from ..io import tables
-
     name, *args = json.loads(text)
-    cls = getattr(errors, name, None) or getattr(tables, name, None)
+    cls = getattr(errors, name, None)
     if not (isinstance(cls, type) and issubclass(cls, FactJudgeError)):
         cls = FactJudgeError
     return cls(*args)

@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from .... import __version__
+from ...._version import __version__
 from . import BackendError, ChatReply, Endpoint, RequestBody, error_message, parse_completion, retry_after_seconds
 
 #: Error bodies longer than this are cut before they are read into an error message.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ....errors import JudgeSetupError
 from . import (
     BackendError,
     ChatReply,
@@ -27,7 +28,6 @@ class OpenAISDKBackend:
         try:
             import openai
         except ImportError:
-            from ....errors import JudgeSetupError
             raise JudgeSetupError("--backend openai-sdk needs the openai package: "
                                   "pip install 'factjudge[openai]'") from None
         self._openai = openai
