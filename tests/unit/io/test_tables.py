@@ -4,9 +4,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from evalkit import ROOT
 
 from factjudge import load_config, load_facts, run_judge
 from factjudge.errors import InputError, OptionalDependencyError
@@ -21,7 +21,6 @@ from factjudge.io.tables import (
 from factjudge.models import FACT_COLUMNS, result_rows
 from factjudge.reports.facts_csv import FactsCsvWriter, write_facts_csv
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 

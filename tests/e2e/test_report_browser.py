@@ -11,9 +11,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from evalkit import ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parent.parent
+
+
 def external_references(html):
     """Attributes that would load something: any src, an href leaving the page, url() or @import
     in a style. Parsed, so escaped text inside an attribute value is not mistaken for one."""

@@ -2,11 +2,11 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
+
+from evalkit import ROOT
 
 from factjudge import run_judge
 
-ROOT = Path(__file__).resolve().parent.parent
 GOLD = [{"id": "g1", "fact_type": "revenue", "entity": "Contoso", "value": "12.5"},
         {"id": "g2", "fact_type": "ceo", "name": "Jane Doe"}]
 PRED = [{"id": "p1", "fact_type": "revenue", "entity": "Contoso", "value": "12.5"},

@@ -1,6 +1,6 @@
 """The hybrid judge on the bundled example, against the scripted server answering the truth."""
-from pathlib import Path
 
+from evalkit import ROOT
 from example_truth import TRUTH
 from scripted_server import describe
 
@@ -8,7 +8,7 @@ from factjudge import LLMJudge, load_config, load_facts, run_judge
 from factjudge.judges import HybridJudge
 from factjudge.judges.rules.judge import RulesJudge
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 def statuses(result):

@@ -12,16 +12,15 @@ import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import pytest
+from evalkit import ROOT
 from scripted_server import ScriptedServer, answer, describe, http_error
 
 from factjudge import JudgeBase, ResponseCache, RulesJudge
 from factjudge.errors import InputError, JudgeSetupError
 from factjudge.models import Verdict
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "dataset.jsonl"
 EXAMPLE_CONFIG = ROOT / "examples" / "config.yaml"
 NO_RAY = "the ray extra is not installed (pip install 'factjudge[ray]')"

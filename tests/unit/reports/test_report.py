@@ -2,9 +2,9 @@
 documents first), the embedded document data, and the compare pages."""
 import json
 import re
-from pathlib import Path
 
 import pytest
+from evalkit import ROOT
 
 from factjudge import run_judge
 from factjudge.reports.report import (
@@ -23,7 +23,6 @@ from factjudge.reports.report import (
     worst_order_key,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 HOSTILE_MODEL = 'm <img src=x onerror="alert(1)">'
 HOSTILE_TEXT = ("[x](javascript:alert(1)) ![i](http://e/x.png) <javascript:alert(2)> "
                 "<b>bold</b> *em* __strong__ `code` a|b ~~s~~ $x$ \\[y] &lt; [ref]: javascript:z")

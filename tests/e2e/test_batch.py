@@ -13,8 +13,8 @@ import sys
 import time
 
 import pytest
+from evalkit import CALLS, CONFIG, DOCS, TRUTH, read_lines, without_usage, write_jsonl
 from scripted_server import Reply, ScriptedServer, answer, describe, http_error
-from test_eval import CALLS, CONFIG, DOCS, TRUTH, read_lines, without_usage, write_jsonl
 
 from factjudge.judges.llm.cache import ResponseCache
 from factjudge.runners.batch import ENDPOINT, PieceWriter, QuestionStore

@@ -2,9 +2,9 @@
 import asyncio
 import json
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
+from evalkit import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +28,7 @@ from factjudge.judges.rules.normalize import (
     text_similarity,
 )
 
-LABELLED = json.loads((Path(__file__).parent / "data" / "rules_labelled.json")
+LABELLED = json.loads((ROOT / "tests" / "data" / "rules_labelled.json")
                       .read_text(encoding="utf-8"))["cases"]
 
 
