@@ -20,13 +20,13 @@ import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..core.metrics import cohen_kappa, prf, ratio
 from ..errors import InputError
 from ..io.config import parse_config
 from ..io.facts import validate_facts
@@ -229,26 +229,15 @@ class CalibrationReport(BaseModel):
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
 
-def _ratio(num: int, den: int) -> float | None:
-    return num / den if den else None
-
-
 def confusion(tp: int, fp: int, fn: int, tn: int) -> Confusion:
     """The figures of one confusion matrix (rows: the label, columns: the judge's link)."""
     n = tp + fp + fn + tn
-    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
-    f1 = (2 * precision * recall / (precision + recall)
-          if precision is not None and recall is not None and precision + recall > 0 else None)
-    kappa = None
-    if n:
-        # Cohen's kappa, computed exactly: (p_o - p_e) / (1 - p_e); undefined when p_e = 1
-        # (both raters always gave the same single answer).
-        p_o = Fraction(tp + tn, n)
-        p_e = Fraction((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n)
-        if p_e != 1:
-            kappa = float((p_o - p_e) / (1 - p_e))
-    return Confusion(n=n, tp=tp, fp=fp, fn=fn, tn=tn, accuracy=_ratio(tp + tn, n),
-                     precision=precision, recall=recall, f1=f1, kappa=kappa)
+    scores = prf(tp, fp, fn)
+    # An F1 of 0 (precision and recall both 0) has always been reported as null here: kept, so
+    # calibration reports read as they did.
+    return Confusion(n=n, tp=tp, fp=fp, fn=fn, tn=tn, accuracy=ratio(tp + tn, n),
+                     precision=scores.precision, recall=scores.recall, f1=scores.f1 or None,
+                     kappa=cohen_kappa([[tp, fn], [fp, tn]]))
 
 
 def _counts(pairs: Iterable[tuple[bool, bool]]) -> Confusion:
