@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -30,7 +30,7 @@ from ..core.metrics import cohen_kappa, prf, ratio
 from ..errors import InputError
 from ..io.config import parse_config
 from ..io.facts import validate_facts
-from ..io.jsonl import coerce_id, json_type, read_text
+from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
 from ..models import JudgeConfig
@@ -118,28 +118,15 @@ def _label(path: Path, lineno: int, rec: Any) -> Label:
 
 
 def load_labels(path: str | Path) -> list[Label]:
-    """Load and check a labels file; every problem is an :class:`InputError` naming the line."""
+    """Load and check a labels file; every problem is an :class:`InputError` naming the line.
+
+    Read as ``load_facts`` reads a ``.jsonl`` file, with the same answers: only ``\\n`` ends a
+    line (a raw U+2028 may sit in a string), and nesting, huge integers and lone surrogates are
+    refused with one line."""
     path = Path(path)
-    text = read_text(path)
     labels: list[Label] = []
     seen: dict[str, int] = {}
-    first = True
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {lineno}: invalid JSON: {exc.msg}") from None
-        if isinstance(rec, dict) and "_header" in rec:
-            if not first:
-                raise InputError(f"{path}: line {lineno}: a '_header' record may only be the "
-                                 "first line")
-            if set(rec) != {"_header"}:
-                raise InputError(f"{path}: line {lineno}: a header line holds only '_header'")
-            first = False
-            continue
-        first = False
+    for lineno, rec in _records(path):
         label = _label(path, lineno, rec)
         if label.id in seen:
             raise InputError(f"{path}: line {lineno} (id {label.id!r}): duplicate id, "
@@ -149,6 +136,23 @@ def load_labels(path: str | Path) -> list[Label]:
     if not labels:
         raise InputError(f"{path}: no labels (expected one JSON object per line)")
     return labels
+
+
+def _records(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) of each label line; the optional header line is checked and
+    skipped."""
+    first = True
+    for lineno, _, raw in jsonl_lines(path):
+        rec = parse_json_line(raw.removesuffix(b"\n"), path, lineno)
+        if isinstance(rec, dict) and "_header" in rec:
+            if not first:
+                raise InputError(f"{path}: line {lineno}: a '_header' record may only be the "
+                                 "first line")
+            if set(rec) != {"_header"}:
+                raise InputError(f"{path}: line {lineno}: a header line holds only '_header'")
+        else:
+            yield lineno, rec
+        first = False
 
 
 # --------------------------------------------------------------------------- scoring
