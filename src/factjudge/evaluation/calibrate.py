@@ -16,7 +16,6 @@ reasoning. An optional first line ``{"_header": {...}}`` describes the file and 
 """
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,13 +28,14 @@ from pydantic import BaseModel, Field
 from ..core.metrics import cohen_kappa, prf, ratio
 from ..errors import InputError
 from ..io.config import parse_config
+from ..io.datasets import Document
 from ..io.facts import validate_facts
 from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
-from ..models import JudgeConfig
-from ..util.aio import in_window, run_sync
-from .pipeline import run_judge_async
+from ..models import JudgeConfig, JudgeResult
+from ..util.aio import run_sync
+from .runner import judge_documents
 
 __all__ = [
     "CalibrationReport",
@@ -323,30 +323,29 @@ async def calibrate_async(
     *,
     progress: CalibrationProgress | None = None,
 ) -> CalibrationReport:
-    """Judge every label's pair of facts (one pool of ``concurrency`` judge calls shared by all
-    lines, at most ``2 * concurrency`` lines in flight) and :func:`score` the links."""
+    """Judge every label's pair of facts and :func:`score` the links. Each label is a document
+    of one gold and one predicted fact, run by eval's document runner
+    (:func:`~factjudge.evaluation.runner.judge_documents`: one pool of ``concurrency`` judge calls
+    shared by all lines, at most ``2 * concurrency`` lines in flight)."""
     if concurrency < 1:
         raise InputError("concurrency must be at least 1")
-    config = parse_config(config)
     the_judge: Judge = judge if judge is not None else RulesJudge()
-    limiter = asyncio.Semaphore(concurrency)
+    documents = [Document(label.id, [label.gold_fact], [label.predicted_fact]) for label in labels]
+    index = {id(doc): i for i, doc in enumerate(documents)}  # ids may repeat in Python's labels
     decisions: list[Decision | None] = [None] * len(labels)
-    done_count = 0
+    done = 0
 
-    async def one(item: tuple[int, Label]) -> None:
-        nonlocal done_count
-        index, label = item
-        result = await run_judge_async([label.gold_fact], [label.predicted_fact], config, the_judge,
-                                       limiter=limiter, concurrency=concurrency,
-                                       doc_id=label.id)
-        decisions[index] = decision_from_result(label, result.gold_facts[0],
-                                                result.predicted_facts[0])
-        done_count += 1
+    def finished(doc: Document, result: JudgeResult) -> None:
+        nonlocal done
+        i = index[id(doc)]
+        decisions[i] = decision_from_result(labels[i], result.gold_facts[0], result.predicted_facts[0])
+        done += 1
         if progress:
-            progress(done_count, len(labels))
+            progress(done, len(labels))
 
     # a failure (not an ERROR verdict) stops the run
-    await in_window(enumerate(labels), one, max(2, 2 * concurrency), lambda _: None)
+    await judge_documents(documents, parse_config(config), the_judge, finished,
+                          concurrency=concurrency)
     return score([d for d in decisions if d is not None], judge=the_judge.name)
 
 

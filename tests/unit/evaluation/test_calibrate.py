@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import factjudge.evaluation.calibrate as cal
+import factjudge.evaluation.runner as runner
 from factjudge import InputError, JudgeBase, RulesJudge, Verdict
 from factjudge.evaluation.calibrate import (
     CalibrationReport,
@@ -188,7 +188,7 @@ def test_lines_in_flight_are_bounded(monkeypatch, write_json):
     rows = [line(i, {"fact_type": "revenue", "value": str(i)},
                  {"fact_type": "revenue", "value": str(i)}, True) for i in range(60)]
     labels = load_labels(write_json("l.jsonl", rows))
-    real = cal.run_judge_async
+    real = runner.run_judge_async  # calibrate runs its lines through eval's document runner
     active = peak = 0
     limiters = set()
 
@@ -203,7 +203,7 @@ def test_lines_in_flight_are_bounded(monkeypatch, write_json):
         finally:
             active -= 1
 
-    monkeypatch.setattr(cal, "run_judge_async", counting)
+    monkeypatch.setattr(runner, "run_judge_async", counting)
     seen = []
     report = calibrate(labels, concurrency=3, progress=lambda done, total: seen.append((done, total)))
     assert report.overall.tp == 60
