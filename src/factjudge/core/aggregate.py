@@ -49,7 +49,8 @@ class DocStats:
 def key_prf(key: Sequence[int]) -> dict[str, float | None]:
     """:func:`~factjudge.core.metrics.prf` of a :attr:`DocStats.key` (or a sum of keys), by name."""
     tp_predicted, fp, tp_gold, fn = key
-    return prf(tp_predicted, fp, fn, tp_gold=tp_gold)._asdict()
+    precision, recall, f1 = prf(tp_predicted, fp, fn, tp_gold=tp_gold)
+    return {"precision": precision, "recall": recall, "f1": f1}
 
 
 def doc_stats(line: Mapping[str, Any]) -> DocStats:
