@@ -98,6 +98,20 @@ class CallUsage(BaseModel):
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    def add(self, other: CallUsage) -> None:
+        """Add ``other``'s counts to these: the one place usage is summed (a document's
+        :class:`Usage`, a jury's verdict, each juror's share)."""
+        for name in CallUsage.model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @classmethod
+    def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
+        """The sum of ``usages``."""
+        out = CallUsage()
+        for usage in usages:
+            out.add(usage)
+        return out
+
 
 class Verdict(BaseModel):
     """One pass's answer about one fact, after validation."""
@@ -124,17 +138,11 @@ class Usage(CallUsage):
     #: A jury's usage per juror (juror name -> its calls and tokens); absent for a single judge.
     jurors: dict[str, CallUsage] | None = None
 
-    def add(self, call: CallUsage) -> None:
-        for name in CallUsage.model_fields:
-            setattr(self, name, getattr(self, name) + getattr(call, name))
-
     def add_jurors(self, per_juror: dict[str, CallUsage]) -> None:
         """Add one jury verdict's per-juror usage to ``jurors``."""
         jurors = self.jurors if self.jurors is not None else {}
         for juror, call in per_juror.items():
-            into = jurors.setdefault(juror, CallUsage())
-            for name in CallUsage.model_fields:
-                setattr(into, name, getattr(into, name) + getattr(call, name))
+            jurors.setdefault(juror, CallUsage()).add(call)
         self.jurors = jurors
 
     @model_serializer(mode="wrap")

@@ -352,14 +352,21 @@ def test_one_pool_across_documents_and_bounded_documents_in_flight():
 
 def test_progress_counts_documents_calls_and_cache_hits():
     p = ProgressBar(enabled=False)
-    p.start(to_judge=3, reused=2, questions=10)
+    p.on_start(to_judge=3, reused=2, questions=10)
     v = Verdict(fact_id="x", status="TP")
-    p(total=4)
-    p(verdict=v)
-    p(verdict=v.model_copy(update={"usage": v.usage.model_copy(update={"cache_hits": 1})}))
-    p.document_done()
-    assert (p.docs_done, p.docs_total, p.answered, p.cache_hits) == (3, 5, 2, 1)
-    assert (p.total, p.answered) == (10, 2)
+    p.on_questions(4)  # a dataset's total came with on_start
+    p.on_verdict("gold", v)
+    p.on_verdict("predicted", v.model_copy(update={"usage": v.usage.model_copy(update={"cache_hits": 1})}))
+    p.on_verdict("gold", v.model_copy(update={"status": "ERROR"}))
+    p.on_document("d1")
+    assert (p.docs_done, p.docs_total, p.answered, p.cache_hits, p.errors) == (3, 5, 3, 1, 1)
+    assert p.total == 10
+    p.on_answers(4, cache_hits=2, errors=1)  # a document judged by a Ray worker
+    assert (p.answered, p.cache_hits, p.errors) == (7, 3, 2)
+    single = ProgressBar(enabled=False)  # one document (factjudge judge): the total adds up
+    single.on_questions(4)
+    single.on_questions(2)
+    assert single.total == 6
 
 
 

@@ -119,8 +119,7 @@ def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_
             with progress:
                 return await evaluate_async(
                     data, cfg, judge, output_dir, concurrency=opts.concurrency, skipped=problems,
-                    progress=progress, on_start=progress.start, on_document=progress.document_done,
-                    settings=settings, overwrite=overwrite)
+                    progress=progress, settings=settings, overwrite=overwrite)
 
     return finish(asyncio.run(run()), output_dir, quiet, problems, gate, started)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from ..models import JudgeResult, Usage
+from ..models import Direction, JudgeResult, Usage, Verdict
 from ..reports.format import fmt
 
 
@@ -30,7 +30,9 @@ def summary_line(result: JudgeResult) -> str:
 
 
 class ProgressBar:
-    """One bar over judge questions on stderr: questions/s, response-cache hits (LLM judges only),
+    """The CLI's progress observer (:class:`~factjudge.evaluation.runner.RunProgress`).
+
+    One bar over judge questions on stderr: questions/s, response-cache hits (LLM judges only),
     errors, a labelled ETA, and documents done when ``start`` gives a dataset's totals. Fits 80
     columns with the total in view. Silent when stderr is not a terminal (rich is then not even
     imported: a quiet run starts faster)."""
@@ -56,22 +58,29 @@ class ProgressBar:
                             console=Console(stderr=True, highlight=False), transient=True, expand=True)
         self.task = self.bar.add_task("judging", total=0, info="")
 
-    def start(self, to_judge: int, reused: int, questions: int) -> None:
+    def on_start(self, to_judge: int, reused: int, questions: int) -> None:
         self.docs_total, self.docs_done = to_judge + reused, reused
         self.started = time.perf_counter()
         self.total = questions
         self._refresh()
 
-    def __call__(self, total: int | None = None, verdict: Any = None) -> None:
-        if total is not None and not self.docs_total:  # a dataset's exact total comes from start()
-            self.total += total
-        if verdict is not None:
-            self.answered += 1
-            self.cache_hits += verdict.usage.cache_hits
-            self.errors += verdict.status == "ERROR"
+    def on_questions(self, count: int) -> None:
+        if not self.docs_total:  # a dataset's exact total comes from on_start()
+            self.total += count
         self._refresh()
 
-    def document_done(self) -> None:
+    def on_verdict(self, direction: Direction, verdict: Verdict) -> None:
+        self.on_answers(1, verdict.usage.cache_hits, verdict.status == "ERROR")
+
+    def on_answers(self, answered: int, cache_hits: int = 0, errors: int = 0) -> None:
+        """Questions answered where no verdict reaches this process (Ray workers): counted a
+        document at a time."""
+        self.answered += answered
+        self.cache_hits += cache_hits
+        self.errors += errors
+        self._refresh()
+
+    def on_document(self, doc_id: str = "") -> None:
         self.docs_done += 1
         self._refresh()
 

@@ -23,7 +23,6 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import typer
@@ -185,11 +184,9 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
 
     def document_done(info: Any, result: JudgeResult) -> None:
         # the bar counts questions as they are answered; here they come a document at a time
-        usage, errors = result.usage, result.metrics.errors
-        for i in range(info.questions):
-            progress(verdict=SimpleNamespace(usage=SimpleNamespace(cache_hits=int(i < usage.cache_hits)),
-                                             status="ERROR" if i < errors else "TP"))
-        progress.document_done()
+        n = info.questions
+        progress.on_answers(n, min(n, result.usage.cache_hits), min(n, result.metrics.errors))
+        progress.on_document(info.doc_id)
 
     with ray_messages_to_log(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Ray's deprecation notes are not for factjudge's users
@@ -199,7 +196,7 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
             with progress:
                 outcome = evaluate_ray(data, cfg, BuildOnWorker.of(opts), output_dir, judge=judge,
                                        concurrency=opts.concurrency, settings=settings,
-                                       skipped=problems, overwrite=overwrite, on_start=progress.start,
+                                       skipped=problems, overwrite=overwrite, on_start=progress.on_start,
                                        on_result=document_done)
         finally:
             asyncio.run(judge.aclose())

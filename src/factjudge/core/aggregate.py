@@ -46,6 +46,13 @@ class DocStats:
         return c["tp_predicted"], c["fp"], c["tp_gold"], c["fn"]
 
 
+def key_prf(key: Sequence[int]) -> dict[str, float | None]:
+    """:func:`~factjudge.core.metrics.prf` of a :attr:`DocStats.key` (or a sum of keys), by name."""
+    tp_predicted, fp, tp_gold, fn = key
+    precision, recall, f1 = prf(tp_predicted, fp, fn, tp_gold=tp_gold)
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
 def doc_stats(line: Mapping[str, Any]) -> DocStats:
     m = line["metrics"]
     usage = {k: v for k, v in line.get("usage", {}).items()
@@ -102,7 +109,7 @@ def bootstrap_ci(keys: Sequence[tuple[int, int, int, int]], resamples: int = 100
         for _ in range(resamples):
             idx = rng.choices(population, k=n)
             sums = [sum(map(col.__getitem__, idx)) for col in columns]
-            for k, v in prf(*sums).items():
+            for k, v in key_prf(sums).items():
                 if v is not None:
                     samples[k].append(v)
     return {k: _interval(v, level) for k, v in samples.items()}
@@ -117,7 +124,7 @@ def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[i
     def sums(keys: Sequence[tuple[int, int, int, int]]) -> list[int]:
         return [sum(c) for c in zip(*keys, strict=False)] if keys else [0, 0, 0, 0]
 
-    pa, pb = prf(*sums(a)), prf(*sums(b))
+    pa, pb = key_prf(sums(a)), key_prf(sums(b))
     diffs: dict[str, list[float]] = {k: [] for k in RATIOS}
     n = len(a)
     if n:
@@ -125,8 +132,8 @@ def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[i
         ca, cb = [list(c) for c in zip(*a, strict=False)], [list(c) for c in zip(*b, strict=False)]
         for _ in range(resamples):
             idx = rng.choices(range(n), k=n)
-            ra = prf(*(sum(map(col.__getitem__, idx)) for col in ca))
-            rb = prf(*(sum(map(col.__getitem__, idx)) for col in cb))
+            ra = key_prf([sum(map(col.__getitem__, idx)) for col in ca])
+            rb = key_prf([sum(map(col.__getitem__, idx)) for col in cb])
             for k in RATIOS:
                 va, vb = ra[k], rb[k]
                 if va is not None and vb is not None:
@@ -210,7 +217,7 @@ class Aggregator:
             _add(self.jurors.setdefault(name, {}), used)
         for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
-        r = prf(*s.key)
+        r = key_prf(s.key)
         for k, v in r.items():
             if v is not None:
                 self.macro_defined[k] += 1

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.metrics import cohen_kappa
 from ..errors import InputError
 from ..io.datasets import _read_at
 from ..io.jsonl import jsonl_lines
@@ -65,20 +66,7 @@ class SideStats:
 
     @property
     def kappa(self) -> float | None:
-        return cohen_kappa(self.tp_tp, self.tp_neg, self.neg_tp, self.neg_neg)
-
-
-def cohen_kappa(both_pos: int, a_only: int, b_only: int, both_neg: int) -> float | None:
-    """Cohen's kappa of two raters on a binary label from their 2x2 table; None when undefined."""
-    n = both_pos + a_only + b_only + both_neg
-    if not n:
-        return None
-    p_o = (both_pos + both_neg) / n
-    pa, pb = (both_pos + a_only) / n, (both_pos + b_only) / n
-    p_e = pa * pb + (1 - pa) * (1 - pb)
-    if p_e >= 1:
-        return None
-    return (p_o - p_e) / (1 - p_e)
+        return cohen_kappa([[self.tp_tp, self.tp_neg], [self.neg_tp, self.neg_neg]])
 
 
 @dataclass

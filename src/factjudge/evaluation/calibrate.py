@@ -16,26 +16,26 @@ reasoning. An optional first line ``{"_header": {...}}`` describes the file and 
 """
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..core.metrics import cohen_kappa, prf, ratio
 from ..errors import InputError
 from ..io.config import parse_config
+from ..io.datasets import Document
 from ..io.facts import validate_facts
-from ..io.jsonl import coerce_id, json_type, read_text
+from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
-from ..models import JudgeConfig
-from ..util.aio import in_window, run_sync
-from .pipeline import run_judge_async
+from ..models import JudgeConfig, JudgeResult
+from ..util.aio import run_sync
+from .runner import judge_documents
 
 __all__ = [
     "CalibrationReport",
@@ -118,28 +118,15 @@ def _label(path: Path, lineno: int, rec: Any) -> Label:
 
 
 def load_labels(path: str | Path) -> list[Label]:
-    """Load and check a labels file; every problem is an :class:`InputError` naming the line."""
+    """Load and check a labels file; every problem is an :class:`InputError` naming the line.
+
+    Read as ``load_facts`` reads a ``.jsonl`` file, with the same answers: only ``\\n`` ends a
+    line (a raw U+2028 may sit in a string), and nesting, huge integers and lone surrogates are
+    refused with one line."""
     path = Path(path)
-    text = read_text(path)
     labels: list[Label] = []
     seen: dict[str, int] = {}
-    first = True
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {lineno}: invalid JSON: {exc.msg}") from None
-        if isinstance(rec, dict) and "_header" in rec:
-            if not first:
-                raise InputError(f"{path}: line {lineno}: a '_header' record may only be the "
-                                 "first line")
-            if set(rec) != {"_header"}:
-                raise InputError(f"{path}: line {lineno}: a header line holds only '_header'")
-            first = False
-            continue
-        first = False
+    for lineno, rec in _records(path):
         label = _label(path, lineno, rec)
         if label.id in seen:
             raise InputError(f"{path}: line {lineno} (id {label.id!r}): duplicate id, "
@@ -149,6 +136,23 @@ def load_labels(path: str | Path) -> list[Label]:
     if not labels:
         raise InputError(f"{path}: no labels (expected one JSON object per line)")
     return labels
+
+
+def _records(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed value) of each label line; the optional header line is checked and
+    skipped."""
+    first = True
+    for lineno, _, raw in jsonl_lines(path):
+        rec = parse_json_line(raw.removesuffix(b"\n"), path, lineno)
+        if isinstance(rec, dict) and "_header" in rec:
+            if not first:
+                raise InputError(f"{path}: line {lineno}: a '_header' record may only be the "
+                                 "first line")
+            if set(rec) != {"_header"}:
+                raise InputError(f"{path}: line {lineno}: a header line holds only '_header'")
+        else:
+            yield lineno, rec
+        first = False
 
 
 # --------------------------------------------------------------------------- scoring
@@ -229,26 +233,15 @@ class CalibrationReport(BaseModel):
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
 
-def _ratio(num: int, den: int) -> float | None:
-    return num / den if den else None
-
-
 def confusion(tp: int, fp: int, fn: int, tn: int) -> Confusion:
     """The figures of one confusion matrix (rows: the label, columns: the judge's link)."""
     n = tp + fp + fn + tn
-    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
-    f1 = (2 * precision * recall / (precision + recall)
-          if precision is not None and recall is not None and precision + recall > 0 else None)
-    kappa = None
-    if n:
-        # Cohen's kappa, computed exactly: (p_o - p_e) / (1 - p_e); undefined when p_e = 1
-        # (both raters always gave the same single answer).
-        p_o = Fraction(tp + tn, n)
-        p_e = Fraction((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn), n * n)
-        if p_e != 1:
-            kappa = float((p_o - p_e) / (1 - p_e))
-    return Confusion(n=n, tp=tp, fp=fp, fn=fn, tn=tn, accuracy=_ratio(tp + tn, n),
-                     precision=precision, recall=recall, f1=f1, kappa=kappa)
+    scores = prf(tp, fp, fn)
+    # An F1 of 0 (precision and recall both 0) has always been reported as null here: kept, so
+    # calibration reports read as they did.
+    return Confusion(n=n, tp=tp, fp=fp, fn=fn, tn=tn, accuracy=ratio(tp + tn, n),
+                     precision=scores.precision, recall=scores.recall, f1=scores.f1 or None,
+                     kappa=cohen_kappa([[tp, fn], [fp, tn]]))
 
 
 def _counts(pairs: Iterable[tuple[bool, bool]]) -> Confusion:
@@ -330,30 +323,29 @@ async def calibrate_async(
     *,
     progress: CalibrationProgress | None = None,
 ) -> CalibrationReport:
-    """Judge every label's pair of facts (one pool of ``concurrency`` judge calls shared by all
-    lines, at most ``2 * concurrency`` lines in flight) and :func:`score` the links."""
+    """Judge every label's pair of facts and :func:`score` the links. Each label is a document
+    of one gold and one predicted fact, run by eval's document runner
+    (:func:`~factjudge.evaluation.runner.judge_documents`: one pool of ``concurrency`` judge calls
+    shared by all lines, at most ``2 * concurrency`` lines in flight)."""
     if concurrency < 1:
         raise InputError("concurrency must be at least 1")
-    config = parse_config(config)
     the_judge: Judge = judge if judge is not None else RulesJudge()
-    limiter = asyncio.Semaphore(concurrency)
+    documents = [Document(label.id, [label.gold_fact], [label.predicted_fact]) for label in labels]
+    index = {id(doc): i for i, doc in enumerate(documents)}  # ids may repeat in Python's labels
     decisions: list[Decision | None] = [None] * len(labels)
-    done_count = 0
+    done = 0
 
-    async def one(item: tuple[int, Label]) -> None:
-        nonlocal done_count
-        index, label = item
-        result = await run_judge_async([label.gold_fact], [label.predicted_fact], config, the_judge,
-                                       limiter=limiter, concurrency=concurrency,
-                                       doc_id=label.id)
-        decisions[index] = decision_from_result(label, result.gold_facts[0],
-                                                result.predicted_facts[0])
-        done_count += 1
+    def finished(doc: Document, result: JudgeResult) -> None:
+        nonlocal done
+        i = index[id(doc)]
+        decisions[i] = decision_from_result(labels[i], result.gold_facts[0], result.predicted_facts[0])
+        done += 1
         if progress:
-            progress(done_count, len(labels))
+            progress(done, len(labels))
 
     # a failure (not an ERROR verdict) stops the run
-    await in_window(enumerate(labels), one, max(2, 2 * concurrency), lambda _: None)
+    await judge_documents(documents, parse_config(config), the_judge, finished,
+                          concurrency=concurrency)
     return score([d for d in decisions if d is not None], judge=the_judge.name)
 
 

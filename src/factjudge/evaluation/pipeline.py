@@ -5,10 +5,10 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from ..core.metrics import compute_metrics
-from ..core.reconcile import reconcile
+from ..core.reconcile import Outcome, reconcile
 from ..core.scope import compared_fields, in_scope_facts
 from ..io.config import parse_config
 from ..io.facts import coerce_facts
@@ -18,9 +18,15 @@ from ..models import Direction, JudgeConfig, JudgeResult, PassStatus, Status, Us
 from ..util.aio import run_sync
 from ..util.jsonutil import canonical_json
 
-#: Called with 0 once per document with the number of judge questions it will ask
-#: (``total=n``), then once per answered question.
-ProgressCallback = Callable[..., None]
+
+class ProgressObserver(Protocol):
+    """What judging reports as it goes (the CLI's progress bar is one)."""
+
+    def on_questions(self, count: int) -> None:
+        """A document is about to ask ``count`` judge questions (called once per document)."""
+
+    def on_verdict(self, direction: Direction, verdict: Verdict) -> None:
+        """One question of the ``direction`` pass was answered (before reconciliation)."""
 
 
 def _no_candidates_verdict(direction: Direction, fact_id: str) -> Verdict:
@@ -105,7 +111,7 @@ async def _judge_direction(
     width: int,
     tally: _Tally,
     doc_id: str,
-    progress: ProgressCallback | None,
+    progress: ProgressObserver | None,
     warmup: bool,
     fields: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, _Answer]:
@@ -128,7 +134,7 @@ async def _judge_direction(
             verdict = error_verdict(
                 task, f"judge {judge.name!r} answered wrongly: {problem}", verdict.usage)
         if progress:
-            progress(verdict=verdict)
+            progress.on_verdict(direction, verdict)
         answers[verdict.fact_id] = tally.keep(verdict)
         return verdict
 
@@ -187,7 +193,7 @@ async def run_judge_async(
     *,
     concurrency: int = 8,
     limiter: asyncio.Semaphore | None = None,
-    progress: ProgressCallback | None = None,
+    progress: ProgressObserver | None = None,
     doc_id: str = "",
     warmup: bool | None = None,
     in_place: bool = False,
@@ -203,7 +209,7 @@ async def run_judge_async(
     gold = coerce_facts(gold_facts, "gold facts")
     predicted = coerce_facts(predicted_facts, "predicted facts")
     if judge is None:
-        from ..judges.rules.judge import RulesJudge
+        from ..judges.rules.judge import RulesJudge  # only now: an LLM run never loads the rules judge
         judge = RulesJudge()
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -212,46 +218,19 @@ async def run_judge_async(
 
     gold_in, pred_in = in_scope_facts(gold, config), in_scope_facts(predicted, config)
     if progress:
-        progress(total=(len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
-    if warmup is None:
-        warmup = judge.warmup
+        progress.on_questions((len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
+    warm = judge.warmup if warmup is None else warmup
     fields, warnings = compared_fields(gold_in, pred_in, config)
     tally = _Tally()
-    gv, pv = await asyncio.gather(
-        _judge_direction("gold", gold_in, pred_in, config, judge, limiter, concurrency, tally, doc_id,
-                         progress, warmup, fields),
-        _judge_direction("predicted", pred_in, gold_in, config, judge, limiter, concurrency, tally,
-                         doc_id, progress, warmup, fields),
-    )
-    rec = reconcile(
-        [f["id"] for f in gold_in], [f["id"] for f in pred_in],
-        gv, pv,
-        one_to_one=config.one_to_one,
-    )
-
+    gv, pv = await asyncio.gather(*(
+        _judge_direction(direction, subjects, candidates, config, judge, limiter, concurrency, tally,
+                         doc_id, progress, warm, fields)
+        for direction, subjects, candidates in directions(gold_in, pred_in)))
+    rec = reconcile([f["id"] for f in gold_in], [f["id"] for f in pred_in], gv, pv,
+                    one_to_one=config.one_to_one)
     usage = tally.usage.model_copy(update=judge.run_info())
-
-    def assemble(facts: list[dict[str, Any]], side: Direction) -> list[dict[str, Any]]:
-        verdicts, outcomes = (gv, rec.gold) if side == "gold" else (pv, rec.predicted)
-        others = pv if side == "gold" else gv
-        out = []
-        for fact in facts:
-            if fact["id"] not in outcomes:
-                out.append(_output_fact(fact, False, "OUT_OF_SCOPE", [],
-                                        f"fact_type {fact['fact_type']!r} is not in entity_types; "
-                                        "not judged", None, in_place=in_place))
-                continue
-            v, o = verdicts[fact["id"]], outcomes[fact["id"]]
-            notes = [v.note, *o.notes]
-            changed = _changed_by_reconciliation(v, o.status, o.matched_ids)
-            if changed:
-                notes.insert(0, changed)
-            linked = {i: others[i].reasoning for i in o.matched_ids if i in others}
-            out.append(_output_fact(fact, True, o.status, o.matched_ids, "; ".join(n for n in notes if n),
-                                    v.reasoning, v.votes, linked, in_place))
-        return out
-
-    gold_out, pred_out = assemble(gold, "gold"), assemble(predicted, "predicted")
+    gold_out = _assemble(gold, gv, rec.gold, pv, in_place)
+    pred_out = _assemble(predicted, pv, rec.predicted, gv, in_place)
     metrics = compute_metrics(((f["fact_type"], f["status"]) for f in gold_out),
                               ((f["fact_type"], f["status"]) for f in pred_out))
     if tally.asked:
@@ -261,6 +240,29 @@ async def run_judge_async(
     return JudgeResult.model_construct(
         gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics, dedup_notes=rec.notes,
         conflicts=rec.conflicts, warnings=warnings, usage=usage, config=config.model_dump(mode="json"))
+
+
+def _assemble(facts: list[dict[str, Any]], answers: Mapping[str, _Answer],
+              outcomes: Mapping[str, Outcome], others: Mapping[str, _Answer],
+              in_place: bool) -> list[dict[str, Any]]:
+    """One side's output facts: its own pass's ``answers``, the reconciled ``outcomes`` and the
+    reasoning of the linked facts (``others``: the other pass's answers)."""
+    out = []
+    for fact in facts:
+        if fact["id"] not in outcomes:
+            out.append(_output_fact(fact, False, "OUT_OF_SCOPE", [],
+                                    f"fact_type {fact['fact_type']!r} is not in entity_types; "
+                                    "not judged", None, in_place=in_place))
+            continue
+        v, o = answers[fact["id"]], outcomes[fact["id"]]
+        notes = [v.note, *o.notes]
+        changed = _changed_by_reconciliation(v, o.status, o.matched_ids)
+        if changed:
+            notes.insert(0, changed)
+        linked = {i: others[i].reasoning for i in o.matched_ids if i in others}
+        out.append(_output_fact(fact, True, o.status, o.matched_ids, "; ".join(n for n in notes if n),
+                                v.reasoning, v.votes, linked, in_place))
+    return out
 
 
 def run_judge(

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
@@ -41,9 +41,22 @@ from ..models import JudgeConfig, JudgeResult
 from ..reports.report import render_html, render_markdown, select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
-from .pipeline import PREVIEW_STATS, ProgressCallback, preview, run_judge_async
+from .pipeline import PREVIEW_STATS, ProgressObserver, preview, run_judge_async
 
 SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV = "summary.json", "report.md", "report.html", "facts.csv"
+
+
+class RunProgress(ProgressObserver, Protocol):
+    """What a dataset run reports as it goes: the questions and verdicts of every document
+    (:class:`~factjudge.evaluation.pipeline.ProgressObserver`), plus the run's start and each
+    finished document (the CLI's progress bar is one)."""
+
+    def on_start(self, to_judge: int, reused: int, questions: int) -> None:
+        """Before judging: documents to judge, documents reused from the folder, questions to ask."""
+
+    def on_document(self, doc_id: str) -> None:
+        """A document was judged and its result line written."""
+
 
 async def judge_documents(
     documents: Iterable[Document],
@@ -52,7 +65,7 @@ async def judge_documents(
     on_result: Callable[[Document, JudgeResult], None],
     *,
     concurrency: int = 8,
-    progress: ProgressCallback | None = None,
+    progress: ProgressObserver | None = None,
 ) -> None:
     """Judge documents with one pool of ``concurrency`` calls shared by all of them.
 
@@ -258,27 +271,25 @@ async def evaluate_async(
     concurrency: int = 8,
     settings: ReportSettings = ReportSettings(),
     skipped: Sequence[Problem] = (),
-    progress: ProgressCallback | None = None,
-    on_start: Callable[[int, int, int], None] | None = None,
-    on_document: Callable[[], None] | None = None,
+    progress: RunProgress | None = None,
     overwrite: bool = False,
 ) -> EvalRun:
     """Judge a scanned ``dataset`` into ``out_dir`` (results.jsonl, summary.json, reports).
 
-    ``on_start(documents to judge, reused, questions to ask)`` is called once before judging,
-    ``on_document()`` as each document finishes. A folder holding another run's results (other
-    inputs, config or judge) is refused unless ``overwrite``."""
+    ``progress`` hears of the run's start, every question and every finished document. A folder
+    holding another run's results (other inputs, config or judge) is refused unless
+    ``overwrite``."""
     store, todo, reused = open_run(dataset, out_dir, manifest=run_manifest(dataset, config, judge),
                                    overwrite=overwrite)
-    if on_start:
-        on_start(len(todo), len(reused), sum(i.questions for i in todo))
+    if progress:
+        progress.on_start(len(todo), len(reused), sum(i.questions for i in todo))
     hashes = {i.doc_id: i.input_sha256 for i in todo}
 
     with store.path.open("ab") as fh:
         def finished(doc: Document, result: JudgeResult) -> None:
             store.append(fh, doc.doc_id, hashes[doc.doc_id], result)
-            if on_document:
-                on_document()
+            if progress:
+                progress.on_document(doc.doc_id)
 
         await judge_documents(dataset.documents(skip=reused), config, judge, finished,
                               concurrency=concurrency, progress=progress)

@@ -148,10 +148,7 @@ class JuryJudge(JudgeBase):
         """The jury's verdict from its jurors' verdicts (in jury order)."""
         names = self.names
         votes = {n: vote_of(v) for n, v in zip(names, verdicts, strict=False)}
-        usage = CallUsage()
-        for v in verdicts:
-            for field in CallUsage.model_fields:
-                setattr(usage, field, getattr(usage, field) + getattr(v.usage, field))
+        usage = CallUsage.total(v.usage for v in verdicts)
         per_juror = {n: v.usage.model_copy() for n, v in zip(names, verdicts, strict=False)}
         failed = [(n, v) for n, v in zip(names, verdicts, strict=False) if v.status == "ERROR"]
         answers = Counter(vote for vote in votes.values() if vote != "ERROR")

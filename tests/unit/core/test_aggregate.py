@@ -3,8 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from factjudge.core.aggregate import DocStats, aggregate, bootstrap_ci, paired_bootstrap
-from factjudge.core.metrics import prf
+from factjudge.core.aggregate import DocStats, aggregate, bootstrap_ci, key_prf, paired_bootstrap
 
 ZERO = {"errors": 0, "out_of_scope_gold": 0, "out_of_scope_predicted": 0}
 
@@ -50,7 +49,7 @@ def test_bootstrap_interval_is_ordered_and_seeded(docs, seed):
         if ci is None:
             continue
         assert 0 <= ci[0] <= ci[1] <= 1
-    point = prf(*[sum(c) for c in zip(*docs, strict=False)]) if docs else prf(0, 0, 0, 0)
+    point = key_prf([sum(c) for c in zip(*docs, strict=False)]) if docs else key_prf([0, 0, 0, 0])
     for k in ("precision", "recall", "f1"):
         assert (a[k] is None) == (point[k] is None)  # undefined only when the data says so
 
@@ -59,7 +58,7 @@ def test_bootstrap_interval_is_ordered_and_seeded(docs, seed):
 @given(st.tuples(*[st.integers(0, 9)] * 4), st.integers(1, 30), st.integers(0, 1000))
 def test_identical_documents_give_a_zero_width_interval_at_the_point(doc, n, seed):
     ci = bootstrap_ci([doc] * n, resamples=30, seed=seed)
-    point = prf(*doc)
+    point = key_prf(doc)
     for k, value in point.items():
         assert ci[k] == (None if value is None else [value, value])
 

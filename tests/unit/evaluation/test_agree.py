@@ -9,7 +9,7 @@ import pytest
 from scripted_server import Reply, ScriptedServer, answer, describe
 
 from factjudge.errors import InputError
-from factjudge.evaluation.agree import agree, cohen_kappa
+from factjudge.evaluation.agree import agree
 
 
 def run_cli(*args):
@@ -176,12 +176,6 @@ def test_a_jury_run_shows_its_votes(runs, tmp_path, write_json):
     page = (tmp_path / "h" / "agree.html").read_text(encoding="utf-8")
     assert "votes: ma: TP:a_p2, mb: FN, rules: TP:a_p2" in page      # B said FN, the jury 2 of 3 TP
     assert "votes: ma: TP:a_p1, mb: TP:a_p1, rules: TP:a_p1" not in page   # a_g1: both agree
-
-
-def test_kappa_by_the_book():
-    assert cohen_kappa(20, 5, 10, 15) == pytest.approx(0.4)      # Wikipedia's worked example
-    assert cohen_kappa(3, 0, 0, 2) == 1.0
-    assert cohen_kappa(4, 0, 0, 0) is None and cohen_kappa(0, 0, 0, 0) is None
 
 
 @pytest.mark.parametrize("make, message", [

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import factjudge.evaluation.calibrate as cal
+import factjudge.evaluation.runner as runner
 from factjudge import InputError, JudgeBase, RulesJudge, Verdict
 from factjudge.evaluation.calibrate import (
     CalibrationReport,
@@ -188,7 +188,7 @@ def test_lines_in_flight_are_bounded(monkeypatch, write_json):
     rows = [line(i, {"fact_type": "revenue", "value": str(i)},
                  {"fact_type": "revenue", "value": str(i)}, True) for i in range(60)]
     labels = load_labels(write_json("l.jsonl", rows))
-    real = cal.run_judge_async
+    real = runner.run_judge_async  # calibrate runs its lines through eval's document runner
     active = peak = 0
     limiters = set()
 
@@ -203,7 +203,7 @@ def test_lines_in_flight_are_bounded(monkeypatch, write_json):
         finally:
             active -= 1
 
-    monkeypatch.setattr(cal, "run_judge_async", counting)
+    monkeypatch.setattr(runner, "run_judge_async", counting)
     seen = []
     report = calibrate(labels, concurrency=3, progress=lambda done, total: seen.append((done, total)))
     assert report.overall.tp == 60
@@ -229,7 +229,7 @@ def without(record, key):
 
 
 @pytest.mark.parametrize("text, message", [
-    (jsonl(OK) + '{"id": "b", "gold_fact": \n', "line 2: invalid JSON"),
+    (jsonl(OK) + '{"id": "b", "gold_fact": \n', "line 2 column 26: invalid JSON"),
     (jsonl(without(OK, "match")), "line 1 (id 'a'): missing 'match' (true or false)"),
     (jsonl({**OK, "match": "yes"}),
      "line 1 (id 'a'): 'match' must be true or false, got string \"yes\""),
@@ -265,6 +265,60 @@ def test_bad_labels_file(tmp_path, text, message):
     assert str(info.value).startswith(f"{path}: ")
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_raw_line_separators_inside_a_string_do_not_split_a_line(tmp_path):
+    # U+2028, U+2029 and NEL are legal raw inside a JSON string: only \n ends a JSON line (as in
+    # load_facts); str.splitlines() would cut this valid file in the middle of the note
+    path = tmp_path / "labels.jsonl"
+    note = "first\u2028second\x85third\u2029fourth"
+    path.write_text(json.dumps({**OK, "note": note}, ensure_ascii=False) + "\n"
+                    + json.dumps({**OK, "id": "b", "gold_fact": {**G, "v": "x\u2028y"}},
+                                 ensure_ascii=False) + "\n", encoding="utf-8")
+    first, second = load_labels(path)
+    assert (first.note, first.line) == (note, 1)
+    assert (second.id, second.gold_fact["v"], second.line) == ("b", "x\u2028y", 2)
+
+
+HOSTILE_LABELS = [
+    ('"gold_fact": {"id": "g", "fact_type": "x", "v": ' + "7" * 5000 + "}",
+     "line 2: field 'gold_fact.v': integer with more than 4300 digits"),
+    ('"note": ' + "[" * 100_000 + "1" + "]" * 100_000, "line 2 column "),
+    ('"id": "b\\ud800"', "line 2: field 'id': lone surrogate \\ud800"),
+]
+HOSTILE_IDS = ["int5000", "depth100000", "surrogate-id"]
+
+
+def hostile_labels_file(tmp_path, field):
+    path = tmp_path / "labels.jsonl"
+    rest = {k: v for k, v in {**OK, "id": "b"}.items() if f'"{k}"' not in field}
+    body = json.dumps(rest)[:-1] + ", " + field + "}"
+    path.write_text(jsonl(OK) + body + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("field, message", HOSTILE_LABELS, ids=HOSTILE_IDS)
+def test_unprocessable_values_get_the_answers_of_load_facts(tmp_path, field, message):
+    path = hostile_labels_file(tmp_path, field)
+    with pytest.raises(InputError) as info:
+        load_labels(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}: {message}") and "\n" not in text
+    text.encode("utf-8")  # printable: no lone surrogate in the message itself
+    if "depth" in message or "column" in message:
+        assert text.endswith("nested deeper than 100 levels")
+
+
+@pytest.mark.parametrize("field, message", HOSTILE_LABELS, ids=HOSTILE_IDS)
+def test_calibrate_command_exits_2_with_one_line_on_unprocessable_labels(tmp_path, field, message):
+    import subprocess
+    import sys
+    path = hostile_labels_file(tmp_path, field)
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "calibrate", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"factjudge: error: {path}: {message}")
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
 def test_missing_file(tmp_path):
