@@ -153,7 +153,8 @@ def read_lines(path: Path) -> list[dict]:
 def render_full(out: Path, dest: Path, rows_limit: int = 5000, tp_limit: int = 5000) -> Path:
     """report.html as evaluate renders it once wired: rows and documents worst first, TP rows for
     spot checks, the document view of the worst documents, provenance."""
-    from factjudge.reports.report import render_html, select_rows, worst_order_key
+    from factjudge.reports.html import render_html
+    from factjudge.reports.rows import select_rows, worst_order_key
 
     summary = {**json.loads((out / "summary.json").read_text()), "provenance": PROVENANCE}
     lines = read_lines(out / "results.jsonl")
@@ -258,7 +259,7 @@ def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0) -> 
         from factjudge.io.runfolder import read_eval_dir
     except ImportError:
         from factjudge.evaluation.runner import paired_bootstrap, read_eval_dir  # type: ignore[no-redef]
-    from factjudge.reports.report import changed_facts, fact_type_keys
+    from factjudge.reports.rows import changed_facts, fact_type_keys
 
     a, b = read_eval_dir(dir_a), read_eval_dir(dir_b)
     common = [d for d in a if d in b]
@@ -280,7 +281,7 @@ def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0) -> 
 
 
 def test_compare_page_filters_changed_facts(report, tmp_path):
-    from factjudge.reports.report import render_compare_html
+    from factjudge.reports.html import render_compare_html
 
     out_a, _ = report
     docs = [json.loads(x) for x in (ROOT / "examples" / "dataset.jsonl").read_text().splitlines()]
