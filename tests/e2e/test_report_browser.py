@@ -1,6 +1,7 @@
 """report.html in a real headless browser (Debian's chromium): it loads offline without console
 errors, shows the headline numbers, escapes hostile fact values and its filters work; the document
-view draws a link per matched pair; the compare page filters its changed facts."""
+view draws a link per matched pair; the compare page filters its changed facts; the agree page
+shows its figures and hostile ids as text."""
 import json
 import re
 import struct
@@ -153,7 +154,8 @@ def read_lines(path: Path) -> list[dict]:
 def render_full(out: Path, dest: Path, rows_limit: int = 5000, tp_limit: int = 5000) -> Path:
     """report.html as evaluate renders it once wired: rows and documents worst first, TP rows for
     spot checks, the document view of the worst documents, provenance."""
-    from factjudge.reports.report import render_html, select_rows, worst_order_key
+    from factjudge.reports.html import render_html
+    from factjudge.reports.rows import select_rows, worst_order_key
 
     summary = {**json.loads((out / "summary.json").read_text()), "provenance": PROVENANCE}
     lines = read_lines(out / "results.jsonl")
@@ -258,7 +260,7 @@ def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0) -> 
         from factjudge.io.runfolder import read_eval_dir
     except ImportError:
         from factjudge.evaluation.runner import paired_bootstrap, read_eval_dir  # type: ignore[no-redef]
-    from factjudge.reports.report import changed_facts, fact_type_keys
+    from factjudge.reports.rows import changed_facts, fact_type_keys
 
     a, b = read_eval_dir(dir_a), read_eval_dir(dir_b)
     common = [d for d in a if d in b]
@@ -280,7 +282,7 @@ def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0) -> 
 
 
 def test_compare_page_filters_changed_facts(report, tmp_path):
-    from factjudge.reports.report import render_compare_html
+    from factjudge.reports.html import render_compare_html
 
     out_a, _ = report
     docs = [json.loads(x) for x in (ROOT / "examples" / "dataset.jsonl").read_text().splitlines()]
@@ -314,3 +316,44 @@ def test_compare_page_filters_changed_facts(report, tmp_path):
     assert rows and len(rows) == len(expected) == int(text_of(dom, "shown"))
     assert all('data-change="broke"' in r and f'data-doc="{doc}"' in r for r in rows)
     assert not re.search(r'<[^>]*\s(src|href)=|url\(|@import', dom)
+
+
+# --------------------------------------------------------------------------- agree
+
+IMG = "<img src=x onerror=alert(1)>"
+
+
+def test_agree_page_shows_the_figures_and_hostile_values_as_text(tmp_path):
+    """Two rules-judge runs whose tolerances differ: the hostile fact is TP in B only, and a
+    document with a hostile doc_id is in B only; agree.html shows both as text."""
+    doc = {"doc_id": f"d {IMG}", "gold_facts": [{"id": f"g{IMG}", "fact_type": "revenue", "entity": IMG,
+                                                  "value": "100"}],
+           "predicted_facts": [{"id": "p1", "fact_type": "revenue", "entity": IMG, "value": "120"}]}
+    only_b = {"doc_id": f"only {IMG}", "gold_facts": [], "predicted_facts": []}
+    runs = []
+    for name, docs, relative in (("a", [doc], 0.01), ("b", [doc, only_b], 0.5)):
+        data, config, out = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.json", tmp_path / name
+        data.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+        config.write_text(json.dumps({"entity_types": ["revenue"],
+                                      "tolerances": {"value": {"relative": relative}}}), encoding="utf-8")
+        proc = subprocess.run([sys.executable, "-m", "factjudge", "eval", str(data), "-c", str(config),
+                               "-o", str(out), "-q"], capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(out)
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "agree", *map(str, runs), "-o", str(tmp_path / "h")],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    dom, console = load((tmp_path / "h" / "agree.html").as_uri(), tmp_path)
+    assert console == []
+    assert "<h1>factjudge agreement</h1>" in dom
+    # 2 facts judged in both runs (the gold one and the predicted one), neither agrees
+    assert re.search(r'id="overall">Per-fact agreement [^<]*<strong>0\.000</strong> over 2 facts', dom)
+    diffs = dom.split('id="diffs"')[1].split("</table>")[0]
+    assert diffs.count("<tr>") == 1 + 2  # the head and the two differing facts
+    assert '<span class="status-FN">FN</span>' in diffs and '<span class="status-TP">TP</span>' in diffs
+    # the hostile fact id, field and doc_ids are text, never an element
+    assert "<img" not in dom
+    assert f"<td>d {IMG.replace('<', '&lt;').replace('>', '&gt;')}</td>" in diffs
+    assert f"<td>g{IMG.replace('<', '&lt;').replace('>', '&gt;')}</td>" in diffs
+    assert "1 only in B (0 facts): <code>only &lt;img src=x onerror=alert(1)&gt;</code>" in dom
+    assert external_references(dom) == []

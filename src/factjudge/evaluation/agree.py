@@ -14,11 +14,11 @@ documents and facts present in one run only are counted and named, never silentl
 ``results.jsonl`` is read one line at a time: B is indexed by byte offset, A streamed.
 
 Pure but for reading the two folders (:func:`agree`); :func:`render_text` and
-:func:`render_html` turn the result into stdout text and a self-contained, escaped HTML page.
+:func:`render_html` turn the result into stdout text and a self-contained HTML page (the
+template ``reports/templates/agree.html.j2``).
 """
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ from ..io.datasets import _read_at
 from ..io.jsonl import jsonl_lines
 from ..io.runfolder import RESULTS
 from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
+from ..reports.html import render_page
 
 SUMMARY = "summary.json"
 AGREE_HTML = "agree.html"
@@ -376,96 +377,36 @@ def render_text(ag: Agreement) -> str:
 
 # --------------------------------------------------------------------------- HTML
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
-max-width:1200px;padding:0 1em;color:#222}h1{font-size:1.6em}
-h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:3px 8px;
-text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right;
-font-variant-numeric:tabular-nums}#diffs td{max-width:320px}code{font-size:.9em;word-break:break-word}
-.muted{color:#666}.warn{color:#8a5300}.status-TP{color:#1b6e20}.status-FN,.status-FP{color:#b3261e}
-.status-ERROR,.status-OUT_OF_SCOPE{color:#8a5300;font-weight:600}
-"""
+SIDES_HEADER = ["side", "compared", "agree", "agreement", "same status", "Cohen's kappa", "TP/TP", "TP/neg",
+                "neg/TP", "neg/neg", "ERROR (left out)", "OUT_OF_SCOPE (left out)", "only in A", "only in B"]
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+def _side_rows(ag: Agreement) -> list[list[str]]:
+    """The per-side table of agree.html, then the "all" row."""
+    rows = [[side, str(s.compared), str(s.agree), _num(s.agreement), str(s.same_status), _num(s.kappa),
+             str(s.tp_tp), str(s.tp_neg), str(s.neg_tp), str(s.neg_neg), str(s.errors), str(s.out_of_scope),
+             str(s.only_a), str(s.only_b)] for side, s in ag.sides.items()]
+    rows.append(["all", str(ag.compared), str(ag.total("agree")), _num(ag.agreement),
+                 str(ag.total("same_status")), "", "", "", "", "", str(ag.total("errors")),
+                 str(ag.total("out_of_scope")), str(ag.total("only_a")), str(ag.total("only_b"))])
+    return rows
 
 
-def _row(cells: list[str], numeric: frozenset[int] = frozenset()) -> str:
-    return "<tr>" + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>"
-                            for i, c in enumerate(cells)) + "</tr>"
-
-
-def _fields(fact: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fact.items() if k not in ("id", "fact_type")}
-
-
-def _verdict_html(o: Mapping[str, Any]) -> str:
-    matched = f" {_e(', '.join(o['matched_ids']))}" if o["matched_ids"] else ""
-    votes = ""
-    if o.get("votes"):
-        votes = ('<br><span class="muted">votes: '
-                 + _e(", ".join(f"{k}: {v}" for k, v in o["votes"].items())) + "</span>")
-    return f'<span class="status-{_e(o["status"])}">{_e(o["status"])}</span>{matched}{votes}'
-
-
-def _why_html(o: Mapping[str, Any]) -> str:
-    parts = [_e(o["reasoning"])] if o["reasoning"] else []
-    if o["description"]:
-        parts.append(f'<span class="muted">note: {_e(o["description"])}</span>')
-    return "<br>".join(parts)
+def _only_in(ag: Agreement) -> list[dict[str, Any]]:
+    """Documents of one run only, per run: how many, their facts, the ids named."""
+    return [{"run": run, "documents": n, "facts": facts, "ids": _id_list(ids, n) if ids else ""}
+            for run, n, facts, ids in (("A", ag.docs_only_a, ag.facts_in_docs_only_a, ag.doc_ids_only_a),
+                                       ("B", ag.docs_only_b, ag.facts_in_docs_only_b, ag.doc_ids_only_b))]
 
 
 def render_html(ag: Agreement) -> str:
-    """A self-contained page (no script, no external resource); every value is escaped."""
-    sides = "".join(_row([_e(side), str(s.compared), str(s.agree), _num(s.agreement),
-                          str(s.same_status), _num(s.kappa), str(s.tp_tp), str(s.tp_neg),
-                          str(s.neg_tp), str(s.neg_neg), str(s.errors), str(s.out_of_scope),
-                          str(s.only_a), str(s.only_b)], frozenset(range(1, 14)))
-                    for side, s in ag.sides.items())
-    sides += _row(["all", str(ag.compared), str(ag.total("agree")), _num(ag.agreement),
-                   str(ag.total("same_status")), "", "", "", "", "", str(ag.total("errors")),
-                   str(ag.total("out_of_scope")), str(ag.total("only_a")), str(ag.total("only_b"))],
-                  frozenset(range(1, 14)))
-    diffs = "".join(_row([_e(d.doc_id), _e(d.side), _e(d.id), _e(d.fact_type),
-                          f"<code>{_e(json.dumps(_fields(d.fact), ensure_ascii=False))}</code>",
-                          _verdict_html(d.a), _verdict_html(d.b), _why_html(d.a), _why_html(d.b)]
-                         + (['<span class="muted">left out</span>'] if d.left_out else [""]))
-                    for d in ag.differences)
+    """agree.html from the template ``agree.html.j2``: a self-contained page (no script, no
+    external resource); the template's autoescape escapes every value."""
     shown = len(ag.differences)
     note = (f" The table holds the first {shown:,} of {ag.differences_total:,}."
             if shown < ag.differences_total else "")
-    warn = "".join(f'<p class="warn">Warning: {_e(w)}.</p>' for w in warnings(ag))
-    only = "; ".join(
-        f"{n:,} only in {run} ({facts:,} facts)" + (f": <code>{_e(_id_list(ids, n))}</code>" if ids else "")
-        for run, n, facts, ids in (("A", ag.docs_only_a, ag.facts_in_docs_only_a, ag.doc_ids_only_a),
-                                   ("B", ag.docs_only_b, ag.facts_in_docs_only_b, ag.doc_ids_only_b)))
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>factjudge agreement</title><style>{_CSS}</style></head>
-<body>
-<h1>factjudge agreement</h1>
-<table><tbody><tr><th>A</th><td><code>{_e(ag.dir_a)}</code> ({_e(ag.judge_a)})</td></tr>
-<tr><th>B</th><td><code>{_e(ag.dir_b)}</code> ({_e(ag.judge_b)})</td></tr></tbody></table>
-<p>Documents: {ag.documents:,} in both runs; {only}.</p>
-{warn}
-<h2>Agreement</h2>
-<p id="overall">Per-fact agreement (same status and same matched ids):
-<strong>{_num(ag.agreement)}</strong> over {ag.compared:,} facts judged in both runs.</p>
-<table id="sides"><thead><tr><th>side</th><th>compared</th><th>agree</th><th>agreement</th>
-<th>same status</th><th>Cohen's kappa</th><th>TP/TP</th><th>TP/neg</th><th>neg/TP</th>
-<th>neg/neg</th><th>ERROR (left out)</th><th>OUT_OF_SCOPE (left out)</th><th>only in A</th>
-<th>only in B</th></tr></thead><tbody>{sides}</tbody></table>
-<p class="muted">Kappa is on the status: TP vs FN on the gold side, TP vs FP on the predicted side
-(A/B columns; neg is FN or FP). Facts ERROR or OUT_OF_SCOPE in either run are left out of
-agreement and kappa; "only in A/B" counts facts of shared documents that one run lacks.</p>
-<h2>Facts that differ</h2>
-<p>{ag.differences_total:,} facts differ in status or matched ids ({ag.differences_left_out:,} of
-them ERROR or OUT_OF_SCOPE in a run).{_e(note)}</p>
-<table id="diffs"><thead><tr><th>doc_id</th><th>side</th><th>id</th><th>fact_type</th><th>fact</th>
-<th>A</th><th>B</th><th>A reasoning</th><th>B reasoning</th><th></th></tr></thead>
-<tbody>{diffs}</tbody></table>
-</body></html>
-"""
+    fields = [json.dumps({k: v for k, v in d.fact.items() if k not in ("id", "fact_type")}, ensure_ascii=False)
+              for d in ag.differences]
+    return render_page("agree.html.j2", ag=ag, only=_only_in(ag), warnings=warnings(ag),
+                       sides_header=SIDES_HEADER, sides=_side_rows(ag), note=note,
+                       differences=list(zip(ag.differences, fields, strict=True)))

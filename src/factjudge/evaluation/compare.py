@@ -13,7 +13,9 @@ from ..io.datasets import _read_at
 from ..io.files import write_atomic
 from ..io.runfolder import RESULTS, ResultStore, read_eval_dir
 from ..reports.format import fmt
-from ..reports.report import changed_facts, fact_type_keys, render_compare_html, render_compare_markdown
+from ..reports.html import render_compare_html
+from ..reports.markdown import render_compare_markdown
+from ..reports.rows import changed_facts, fact_type_keys
 
 #: Changed facts listed on the compare pages, at most (all are counted).
 MAX_CHANGED = 20_000
@@ -28,8 +30,8 @@ def _summary_part(out_dir: Path, key: str) -> Any:
 
 
 def compare_runs(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """The ``cmp`` dict of :func:`~factjudge.reports.report.render_compare_markdown` (see its
-    ``COMPARE_DOC``), with ``warnings`` saying what makes the comparison unfair."""
+    """The ``cmp`` dict of :func:`~factjudge.reports.markdown.render_compare_markdown` (see
+    ``reports.text.COMPARE_DOC``), with ``warnings`` saying what makes the comparison unfair."""
     a, b = read_eval_dir(dir_a), read_eval_dir(dir_b)
     common = [d for d in a if d in b]
     if not common:

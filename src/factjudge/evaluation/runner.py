@@ -38,7 +38,9 @@ from ..io.runfolder import RESULTS, ResultStore
 from ..judges.base import Judge
 from ..judges.prompts import PROMPT_FORMAT_VERSION
 from ..models import JudgeConfig, JudgeResult
-from ..reports.report import render_html, render_markdown, select_rows, worst_order_key
+from ..reports.html import render_html
+from ..reports.markdown import render_markdown
+from ..reports.rows import select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
 from .pipeline import PREVIEW_STATS, ProgressObserver, preview, run_judge_async

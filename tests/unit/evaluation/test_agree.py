@@ -144,7 +144,7 @@ def test_cli_agree_prints_the_figures_and_writes_an_escaped_offline_page(runs, t
     assert "d2 gold b_g2 (ceo): A TP [b_p2] | B ERROR" in text and "  B note: no valid answer" in text
     assert f"wrote {html_dir / 'agree.html'}" in proc.stderr
     page = (html_dir / "agree.html").read_text(encoding="utf-8")
-    assert "<script" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; co" in page
+    assert "<script" not in page and "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co" in page
     assert "A thinks &lt;b&gt;so&lt;/b&gt;" in page and "<b>so</b>" not in page
     assert not re.search(r"(src|href)=|@import|url\(", page)          # nothing to fetch: opens offline
     assert "<strong>0.364</strong> over 11 facts" in page and "0.167" in page and "-0.500" in page

@@ -1,4 +1,4 @@
-"""report.py as pure functions: Markdown escaping, provenance, rows (closest, linked, TP, worst
+"""The reports package as pure functions: Markdown escaping, provenance, rows (closest, linked, TP, worst
 documents first), the embedded document data, and the compare pages."""
 import json
 import re
@@ -7,18 +7,14 @@ import pytest
 from evalkit import ROOT
 
 from factjudge import run_judge
-from factjudge.reports.report import (
+from factjudge.reports.docview import embed_documents, json_for_script
+from factjudge.reports.html import render_compare_html, render_html
+from factjudge.reports.markdown import md_escape, render_compare_markdown, render_markdown
+from factjudge.reports.rows import (
     changed_facts,
     closest_facts,
     collect_rows,
-    embed_documents,
     fact_type_keys,
-    json_for_script,
-    md_escape,
-    render_compare_html,
-    render_compare_markdown,
-    render_html,
-    render_markdown,
     select_rows,
     worst_order_key,
 )
@@ -134,10 +130,10 @@ def test_provenance_config_and_judge_settings_in_both_reports():
     assert ('<p class="muted" id="provenance-line">factjudge 9.9.9, created 2025-06-01T12:00:00+00:00, '
             "input data/gold &lt;x&gt;.jsonl, data/pred_[1].jsonl.") in page
     table = page.split('id="config-table"')[1].split("</table>")[0]
-    assert "<th>tolerances</th><td><code>{&quot;value&quot;: {&quot;relative&quot;: 0.01}}</code></td>" in table
+    assert "<th>tolerances</th><td><code>{&#34;value&#34;: {&#34;relative&#34;: 0.01}}</code></td>" in table
     assert "<li>Names [match](javascript:x) &lt;i&gt;loosely&lt;/i&gt;</li>" in table
     judge = page.split('id="judge-table"')[1].split("</table>")[0]
-    assert "<th>model</th><td>m &lt;img src=x onerror=&quot;alert(1)&quot;&gt;</td>" in judge
+    assert "<th>model</th><td>m &lt;img src=x onerror=&#34;alert(1)&#34;&gt;</td>" in judge
     assert "<img" not in page
 
     # an old summary without provenance still renders

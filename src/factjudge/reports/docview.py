@@ -1,0 +1,94 @@
+"""What the document view of report.html embeds: for each of the worst documents its facts, the
+matched pairs and the closest-fact links, as JSON the page's script reads (never as markup).
+
+:func:`json_for_script` writes that JSON so it cannot end the ``<script type="application/json">``
+element it sits in: ``<``, ``>`` and ``&`` as ``\\u003c`` etc. (so no ``</script>``, no ``<!--``)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..models import Direction
+from .format import fmt
+from .rows import closest_facts, shown_fields
+
+#: Defaults of the document view: how many documents and how much JSON report.html embeds.
+MAX_DOCUMENTS = 50
+MAX_DOCUMENT_BYTES = 5_000_000
+
+
+def json_for_script(data: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``</script>``, no ``<!--``."""
+    return (json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _doc_payload(line: Mapping[str, Any]) -> dict[str, Any]:
+    """What the document view needs of one result line (indices instead of ids for the links)."""
+    near_of = closest_facts(line)
+    gold, pred = line.get("gold_facts") or [], line.get("predicted_facts") or []
+    g_index = {str(f.get("id")): i for i, f in enumerate(gold)}
+    p_index = {str(f.get("id")): j for j, f in enumerate(pred)}
+    pairs: dict[tuple[int, int], None] = {}
+    for i, f in enumerate(gold):
+        for m in f.get("matched_ids") or []:
+            if str(m) in p_index:
+                pairs[(i, p_index[str(m)])] = None
+    for j, f in enumerate(pred):
+        for m in f.get("matched_ids") or []:
+            if str(m) in g_index:
+                pairs[(g_index[str(m)], j)] = None
+    near: list[list[Any]] = []
+    seen: set[tuple[int, int]] = set()
+
+    def fact(f: Mapping[str, Any], side: Direction) -> dict[str, Any]:
+        hit = near_of.get((side, str(f.get("id"))))
+        return {"id": str(f.get("id")), "fact_type": str(f.get("fact_type")),
+                "status": str(f.get("status")), "fields": shown_fields(f),
+                "note": f.get("description") or "", "reasoning": f.get("reasoning") or "",
+                "closest": None if hit is None else {"id": str(hit[0].get("id")), "score": hit[1]}}
+
+    sides: tuple[tuple[Direction, list[Any], dict[str, int]], ...] = (
+        ("gold", gold, p_index), ("predicted", pred, g_index))
+    for side, facts, index in sides:
+        for k, f in enumerate(facts):
+            hit = near_of.get((side, str(f.get("id"))))
+            if hit is None:
+                continue
+            other = index[str(hit[0].get("id"))]
+            pair = (k, other) if side == "gold" else (other, k)
+            if pair not in seen and pair not in pairs:
+                seen.add(pair)
+                near.append([pair[0], pair[1], "g" if side == "gold" else "p", hit[1]])
+    m = line.get("metrics") or {}
+    info = (f"{len(gold)} gold, {len(pred)} predicted facts; P {fmt(m.get('precision'))} "
+            f"R {fmt(m.get('recall'))} F1 {fmt(m.get('f1'))}; FN {m.get('fn', 0)}, "
+            f"FP {m.get('fp', 0)}, ERROR {m.get('errors', 0)}; {len(pairs)} matched pairs")
+    return {"doc_id": str(line.get("doc_id")),
+            "label": f"{line.get('doc_id')} \u2014 F1 {fmt(m.get('f1'))}, FN {m.get('fn', 0)}, "
+                     f"FP {m.get('fp', 0)}, ERROR {m.get('errors', 0)}",
+            "info": info,
+            "gold": [fact(f, "gold") for f in gold], "predicted": [fact(f, "predicted") for f in pred],
+            "pairs": [list(p) for p in pairs], "near": near}
+
+
+def embed_documents(documents: Iterable[Mapping[str, Any]], max_documents: int = MAX_DOCUMENTS,
+                    max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[list[dict[str, Any]], int]:
+    """The document-view payloads of ``documents`` (in order) that fit: at most ``max_documents``,
+    at most ``max_bytes`` of JSON in all (a document that would pass the cap is left out and the
+    next ones are tried). Returns (payloads, documents left out for size)."""
+    out: list[dict[str, Any]] = []
+    size = left_out = 0
+    for line in documents:
+        if len(out) >= max_documents:
+            break
+        payload = _doc_payload(line)
+        n = len(json_for_script(payload).encode("utf-8")) + 1
+        if size + n > max_bytes:
+            left_out += 1
+            continue
+        out.append(payload)
+        size += n
+    return out, left_out

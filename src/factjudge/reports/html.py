@@ -1,0 +1,217 @@
+"""report.html and compare.html (and the page :mod:`factjudge.evaluation.agree` renders): Jinja2
+templates in ``templates/`` over one base layout, with the one stylesheet and the scripts of
+``static/`` inlined, so a page is one self-contained file that opens offline (from a mail
+attachment or a CI artifact) and references no resource.
+
+Autoescape is on: every value a template prints is escaped, so fact text, ids, model names and
+paths can only ever be text. The only markup that is not escaped is the package's own CSS and
+JavaScript and the document view's data, which :func:`~.docview.json_for_script` writes so that it
+cannot end its ``<script type="application/json">`` element. The scripts only ever set
+``textContent``. Charts are inline SVG.
+
+This is the one module that imports jinja2, so commands that write no page never load it.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from markupsafe import Markup
+
+from .docview import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, embed_documents, json_for_script
+from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
+from .rows import ROW_STATUSES
+from .text import (
+    BY_TYPE_HEADER,
+    COMPARE_DOC,
+    METRIC_HEADER,
+    RATIO_KEYS,
+    TOTALS_HEADER,
+    TYPE_HEADER,
+    by_type_rows,
+    changed_counts,
+    compare_only_text,
+    fact_json,
+    judge_label,
+    metric_label,
+    metric_rows,
+    order_text,
+    provenance_rows,
+    rows_note,
+    setting_text,
+    status_text,
+    totals_row,
+    type_rows,
+    usage_text,
+    worst_cells,
+)
+
+COLORS = {"precision": "#4e79a7", "recall": "#f28e2b", "f1": "#59a14f"}
+
+
+# --------------------------------------------------------------------------- environment
+
+
+@functools.cache
+def static_file(name: str) -> Markup:
+    """A file of ``static/`` (the stylesheet, a page's script), to inline: the package's own code,
+    so it is not escaped."""
+    return Markup((resources.files(__package__) / "static" / name).read_text(encoding="utf-8"))
+
+
+def _is_string_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(x, str) for x in value)
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    """The pages' Jinja2 environment (built once): templates from the package, autoescape on, and
+    an undefined name an error rather than an empty cell."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(__package__, "templates"), autoescape=True,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals["static"] = static_file
+    env.filters.update(
+        script_json=lambda data: Markup(json_for_script(data)), thousands=lambda n: f"{n:,}",
+        fact_json=fact_json, setting=setting_text, status_text=status_text, fmt=fmt,
+        urlquote=lambda value: quote(str(value), safe=""), g=lambda x: f"{x:g}")
+    env.tests["string_list"] = _is_string_list
+    return env
+
+
+def render_page(template: str, **context: Any) -> str:
+    """A page of ``templates/`` rendered with ``context``, ending with one newline."""
+    return environment().get_template(template).render(**context).rstrip("\n") + "\n"
+
+
+# --------------------------------------------------------------------------- report.html
+
+
+def _card(label: str, value: str, sub: str = "", ident: str = "", cls: str = "") -> dict[str, str]:
+    return {"label": label, "value": value, "sub": sub, "ident": ident, "cls": cls}
+
+
+def _report_cards(summary: Mapping[str, Any]) -> list[dict[str, str]]:
+    micro, macro, ci = summary["micro"], summary["macro"], summary["ci95"]
+    cards = [_card("documents", f"{summary['documents']:,}", ident="documents")]
+    cards += [_card(f"micro {metric_label(k)}", fmt(micro[k]), f"95% CI {fmt_ci(ci[k])}", ident=f"micro-{k}")
+              for k in RATIO_KEYS]
+    cards.append(_card("macro F1", fmt(macro["f1"]),
+                       f"P {fmt(macro['precision'])} R {fmt(macro['recall'])}; "
+                       f"{macro['defined']['f1']} docs defined", ident="macro-f1"))
+    cards.append(_card("ERROR facts", str(micro["errors"]), "left out of P and R", ident="errors"))
+    return cards
+
+
+def bar_chart(by_type: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The geometry of the P/R/F1-per-fact-type chart (horizontal grouped bars) that
+    ``_bar_chart.html.j2`` draws as inline SVG."""
+    label_w, bar_w, bar_h, gap, legend_h = 170, 360, 11, 10, 24
+    group_h = 3 * bar_h + gap
+    height = legend_h + max(1, len(by_type)) * group_h + 20
+    groups = []
+    for g, (fact_type, c) in enumerate(by_type.items()):
+        y0 = legend_h + g * group_h
+        bars = []
+        for j, (metric, color) in enumerate(COLORS.items()):
+            y, v = y0 + j * bar_h, c.get(metric)
+            bars.append({"metric": metric, "color": color, "y": y, "text_y": y + bar_h - 2,
+                         "value": None if v is None else f"{v:.3f}", "short": None if v is None else f"{v:.2f}",
+                         "width": None if v is None else f"{v * bar_w:.1f}",
+                         "text_x": None if v is None else f"{label_w + v * bar_w + 4:.1f}"})
+        groups.append({"name": fact_type, "label": fact_type if len(fact_type) <= 24 else fact_type[:23] + "\u2026",
+                       "y": f"{y0 + 1.5 * bar_h + 4}", "bars": bars})
+    return {"width": label_w + bar_w + 60, "height": height, "label_w": label_w, "bar_h": bar_h,
+            "legend": [{"name": n, "color": c, "x": label_w + i * 110} for i, (n, c) in enumerate(COLORS.items())],
+            "ticks": [{"x": f"{label_w + t * bar_w:.1f}", "label": f"{t:g}"} for t in (0, 0.25, 0.5, 0.75, 1.0)],
+            "top": legend_h, "bottom": height - 16, "groups": groups}
+
+
+def _unique(values: Iterable[Any]) -> list[str]:
+    return list(dict.fromkeys(str(v) for v in values))
+
+
+def _facts_table(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], rows_total: int,
+                 rows_order: str) -> dict[str, Any]:
+    """What the facts table says about itself: its filters, what it holds, the note."""
+    failing = sum(r["status"] != "TP" for r in rows)
+    tp_shown = len(rows) - failing
+    micro = summary["micro"]
+    tp_total = micro.get("tp_gold", 0) + micro.get("tp_predicted", 0)
+    held = (f"The table holds {failing:,} of the {rows_total:,} FN/FP/ERROR facts"
+            + (f" and {tp_shown:,} of the {tp_total:,} TP facts (hidden until the status filter "
+               "shows TP or all; each with the fact it is linked to)" if tp_shown else "")
+            + f", {order_text(rows_order)}.")
+    return {"rows": rows, "failing": failing, "held": held,
+            "note": rows_note(failing, rows_total, rows_order),
+            "statuses": [*ROW_STATUSES, *(["TP"] if tp_shown else [])],
+            "types": sorted({str(r["fact_type"]) for r in rows}),
+            "docs": _unique(r["doc_id"] for r in rows)}
+
+
+def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
+                rows: Sequence[Mapping[str, Any]], rows_total: int, *,
+                rows_order: str = "dataset", documents: Iterable[Mapping[str, Any]] = (),
+                max_documents: int = MAX_DOCUMENTS,
+                max_document_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+    """``report.html``, one self-contained file. ``rows``, ``rows_total``, ``rows_order`` as for
+    :func:`~.markdown.render_markdown` (TP rows are in the table, hidden until the status filter
+    shows them). ``documents``: result lines, worst first, for the document view (see
+    :func:`~.docview.embed_documents`); the worst-documents table and the rows link to the
+    embedded ones (``#doc=ID``). What ``evaluate`` passes:
+
+    - rows: :func:`~.rows.select_rows` over the result lines ordered worst document first
+      (:func:`~.rows.worst_order_key`), each row made by :func:`~.rows.collect_rows`;
+    - documents: the result lines of the worst documents, worst first (up to ``max_documents``
+      of them, within ``max_document_bytes`` of JSON, are embedded for the document view);
+    - summary: ``summary.json``, whose ``provenance``, ``judge`` and ``config`` are shown."""
+    payloads, left_out = embed_documents(documents, max_documents, max_document_bytes)
+    prov = summary.get("provenance") or {}
+    return render_page(
+        "report.html.j2", summary=summary, boot=summary.get("bootstrap", {}), judge=judge_label(summary),
+        prov=prov, prov_inputs=", ".join(str(p) for p in prov.get("inputs") or []) or "?",
+        cards=_report_cards(summary),
+        totals_header=TOTALS_HEADER, totals=totals_row(summary["micro"]),
+        by_type_header=BY_TYPE_HEADER, by_type=by_type_rows(summary["by_fact_type"]),
+        chart=bar_chart(summary["by_fact_type"]),
+        worst=[(w["doc_id"], worst_cells(w)) for w in worst],
+        embedded=frozenset(p["doc_id"] for p in payloads), payloads=payloads, left_out=left_out,
+        skipped=[[s["file"], s["line"], s["error"]] for s in summary.get("skipped") or []],
+        facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary["usage"]),
+        provenance=provenance_rows(summary))
+
+
+# --------------------------------------------------------------------------- compare.html
+
+
+def _compare_cards(metrics: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+    """B-A per metric, green when the interval says B is better, red when worse."""
+    cards = []
+    for k, m in metrics.items():
+        diff, excl = m.get("diff"), m.get("excludes_zero")
+        cls = "good" if excl and (diff or 0) > 0 else "bad" if excl and (diff or 0) < 0 else ""
+        cards.append(_card(f"{metric_label(k)} B-A", fmt_diff(diff),
+                           f"95% CI {fmt_ci_diff(m.get('ci95'))}; A {fmt(m.get('a'))}, B {fmt(m.get('b'))}",
+                           ident=f"diff-{k}", cls=cls))
+    return cards
+
+
+def render_compare_html(cmp: Mapping[str, Any]) -> str:
+    """``compare.html`` of two eval runs, self-contained; ``cmp`` as in :data:`~.text.COMPARE_DOC`.
+    The changed facts are filterable by fact type, change kind and document."""
+    changed = cmp.get("changed") or []
+    return render_page(
+        "compare.html.j2", cmp=cmp, boot=cmp.get("bootstrap") or {}, only=compare_only_text(cmp),
+        cards=_compare_cards(cmp["metrics"]), metric_header=METRIC_HEADER,
+        metric_rows=metric_rows(cmp["metrics"]), type_header=TYPE_HEADER,
+        type_rows=type_rows(cmp["by_fact_type"]) if cmp.get("by_fact_type") else [],
+        changed=changed, counts=changed_counts(changed), total=cmp.get("changed_total", len(changed)),
+        types=sorted({str(c["fact_type"]) for c in changed}), docs=_unique(c["doc_id"] for c in changed),
+        prov=cmp.get("provenance") or {})
+
+
+render_compare_html.__doc__ = (render_compare_html.__doc__ or "") + "\n\n" + COMPARE_DOC

@@ -1,0 +1,199 @@
+"""``report.md`` and ``compare.md``: the evaluation report and a comparison of two runs as
+CommonMark (GitHub) text. Every untrusted value (fact text, ids, model names, paths) goes through
+:func:`md_escape`; the words are those of :mod:`.text`, which report.html shares."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .format import fmt, fmt_ci
+from .text import (
+    BY_TYPE_HEADER,
+    COMPARE_DOC,
+    METRIC_HEADER,
+    RATIO_KEYS,
+    TOTALS_HEADER,
+    TYPE_HEADER,
+    by_type_rows,
+    changed_counts,
+    compare_only_text,
+    fact_json,
+    judge_label,
+    metric_rows,
+    order_text,
+    other_text,
+    provenance_rows,
+    rows_note,
+    setting_text,
+    status_text,
+    totals_row,
+    type_rows,
+    usage_text,
+    worst_cells,
+)
+
+_MD_INERT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\0": "\ufffd", "\r": " ", "\n": " ",
+                           **{ch: "\\" + ch for ch in "\\`*[]()|~$"}})
+#: ``_`` not between two letters or digits (the replacements above neither start nor end with one)
+_MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+_MD_PLAIN = re.compile(r"[^&<>\0\r\n\\`*\[\]()|~$_]*")
+
+
+def md_escape(value: Any) -> str:
+    """``value`` as inert inline Markdown text (CommonMark / GitHub): HTML special characters as
+    entities (``<img>`` stays text, ``<javascript:...>`` is no autolink), ``\\ ` * [ ] ( ) | ~ $``
+    backslash-escaped (no link, image, code, emphasis, strikethrough, math, table cell break),
+    ``_`` escaped unless inside a word (CommonMark never reads ``gold_promoted_by_predicted`` as
+    emphasis), line breaks turned into spaces. For inline use: within a line, as in a table cell
+    (a value alone on a line could still start a list or heading). Bare ``https://`` URLs may
+    still be autolinked by GitHub; no other scheme is."""
+    text = value if isinstance(value, str) else str(value)
+    if _MD_PLAIN.fullmatch(text):  # most cells (ids, statuses, numbers) need nothing
+        return text
+    return _MD_UNDERSCORE.sub(r"\\_", text.replace("\r\n", " ").translate(_MD_INERT))
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _md_settings(summary: Mapping[str, Any]) -> list[str]:
+    out = ["## Provenance", ""]
+    out += _md_table(["", "value"], provenance_rows(summary))
+    out += ["### Judge", ""]
+    judge = summary.get("judge") or {}
+    out += (_md_table(["setting", "value"], [(k, setting_text(v)) for k, v in judge.items()])
+            if judge else ["Not recorded.", ""])
+    out += ["### Config", ""]
+    config = summary.get("config") or {}
+    out += (_md_table(["key", "value"], [(k, setting_text(v)) for k, v in config.items()])
+            if config else ["Not recorded.", ""])
+    return out
+
+
+def _md_rows(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return _md_table(["doc_id", "side", "id", "fact_type", "status", "fact", "linked / closest",
+                      "reasoning", "note"],
+                     [[r["doc_id"], r["side"], r["id"], r["fact_type"], r["status"],
+                       fact_json(r["fact"]), other_text(r), r["reasoning"], r["note"]]
+                      for r in rows])
+
+
+
+def _md_headline(summary: Mapping[str, Any]) -> list[str]:
+    micro, macro, ci = summary["micro"], summary["macro"], summary["ci95"]
+    boot = summary.get("bootstrap", {})
+    out = ["# factjudge evaluation report", "",
+           (f"{summary['documents']:,} documents, judge {md_escape(judge_label(summary))}. "
+            f"95% intervals: bootstrap over documents ({md_escape(boot.get('resamples', '?'))} "
+            f"resamples, seed {md_escape(boot.get('seed', '?'))}). Provenance, judge settings and "
+            "config are at the end."), ""]
+    return out + _md_table(["", "precision", "recall", "F1"], [
+        ["micro", *(fmt(micro[k]) for k in RATIO_KEYS)],
+        ["micro 95% CI", *(fmt_ci(ci[k]) for k in RATIO_KEYS)],
+        ["macro", *(fmt(macro[k]) for k in RATIO_KEYS)],
+        ["macro: documents defined", *(str(macro["defined"][k]) for k in RATIO_KEYS)],
+    ])
+
+
+def _md_tables(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Totals, by fact type, conflicts, worst documents and skipped lines."""
+    out = ["## Totals", ""]
+    out += _md_table(TOTALS_HEADER, [totals_row(summary["micro"])])
+    out += ["## By fact type", ""]
+    out += _md_table(BY_TYPE_HEADER, by_type_rows(summary["by_fact_type"]))
+    out += ["## Reconciliation conflicts", ""]
+    out += (_md_table(["rule", "count"], list(summary["conflicts"].items()))
+            if summary["conflicts"] else ["None.", ""])
+    out += ["## Worst documents", ""]
+    out += (_md_table(["doc_id", "precision", "recall", "F1", "FN", "FP", "ERROR"],
+                      [[w["doc_id"], *worst_cells(w)] for w in worst])
+            if worst else ["Every document is fully correct.", ""])
+    if summary.get("skipped"):
+        out += ["## Skipped input lines", ""]
+        out += _md_table(["file", "line", "error"],
+                         [[s["file"], s["line"], s["error"]] for s in summary["skipped"]])
+    return out
+
+
+def _md_facts(micro: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], rows_total: int,
+              rows_order: str) -> list[str]:
+    """The FN/FP/ERROR facts, then the TP facts of a spot check (if any)."""
+    failing = [r for r in rows if r["status"] != "TP"]
+    tp_rows = [r for r in rows if r["status"] == "TP"]
+    out = ["## FN, FP and ERROR facts", ""]
+    note = rows_note(len(failing), rows_total, rows_order)
+    if note:
+        out += [note, ""]
+    out += _md_rows(failing) if failing else ["None.", ""]
+    if tp_rows:
+        tp_total = micro.get("tp_gold", 0) + micro.get("tp_predicted", 0)
+        out += ["## TP facts (spot check)", "",
+                (f"{len(tp_rows):,} of the {tp_total:,} TP facts, {order_text(rows_order)}, "
+                 "each with the fact it is linked to."), ""]
+        out += _md_rows(tp_rows)
+    return out
+
+
+def render_markdown(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
+                    rows: Sequence[Mapping[str, Any]], rows_total: int, *,
+                    rows_order: str = "dataset") -> str:
+    """``report.md``. ``rows``: from :func:`~.rows.collect_rows` / :func:`~.rows.select_rows`; the
+    FN/FP/ERROR ones are listed, TP ones (if any) in a section of their own. ``rows_total``: the
+    number of FN/FP/ERROR facts of the whole run. ``rows_order``: ``"worst"`` when the rows were
+    selected worst documents first (:func:`~.rows.select_rows`), ``"dataset"`` when in dataset order."""
+    out = _md_headline(summary)
+    out += _md_tables(summary, worst)
+    out += _md_facts(summary["micro"], rows, rows_total, rows_order)
+    out += ["## Usage", ""]
+    out += _md_table(["", "value"], usage_text(summary["usage"]))
+    out += _md_settings(summary)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# --------------------------------------------------------------------------- compare.md
+
+
+def _md_changed(cmp: Mapping[str, Any]) -> list[str]:
+    changed = cmp.get("changed") or []
+    counts = changed_counts(changed)
+    total = cmp.get("changed_total", len(changed))
+    out = ["## Facts whose status changed", "",
+           f"{counts['fixed']:,} fixed, {counts['broke']:,} broke, {counts['other']:,} other"
+           + (f" (showing {len(changed):,} of {total:,})" if total > len(changed) else "") + ".", ""]
+    out += (_md_table(["doc_id", "side", "id", "fact_type", "A", "B", "change", "fact", "B reasoning"],
+                      [[c["doc_id"], c["side"], c["id"], c["fact_type"], status_text(c["status_a"]),
+                        status_text(c["status_b"]),
+                        c["change"] + ("" if c.get("same_fact", True) else " (different fact, same id)"),
+                        fact_json(c["fact"]), c.get("reasoning_b") or ""] for c in changed])
+            if changed else ["None.", ""])
+    return out
+
+
+def render_compare_markdown(cmp: Mapping[str, Any]) -> str:
+    """``compare.md`` of two eval runs; ``cmp`` as in :data:`~.text.COMPARE_DOC`."""
+    boot = cmp.get("bootstrap") or {}
+    out = ["# factjudge comparison", "",
+           f"A: {md_escape(cmp['a'])}  ", f"B: {md_escape(cmp['b'])}", "",
+           f"{cmp['documents']:,} documents scored by both" + compare_only_text(cmp)
+           + ". Micro figures over them; B-A with a paired bootstrap 95% interval over documents"
+           + (f" ({md_escape(boot.get('resamples'))} resamples, seed {md_escape(boot.get('seed'))})"
+              if boot else "") + ".", ""]
+    for w in cmp.get("warnings") or []:
+        out += [f"Warning: {md_escape(w)}", ""]
+    out += _md_table(METRIC_HEADER, metric_rows(cmp["metrics"]))
+    out += ["## By fact type", ""]
+    out += (_md_table(TYPE_HEADER, type_rows(cmp["by_fact_type"]))
+            if cmp.get("by_fact_type") else ["None.", ""])
+    out += _md_changed(cmp)
+    prov = cmp.get("provenance") or {}
+    if prov:
+        out += ["## Provenance", ""]
+        out += _md_table(["", "value"], [(k, setting_text(v)) for k, v in prov.items()])
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+render_compare_markdown.__doc__ = (render_compare_markdown.__doc__ or "") + "\n\n" + COMPARE_DOC

@@ -1,0 +1,193 @@
+"""Which facts a report lists, and what it says about each: the failing (and spot-check TP) rows
+worst document first, the closest fact of a near miss, and the facts whose status changed between
+two runs. Plain data (dicts of str, numbers, lists), the same for report.md and report.html."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, Status
+
+#: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
+ROW_STATUSES: tuple[Status, ...] = ("FN", "FP", "ERROR")
+_NOT_SHOWN = frozenset({"id", "fact_type", *OUTPUT_FIELDS})
+#: "Closest fact" search is skipped for a (document, side, fact_type) group with more pairs.
+CLOSEST_MAX_PAIRS = 1_000_000
+#: Each side with the other one.
+_SIDE_PAIRS: tuple[tuple[Direction, Direction], ...] = (("gold", "predicted"), ("predicted", "gold"))
+
+
+def _value_text(fact: Mapping[str, Any]) -> str:
+    """The text of a fact's own fields (not id, fact_type or output fields), for similarity."""
+    return " ".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
+                    for k, v in fact.items() if k not in _NOT_SHOWN)
+
+
+def _similarity_text(fact: Mapping[str, Any]) -> str:
+    """Case-folded field values; punctuation is a separator except inside numbers, so "9.8%" and
+    "9.9%" stay different tokens ("Inc." and "Inc" the same)."""
+    text = _value_text(fact).casefold()
+    text = re.sub(r"(?<!\d)[.,]|[.,](?!\d)", " ", text)
+    return " ".join(re.sub(r"[^\w.,%$\u20ac\u00a3\u00a5-]+", " ", text).split())
+
+
+def shown_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
+    """A fact's own fields: id and fact_type have their own columns, output fields their own places."""
+    return {k: v for k, v in fact.items() if k not in _NOT_SHOWN}
+
+
+def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES
+                  ) -> dict[tuple[Direction, str], tuple[Mapping[str, Any], float]]:
+    """(side, id) -> (closest fact of the other side, score) for the facts of ``line`` with one of
+    ``statuses``: the fact of the same document and ``fact_type`` on the other side with the
+    highest rapidfuzz ``token_set_ratio`` of the field values (see :func:`_similarity_text`;
+    earliest on ties; none when every
+    score is 0, or the group has more than :data:`CLOSEST_MAX_PAIRS` pairs)."""
+    out: dict[tuple[Direction, str], tuple[Mapping[str, Any], float]] = {}
+    for side, other in _SIDE_PAIRS:
+        subjects: dict[Any, list[Mapping[str, Any]]] = {}
+        for f in line.get(f"{side}_facts") or []:
+            if f.get("status") in statuses:
+                subjects.setdefault(f.get("fact_type"), []).append(f)
+        if not subjects:
+            continue
+        candidates: dict[Any, list[Mapping[str, Any]]] = {}
+        for f in line.get(f"{other}_facts") or []:
+            if f.get("fact_type") in subjects and f.get("status") != "OUT_OF_SCOPE":
+                candidates.setdefault(f.get("fact_type"), []).append(f)
+        for fact_type, subs in subjects.items():
+            cands = candidates.get(fact_type, [])
+            if not cands or len(subs) * len(cands) > CLOSEST_MAX_PAIRS:
+                continue
+            from rapidfuzz import fuzz, process  # when first needed: the run starts faster
+
+            choices = [_similarity_text(c) for c in cands]
+            for f in subs:
+                best = process.extractOne(_similarity_text(f), choices,
+                                          scorer=fuzz.token_set_ratio, processor=None)
+                if best is not None and best[1] > 0:
+                    out[(side, str(f["id"]))] = (cands[best[2]], round(float(best[1]), 1))
+    return out
+
+
+def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict[str, Any]]:
+    """One row per FN/FP/ERROR fact of a result line (and per TP fact with ``include_tp``), gold
+    facts first, in input order, with what a reader needs to check it:
+
+    ``doc_id, side, id, fact_type, status, fact`` (its own fields), ``reasoning``, ``note``
+    (the reconciliation description), ``matched_ids``, ``linked`` (the matched facts of the other
+    side: ``[{"id", "status", "fact"}]``, what a TP row is checked against) and ``closest``
+    (for a fact that is not TP: ``{"id", "status", "fact", "score"}`` of the most similar fact of
+    the other side with the same fact_type, see :func:`closest_facts`, else ``None``)."""
+    statuses: tuple[Status, ...] = ROW_STATUSES + (("TP",) if include_tp else ())
+    facts = {side: line.get(f"{side}_facts") or [] for side in ("gold", "predicted")}
+    by_id = {side: {str(f.get("id")): f for f in fs} for side, fs in facts.items()}
+    closest = closest_facts(line)
+    rows = []
+    for side, other in _SIDE_PAIRS:
+        for fact in facts[side]:
+            status = fact.get("status")
+            if status not in statuses:
+                continue
+            matched = [str(i) for i in fact.get("matched_ids") or []]
+            linked = [{"id": i, "status": by_id[other][i].get("status"), "fact": shown_fields(by_id[other][i])}
+                      for i in matched if i in by_id[other]]
+            near = closest.get((side, str(fact["id"]))) if status != "TP" else None
+            rows.append({
+                "doc_id": line["doc_id"], "side": side, "id": fact["id"],
+                "fact_type": fact["fact_type"], "status": status, "fact": shown_fields(fact),
+                "matched_ids": matched, "linked": linked,
+                "closest": None if near is None else {
+                    "id": near[0]["id"], "status": near[0].get("status"),
+                    "fact": shown_fields(near[0]), "score": near[1]},
+                "reasoning": fact.get("reasoning") or "", "note": fact.get("description") or "",
+            })
+    return rows
+
+
+def worst_order_key(metrics: Mapping[str, Any], index: int) -> tuple[float, int, int]:
+    """Sort key of a document, worst first: lowest F1 (undefined counts as 0), then most
+    FN+FP+ERROR facts, then dataset order (``index``); the same order as ``Aggregator.worst``.
+    ``metrics`` is a result line's ``metrics``."""
+    wrong = metrics.get("fn", 0) + metrics.get("fp", 0) + metrics.get("errors", 0)
+    return (metrics.get("f1") or 0.0, -wrong, index)
+
+
+def select_rows(lines_by_worst: Iterable[Mapping[str, Any]], limit: int, *, tp_limit: int = 0
+                ) -> list[dict[str, Any]]:
+    """The report's rows: :func:`collect_rows` of each line of ``lines_by_worst`` (result lines,
+    worst document first) until ``limit`` FN/FP/ERROR rows and ``tp_limit`` TP rows are taken.
+    It stops reading the iterable once both are full, so a generator is read only as far as needed.
+    Rows keep their document order (worst first; gold then predicted within a document)."""
+    rows: list[dict[str, Any]] = []
+    failing = tp = 0
+    if limit <= 0 and tp_limit <= 0:
+        return rows
+    for line in lines_by_worst:
+        for row in collect_rows(line, include_tp=tp_limit > 0):
+            if row["status"] == "TP":
+                if tp < tp_limit:
+                    rows.append(row)
+                    tp += 1
+            elif failing < limit:
+                rows.append(row)
+                failing += 1
+        if failing >= limit and tp >= tp_limit:
+            break
+    return rows
+
+
+# --------------------------------------------------------------------------- compare data
+
+
+def _badness(status: Status | None) -> int:
+    return {"TP": 1, None: 0, "OUT_OF_SCOPE": 0}.get(status, -1)
+
+
+def changed_facts(line_a: Mapping[str, Any], line_b: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The facts whose status differs between two result lines of the same document (A and B),
+    matched by side and id; gold facts first, each side in A's order then B's new ids.
+
+    Each: ``doc_id, side, id, fact_type, status_a, status_b`` (``None``: the fact is not in
+    that run), ``change``, ``fact`` (B's fields, else A's), ``same_fact`` (False when both runs
+    have the id with different fields: two extractors may reuse a predicted id for different
+    facts), ``reasoning_a``, ``reasoning_b``, ``note_b``.
+
+    ``change``: ``"fixed"`` when B is better (FN/FP/ERROR -> TP, an FP gone, a new TP),
+    ``"broke"`` when worse (TP -> FN/FP/ERROR, a TP gone, a new FP/FN/ERROR), ``"other"``
+    otherwise (FN -> ERROR, scope changes). A status ranks TP > absent = OUT_OF_SCOPE >
+    FN = FP = ERROR."""
+    out: list[dict[str, Any]] = []
+    for side in DIRECTIONS:
+        a = {str(f.get("id")): f for f in line_a.get(f"{side}_facts") or []}
+        b = {str(f.get("id")): f for f in line_b.get(f"{side}_facts") or []}
+        for fid in [*a, *(i for i in b if i not in a)]:
+            fa, fb = a.get(fid), b.get(fid)
+            sa = fa.get("status") if fa else None
+            sb = fb.get("status") if fb else None
+            if sa == sb:
+                continue
+            ra, rb = _badness(sa), _badness(sb)
+            change = "fixed" if rb > ra else "broke" if rb < ra else "other"
+            base = fb if fb is not None else fa
+            assert base is not None
+            out.append({
+                "doc_id": line_b.get("doc_id", line_a.get("doc_id")), "side": side, "id": base["id"],
+                "fact_type": base.get("fact_type"), "status_a": sa, "status_b": sb, "change": change,
+                "fact": shown_fields(base),
+                "same_fact": fa is None or fb is None or shown_fields(fa) == shown_fields(fb),
+                "reasoning_a": (fa or {}).get("reasoning") or "",
+                "reasoning_b": (fb or {}).get("reasoning") or "",
+                "note_b": (fb or {}).get("description") or "",
+            })
+    return out
+
+
+def fact_type_keys(line: Mapping[str, Any]) -> dict[str, tuple[int, int, int, int]]:
+    """fact_type -> (TP predicted, FP, TP gold, FN) of one result line: the per-document keys
+    ``evaluate.paired_bootstrap`` takes, for per-fact-type intervals in a compare."""
+    by_type = (line.get("metrics") or {}).get("by_fact_type") or {}
+    return {t: (c["tp_predicted"], c["fp"], c["tp_gold"], c["fn"]) for t, c in by_type.items()}
+

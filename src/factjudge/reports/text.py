@@ -1,0 +1,153 @@
+"""What a report says, in the same words in Markdown and HTML: a fact as JSON, the notes above the
+facts table, the usage, provenance and settings rows, and the rows of the compare tables.
+Plain strings; each format escapes them its own way (``md_escape``, Jinja2's autoescape)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .format import fmt, fmt_ci_diff, fmt_diff
+
+RATIO_KEYS = ("precision", "recall", "f1")
+
+COMPARE_DOC = """The ``cmp`` dict of :func:`render_compare_markdown` / :func:`render_compare_html`:
+
+- ``a``, ``b`` (str): the two eval output folders (A the baseline, B the candidate);
+- ``documents`` (int): documents both runs scored (the comparison is over these);
+  ``only_a``, ``only_b`` (int, optional): documents left out because one run lacks them;
+- ``metrics``: ``{"precision"|"recall"|"f1": {"a", "b", "diff", "ci95", "excludes_zero"}}``,
+  micro figures over the shared documents, ``diff`` = B - A, ``ci95`` the paired bootstrap
+  ``[low, high]`` of B - A or ``None``, ``excludes_zero`` bool or ``None`` (exactly what
+  ``evaluate.paired_bootstrap`` returns);
+- ``by_fact_type``: ``{fact_type: same shape as metrics}`` (``ci95`` / ``excludes_zero`` may
+  be ``None``; per-document keys from :func:`fact_type_keys` give them);
+- ``changed``: rows of :func:`changed_facts` (over the shared documents);
+  ``changed_total`` (int, optional): how many there were when ``changed`` was cut short;
+- optional: ``bootstrap`` ``{"resamples", "seed"}``, ``warnings`` (list of str),
+  ``provenance`` ``{"factjudge", "created"}``.
+"""
+
+#: Header of the per-fact-type table of a compare.
+TYPE_HEADER = ["fact_type", *(f"{k} {c}" for k in ("P", "R", "F1") for c in ("A", "B", "B-A", "95% CI"))]
+#: Header of the metrics table of a compare.
+METRIC_HEADER = ["metric", "A", "B", "B-A", "95% CI of B-A", "excludes 0"]
+#: Header of the totals table of a report.
+TOTALS_HEADER = ["TP gold", "FN", "TP predicted", "FP", "ERROR", "out of scope (gold)",
+                 "out of scope (predicted)"]
+TOTALS_KEYS = ("tp_gold", "fn", "tp_predicted", "fp", "errors", "out_of_scope_gold", "out_of_scope_predicted")
+#: Header of the by-fact-type table of a report.
+BY_TYPE_HEADER = ["fact_type", "TP gold", "FN", "TP predicted", "FP", "ERROR", "precision", "recall", "F1"]
+
+
+def metric_label(key: str) -> str:
+    return "F1" if key == "f1" else key
+
+
+def yes_no(x: bool | None) -> str:
+    return "n/a" if x is None else "yes" if x else "no"
+
+
+def fact_json(fact: Mapping[str, Any]) -> str:
+    return json.dumps(fact, ensure_ascii=False, separators=(", ", ": "))
+
+
+def other_text(row: Mapping[str, Any]) -> str:
+    """The linked facts of a row, or its closest fact: "linked p01 {...}", "closest p05 (FP, 92.3) {...}"."""
+    if row.get("linked"):
+        return "; ".join(f"linked {x['id']} {fact_json(x['fact'])}" for x in row["linked"])
+    near = row.get("closest")
+    if near:
+        return f"closest {near['id']} ({near['status']}, {near['score']:g}) {fact_json(near['fact'])}"
+    return ""
+
+
+def setting_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def usage_text(usage: Mapping[str, Any]) -> list[tuple[str, str]]:
+    label = {"seconds": "seconds (per document, summed: overlaps under concurrency)"}
+    return [(label.get(k, k), f"{v:,.3f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v))
+            for k, v in usage.items()]
+
+
+def rows_note(shown: int, total: int, rows_order: str) -> str:
+    """What the failing-facts table holds, when it does not hold every failing fact."""
+    if shown >= total:
+        return ""
+    if rows_order == "worst":
+        return (f"Showing the {shown:,} rows of the worst documents first, of {total:,} "
+                "FN/FP/ERROR facts; all of them are in results.jsonl.")
+    return (f"Showing the first {shown:,} of {total:,} FN/FP/ERROR facts (in dataset order); "
+            "all of them are in results.jsonl.")
+
+
+def order_text(rows_order: str) -> str:
+    return "the worst documents first" if rows_order == "worst" else "in dataset order"
+
+
+def judge_label(summary: Mapping[str, Any]) -> str:
+    judge = summary.get("judge") or {}
+    return " ".join(str(judge[k]) for k in ("name", "model") if judge.get(k)) or "?"
+
+
+def provenance_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    prov = summary.get("provenance") or {}
+    rows = [("factjudge", str(prov.get("factjudge", "not recorded"))),
+            ("created", str(prov.get("created", "not recorded")))]
+    inputs = prov.get("inputs") or []
+    rows += [("input", str(p)) for p in inputs] or [("input", "not recorded")]
+    return rows
+
+
+def totals_row(micro: Mapping[str, Any]) -> list[Any]:
+    return [micro[k] for k in TOTALS_KEYS]
+
+
+def by_type_rows(by_type: Mapping[str, Mapping[str, Any]]) -> list[list[Any]]:
+    return [[t, c["tp_gold"], c["fn"], c["tp_predicted"], c["fp"], c["errors"],
+             fmt(c["precision"]), fmt(c["recall"]), fmt(c["f1"])] for t, c in by_type.items()]
+
+
+def worst_cells(w: Mapping[str, Any]) -> list[Any]:
+    """The figures of a worst-documents row (after its doc_id)."""
+    return [fmt(w["precision"]), fmt(w["recall"]), fmt(w["f1"]), w["fn"], w["fp"], w["errors"]]
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def compare_only_text(cmp: Mapping[str, Any]) -> str:
+    """" (2 only in A and 1 only in B left out)" when the runs do not share every document."""
+    if not (cmp.get("only_a") or cmp.get("only_b")):
+        return ""
+    return f" ({cmp.get('only_a', 0):,} only in A and {cmp.get('only_b', 0):,} only in B left out)"
+
+
+def metric_rows(metrics: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
+    return [[k, fmt(m.get("a")), fmt(m.get("b")), fmt_diff(m.get("diff")), fmt_ci_diff(m.get("ci95")),
+             yes_no(m.get("excludes_zero"))] for k, m in metrics.items()]
+
+
+def type_rows(by_type: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[list[str]]:
+    rows = []
+    for t, ms in by_type.items():
+        row = [t]
+        for k in RATIO_KEYS:
+            m = ms.get(k) or {}
+            row += [fmt(m.get("a")), fmt(m.get("b")), fmt_diff(m.get("diff")),
+                    fmt_ci_diff(m.get("ci95")) if m.get("ci95") else ""]
+        rows.append(row)
+    return rows
+
+
+def status_text(s: str | None) -> str:
+    return "absent" if s is None else s
+
+
+def changed_counts(changed: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    counts = {"fixed": 0, "broke": 0, "other": 0}
+    for c in changed:
+        counts[c["change"]] = counts.get(c["change"], 0) + 1
+    return counts
