@@ -81,6 +81,9 @@ class AtomicFile:
         self._mode = 0
         encoding = None if binary else "utf-8"
         kind = "b" if binary else ""
+        #: Where temporary companions of the output may go: the folder it is written in, or
+        #: None (the system's) for a device written in place.
+        self.folder: Path | None = None
         if _write_through(self.path):
             # "a": never truncate what stdout points at
             self.handle: IO[Any] = open(self.path, "a" + kind, encoding=encoding,  # noqa: SIM115
@@ -89,6 +92,7 @@ class AtomicFile:
         target = Path(os.path.realpath(self.path))
         self._mode = _mode_of(target)
         target.parent.mkdir(parents=True, exist_ok=True)
+        self.folder = target.parent
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         self._tmp, self._target = Path(tmp), target
         try:

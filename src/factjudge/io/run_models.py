@@ -96,7 +96,7 @@ class BatchJob(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    round: int
+    round: int = 0
     #: The input file, relative to the output folder.
     file: str
     lines: int = 0
@@ -116,7 +116,7 @@ class BatchState(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     version: Literal[1]
-    judge: Any
+    judge: Any = None
     round: int = 0
     finished: bool = False
     jobs: list[BatchJob]
