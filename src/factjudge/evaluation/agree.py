@@ -20,20 +20,17 @@ template ``reports/templates/agree.html.j2``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.metrics import cohen_kappa
 from ..errors import InputError
-from ..io.datasets import _read_at
-from ..io.jsonl import jsonl_lines
-from ..io.runfolder import RESULTS
+from ..io.runfolder import RunFolder
 from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
 from ..reports.html import render_page
 
-SUMMARY = "summary.json"
 AGREE_HTML = "agree.html"
 SIDES: tuple[Direction, ...] = DIRECTIONS
 NEGATIVE: dict[Direction, NegativeStatus] = {"gold": "FN", "predicted": "FP"}
@@ -120,27 +117,6 @@ class Agreement:
 # --------------------------------------------------------------------------- reading
 
 
-def _check_folder(folder: Path) -> Path:
-    if not folder.is_dir():
-        raise InputError(f"{folder}: not an eval output folder (no such folder)")
-    results = folder / RESULTS
-    if not results.is_file():
-        raise InputError(f"{folder}: not an eval output folder (no {RESULTS})")
-    if not (folder / SUMMARY).is_file():
-        raise InputError(f"{folder}: not a finished eval output folder (no {SUMMARY})")
-    return results
-
-
-def _summary(folder: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise InputError(f"{folder / SUMMARY}: not a factjudge summary") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{folder / SUMMARY}: not a factjudge summary")
-    return data
-
-
 def judge_label(identity: Any) -> str:
     """A short name of the judge of a run, from its ``summary.json``."""
     if not isinstance(identity, Mapping) or not identity:
@@ -156,50 +132,12 @@ def judge_label(identity: Any) -> str:
     return label
 
 
-def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any]:
-    try:
-        line = json.loads(raw)
-        if not isinstance(line, dict) or not isinstance(line["doc_id"], str):
-            raise TypeError
-        for side in SIDES:
-            facts = line[f"{side}_facts"]
-            if not isinstance(facts, list) or not all(
-                    isinstance(f, dict) and "id" in f and isinstance(f.get("status"), str) for f in facts):
-                raise TypeError
-    except (ValueError, KeyError, TypeError):
-        raise InputError(f"{path}: line {lineno}: not a factjudge result line") from None
-    return line
-
-
 def _facts(line: Mapping[str, Any], side: Direction) -> dict[str, dict[str, Any]]:
     return {str(f["id"]): f for f in line[f"{side}_facts"]}
 
 
 def _count_facts(line: Mapping[str, Any]) -> int:
     return sum(len(line[f"{side}_facts"]) for side in SIDES)
-
-
-def _index(path: Path) -> dict[str, tuple[int, int]]:
-    """doc_id -> (byte offset, line number) of every line of ``path``, one line in memory at a time."""
-    index: dict[str, tuple[int, int]] = {}
-    for lineno, offset, raw in jsonl_lines(path):
-        doc_id = _parse(path, lineno, raw)["doc_id"]
-        if doc_id in index:
-            raise InputError(f"{path}: line {lineno}: doc_id {doc_id!r} again (first on line "
-                             f"{index[doc_id][1]})")
-        index[doc_id] = (offset, lineno)
-    return index
-
-
-def _stream(path: Path) -> Iterator[dict[str, Any]]:
-    seen: dict[str, int] = {}
-    for lineno, _, raw in jsonl_lines(path):
-        line = _parse(path, lineno, raw)
-        if line["doc_id"] in seen:
-            raise InputError(f"{path}: line {lineno}: doc_id {line['doc_id']!r} again (first on "
-                             f"line {seen[line['doc_id']]})")
-        seen[line["doc_id"]] = lineno
-        yield line
 
 
 def _shown(fact: Mapping[str, Any]) -> dict[str, Any]:
@@ -220,15 +158,15 @@ def _outcome(fact: Mapping[str, Any]) -> dict[str, Any]:
 def agree(dir_a: Path, dir_b: Path, max_rows: int = 1000) -> Agreement:
     """Compare two finished ``eval`` output folders fact by fact. Raises InputError (one line)
     for a folder that is not one, a bad line, or no document in common."""
-    path_a, path_b = _check_folder(dir_a), _check_folder(dir_b)
-    sum_a, sum_b = _summary(dir_a), _summary(dir_b)
+    run_a, run_b = RunFolder(dir_a).require(), RunFolder(dir_b).require()
+    sum_a, sum_b = run_a.summary(), run_b.summary()
     result = Agreement(str(dir_a), str(dir_b), judge_label(sum_a.get("judge")),
                        judge_label(sum_b.get("judge")),
                        configs_differ=sum_a.get("config") != sum_b.get("config"))
-    index_b = _index(path_b)
+    index_b = run_b.index(finished=True)
     seen_b: set[str] = set()
-    with path_b.open("rb") as fh_b:
-        for line_a in _stream(path_a):
+    with run_b.results.open("rb") as fh_b:
+        for line_a in run_a.lines(finished=True):
             doc_id = line_a["doc_id"]
             hit = index_b.get(doc_id)
             if hit is None:
@@ -238,13 +176,13 @@ def agree(dir_a: Path, dir_b: Path, max_rows: int = 1000) -> Agreement:
                     result.doc_ids_only_a.append(doc_id)
                 continue
             seen_b.add(doc_id)
-            line_b = _parse(path_b, hit[1], _read_at(fh_b, hit[0]))
+            line_b = run_b.line_at(fh_b, hit)
             result.documents += 1
             _compare_document(result, doc_id, line_a, line_b, max_rows)
-        for doc_id, (offset, lineno) in index_b.items():
+        for doc_id, ref in index_b.items():
             if doc_id not in seen_b:
                 result.docs_only_b += 1
-                result.facts_in_docs_only_b += _count_facts(_parse(path_b, lineno, _read_at(fh_b, offset)))
+                result.facts_in_docs_only_b += _count_facts(run_b.line_at(fh_b, ref))
                 if len(result.doc_ids_only_b) < IDS_SHOWN:
                     result.doc_ids_only_b.append(doc_id)
     if not result.documents:

@@ -2,16 +2,15 @@
 and per fact type, and the facts whose status changed. Reads the runs' folders lazily."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from .._version import __version__
 from ..core.aggregate import paired_bootstrap
 from ..errors import InputError
-from ..io.datasets import _read_at
 from ..io.files import write_atomic
-from ..io.runfolder import RESULTS, ResultStore, read_eval_dir
+from ..io.run_models import CompareResult
+from ..io.runfolder import RunFolder, read_eval_dir
 from ..reports.format import fmt
 from ..reports.html import render_compare_html
 from ..reports.markdown import render_compare_markdown
@@ -22,23 +21,22 @@ MAX_CHANGED = 20_000
 COMPARE_MD, COMPARE_HTML = "compare.md", "compare.html"
 
 
-def _summary_part(out_dir: Path, key: str) -> Any:
-    try:
-        return json.loads((out_dir / "summary.json").read_text(encoding="utf-8")).get(key)
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def compare_runs(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """The ``cmp`` dict of :func:`~factjudge.reports.markdown.render_compare_markdown` (see
-    ``reports.text.COMPARE_DOC``), with ``warnings`` saying what makes the comparison unfair."""
+    ``reports.text.COMPARE_DOC``): :func:`compare_result` as a dict."""
+    return compare_result(dir_a, dir_b, resamples, seed).to_dict()
+
+
+def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 0) -> CompareResult:
+    """B minus A over the documents both finished runs scored, with ``warnings`` saying what
+    makes the comparison unfair."""
     a, b = read_eval_dir(dir_a), read_eval_dir(dir_b)
     common = [d for d in a if d in b]
     if not common:
         raise InputError(f"{dir_a} and {dir_b} have no document in common")
     warnings = []
     for key, what in (("config", "judge configs"), ("judge", "judges")):
-        sa, sb = _summary_part(dir_a, key) or {}, _summary_part(dir_b, key) or {}
+        sa, sb = RunFolder(dir_a).summary_part(key) or {}, RunFolder(dir_b).summary_part(key) or {}
         if sa != sb:
             keys = sorted(k for k in {*sa, *sb} if sa.get(k) != sb.get(k))
             warnings.append(f"the two runs used different {what} (differing: {', '.join(keys)}); "
@@ -50,17 +48,17 @@ def compare_runs(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 0)
     keys_a, keys_b, changed, total = _by_document(dir_a, dir_b, set(common))
     types = sorted({t for k in (*keys_a.values(), *keys_b.values()) for t in k})
     zero = (0, 0, 0, 0)
-    return {
-        "a": str(dir_a), "b": str(dir_b), "documents": len(common),
-        "only_a": len(a) - len(common), "only_b": len(b) - len(common),
-        "bootstrap": {"resamples": resamples, "seed": seed}, "warnings": warnings,
-        "metrics": paired_bootstrap([a[d][0] for d in common], [b[d][0] for d in common], resamples, seed),
-        "by_fact_type": {t: paired_bootstrap([keys_a[d].get(t, zero) for d in common],
-                                             [keys_b[d].get(t, zero) for d in common], resamples, seed)
-                         for t in types},
-        "changed": changed, "changed_total": total,
-        "provenance": {"factjudge": __version__},
-    }
+    return CompareResult(
+        a=str(dir_a), b=str(dir_b), documents=len(common),
+        only_a=len(a) - len(common), only_b=len(b) - len(common),
+        bootstrap={"resamples": resamples, "seed": seed}, warnings=warnings,
+        metrics=paired_bootstrap([a[d][0] for d in common], [b[d][0] for d in common], resamples, seed),
+        by_fact_type={t: paired_bootstrap([keys_a[d].get(t, zero) for d in common],
+                                          [keys_b[d].get(t, zero) for d in common], resamples, seed)
+                      for t in types},
+        changed=changed, changed_total=total,
+        provenance={"factjudge": __version__},
+    )
 
 
 def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
@@ -68,18 +66,18 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
         list[dict[str, Any]], int]:
     """Per fact type keys of both runs and the changed facts, one document in memory at a time:
     B's lines are streamed, A's line of the same document is read at its offset."""
-    store_a = ResultStore(dir_a / RESULTS, repair=False)
+    run_a = RunFolder(dir_a)
+    index_a = run_a.index(finished=True)
     keys_a: dict[str, dict[str, tuple[int, int, int, int]]] = {}
     keys_b: dict[str, dict[str, tuple[int, int, int, int]]] = {}
     changed: list[dict[str, Any]] = []
     total = 0
-    with (dir_a / RESULTS).open("rb") as fa, (dir_b / RESULTS).open("rb") as fb:
-        for raw in fb:
-            line_b = json.loads(raw)
+    with run_a.results.open("rb") as fa:
+        for line_b in RunFolder(dir_b).lines(finished=True):
             doc_id = line_b["doc_id"]
             if doc_id not in common:
                 continue
-            line_a = json.loads(_read_at(fa, store_a.index[doc_id][1]))
+            line_a = run_a.line_at(fa, index_a[doc_id])
             keys_a[doc_id], keys_b[doc_id] = fact_type_keys(line_a), fact_type_keys(line_b)
             rows = changed_facts(line_a, line_b)
             total += len(rows)
@@ -110,6 +108,5 @@ def compare_text(cmp: dict[str, Any]) -> str:
 
 
 def write_compare_pages(cmp: dict[str, Any], out_dir: Path) -> None:
-
     write_atomic(out_dir / COMPARE_MD, render_compare_markdown(cmp))
     write_atomic(out_dir / COMPARE_HTML, render_compare_html(cmp))

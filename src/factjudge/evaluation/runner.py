@@ -34,7 +34,8 @@ from ..errors import InputError
 from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset
 from ..io.files import write_atomic
-from ..io.runfolder import RESULTS, ResultStore
+from ..io.run_models import RUN_KEYS, RunManifest
+from ..io.runfolder import RESULTS, RUN, ResultStore, RunFolder
 from ..judges.base import Judge
 from ..judges.prompts import PROMPT_FORMAT_VERSION
 from ..models import JudgeConfig, JudgeResult
@@ -134,42 +135,35 @@ class ReportSettings:
     csv: bool = False
 
 
-RUN = "run.json"
-#: What must be the same for a folder's results to be resumed or reused.
-RUN_KEYS = ("inputs", "config", "judge")
-
-
-def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> dict[str, Any]:
+def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> RunManifest:
     """What produced a folder's results: ``run.json``, written before the first result."""
-    return {"factjudge": __version__, "inputs": [str(Path(p).resolve()) for p in dataset.sources],
-            "config": config.model_dump(mode="json"), "judge": judge.identity()}
+    return RunManifest(factjudge=__version__, inputs=[str(Path(p).resolve()) for p in dataset.sources],
+                       config=config.model_dump(mode="json"), judge=judge.identity())
 
 
-def check_folder(out_dir: Path, manifest: dict[str, Any]) -> None:
+def check_folder(out_dir: Path, manifest: RunManifest) -> None:
     """Refuse a folder whose results came from other inputs, config or judge: resuming there would
     mix two runs' results, and rewriting it would drop the other run's documents."""
-    try:
-        before = json.loads((out_dir / RUN).read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError):  # a new folder, or an older version's
-        return  # (documents are matched by their hashes), or not a folder (mkdir says so next)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{out_dir / RUN}: unreadable ({exc}); use --overwrite or another -o") from None
-    differ = [k for k in RUN_KEYS if not isinstance(before, dict) or before.get(k) != manifest[k]]
-    if differ:
-        what = {"inputs": "input files", "config": "config", "judge": "judge"}
-        detail = []
-        for key in differ:
-            old, new = (before.get(key) if isinstance(before, dict) else None), manifest[key]
-            if isinstance(old, dict) and isinstance(new, dict):
-                keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
-                detail.append(f"{what[key]} ({', '.join(keys)})")
-            else:
-                detail.append(f"{what[key]} ({old} -> {new})" if key == "inputs" else what[key])
+    before = RunFolder(out_dir).manifest()
+    if before is None:  # a new folder, or an older version's (documents are matched by their
+        return  # hashes), or not a folder (mkdir says so next)
+    what = {"inputs": "input files", "config": "config", "judge": "judge"}
+    detail = []
+    for key in RUN_KEYS:
+        old, new = getattr(before, key), getattr(manifest, key)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+            detail.append(f"{what[key]} ({', '.join(keys)})")
+        else:
+            detail.append(f"{what[key]} ({old} -> {new})" if key == "inputs" else what[key])
+    if detail:
         raise InputError(f"{out_dir}: holds the results of another run (different {'; '.join(detail)}); "
                          "use --overwrite to replace them, or another output folder")
 
 
-def open_run(dataset: Dataset, out_dir: Path, *, manifest: dict[str, Any] | None = None,
+def open_run(dataset: Dataset, out_dir: Path, *, manifest: RunManifest | None = None,
              overwrite: bool = False) -> tuple[ResultStore, list[DocInfo], frozenset[str]]:
     """Prepare ``out_dir`` for a run: the results store, the documents still to judge and the ids
     of those finished already (reused). With a ``manifest`` (:func:`run_manifest`) a folder of
@@ -184,7 +178,7 @@ def open_run(dataset: Dataset, out_dir: Path, *, manifest: dict[str, Any] | None
     store = ResultStore(out_dir / RESULTS)
     _remove_stale(out_dir)
     if manifest is not None:
-        write_atomic(out_dir / RUN, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        write_atomic(out_dir / RUN, manifest.to_json())
     reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
     return store, [i for i in dataset.infos if i.doc_id not in reused], reused
 
@@ -339,7 +333,7 @@ def evaluate_dataset(
         return run_sync(lambda: run(Path(out_dir)))
     with tempfile.TemporaryDirectory(prefix="factjudge-eval-") as tmp:
         outcome = run_sync(lambda: run(Path(tmp)))
-        outcome.results = list(ResultStore(Path(tmp) / RESULTS, repair=False).lines())
+        outcome.results = list(RunFolder(tmp).lines(finished=True))
     return outcome
 
 

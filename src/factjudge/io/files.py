@@ -13,7 +13,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import IO, Any, TextIO, cast
 
 from ..errors import InputError
 
@@ -63,40 +63,90 @@ def check_writable(path: Path) -> None:
         raise InputError(f"{path}: cannot write the output here: {exc.strerror or exc}") from None
 
 
-def write_atomic(path: Path, text: str | Callable[[TextIO], None]) -> None:
-    """Write ``text`` (or what ``text(fh)`` writes: a large output streamed) via a temporary file,
-    so a reader never sees half an output.
+class AtomicFile:
+    """An output file written via a temporary file, so a reader never sees half an output: the
+    one way factjudge writes its outputs (reports, results.jsonl rewrites, facts.csv, batch files).
 
     A symlink is followed and its target replaced (the link stays); a device, FIFO or terminal
     (``/dev/null``, ``/dev/stdout``) is written in place, never replaced by a regular file. A
-    replaced file keeps its permissions.
-    """
-    path = Path(path)
-    if _write_through(path):
-        with open(path, "a", encoding="utf-8") as fh:  # "a": never truncate what stdout points at
-            _emit(fh, text)
-        return
-    target = Path(os.path.realpath(path))
+    replaced file keeps its permissions; a new one gets the usual mode (``0666`` less the umask).
+
+    :meth:`commit` puts the file in place, :meth:`abort` drops it (the destination is left as it
+    was); as a context manager it commits on a clean exit and aborts on an exception. ``binary``
+    gives a bytes handle; ``newline`` is passed to :func:`open` (``""`` for the csv module)."""
+
+    def __init__(self, path: str | Path, *, binary: bool = False, newline: str | None = None) -> None:
+        self.path = Path(path)
+        self._tmp: Path | None = None
+        self._mode = 0
+        encoding = None if binary else "utf-8"
+        kind = "b" if binary else ""
+        #: Where temporary companions of the output may go: the folder it is written in, or
+        #: None (the system's) for a device written in place.
+        self.folder: Path | None = None
+        if _write_through(self.path):
+            # "a": never truncate what stdout points at
+            self.handle: IO[Any] = open(self.path, "a" + kind, encoding=encoding,  # noqa: SIM115
+                                        newline=newline)
+            return
+        target = Path(os.path.realpath(self.path))
+        self._mode = _mode_of(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.folder = target.parent
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        self._tmp, self._target = Path(tmp), target
+        try:
+            self.handle = os.fdopen(fd, "w" + kind, encoding=encoding, newline=newline)
+        except BaseException:
+            os.close(fd)
+            self._tmp.unlink(missing_ok=True)
+            raise
+
+    def commit(self) -> None:
+        """Close the handle and put the file in place."""
+        try:
+            self.handle.close()
+            if self._tmp is not None:
+                os.chmod(self._tmp, self._mode)  # mkstemp makes 0600
+                os.replace(self._tmp, self._target)
+                self._tmp = None
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Drop what was written (what went to a device in place stays written)."""
+        self.handle.close()
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+            self._tmp = None
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def _mode_of(target: Path) -> int:
+    """The mode the output gets: the replaced file's, or the usual mode of a new file."""
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        return stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask  # mkstemp makes 0600; a new output file gets the usual mode
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            _emit(fh, text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        return 0o666 & ~umask
 
 
-def _emit(fh: TextIO, text: str | Callable[[TextIO], None]) -> None:
-    if isinstance(text, str):
-        fh.write(text)
-    else:
-        text(fh)
+def write_atomic(path: Path, text: str | Callable[[TextIO], None]) -> None:
+    """Write ``text`` (or what ``text(fh)`` writes: a large output streamed) as an
+    :class:`AtomicFile` (its symlink, device and permission behaviour)."""
+    with AtomicFile(path) as out:
+        fh = cast(TextIO, out.handle)  # text mode: a TextIOWrapper
+        if isinstance(text, str):
+            fh.write(text)
+        else:
+            text(fh)

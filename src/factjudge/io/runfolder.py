@@ -1,74 +1,262 @@
-"""``results.jsonl``: one line per finished document, appended as documents finish (so a killed
-run keeps them), indexed by ``doc_id`` for resuming, rewritten in dataset order at the end."""
+"""An eval output folder: ``results.jsonl`` (one line per finished document), ``run.json``,
+``summary.json`` and the reports. :class:`RunFolder` is the one reader of such a folder (eval
+resume, compare, agree, tables and Ray read through it); :class:`ResultStore` appends the lines
+while a run goes on and rewrites them in dataset order at the end.
+
+How ``results.jsonl`` is read, one way for every reader (errors are ``<path>: line N: <problem>``):
+
+- a UTF-8 BOM on the first line is accepted, blank lines are skipped;
+- a line that is no result line (:func:`~factjudge.io.run_models.result_line_problem`) is an
+  error: a file factjudge did not write is never overwritten nor read as results;
+- a **finished** run (``summary.json`` is written last) has one line per document: a doc_id on
+  two lines is an error naming both lines;
+- a run **still going or killed** appends: a document judged again after an ERROR has a later
+  line that replaces its earlier one, and a last line without its newline was cut off by a kill:
+  resuming drops it (and cuts it from the file), the other readers leave it out.
+"""
 from __future__ import annotations
 
 import codecs
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
+
+from pydantic import ValidationError
 
 from ..core.aggregate import doc_stats
 from ..errors import InputError
 from ..models import OUTPUT_FIELDS, JudgeResult
 from ..util.jsonutil import canonical_json
-from .datasets import DocInfo, _read_at
-from .jsonl import jsonl_lines
+from .files import AtomicFile
+from .jsonl import read_error
+from .run_models import RUN_KEYS, ResultLine, RunManifest, result_line_problem
 
-RESULTS = "results.jsonl"
+RESULTS, RUN, SUMMARY = "results.jsonl", "run.json", "summary.json"
+__all__ = ["RESULTS", "RUN", "RUN_KEYS", "SUMMARY", "LineRef", "ResultStore", "RunFolder",
+           "read_eval_dir"]
 
 
-def _created(summary: Path) -> str | None:
-    try:
-        value = json.loads(summary.read_text(encoding="utf-8")).get("provenance", {}).get("created")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
+class DocInfo(Protocol):
+    """What the store needs of a scanned document (a :class:`~factjudge.io.datasets.DocInfo`)."""
+
+    @property
+    def doc_id(self) -> str: ...
+    @property
+    def input_sha256(self) -> str: ...
+
+
+def _read_at(fh: IO[bytes], offset: int) -> bytes:
+    fh.seek(offset)
+    return fh.readline()
+
+
+@dataclass(frozen=True)
+class LineRef:
+    """Where a document's line sits in ``results.jsonl``, and what resuming needs of it."""
+
+    offset: int
+    lineno: int
+    input_sha256: str
+    errors: int
+
+
+class RunFolder:
+    """The reader of an eval output folder (see the module docstring for the rules)."""
+
+    def __init__(self, path: str | Path, results: str | Path | None = None) -> None:
+        self.path = Path(path)
+        #: ``results.jsonl`` (another file of the folder when ``results`` names one)
+        self.results = self.path / RESULTS if results is None else Path(results)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run finished: ``summary.json`` is written last."""
+        return (self.path / SUMMARY).is_file()
+
+    def require(self, *, finished: bool = True) -> RunFolder:
+        """This folder, or a one-line InputError when it is not an eval output folder (or not a
+        finished one)."""
+        if not self.path.is_dir():
+            raise InputError(f"{self.path}: not an eval output folder (no such folder)")
+        if not self.results.is_file():
+            raise InputError(f"{self.path}: not an eval output folder (no {RESULTS})")
+        if finished and not self.finished:
+            raise InputError(f"{self.path}: not a finished eval output folder (no {SUMMARY})")
+        return self
+
+    # ---- run.json and summary.json
+
+    def manifest(self) -> RunManifest | None:
+        """``run.json``; None when there is none (a new folder, or one of an older version)."""
+        path = self.path / RUN
+        try:
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: unreadable ({exc}); use --overwrite or another -o") from None
+        try:
+            return RunManifest.model_validate(data)
+        except ValidationError:
+            raise InputError(f"{path}: not a factjudge run manifest; use --overwrite or another "
+                             "-o") from None
+
+    def summary(self) -> dict[str, Any]:
+        """``summary.json``, parsed; a one-line InputError when it is not a summary."""
+        path = self.path / SUMMARY
+        try:
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError):
+            raise InputError(f"{path}: not a factjudge summary") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: not a factjudge summary")
+        return data
+
+    def summary_part(self, key: str) -> Any:
+        """One key of ``summary.json``, or None when it cannot be read."""
+        try:
+            return self.summary().get(key)
+        except InputError:
+            return None
+
+    def created(self) -> str | None:
+        """When the finished run in this folder made its results (its summary's provenance)."""
+        provenance = self.summary_part("provenance")
+        value = provenance.get("created") if isinstance(provenance, dict) else None
+        return value if isinstance(value, str) else None
+
+    # ---- results.jsonl
+
+    def _raw_lines(self, *, finished: bool) -> Iterator[tuple[int, int, bytes]]:
+        """(line number, byte offset of the JSON, raw JSON) of every line: a BOM is skipped,
+        blank lines too, and a cut-off last line is left out unless the run ``finished``."""
+        try:
+            fh = self.results.open("rb")
+        except OSError as exc:
+            raise read_error(self.results, exc) from None
+        with fh:
+            offset = 0
+            for lineno, raw in enumerate(fh, start=1):
+                start = offset
+                offset += len(raw)
+                if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw, start = raw[len(codecs.BOM_UTF8):], start + len(codecs.BOM_UTF8)
+                if not raw.strip():
+                    continue
+                if not raw.endswith(b"\n") and not finished:
+                    return  # cut off by a kill
+                yield lineno, start, raw
+
+    def parse(self, lineno: int, raw: bytes) -> dict[str, Any]:
+        """One raw line of ``results.jsonl``, parsed and checked."""
+        try:
+            line: dict[str, Any] = json.loads(raw)  # checked below
+        except (ValueError, RecursionError):
+            raise InputError(f"{self.results}: line {lineno}: not a factjudge result line "
+                             "(not JSON)") from None
+        problem = result_line_problem(line)
+        if problem is not None:
+            raise InputError(f"{self.results}: line {lineno}: not a factjudge result line ({problem})")
+        return line
+
+    def index(self, *, finished: bool | None = None) -> dict[str, LineRef]:
+        """doc_id -> where its line is, one line in memory at a time. ``finished`` (default:
+        whether the run finished) makes a doc_id on two lines an error; otherwise its later
+        line counts."""
+        finished = self.finished if finished is None else finished
+        index: dict[str, LineRef] = {}
+        for lineno, offset, raw in self._raw_lines(finished=finished):
+            line = self.parse(lineno, raw)
+            doc_id = line["doc_id"]
+            if finished and doc_id in index:
+                raise InputError(f"{self.results}: line {lineno}: doc_id {doc_id!r} again (first on "
+                                 f"line {index[doc_id].lineno})")
+            index[doc_id] = LineRef(offset, lineno, line["input_sha256"], line["metrics"]["errors"])
+        return index
+
+    def lines(self, *, finished: bool | None = None) -> Iterator[dict[str, Any]]:
+        """Every result line, parsed, in file order. A finished run's (``finished``: default
+        whether it is) are streamed and a doc_id on two lines is an error; for a run still going
+        or killed, a document's last line counts, at the place of its first (those lines are
+        kept in memory until the end)."""
+        finished = self.finished if finished is None else finished
+        if not finished:
+            latest: dict[str, dict[str, Any]] = {}
+            for lineno, _, raw in self._raw_lines(finished=False):
+                line = self.parse(lineno, raw)
+                latest[line["doc_id"]] = line
+            yield from latest.values()
+            return
+        seen: dict[str, int] = {}
+        for lineno, _, raw in self._raw_lines(finished=True):
+            line = self.parse(lineno, raw)
+            first = seen.setdefault(line["doc_id"], lineno)
+            if first != lineno:
+                raise InputError(f"{self.results}: line {lineno}: doc_id {line['doc_id']!r} again "
+                                 f"(first on line {first})")
+            yield line
+
+    def line_at(self, fh: IO[bytes], ref: LineRef) -> dict[str, Any]:
+        """The line at ``ref`` of ``results.jsonl`` opened as ``fh`` (binary), parsed."""
+        return self.parse(ref.lineno, _read_at(fh, ref.offset))
+
+    def result(self, doc_id: str) -> ResultLine:
+        """One document's line, validated whole; InputError when the folder has none."""
+        ref = self.index().get(doc_id)
+        if ref is None:
+            raise InputError(f"{self.results}: no line for doc_id {doc_id!r}")
+        with self.results.open("rb") as fh:
+            return ResultLine.model_validate(self.line_at(fh, ref))
+
+
+def _cut_off_at(path: Path) -> int | None:
+    """Where the last line of ``path`` starts when a kill cut it off (no newline), else None."""
+    with path.open("rb") as fh:
+        pos = size = fh.seek(0, os.SEEK_END)
+        while pos > 0:
+            step = min(1 << 16, pos)
+            pos -= step
+            fh.seek(pos)
+            block = fh.read(step)
+            if pos + step == size and block.endswith(b"\n"):
+                return None
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                return pos + newline + 1
+    return 0 if size else None
+
 
 class ResultStore:
-    """``results.jsonl``, append-only while running; indexed by doc_id for resuming."""
+    """``results.jsonl``, append-only while running; indexed by doc_id for resuming. ``repair``
+    cuts a last line cut off by a kill from the file (a dry run or a look-up changes nothing)."""
 
     def __init__(self, path: Path, repair: bool = True) -> None:
         self.path = path
-        #: doc_id -> (input hash, byte offset, ERROR facts) of its latest complete line
-        self.index: dict[str, tuple[str, int, int]] = {}
+        self.folder = RunFolder(path.parent)
+        #: doc_id -> where its latest complete line is
+        self.index: dict[str, LineRef] = {}
         #: When the finished run in this folder made its results (its summary's provenance), if any.
-        self.created: str | None = _created(path.parent / "summary.json")
+        self.created: str | None = self.folder.created()
         if path.exists():
-            self._load(repair)
-
-    def _load(self, repair: bool) -> None:
-        end = 0
-        with self.path.open("rb") as fh:
-            offset = 0
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.endswith(b"\n"):
-                    break  # cut off by a kill: dropped below
-                try:
-                    rec = json.loads(raw.removeprefix(codecs.BOM_UTF8))
-                    self.index[rec["doc_id"]] = (rec["input_sha256"], offset,
-                                                 int(rec["metrics"]["errors"]))
-                except (ValueError, KeyError, TypeError):
-                    # not written by factjudge: never overwrite someone else's file
-                    raise InputError(f"{self.path}: line {lineno} is not a factjudge "
-                                     "result line; choose another output folder") from None
-                offset += len(raw)
-                end = offset
-        if repair and end != self.path.stat().st_size:
-            os.truncate(self.path, end)
+            try:
+                self.index = self.folder.index(finished=False)
+            except InputError as exc:  # not written by factjudge: never overwrite it
+                raise InputError(f"{exc}; choose another output folder") from None
+            end = _cut_off_at(path) if repair else None
+            if end is not None:
+                os.truncate(path, end)
 
     def lines(self) -> Iterator[dict[str, Any]]:
-        """Every line of the file, parsed, in file order."""
-        with self.path.open("rb") as fh:
-            for raw in fh:
-                yield json.loads(raw)
+        """Every line of the file, parsed and checked, in file order."""
+        return self.folder.lines(finished=False)
 
     def reusable(self, info: DocInfo) -> bool:
         hit = self.index.get(info.doc_id)
-        return hit is not None and hit[0] == info.input_sha256 and hit[2] == 0
+        return hit is not None and hit.input_sha256 == info.input_sha256 and hit.errors == 0
 
     def append(self, fh: IO[bytes], doc_id: str, input_sha256: str, result: JudgeResult) -> None:
         line = {"doc_id": doc_id, "input_sha256": input_sha256, **result.to_dict()}
@@ -76,39 +264,37 @@ class ResultStore:
         offset = fh.tell()
         fh.write(data)
         fh.flush()  # a killed process keeps every finished line
-        self.index[doc_id] = (input_sha256, offset, result.metrics.errors)
+        self.index[doc_id] = LineRef(offset, 0, input_sha256, result.metrics.errors)
 
     def rewrite(self, order: Sequence[DocInfo]) -> Iterator[dict[str, Any]]:
         """Rewrite the file atomically in dataset order, yielding each line parsed."""
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        out = AtomicFile(self.path, binary=True)
         try:
-            os.chmod(tmp, self.path.stat().st_mode)  # mkstemp's 0600 would surprise readers
-            with os.fdopen(fd, "wb") as out, self.path.open("rb") as src:
+            with self.path.open("rb") as src:
                 for info in order:
-                    sha, offset, _ = self.index[info.doc_id]
-                    assert sha == info.input_sha256, info.doc_id
-                    raw = _read_at(src, offset)
-                    out.write(raw)
+                    ref = self.index[info.doc_id]
+                    assert ref.input_sha256 == info.input_sha256, info.doc_id
+                    raw = _read_at(src, ref.offset)
+                    out.handle.write(raw)
                     yield json.loads(raw)
-            os.replace(tmp, self.path)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            out.abort()
             raise
-
+        out.commit()
 
 
 def read_eval_dir(out_dir: Path) -> dict[str, tuple[tuple[int, int, int, int], str]]:
     """doc_id -> (bootstrap key, hash of its gold facts) from a finished eval folder."""
-    if not (out_dir / "summary.json").is_file():
-        raise InputError(f"{out_dir}: not a finished eval output folder (no summary.json)")
+    folder = RunFolder(out_dir)
+    if not folder.finished:
+        raise InputError(f"{out_dir}: not a finished eval output folder (no {SUMMARY})")
     docs: dict[str, tuple[tuple[int, int, int, int], str]] = {}
-    path = out_dir / RESULTS
-    for lineno, _, raw in jsonl_lines(path):
+    for line in folder.lines(finished=True):
+        gold = [{k: v for k, v in f.items() if k not in OUTPUT_FIELDS} for f in line["gold_facts"]]
+        digest = hashlib.sha256(canonical_json(gold).encode("utf-8")).hexdigest()
         try:
-            line = json.loads(raw)
-            gold = [{k: v for k, v in f.items() if k not in OUTPUT_FIELDS} for f in line["gold_facts"]]
-            digest = hashlib.sha256(canonical_json(gold).encode("utf-8")).hexdigest()
             docs[line["doc_id"]] = (doc_stats(line).key, digest)
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise InputError(f"{path}: line {lineno}: not a factjudge result line") from None
+            raise InputError(f"{folder.results}: doc_id {line['doc_id']!r}: not a factjudge "
+                             "result line (bad metrics)") from None
     return docs

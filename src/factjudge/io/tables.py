@@ -23,7 +23,6 @@ import csv
 import datetime as _dt
 import decimal
 import io
-import json
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -33,6 +32,7 @@ from typing import Any, BinaryIO
 from ..errors import InputError, missing_dependency
 from ..models import _frame, _import_pandas, result_rows
 from .jsonl import read_error
+from .runfolder import RESULTS, RunFolder
 
 #: Suffixes read as tables (compared case-insensitively).
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet")
@@ -279,48 +279,19 @@ def _plain(value: Any, path: Path, row: int, column: str) -> Any:
 # --------------------------------------------------------------------------- tables out
 
 
-def _results_path(out: str | Path) -> Path:
-    out = Path(out)
-    path = out / "results.jsonl" if out.is_dir() else out
-    if not path.is_file():
-        raise InputError(f"{out}: not an eval output folder (no results.jsonl)")
-    return path
-
-
 def iter_result_lines(out: str | Path) -> Iterator[dict[str, Any]]:
-    """The lines of an eval output folder's ``results.jsonl`` (or of that file), parsed.
+    """The lines of an eval output folder's ``results.jsonl`` (or of that file), parsed, read
+    by :class:`~factjudge.io.runfolder.RunFolder`.
 
     Reads a run still going or interrupted too: a last line cut off by a kill is left out, and
     when a document appears on several lines (judged again after an ERROR) only its last line
     counts, at the place of its first. This keeps those lines in memory until the end; the
     ``results.jsonl`` of a finished run has one line per document and is streamed."""
-    path = _results_path(out)
-    # a finished run (summary.json written last) has one line per document, in dataset order
-    finished = (path.parent / "summary.json").is_file()
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        raise read_error(path, exc) from None
-    lines: dict[str, dict[str, Any]] = {}
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            if not raw.endswith(b"\n"):
-                break  # cut off by a kill
-            try:
-                line = json.loads(raw.removeprefix(codecs.BOM_UTF8))
-                doc_id = line["doc_id"]
-                if not (isinstance(doc_id, str) and isinstance(line["gold_facts"], list)
-                        and isinstance(line["predicted_facts"], list)):
-                    raise TypeError
-            except (ValueError, KeyError, TypeError):
-                raise InputError(f"{path}: line {lineno}: not a factjudge result line") from None
-            if finished:
-                yield line
-            else:
-                lines[doc_id] = line
-    yield from lines.values()
+    out = Path(out)
+    folder = RunFolder(out) if out.is_dir() else RunFolder(out.parent, results=out)
+    if not folder.results.is_file():
+        raise InputError(f"{out}: not an eval output folder (no {RESULTS})")
+    return folder.lines()
 
 
 def eval_to_pandas(out: str | Path) -> Any:

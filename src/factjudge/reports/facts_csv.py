@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..io.files import AtomicFile
 from ..models import _RENAMED, FACT_COLUMNS, result_rows
 
 
@@ -40,14 +40,11 @@ class FactsCsvWriter:
         self.rows = 0
         self._fields = None if fields is None else [_RENAMED.get(f, f) for f in fields]
         self._extra: dict[str, None] = {}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.",
-                                         suffix=".tmp")
-        self._out = os.fdopen(fd, "w", encoding="utf-8", newline="")
-        self._writer = csv.writer(self._out)
+        self._out = AtomicFile(self.path, newline="")  # the csv module writes its own newlines
+        self._writer = csv.writer(self._out.handle)
         self._spool: Any = None
         if self._fields is None:
-            self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", dir=self.path.parent)
+            self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", dir=self._out.folder)
         else:
             self._writer.writerow(list(FACT_COLUMNS) + self._fields)
 
@@ -76,7 +73,7 @@ class FactsCsvWriter:
 
     def close(self) -> None:
         """Finish the file (write the spooled rows) and put it in place."""
-        if self._out.closed:
+        if self._out.handle.closed:
             return
         try:
             if self._spool is not None:
@@ -85,11 +82,7 @@ class FactsCsvWriter:
                 self._spool.seek(0)
                 for text in self._spool:
                     self._writer.writerow(self._cells(json.loads(text), columns))
-            self._out.close()
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self._tmp, 0o666 & ~umask)
-            os.replace(self._tmp, self.path)
+            self._out.commit()
         except BaseException:
             self.abort()
             raise
@@ -99,10 +92,9 @@ class FactsCsvWriter:
 
     def abort(self) -> None:
         """Drop what was written; the destination is left as it was."""
-        self._out.close()
+        self._out.abort()
         if self._spool is not None:
             self._spool.close()
-        Path(self._tmp).unlink(missing_ok=True)
 
     def __enter__(self) -> FactsCsvWriter:
         return self

@@ -26,7 +26,6 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 import sqlite3
 import tempfile
 import time
@@ -40,7 +39,8 @@ from ..errors import FactJudgeError, InputError, InvalidAnswer
 from ..evaluation.pipeline import questions
 from ..evaluation.runner import check_folder, run_manifest
 from ..io.datasets import Dataset
-from ..io.files import write_atomic
+from ..io.files import AtomicFile, write_atomic
+from ..io.run_models import BatchState
 from ..io.runfolder import RESULTS, ResultStore
 from ..judges.base import BatchRequest, Judge
 from ..judges.llm.backends import (
@@ -210,7 +210,7 @@ class PieceWriter:
         if max_lines < 1 or max_bytes < 1:
             raise ValueError("max_lines and max_bytes must be positive")
         self.path, self.max_lines, self.max_bytes = path, max_lines, max_bytes
-        self.pieces: list[tuple[Path, Path]] = []  # (temporary, final)
+        self.pieces: list[tuple[AtomicFile, Path]] = []
         self.fh: IO[bytes] | None = None
         self.lines = self.bytes = 0
         self.group: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)
@@ -248,11 +248,11 @@ class PieceWriter:
 
     def _next(self) -> None:
         if self.fh is not None:
-            self.fh.close()
+            self.fh.close()  # a finished piece: committed (renamed) at the end
         final = self.name(len(self.pieces) + 1)
-        fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
-        self.fh = os.fdopen(fd, "wb")
-        self.pieces.append((Path(tmp), final))
+        piece = AtomicFile(final, binary=True)
+        self.fh = piece.handle
+        self.pieces.append((piece, final))
         self.lines = self.bytes = 0
 
     def finish(self) -> list[Path]:
@@ -261,13 +261,8 @@ class PieceWriter:
         self.end_group()
         if self.fh is None:
             self._next()
-        assert self.fh is not None
-        self.fh.close()
-        umask = os.umask(0)
-        os.umask(umask)
-        for tmp, final in self.pieces:
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, final)
+        for piece, _ in self.pieces:
+            piece.commit()
         k = len(self.pieces) + 1
         while self.name(k).is_file():
             self.name(k).unlink()
@@ -276,10 +271,8 @@ class PieceWriter:
         return [final for _, final in self.pieces]
 
     def abort(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
-        for tmp, _ in self.pieces:
-            tmp.unlink(missing_ok=True)
+        for piece, _ in self.pieces:
+            piece.abort()
         self.group.close()
 
 
@@ -635,16 +628,9 @@ def _batch_object(obj: Any, what: str) -> dict[str, Any]:
 
 
 async def _stream_to(resp: Any, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            async for chunk in resp.content.iter_chunked(1 << 20):
-                fh.write(chunk)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with AtomicFile(dest, binary=True) as out:
+        async for chunk in resp.content.iter_chunked(1 << 20):
+            out.handle.write(chunk)
 
 
 # --------------------------------------------------------------------------- --batch
@@ -689,13 +675,11 @@ class BatchRunner:
         if not self.state_path.exists():
             return fresh
         try:
-            state = json.loads(self.state_path.read_text(encoding="utf-8"))
-        except (ValueError, OSError):
-            state = None
-        if not (isinstance(state, dict) and state.get("version") == 1 and isinstance(state.get("jobs"), list)
-                and all(isinstance(j, dict) and "step" in j and "file" in j for j in state["jobs"])):
+            state: dict[str, Any] = json.loads(self.state_path.read_text(encoding="utf-8"))
+            BatchState.model_validate(state)  # the runner goes on with the dict: its bytes stay
+        except (ValueError, OSError):  # a ValidationError is a ValueError
             raise InputError(f"{self.state_path}: not a factjudge batch state file; remove it "
-                             "(check the provider's dashboard for batches it may list)")
+                             "(check the provider's dashboard for batches it may list)") from None
         open_jobs = [j for j in state["jobs"] if j.get("step") != "done"]
         if open_jobs and state.get("judge") != identity:
             ids = ", ".join(j.get("batch_id") or j["file"] for j in open_jobs)

@@ -107,7 +107,8 @@ def test_a_foreign_results_file_is_never_overwritten(tmp_path):
     (out / "summary.json").write_text("{}")
     proc = run_cli("eval", data, "-o", out)
     assert proc.returncode == 2
-    assert "results.jsonl: line 1 is not a factjudge result line" in proc.stderr
+    assert ("results.jsonl: line 1: not a factjudge result line (not JSON); choose another output "
+            "folder") in proc.stderr
     assert (out / "results.jsonl").read_text() == "my precious data\n"
     assert (out / "summary.json").read_text() == "{}"
 

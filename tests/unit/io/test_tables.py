@@ -335,7 +335,7 @@ def test_eval_to_pandas_not_an_eval_folder(tmp_path):
     assert error_of(eval_to_pandas, tmp_path) == f"{tmp_path}: not an eval output folder (no results.jsonl)"
     (tmp_path / "results.jsonl").write_text('{"doc_id": "d"}\n', encoding="utf-8")
     assert error_of(eval_to_pandas, tmp_path) == \
-        f"{tmp_path / 'results.jsonl'}: line 1: not a factjudge result line"
+        f"{tmp_path / 'results.jsonl'}: line 1: not a factjudge result line (no input_sha256)"
 
 
 def test_write_facts_csv_reads_back(eval_dir, tmp_path):
