@@ -33,7 +33,7 @@ class ProgressBar:
     """The CLI's progress observer (:class:`~factjudge.evaluation.runner.RunProgress`).
 
     One bar over judge questions on stderr: questions/s, response-cache hits (LLM judges only),
-    errors, a labelled ETA, and documents done when ``start`` gives a dataset's totals. Fits 80
+    errors, a labelled ETA, and documents done when ``on_start`` gives a dataset's totals. Fits 80
     columns with the total in view. Silent when stderr is not a terminal (rich is then not even
     imported: a quiet run starts faster)."""
 

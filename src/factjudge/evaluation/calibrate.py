@@ -329,6 +329,7 @@ async def calibrate_async(
     shared by all lines, at most ``2 * concurrency`` lines in flight)."""
     if concurrency < 1:
         raise InputError("concurrency must be at least 1")
+    config = parse_config(config)
     the_judge: Judge = judge if judge is not None else RulesJudge()
     documents = [Document(label.id, [label.gold_fact], [label.predicted_fact]) for label in labels]
     index = {id(doc): i for i, doc in enumerate(documents)}  # ids may repeat in Python's labels
@@ -344,8 +345,7 @@ async def calibrate_async(
             progress(done, len(labels))
 
     # a failure (not an ERROR verdict) stops the run
-    await judge_documents(documents, parse_config(config), the_judge, finished,
-                          concurrency=concurrency)
+    await judge_documents(documents, config, the_judge, finished, concurrency=concurrency)
     return score([d for d in decisions if d is not None], judge=the_judge.name)
 
 
