@@ -76,9 +76,10 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals["static"] = static_file
     env.filters.update(
-        script_json=lambda data: Markup(json_for_script(data)), thousands=lambda n: f"{n:,}",
-        fact_json=fact_json, setting=setting_text, status_text=status_text, fmt=fmt,
-        urlquote=lambda value: quote(str(value), safe=""), g=lambda x: f"{x:g}")
+        script_json=lambda data: Markup(json_for_script(data)),  # the document view's data, inert
+        urlquote=lambda value: quote(str(value), safe=""),  # a doc_id in a "#doc=" link
+        thousands=lambda n: f"{n:,}", compact=lambda x: f"{x:g}", fmt=fmt,
+        fact_json=fact_json, setting=setting_text, status_text=status_text)
     env.tests["string_list"] = _is_string_list
     return env
 
