@@ -76,9 +76,10 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals["static"] = static_file
     env.filters.update(
-        script_json=lambda data: Markup(json_for_script(data)), thousands=lambda n: f"{n:,}",
-        fact_json=fact_json, setting=setting_text, status_text=status_text, fmt=fmt,
-        urlquote=lambda value: quote(str(value), safe=""), g=lambda x: f"{x:g}")
+        script_json=lambda data: Markup(json_for_script(data)),  # the document view's data, inert
+        urlquote=lambda value: quote(str(value), safe=""),  # a doc_id in a "#doc=" link
+        thousands=lambda n: f"{n:,}", compact=lambda x: f"{x:g}", fmt=fmt,
+        fact_json=fact_json, setting=setting_text, status_text=status_text)
     env.tests["string_list"] = _is_string_list
     return env
 
@@ -107,28 +108,36 @@ def _report_cards(summary: Mapping[str, Any]) -> list[dict[str, str]]:
     return cards
 
 
+#: The chart's geometry in px: label column, bar length at 1.0, bar height, gap between fact types,
+#: legend height.
+LABEL_W, BAR_W, BAR_H, GAP, LEGEND_H = 170, 360, 11, 10, 24
+
+
+def _bars(figures: Mapping[str, Any], y0: int) -> list[dict[str, Any]]:
+    """The P, R and F1 bars of one fact type (``value`` None: undefined, shown as "n/a")."""
+    bars = []
+    for j, (metric, color) in enumerate(COLORS.items()):
+        y, v = y0 + j * BAR_H, figures.get(metric)
+        bar: dict[str, Any] = {"metric": metric, "color": color, "y": y, "text_y": y + BAR_H - 2, "value": None}
+        if v is not None:
+            bar.update(value=f"{v:.3f}", short=f"{v:.2f}", width=f"{v * BAR_W:.1f}",
+                       text_x=f"{LABEL_W + v * BAR_W + 4:.1f}")
+        bars.append(bar)
+    return bars
+
+
 def bar_chart(by_type: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The geometry of the P/R/F1-per-fact-type chart (horizontal grouped bars) that
-    ``_bar_chart.html.j2`` draws as inline SVG."""
-    label_w, bar_w, bar_h, gap, legend_h = 170, 360, 11, 10, 24
-    group_h = 3 * bar_h + gap
-    height = legend_h + max(1, len(by_type)) * group_h + 20
-    groups = []
-    for g, (fact_type, c) in enumerate(by_type.items()):
-        y0 = legend_h + g * group_h
-        bars = []
-        for j, (metric, color) in enumerate(COLORS.items()):
-            y, v = y0 + j * bar_h, c.get(metric)
-            bars.append({"metric": metric, "color": color, "y": y, "text_y": y + bar_h - 2,
-                         "value": None if v is None else f"{v:.3f}", "short": None if v is None else f"{v:.2f}",
-                         "width": None if v is None else f"{v * bar_w:.1f}",
-                         "text_x": None if v is None else f"{label_w + v * bar_w + 4:.1f}"})
-        groups.append({"name": fact_type, "label": fact_type if len(fact_type) <= 24 else fact_type[:23] + "\u2026",
-                       "y": f"{y0 + 1.5 * bar_h + 4}", "bars": bars})
-    return {"width": label_w + bar_w + 60, "height": height, "label_w": label_w, "bar_h": bar_h,
-            "legend": [{"name": n, "color": c, "x": label_w + i * 110} for i, (n, c) in enumerate(COLORS.items())],
-            "ticks": [{"x": f"{label_w + t * bar_w:.1f}", "label": f"{t:g}"} for t in (0, 0.25, 0.5, 0.75, 1.0)],
-            "top": legend_h, "bottom": height - 16, "groups": groups}
+    """Where ``_bar_chart.html.j2`` draws the P/R/F1-per-fact-type chart (horizontal grouped bars,
+    inline SVG): legend, ticks, and per fact type its label and bars."""
+    group_h = 3 * BAR_H + GAP
+    height = LEGEND_H + max(1, len(by_type)) * group_h + 20
+    groups = [{"name": name, "label": name if len(name) <= 24 else name[:23] + "\u2026",
+               "y": f"{LEGEND_H + g * group_h + 1.5 * BAR_H + 4}", "bars": _bars(figures, LEGEND_H + g * group_h)}
+              for g, (name, figures) in enumerate(by_type.items())]
+    return {"width": LABEL_W + BAR_W + 60, "height": height, "label_w": LABEL_W, "bar_h": BAR_H,
+            "legend": [{"name": n, "color": c, "x": LABEL_W + i * 110} for i, (n, c) in enumerate(COLORS.items())],
+            "ticks": [{"x": f"{LABEL_W + t * BAR_W:.1f}", "label": f"{t:g}"} for t in (0, 0.25, 0.5, 0.75, 1.0)],
+            "top": LEGEND_H, "bottom": height - 16, "groups": groups}
 
 
 def _unique(values: Iterable[Any]) -> list[str]:
