@@ -251,8 +251,9 @@ class ResultStore:
                 os.truncate(path, end)
 
     def lines(self) -> Iterator[dict[str, Any]]:
-        """Every line of the file, parsed and checked, in file order."""
-        return self.folder.lines(finished=False)
+        """Every line of the file once :meth:`rewrite` made it one line per document, parsed
+        and checked, streamed in file order."""
+        return self.folder.lines(finished=True)
 
     def reusable(self, info: DocInfo) -> bool:
         hit = self.index.get(info.doc_id)
@@ -264,6 +265,7 @@ class ResultStore:
         offset = fh.tell()
         fh.write(data)
         fh.flush()  # a killed process keeps every finished line
+        # line number 0: not known without counting the lines (only error messages use it)
         self.index[doc_id] = LineRef(offset, 0, input_sha256, result.metrics.errors)
 
     def rewrite(self, order: Sequence[DocInfo]) -> Iterator[dict[str, Any]]:
