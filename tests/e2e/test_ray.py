@@ -26,7 +26,7 @@ EXAMPLE_CONFIG = ROOT / "examples" / "config.yaml"
 NO_RAY = "the ray extra is not installed (pip install 'factjudge[ray]')"
 
 # Ray's own deprecation notes about its settings are not this project's
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
+pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")]
 
 
 @pytest.fixture(scope="module")
