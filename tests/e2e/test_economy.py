@@ -70,6 +70,7 @@ def test_no_cache_when_none_and_invalid_answers_not_stored(server, tmp_path):
     assert again.usage.llm_calls == 1 and again.gold_facts[0]["status"] == "TP"
 
 
+@pytest.mark.slow
 def test_cache_concurrent_writers(tmp_path):
     script = (
         "import sys; from factjudge.judges.llm.cache import ResponseCache\n"
@@ -82,6 +83,7 @@ def test_cache_concurrent_writers(tmp_path):
     assert len(cache) == 1200 and cache.get("w3-299") == {"content": "299"}
 
 
+@pytest.mark.slow
 def test_resume_after_killed_run_asks_only_what_is_missing(server, tmp_path, write_json):
     gold = [{"id": f"g{i}", "fact_type": "t", "v": i} for i in range(20)]
     pred = [{"id": f"p{i}", "fact_type": "t", "v": i} for i in range(20)]
