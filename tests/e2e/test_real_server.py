@@ -63,8 +63,9 @@ GGUF = _gguf()
 if GGUF is None:
     pytest.skip(SKIP_REASON, allow_module_level=True)
 
-# registered in pyproject.toml: `pytest -m "not real_server"` deselects these
-pytestmark = pytest.mark.real_server
+# registered in pyproject.toml: `pytest -m "not real_server"` deselects these; one worker runs the
+# module (one server)
+pytestmark = [pytest.mark.real_server, pytest.mark.xdist_group("real_server")]
 
 
 # --------------------------------------------------------------------------- the server
