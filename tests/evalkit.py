@@ -1,5 +1,6 @@
-"""Shared by the eval tests: five documents whose outcome is easy to work out by hand, the CLI
-as a real process, and file helpers."""
+"""Shared by the CLI and eval tests: five documents whose outcome is easy to work out by hand, the
+CLI in this process (or, where a test needs one, as a real process), and file helpers."""
+import contextlib
 import json
 import os
 import subprocess
@@ -46,12 +47,67 @@ def write_jsonl(path, records):
     return path
 
 
-def run_cli(*args, cache_dir=None, **kw):
-    """The CLI as a real process; the response cache never goes to the user's cache dir."""
-    env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cache_dir or tempfile.mkdtemp())}
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=180, **kw)
+def run_cli(*args, cache_dir=None, env=None, cwd=None, timeout=180, real_process=False):
+    """The CLI on ``args``, in this process (typer's CliRunner) unless ``real_process``; the answer
+    is a CompletedProcess either way. The response cache never goes to the user's cache dir, and
+    no OPENAI_API_KEY leaks in from the developer's environment.
+
+    A real process is for what only one can show: ``os._exit`` after the flush, signals, file
+    descriptors, an environment the CLI cannot change for its caller."""
+    env = {"FACTJUDGE_CACHE_DIR": str(cache_dir or tempfile.mkdtemp()), "OPENAI_API_KEY": None, **(env or {})}
+    argv = [str(a) for a in args]
+    if real_process:
+        return run_process(argv, env=env, cwd=cwd, timeout=timeout)
+    return run_in_process(argv, env=env, cwd=cwd)
+
+
+def run_process(argv, *, env, cwd=None, timeout=180):
+    """``python -m factjudge ARGV`` as a real process; ``env`` overrides this one's (None unsets)."""
+    full = {**os.environ, **env}
+    full = {k: v for k, v in full.items() if v is not None}
+    return subprocess.run([sys.executable, "-m", "factjudge", *argv], capture_output=True, text=True,
+                          env=full, cwd=cwd, timeout=timeout)
+
+
+def run_in_process(argv, *, env, cwd=None):
+    """What ``main()`` does (the typer app, then its exit-code mapping) without ``os._exit``,
+    stdout and stderr captured; ``env`` overrides os.environ for the run (None unsets)."""
+    from typer.testing import CliRunner
+
+    from factjudge.cli import _exit_code, app, register_commands
+
+    register_commands(argv)
+    with CliRunner().isolation(env=env) as (stdout, stderr, _), _chdir(cwd):
+        raised, returned = None, None
+        try:
+            returned = app(args=argv, prog_name="factjudge", standalone_mode=False)
+        except SystemExit as exc:
+            returned = exc.code
+        except BaseException as exc:  # noqa: BLE001  (mapped like main() maps it, or re-raised)
+            raised = exc
+        code = _exit_code(raised, returned)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        out, err = stdout.getvalue(), stderr.getvalue()
+    # what text=True makes of a real process's output
+    return subprocess.CompletedProcess(["factjudge", *argv], code, _text(out), _text(err))
+
+
+def _text(data):
+    return data.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+@contextlib.contextmanager
+def _chdir(path):
+    if path is None:
+        yield
+        return
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def llm_args(server, cache_dir):

@@ -1,21 +1,13 @@
-"""The command line, run as a real process: exit codes, stdout JSON, one-line errors on stderr."""
+"""The command line: exit codes, stdout JSON, one-line errors on stderr (in this process; the first
+test runs a real one, whose outputs must survive main()'s os._exit)."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from evalkit import run_cli
 from scripted_server import Reply
 
 GOLD = [{"id": "g1", "fact_type": "revenue", "value": "10"}, {"id": 2, "fact_type": "misc", "x": 1}]
 PRED = [{"id": "p1", "fact_type": "revenue", "value": "10"}]
-
-
-def run_cli(*args, env=None):
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("OPENAI_API_KEY", None)
-    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
-                          text=True, env=full_env, timeout=120)
 
 
 @pytest.fixture
@@ -28,7 +20,8 @@ def files(write_json, tmp_path):
 def test_llm_run_writes_json_to_stdout_and_summary_to_stderr(server, files):
     gold, pred, cfg = files
     server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
-    proc = run_cli("judge", gold, pred, "--config", cfg, "--model", "m", "--base-url", server.base_url)
+    proc = run_cli("judge", gold, pred, "--config", cfg, "--model", "m", "--base-url", server.base_url,
+                   real_process=True)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out) == {"gold_facts", "predicted_facts", "metrics", "dedup_notes", "conflicts",

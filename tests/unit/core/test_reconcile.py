@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,6 +113,7 @@ def verdict_sets(draw):
     return gold, pred, verdicts(gold, pred, "FN"), verdicts(pred, gold, "FP"), draw(st.booleans())
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(verdict_sets())
 def test_reconciliation_invariants(case):

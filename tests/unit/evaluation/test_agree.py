@@ -2,9 +2,8 @@
 Cohen's kappa checked by hand, the HTML page, and the one-line errors."""
 import os
 import re
-import subprocess
-import sys
 
+import evalkit
 import pytest
 from scripted_server import Reply, ScriptedServer, answer, describe
 
@@ -12,12 +11,8 @@ from factjudge.errors import InputError
 from factjudge.evaluation.agree import agree
 
 
-def run_cli(*args):
-    env = {**os.environ}
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("OPENAI_BASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=120)
+def run_cli(*args):  # in this process; one response cache per test
+    return evalkit.run_cli(*args, cache_dir=os.environ["FACTJUDGE_CACHE_DIR"], env={"OPENAI_BASE_URL": None})
 
 
 def rev(i, v):

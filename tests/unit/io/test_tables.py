@@ -1,12 +1,10 @@
 """Tables in (CSV / TSV / Parquet fact files) and out (pandas DataFrames, facts.csv)."""
 import csv
 import json
-import os
-import subprocess
 import sys
 
 import pytest
-from evalkit import ROOT
+from evalkit import ROOT, run_cli
 
 from factjudge import load_config, load_facts, run_judge
 from factjudge.errors import InputError, OptionalDependencyError
@@ -301,11 +299,8 @@ def test_result_to_pandas_types_and_renamed_fields():
 def eval_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("eval") / "out"
     env_cache = tmp_path_factory.mktemp("cache")
-    proc = subprocess.run(
-        [sys.executable, "-m", "factjudge", "eval", str(EXAMPLES / "dataset.jsonl"),
-         "-c", str(EXAMPLES / "config.yaml"), "-o", str(out), "-q"],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
-        env={**os.environ, "FACTJUDGE_CACHE_DIR": str(env_cache)})
+    proc = run_cli("eval", EXAMPLES / "dataset.jsonl", "-c", EXAMPLES / "config.yaml", "-o", out, "-q",
+                   cwd=ROOT, cache_dir=env_cache)
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -433,8 +428,6 @@ def test_split_tables_score_like_the_jsonl_dataset_and_eval_writes_facts_csv(tmp
     """--gold/--predicted as CSV files give the same results as the one-line-per-document form,
     errors name the row, and --csv writes facts.csv."""
     import csv as csv_mod
-    import subprocess
-    import sys
     docs = [json.loads(x) for x in (ROOT / "examples" / "dataset.jsonl").read_text().splitlines()]
     for side in ("gold", "predicted"):
         rows = [{"doc_id": d["doc_id"], **f} for d in docs for f in d[f"{side}_facts"]]
@@ -446,8 +439,7 @@ def test_split_tables_score_like_the_jsonl_dataset_and_eval_writes_facts_csv(tmp
     cfg = ROOT / "examples" / "config.yaml"
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "factjudge", "eval", *map(str, args), "-c", str(cfg), "-q"],
-                              capture_output=True, text=True)
+        return run_cli("eval", *args, "-c", cfg, "-q")
     assert run("--gold", tmp_path / "gold.csv", "--predicted", tmp_path / "predicted.csv",
                "-o", tmp_path / "t", "--csv").returncode == 0
     assert run(ROOT / "examples" / "dataset.jsonl", "-o", tmp_path / "j").returncode == 0

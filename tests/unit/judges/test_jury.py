@@ -3,9 +3,8 @@ judge, the same model asked K times), a strict majority decides, ties and failur
 import asyncio
 import json
 import os
-import subprocess
-import sys
 
+import evalkit
 import pytest
 from scripted_server import Reply, ScriptedServer, answer, describe
 
@@ -256,12 +255,8 @@ def test_a_model_spec_without_a_name_is_refused():
 # --------------------------------------------------------------------------- the command line
 
 
-def run_cli(*args):
-    env = {**os.environ}
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("OPENAI_BASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=120)
+def run_cli(*args):  # in this process; one response cache per test
+    return evalkit.run_cli(*args, cache_dir=os.environ["FACTJUDGE_CACHE_DIR"], env={"OPENAI_BASE_URL": None})
 
 
 @pytest.fixture

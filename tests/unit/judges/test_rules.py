@@ -364,6 +364,7 @@ def brute_force(subject, candidates, config):
     return best.candidate.fact_id, len(matches) == 1 and best.exact
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(facts("g"), facts("p"), configs, st.sampled_from(["gold", "predicted"]))
 def test_indexed_decision_equals_brute_force(subjects, candidates, config, direction):
@@ -408,6 +409,7 @@ near_configs = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(near_facts("g"), near_facts("p"), near_configs)
 def test_indexed_decision_equals_brute_force_near_the_thresholds(subjects, candidates, config):
@@ -429,6 +431,7 @@ json_values = st.recursive(
 field_names = st.sampled_from(["value", "unit", "currency", "x_unit", "x", "period", "name"])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.dictionaries(field_names, json_values, max_size=4), min_size=1, max_size=5),
        st.lists(st.dictionaries(field_names, json_values, max_size=4), min_size=1, max_size=5),
