@@ -145,9 +145,6 @@ class LLMJudge(JudgeBase):
             self._sampling["max_tokens"] = sampling.max_tokens
         self._plans: OrderedDict[tuple[int, str], _Plan] = OrderedDict()
 
-    def batch_target(self) -> LLMJudge:
-        return self
-
     # ------------------------------------------------------------------ the contract
 
     @property
@@ -166,6 +163,9 @@ class LLMJudge(JudgeBase):
 
     def run_info(self) -> dict[str, Any]:
         return {"token_counter": self.tokens.name, "structured_output": self.mode}
+
+    def batch_target(self) -> LLMJudge:
+        return self
 
     def prepare(self, task: JudgeTask) -> PreparedCall:
         """Count the prompt and shortlist candidates when it would not fit (raises PromptTooLarge)."""
