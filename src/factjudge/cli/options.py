@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
+from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import typer
 
@@ -19,16 +20,21 @@ from ..judges.prompts import STRUCTURED_OUTPUT_MODES
 from ..models import JudgeConfig
 
 
-def _choice(names: Any) -> Any:
-    """A ``Literal`` of the names of a registry, as typer's choices (built at run time: the
-    registries, not this file, list them)."""
-    return Literal.__getitem__(tuple(names))
+def _choice(name: str, names: Iterable[str]) -> Any:
+    """An enum of the names of a registry, for typer's choices (made at run time: the registry,
+    not this file, lists them)."""
+    return Enum(name, [(n, n) for n in names], type=str)
 
 
 #: The choices of ``--judge``, ``--backend`` and ``--structured-output``, from the registries.
-JudgeKindChoice = _choice(JUDGE_KINDS)
-BackendChoice = _choice(BACKENDS)
-StructuredOutputChoice = _choice(("auto", *STRUCTURED_OUTPUT_MODES))
+JudgeKindChoice = _choice("JudgeKindChoice", JUDGE_KINDS)
+BackendChoice = _choice("BackendChoice", BACKENDS)
+StructuredOutputChoice = _choice("StructuredOutputChoice", ("auto", *STRUCTURED_OUTPUT_MODES))
+
+
+def _plain(value: Any) -> Any:
+    """A choice as the name it stands for."""
+    return value.value if isinstance(value, Enum) else value
 
 
 def _kinds_help() -> str:
@@ -173,4 +179,5 @@ def inject_options(name: str, options: dict[str, tuple[Any, Any]],
 
 
 #: Adds the judge options; the command receives them as ``opts``.
-with_judge_options = inject_options("opts", _OPTIONS, lambda values: JudgeOptions(**values))
+with_judge_options = inject_options("opts", _OPTIONS, lambda values: JudgeOptions(
+    **{name: _plain(value) for name, value in values.items()}))

@@ -61,8 +61,8 @@ def test_a_dry_run_of_a_judge_without_llm_is_refused():
 def test_the_command_line_offers_the_registries():
     from factjudge.cli import options
 
-    assert options.JudgeKindChoice.__args__ == tuple(JUDGE_KINDS)
-    assert options.BackendChoice.__args__ == tuple(BACKENDS)
+    assert [c.value for c in options.JudgeKindChoice] == list(JUDGE_KINDS)
+    assert [c.value for c in options.BackendChoice] == list(BACKENDS)
     register_commands(["judge"])
     result = CliRunner().invoke(app, ["judge", "--help"], env={"COLUMNS": "200"})
     assert "<rules|llm|hybrid>" in result.output and "<http|openai-sdk>" in result.output
