@@ -19,6 +19,7 @@ from scripted_server import ScriptedServer, answer, describe, http_error
 
 from factjudge import JudgeBase, ResponseCache, RulesJudge
 from factjudge.errors import InputError, JudgeSetupError
+from factjudge.judges.factory import JudgeSpec
 from factjudge.models import Verdict
 
 EXAMPLE = ROOT / "examples" / "dataset.jsonl"
@@ -266,9 +267,10 @@ def test_a_ray_dataset_gives_the_files_of_the_cli(ray_address, tmp_path):
     assert (run.judged, run.reused) == (0, 5)
     assert {n: (tmp_path / "ray" / n).read_bytes() for n in before} == before
 
-    # facts as lists of objects work too (Arrow may add the other facts' fields, as null)
+    # facts as lists of objects work too (Arrow may add the other facts' fields, as null); a spec
+    # travels as well as a factory
     run = evaluate_ray(ray.data.from_items(example_rows(as_text=False)), load_config(EXAMPLE_CONFIG),
-                       lambda cfg: RulesJudge(), tmp_path / "lists")
+                       JudgeSpec(), tmp_path / "lists")
     assert run.summary.documents == 5 and run.summary.micro.tp_gold > 0
 
 
@@ -339,3 +341,18 @@ def test_a_worker_whose_judge_differs_from_the_drivers_stops_the_run(ray_address
     with pytest.raises(JudgeSetupError, match="not the driver's"):
         evaluate_ray(ds, {}, elsewhere, tmp_path / "out")
     assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_a_worker_that_cannot_build_the_spec_stops_the_run_with_its_reason(ray_address, tmp_path, monkeypatch):
+    import ray
+
+    from factjudge.io.config import load_config
+    from factjudge.runners.ray_data import evaluate_ray
+
+    # set after Ray started: the driver has the key, the workers do not
+    monkeypatch.setenv("FJ_KEY_OF_THE_DRIVER", "sk-driver-only")
+    spec = JudgeSpec(models=("m",), base_url="http://127.0.0.1:9/v1", api_key_env="FJ_KEY_OF_THE_DRIVER",
+                     cache=False)
+    with pytest.raises(JudgeSetupError, match="^a Ray worker cannot build the judge: no API key: the "
+                       "environment variable FJ_KEY_OF_THE_DRIVER is not set$"):
+        evaluate_ray(ray.data.from_items(example_rows()), load_config(EXAMPLE_CONFIG), spec, tmp_path / "out")
