@@ -96,6 +96,9 @@ KindBuilder = Callable[[JudgeSpec, Callable[[], LLMJudge]], Judge]
 
 @dataclass(frozen=True)
 class JudgeKind:
+    """One entry of :data:`JUDGE_KINDS`: how to build the kind from a spec, whether it asks an
+    LLM, and its few words in ``--judge``'s help."""
+
     build: KindBuilder
     #: Asks an LLM: needs ``models``; without one, ``models``, ``repeats`` and ``jury_rules`` are refused.
     uses_llm: bool
