@@ -34,6 +34,7 @@ from factjudge.core.scope import in_scope_facts
 from factjudge.evaluation.pipeline import task_factory
 from factjudge.evaluation.runner import evaluate_async, input_salt
 from factjudge.io.datasets import JsonlDataset
+from factjudge.judges.llm import Transport
 
 
 def write_dataset(path: Path, docs: int, per_side: int) -> None:
@@ -63,7 +64,7 @@ def run_cli(data: Path, base_url: str, concurrency: int, backend: str) -> tuple[
 
 async def run_library(data: Path, base_url: str, concurrency: int, backend: str) -> tuple[float, float, int]:
     config = load_config(None)
-    judge = LLMJudge("bench", base_url=base_url, backend=backend)
+    judge = LLMJudge("bench", base_url=base_url, transport=Transport(backend=backend))
     dataset = JsonlDataset(data)
     dataset.scan(config, input_salt(config, judge))
     with tempfile.TemporaryDirectory() as out:

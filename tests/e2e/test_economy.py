@@ -10,6 +10,7 @@ from evalkit import run_cli
 from scripted_server import describe
 
 from factjudge import LLMJudge, run_judge
+from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 from factjudge.judges.llm.cache import ResponseCache
 from factjudge.judges.llm.tokens import ESTIMATE_NAME, TokenCounter, estimate_tokens
 from factjudge.judges.prompts import MAX_CANDIDATE_ENUM, JudgeTask, enum_fits, prefix_messages
@@ -20,8 +21,9 @@ TRUTH = {**{("gold", f"g{i}"): f"p{i}" for i in range(6)},
          **{("predicted", f"p{i}"): f"g{i}" for i in range(6)}}
 
 
-def judge_for(server, cache, model="m", **kw):
-    return LLMJudge(model, base_url=server.base_url, backoff=0.01, cache=cache, **kw)
+def judge_for(server, cache, model="m", warmup=True, temperature=0.0):
+    return LLMJudge(model, base_url=server.base_url, retry=RetryPolicy(backoff=0.01), cache=cache,
+                    sampling=Sampling(temperature=temperature), transport=Transport(warmup=warmup))
 
 
 def without_usage(result):

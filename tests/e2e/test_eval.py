@@ -33,6 +33,7 @@ from factjudge.errors import InputError
 from factjudge.evaluation.runner import ReportSettings, evaluate_async, input_salt, judge_documents
 from factjudge.io.config import parse_config
 from factjudge.io.datasets import Document, JsonlDataset, SplitDataset
+from factjudge.judges.llm import RetryPolicy
 from factjudge.models import Verdict
 
 # --------------------------------------------------------------------------- end to end
@@ -109,7 +110,7 @@ def test_gold_predicted_form_scores_documents_of_one_side(server, tmp_path):
     pred = [{"doc_id": d["doc_id"], **f} for d in DOCS for f in d["predicted_facts"]]
     gold.append({"doc_id": 99, "id": 1, "fact_type": "revenue", "value": "4"})  # gold only
     g, p = write_jsonl(tmp_path / "g.jsonl", gold), write_jsonl(tmp_path / "p.jsonl", pred)
-    judge = LLMJudge("m", base_url=server.base_url, backoff=0.01)
+    judge = LLMJudge("m", base_url=server.base_url, retry=RetryPolicy(backoff=0.01))
     ds = SplitDataset(g, p)
     assert ds.scan(parse_config(CONFIG), input_salt(parse_config(CONFIG), judge)) == []
     # documents in order of first appearance: gold file first, then predicted-only ones

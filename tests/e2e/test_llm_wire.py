@@ -13,15 +13,19 @@ from factjudge import LLMJudge, ResponseCache, run_judge
 from factjudge.core.scope import compared_fields
 from factjudge.errors import JudgeSetupError
 from factjudge.evaluation.pipeline import task_factory
+from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 from factjudge.models import JudgeConfig
 
 G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "ceo", "name": "Ann"}]
 P = [{"id": "p1", "fact_type": "revenue", "value": 12}, {"id": "p2", "fact_type": "ceo", "name": "Ann"}]
 TRUTH = {("gold", "g1"): "p1", ("gold", "g2"): "p2", ("predicted", "p1"): "g1", ("predicted", "p2"): "g2"}
 
-def judge_for(server, **kw):
-    kw.setdefault("backoff", 0.01)
-    return LLMJudge("m", base_url=server.base_url, **kw)
+def judge_for(server, retries=4, structured_output="auto", backend="http", timeout=120.0,
+              max_question_seconds=None, warmup=True, **kw):
+    return LLMJudge("m", base_url=server.base_url, retry=RetryPolicy(retries=retries, backoff=0.01),
+                    sampling=Sampling(structured_output=structured_output),
+                    transport=Transport(backend=backend, timeout=timeout,
+                                        max_question_seconds=max_question_seconds, warmup=warmup), **kw)
 
 
 def statuses(result):
@@ -85,7 +89,7 @@ def test_a_chosen_mode_is_kept_and_a_refusal_stops_the_run_at_once(server):
     server.reject_modes = {"json_schema"}
     with pytest.raises(JudgeSetupError, match=r"failed every try of the first question .*"
                                               r"Input should be 'text' or 'json_object'"):
-        run_judge(G, P, {}, judge_for(server, structured_output="json_schema", transport_retries=2))
+        run_judge(G, P, {}, judge_for(server, structured_output="json_schema", retries=2))
     assert len(server.requests) <= 2 * 3  # the first question of each direction, 3 tries each
     assert all(mode_of(r) == "json_schema" for r in server.requests)
 
@@ -113,7 +117,7 @@ def test_a_4xx_before_any_answer_stops_with_the_servers_words(server):
 
 def test_errors_after_the_first_answer_are_one_line_fact_errors(server):
     server.truth = TRUTH
-    judge = judge_for(server, transport_retries=1)
+    judge = judge_for(server, retries=1)
     run_judge(G[:1], P[:1], {}, judge)
     trace = "Traceback (most recent call last):\n" + "  File \"x.py\", line 1\n" * 200
     server.faults[("gold", "g1")] = [Reply(status=500, body=trace)] * 2
@@ -156,13 +160,13 @@ def test_tp_naming_a_candidate_of_another_fact_type_is_asked_again(server):
 def test_a_server_that_never_answers_the_first_question_stops_the_run(server):
     server.responder = lambda body: Reply(hang=1.5, content="{}")
     with pytest.raises(JudgeSetupError, match="accepts connections but did not answer the first question"):
-        run_judge(G, P, {}, judge_for(server, timeout=0.2, transport_retries=1))
+        run_judge(G, P, {}, judge_for(server, timeout=0.2, retries=1))
     assert len(server.requests) <= 4
 
 
 def test_time_spent_on_one_question_is_bounded(server):
     server.truth = TRUTH
-    judge = judge_for(server, timeout=0.3, max_question_seconds=0.8, transport_retries=20)
+    judge = judge_for(server, timeout=0.3, max_question_seconds=0.8, retries=20)
     run_judge(G[:1], P[:1], {}, judge)  # the server has answered: failures are per fact now
     server.requests.clear()
     server.faults[("gold", "g1")] = [Reply(hang=1.5, content="{}")] * 20
@@ -177,7 +181,7 @@ def test_credentials_in_the_base_url_are_basic_auth_and_never_shown(server):
     url = server.base_url.replace("http://", f"http://{user}:{password}@")
     server.responder = lambda body: Reply(status=401, body=json.dumps(
         {"error": {"message": f"bad credentials: Basic {token} ({user}:{password})"}}))
-    judge = LLMJudge("m", base_url=url, backoff=0.01)
+    judge = LLMJudge("m", base_url=url, retry=RetryPolicy(backoff=0.01))
     with pytest.raises(JudgeSetupError) as stop:
         run_judge(G, P, {}, judge)
     assert server.headers[0]["Authorization"] == f"Basic {token}"

@@ -19,6 +19,7 @@ from scripted_server import ScriptedServer, answer, describe, http_error
 
 from factjudge import JudgeBase, ResponseCache, RulesJudge
 from factjudge.errors import InputError, JudgeSetupError
+from factjudge.judges.factory import JudgeSpec
 from factjudge.models import Verdict
 
 EXAMPLE = ROOT / "examples" / "dataset.jsonl"
@@ -250,34 +251,35 @@ def test_a_ray_dataset_gives_the_files_of_the_cli(ray_address, tmp_path):
     import ray
 
     from factjudge.io.config import load_config
-    from factjudge.runners.ray_data import evaluate_ray
+    from factjudge.runners.ray_data import RayHooks, RayInput, evaluate_ray
 
     ref = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, "-o", tmp_path / "ref")
     assert ref.returncode == 0, ref.stderr
     ds = ray.data.from_items(example_rows())
     started = []
     run = evaluate_ray(ds, load_config(EXAMPLE_CONFIG), lambda cfg: RulesJudge(), tmp_path / "ray",
-                       name=str(EXAMPLE), on_start=lambda *a: started.append(a))
+                       source=RayInput(name=str(EXAMPLE)), hooks=RayHooks(on_start=lambda *a: started.append(a)))
     assert (run.judged, run.reused) == (5, 0) and started[0][:2] == (5, 0)
     assert_same_files(tmp_path / "ray", tmp_path / "ref")
 
     # started again: everything is reused, nothing is sent to Ray, the same bytes are written
     before = {n: (tmp_path / "ray" / n).read_bytes() for n in ("results.jsonl", "summary.json")}
     run = evaluate_ray(ds, load_config(EXAMPLE_CONFIG), lambda cfg: RulesJudge(), tmp_path / "ray",
-                       name=str(EXAMPLE))
+                       source=RayInput(name=str(EXAMPLE)))
     assert (run.judged, run.reused) == (0, 5)
     assert {n: (tmp_path / "ray" / n).read_bytes() for n in before} == before
 
-    # facts as lists of objects work too (Arrow may add the other facts' fields, as null)
+    # facts as lists of objects work too (Arrow may add the other facts' fields, as null); a spec
+    # travels as well as a factory
     run = evaluate_ray(ray.data.from_items(example_rows(as_text=False)), load_config(EXAMPLE_CONFIG),
-                       lambda cfg: RulesJudge(), tmp_path / "lists")
+                       JudgeSpec(), tmp_path / "lists")
     assert run.summary.documents == 5 and run.summary.micro.tp_gold > 0
 
 
 def test_bad_rows_stop_the_run_or_are_listed_with_skip_invalid(ray_address, tmp_path):
     import ray
 
-    from factjudge.runners.ray_data import evaluate_ray
+    from factjudge.runners.ray_data import RayInput, evaluate_ray
 
     rows = example_rows()[:2] + [
         {"doc_id": "bad", "gold_facts": json.dumps([{"id": "1"}]), "predicted_facts": "[]"},
@@ -288,8 +290,8 @@ def test_bad_rows_stop_the_run_or_are_listed_with_skip_invalid(ray_address, tmp_
     with pytest.raises(InputError, match="3 bad row"):
         evaluate_ray(ds, {}, lambda cfg: RulesJudge(), tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    run = evaluate_ray(ds, {}, lambda cfg: RulesJudge(), tmp_path / "out", skip_invalid=True,
-                       name="rows")
+    run = evaluate_ray(ds, {}, lambda cfg: RulesJudge(), tmp_path / "out",
+                       source=RayInput(name="rows", skip_invalid=True))
     assert run.summary.documents == 2
     assert [(s["file"], s["line"]) for s in run.summary.skipped] == [("rows", 3), ("rows", 4), ("rows", 5)]
     assert "missing or empty 'fact_type'" in run.summary.skipped[0]["error"]
@@ -315,12 +317,12 @@ def pid_judge(identity=None):
 def test_documents_are_judged_by_several_ray_workers(ray_address, tmp_path):
     import ray
 
-    from factjudge.runners.ray_data import evaluate_ray
+    from factjudge.runners.ray_data import RayPool, evaluate_ray
 
     rows = [{"doc_id": f"d{i}", "gold_facts": json.dumps([{"id": "g", "fact_type": "t", "v": i}]),
              "predicted_facts": json.dumps([{"id": "p", "fact_type": "t", "v": i}])} for i in range(200)]
     run = evaluate_ray(ray.data.from_items(rows), {}, lambda cfg: pid_judge(), tmp_path / "out",
-                       concurrency=2, batch_size=5)
+                       pool=RayPool(concurrency=2, batch_size=5))
     assert run.judged == 200
     lines = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert [x["doc_id"] for x in lines] == [f"d{i}" for i in range(200)]
@@ -341,3 +343,18 @@ def test_a_worker_whose_judge_differs_from_the_drivers_stops_the_run(ray_address
     with pytest.raises(JudgeSetupError, match="not the driver's"):
         evaluate_ray(ds, {}, elsewhere, tmp_path / "out")
     assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_a_worker_that_cannot_build_the_spec_stops_the_run_with_its_reason(ray_address, tmp_path, monkeypatch):
+    import ray
+
+    from factjudge.io.config import load_config
+    from factjudge.runners.ray_data import evaluate_ray
+
+    # set after Ray started: the driver has the key, the workers do not
+    monkeypatch.setenv("FJ_KEY_OF_THE_DRIVER", "sk-driver-only")
+    spec = JudgeSpec(models=("m",), base_url="http://127.0.0.1:9/v1", api_key_env="FJ_KEY_OF_THE_DRIVER",
+                     cache=False)
+    with pytest.raises(JudgeSetupError, match="^a Ray worker cannot build the judge: no API key: the "
+                       "environment variable FJ_KEY_OF_THE_DRIVER is not set$"):
+        evaluate_ray(ray.data.from_items(example_rows()), load_config(EXAMPLE_CONFIG), spec, tmp_path / "out")

@@ -13,10 +13,11 @@ import typer
 
 from ..io.config import load_config
 from ..io.datasets import Dataset
+from ..judges.factory import JUDGE_KINDS
 from ..judges.llm.cache import ResponseCache, default_cache_dir
 from .app import app, fail, run_command, say
 from .evalrun import scan
-from .options import JudgeKind, JudgeOptions, inject_options
+from .options import JudgeOptions, inject_options
 
 #: Invalid answers and failed requests listed after an import (all are counted).
 SHOWN = 5
@@ -67,8 +68,7 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
                    "choose one")
     if opts.dry_run:
         raise fail(f"--dry-run previews live calls; drop it with {flag} (the export itself calls nothing)")
-    kind = opts.judge or (JudgeKind.llm if opts.model else JudgeKind.rules)
-    if kind is JudgeKind.rules:
+    if not JUDGE_KINDS[opts.kind].uses_llm:
         raise fail(f"{flag} needs an LLM judge: add --model NAME (with --judge llm or hybrid)")
     if opts.no_cache:
         raise fail(f"{flag} needs the response cache (batch answers are imported into it): drop --no-cache")

@@ -4,42 +4,43 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
-from ..errors import JudgeSetupError
-from ..judges import HybridJudge, Judge, JuryJudge, LLMJudge
-from ..judges.jury import repeat_name, split_model_spec
-from ..judges.llm.cache import ResponseCache
+from ..errors import InputError, JudgeSetupError
+from ..judges import Judge
+from ..judges.factory import JUDGE_KINDS, JudgeSpec, build_judge
+from ..judges.llm.backends import BACKENDS
+from ..judges.prompts import STRUCTURED_OUTPUT_MODES
 from ..models import JudgeConfig
-from .app import fail, say
-
-if TYPE_CHECKING:
-    from ..judges.rules.judge import RulesJudge
 
 
-class JudgeKind(str, Enum):
-    rules = "rules"
-    llm = "llm"
-    hybrid = "hybrid"
+def _choice(name: str, names: Iterable[str]) -> Any:
+    """An enum of the names of a registry, for typer's choices (made at run time: the registry,
+    not this file, lists them)."""
+    return Enum(name, [(n, n) for n in names], type=str)
 
 
-class Backend(str, Enum):
-    http = "http"
-    openai_sdk = "openai-sdk"
+#: The choices of ``--judge``, ``--backend`` and ``--structured-output``, from the registries.
+JudgeKindChoice = _choice("JudgeKindChoice", JUDGE_KINDS)
+BackendChoice = _choice("BackendChoice", BACKENDS)
+StructuredOutputChoice = _choice("StructuredOutputChoice", ("auto", *STRUCTURED_OUTPUT_MODES))
 
 
-class StructuredOutputMode(str, Enum):
-    auto = "auto"
-    json_schema = "json_schema"
-    json_object = "json_object"
-    none = "none"
+def _plain(value: Any) -> Any:
+    """A choice as the name it stands for."""
+    return value.value if isinstance(value, Enum) else value
+
+
+def _kinds_help() -> str:
+    """``rules (offline, default), llm (...) or hybrid (...).``: each kind with its help."""
+    shown = [f"{name} ({kind.help})" if kind.help else name for name, kind in JUDGE_KINDS.items()]
+    return (", ".join(shown[:-1]) + " or " if len(shown) > 1 else "") + shown[-1] + "."
 
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="Judge config (.json, .yaml, .yml).")
@@ -51,24 +52,20 @@ def output_opt(help: str, required: bool = False) -> Any:
     return typer.Option(... if required else None, "--output", "-o", "--output-dir", help=help)
 
 
-def _rules_judge() -> RulesJudge:
-    from ..judges.rules.judge import RulesJudge  # only a run that uses it loads it (and its normaliser)
-    return RulesJudge()
-
-
 @dataclass
 class JudgeOptions:
-    """The judge options of a command line, as typed."""
+    """The judge options of a command line, as typed: a :class:`JudgeSpec` and what only the
+    command line has (concurrency, dry-run prices)."""
 
-    judge: JudgeKind | None = None
+    judge: str | None = None
     #: One name, or several (a jury); each may be ``NAME@URL`` (see :func:`split_model_spec`).
     model: list[str] | None = None
     base_url: str | None = None
     repeats: int = 1
     jury_rules: bool = False
     api_key_env: str | None = None
-    backend: Backend = Backend.http
-    structured_output: StructuredOutputMode | None = None
+    backend: str = "http"
+    structured_output: str | None = None
     timeout: float = 120.0
     concurrency: int = 8
     temperature: float = 0.0
@@ -81,65 +78,37 @@ class JudgeOptions:
     price_in: float | None = None
     price_out: float | None = None
 
+    @property
+    def kind(self) -> str:
+        return self.spec().resolved_kind
+
+    def spec(self) -> JudgeSpec:
+        models = [self.model] if isinstance(self.model, str) else list(self.model or [])
+        return JudgeSpec(kind=self.judge, models=tuple(models), base_url=self.base_url,
+                         repeats=self.repeats, jury_rules=self.jury_rules, api_key_env=self.api_key_env,
+                         backend=self.backend, structured_output=self.structured_output,
+                         timeout=self.timeout, temperature=self.temperature, max_tokens=self.max_tokens,
+                         cache=not self.no_cache, cache_dir=self.cache_dir, warmup=self.warmup,
+                         prompt_cache_key=self.prompt_cache_key, dry_run=self.dry_run)
+
     def build(self, config: JudgeConfig) -> Judge:
         """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
         Several ``--model``, ``--repeats`` above 1 or ``--jury-rules`` make a jury of them."""
-        models = [self.model] if isinstance(self.model, str) else list(self.model or [])
-        kind = self.judge or (JudgeKind.llm if models else JudgeKind.rules)
-        if kind is JudgeKind.rules:
-            if models or self.base_url:
-                raise fail("--model/--base-url are for the LLM judge; drop them or use --judge llm")
-            if self.repeats > 1 or self.jury_rules:
-                raise fail("--repeats and --jury-rules make a jury of LLM judges: add --model")
-            if self.dry_run:
-                raise fail("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")
-            return _rules_judge()
-        if not models:
-            raise fail(f"--judge {kind.value} needs --model NAME")
-        jury = len(models) > 1 or self.repeats > 1 or self.jury_rules
-        if self.repeats > 1 and self.temperature <= 0:
-            raise fail(f"--repeats {self.repeats} asks each model {self.repeats} times: give "
-                       "--temperature above 0 (at 0 every repeat would give the same answer)")
-        specs = [split_model_spec(m) for m in models]
-        seen = [(name, url or self.base_url) for name, url in specs]
-        twice = next((name for n, (name, url) in enumerate(seen) if (name, url) in seen[:n]), None)
-        if twice is not None:  # the same juror twice would only read the other's cached answers
-            raise fail(f"--model {twice} is given twice for the same server; to ask one model "
-                       "several times use --repeats K (with --temperature above 0)")
-        try:
-            cache = None if self.no_cache else ResponseCache(self.cache_dir)
-        except (OSError, sqlite3.Error) as exc:
-            raise fail(f"cannot open the response cache in {self.cache_dir or 'the default cache directory'}:"
-                       f" {exc} (use --cache-dir DIR or --no-cache)") from None
-        mode = self.structured_output.value if self.structured_output else config.structured_output
+        return build_spec(self.spec(), config)
 
-        def one(model: str, url: str | None, repeat: int = 0) -> Judge:
-            try:
-                llm = LLMJudge(model, base_url=url or self.base_url, api_key_env=self.api_key_env,
-                               api_key="unused: dry run" if self.dry_run else None,  # a preview calls nothing
-                               temperature=self.temperature, max_tokens=self.max_tokens, cache=cache,
-                               warmup=self.warmup, send_prompt_cache_key=self.prompt_cache_key,
-                               backend=self.backend.value, timeout=self.timeout,
-                               structured_output=mode, notify=say)
-            except JudgeSetupError as exc:
-                # the judge names its Python arguments; here the user typed flags
-                raise fail(str(exc).replace("or pass api_key= ", "").replace("base_url=", "--base-url")) from None
-            if repeat:  # its own identity and response-cache key: each repeat is really asked
-                llm.name = repeat_name(llm.name, repeat)
-            return HybridJudge(_rules_judge(), llm) if kind is JudgeKind.hybrid else llm
 
-        if not jury:
-            return one(*specs[0])
-        jurors = [one(model, url, k if self.repeats > 1 else 0)
-                  for model, url in specs for k in range(1, self.repeats + 1)]
-        if self.jury_rules:
-            jurors.append(_rules_judge())
-        return JuryJudge(jurors)
+def build_spec(spec: JudgeSpec, config: JudgeConfig) -> Judge:
+    """:func:`build_judge` for a command: a judge that cannot be built is bad input (one line,
+    exit 2), told before anything is written, so without what a command adds to setup errors
+    met during a run."""
+    try:
+        return build_judge(spec, config)
+    except JudgeSetupError as exc:
+        raise InputError(str(exc)) from None
 
 
 _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
-    "judge": (JudgeKind | None, typer.Option(None, "--judge", help="rules (offline, default), llm "
-              "(default when --model is given) or hybrid (rules for exact matches, LLM for the rest).")),
+    "judge": (JudgeKindChoice | None, typer.Option(None, "--judge", help=_kinds_help())),
     "model": (list[str] | None, typer.Option(None, "--model", metavar="NAME[@URL]",
               help="Model name for the LLM judge. "
               "NAME@URL gives the model its own server (qwen@http://localhost:8000/v1); a plain NAME "
@@ -156,9 +125,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
     "api_key_env": (str | None, typer.Option(None, "--api-key-env", help="Environment variable "
                     "holding the API key (default OPENAI_API_KEY; a local server given by --base-url "
                     "needs none).")),
-    "backend": (Backend, typer.Option(Backend.http, "--backend", help="How requests are sent: http "
+    "backend": (BackendChoice, typer.Option("http", "--backend", help="How requests are sent: http "
                 "(lean, default) or openai-sdk (pip install 'factjudge[openai]').")),
-    "structured_output": (StructuredOutputMode | None, typer.Option(None, "--structured-output",
+    "structured_output": (StructuredOutputChoice | None, typer.Option(None, "--structured-output",
                           help="auto (default: json_schema, falling back to json_object, then none "
                           "when the server refuses it), json_schema, json_object (llama-cpp-python's "
                           "server) or none (the schema in the prompt).")),
@@ -210,4 +179,5 @@ def inject_options(name: str, options: dict[str, tuple[Any, Any]],
 
 
 #: Adds the judge options; the command receives them as ``opts``.
-with_judge_options = inject_options("opts", _OPTIONS, lambda values: JudgeOptions(**values))
+with_judge_options = inject_options("opts", _OPTIONS, lambda values: JudgeOptions(
+    **{name: _plain(value) for name, value in values.items()}))

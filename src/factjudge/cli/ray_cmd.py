@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import dataclasses
 import functools
 import inspect
-import io
 import os
 import sys
 import tempfile
@@ -27,12 +25,11 @@ from typing import Any
 
 import typer
 
-from ..errors import FactJudgeError, JudgeSetupError
+from ..errors import FactJudgeError
 from ..evaluation.runner import ReportSettings, preview_dataset
 from ..io.config import load_config
 from ..io.datasets import Dataset
-from ..judges import Judge
-from ..models import JudgeConfig, JudgeResult
+from ..models import JudgeResult
 from .app import say
 from .evalrun import finish, scan
 from .gate import Gate
@@ -97,30 +94,6 @@ def _worker_env(opts: JudgeOptions) -> dict[str, str]:
     return {n: os.environ[n] for n in names if os.environ.get(n)}
 
 
-@dataclass(frozen=True)
-class BuildOnWorker:
-    """The judge factory sent to the Ray workers: ``JudgeOptions.build`` (picklable, unlike the
-    judge), with a relative ``--cache-dir`` made absolute (a worker's folder is not this one's)
-    and a failure told as a factjudge error rather than printed in the worker's log."""
-
-    opts: JudgeOptions
-
-    @classmethod
-    def of(cls, opts: JudgeOptions) -> BuildOnWorker:
-        if opts.cache_dir is not None:
-            opts = dataclasses.replace(opts, cache_dir=opts.cache_dir.expanduser().resolve())
-        return cls(opts)
-
-    def __call__(self, config: JudgeConfig) -> Judge:
-        said = io.StringIO()
-        try:
-            with contextlib.redirect_stderr(said):  # what fail() says
-                return self.opts.build(config)
-        except typer.Exit:
-            text = said.getvalue().strip().removeprefix("factjudge: error: ")
-            raise JudgeSetupError(f"a Ray worker cannot build the judge: {text}") from None
-
-
 @contextlib.contextmanager
 def ray_messages_to_log() -> Iterator[Path]:
     """Ray's C++ core writes some messages to file descriptor 2, past Python's logging: while Ray
@@ -166,7 +139,7 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
                 overwrite: bool = False) -> int:
     """``factjudge eval`` with ``--ray``: the same checks, files, summary line and exit code as
     the live run, the documents judged by Ray workers."""
-    from ..runners.ray_data import evaluate_ray, import_ray, init_ray
+    from ..runners.ray_data import RayHooks, RayInput, RayPool, evaluate_ray, import_ray, init_ray
 
     cfg = load_config(config)
     judge = opts.build(cfg)
@@ -194,10 +167,11 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
             joining = ray_settings.address is not None or bool(os.environ.get("RAY_ADDRESS"))
             init_ray(ray_settings.address, env_vars=_worker_env(opts) if joining else None)
             with progress:
-                outcome = evaluate_ray(data, cfg, BuildOnWorker.of(opts), output_dir, judge=judge,
-                                       concurrency=opts.concurrency, settings=settings,
-                                       skipped=problems, overwrite=overwrite, on_start=progress.on_start,
-                                       on_result=document_done)
+                # the workers build their own judge from the spec (and their environment's API key)
+                outcome = evaluate_ray(data, cfg, opts.spec(), output_dir, judge=judge,
+                                       pool=RayPool(concurrency=opts.concurrency), settings=settings,
+                                       source=RayInput(skipped=problems), overwrite=overwrite,
+                                       hooks=RayHooks(on_start=progress.on_start, on_result=document_done))
         finally:
             asyncio.run(judge.aclose())
             ray = sys.modules.get("ray")

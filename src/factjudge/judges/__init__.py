@@ -1,14 +1,17 @@
-"""Judges: the contract (:mod:`.base`), the rules, LLM and hybrid judges, a jury of them, and the LLM
-backends.
+"""Judges: the contract (:mod:`.base`), the rules, LLM and hybrid judges, a jury of them, the LLM
+backends, and :mod:`.factory`, which builds any of them from a :class:`~.factory.JudgeSpec`.
 
-Adding a provider is one file under :mod:`.backends` and one line in its ``BACKENDS`` registry.
+Adding a provider is one file under :mod:`.llm.backends` and one line in its ``BACKENDS`` registry;
+adding a judge kind is one file here and one line in :data:`~.factory.JUDGE_KINDS`. The command
+line offers the names of both registries.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JudgeSetupError
-from .base import BatchRequest, Estimate, Judge, JudgeBase, error_verdict
+from .base import BatchRequest, BatchTarget, Estimate, Judge, JudgeBase, error_verdict
+from .factory import JUDGE_KINDS, JudgeSpec, build_judge
 from .hybrid import HybridJudge
 from .jury import JuryJudge
 from .llm.judge import LLMJudge
@@ -16,8 +19,8 @@ from .llm.judge import LLMJudge
 if TYPE_CHECKING:
     from .rules.judge import RulesJudge
 
-__all__ = ["BatchRequest", "Estimate", "HybridJudge", "Judge", "JudgeBase", "JudgeSetupError", "JuryJudge",
-           "LLMJudge", "RulesJudge", "error_verdict"]
+__all__ = ["JUDGE_KINDS", "BatchRequest", "BatchTarget", "Estimate", "HybridJudge", "Judge", "JudgeBase",
+           "JudgeSetupError", "JudgeSpec", "JuryJudge", "LLMJudge", "RulesJudge", "build_judge", "error_verdict"]
 
 
 def __getattr__(name: str) -> Any:

@@ -41,6 +41,24 @@ class BatchRequest:
     task: JudgeTask
 
 
+class BatchTarget(Protocol):
+    """The LLM behind a judge, as a provider batch API needs it (an
+    :class:`~factjudge.judges.llm.judge.LLMJudge`): the server its requests go to (``endpoint``,
+    a :class:`~factjudge.judges.llm.backends.Endpoint`), the response cache its answers are
+    imported into (``cache``, a :class:`~factjudge.judges.llm.cache.ResponseCache` or None) and how
+    many times it asks again after an invalid answer. Typed loosely here: those classes live above
+    the contract."""
+
+    model: str
+    answer_retries: int
+
+    @property
+    def endpoint(self) -> Any: ...
+
+    @property
+    def cache(self) -> Any: ...
+
+
 @runtime_checkable
 class Judge(Protocol):
     """What the pipeline, ``eval`` and the CLI use of a judge, and nothing more."""
@@ -69,6 +87,11 @@ class Judge(Protocol):
 
     def run_info(self) -> dict[str, Any]:
         """How the questions were asked, for ``usage`` (token counter, structured-output mode)."""
+        ...
+
+    def batch_target(self) -> BatchTarget | None:
+        """The LLM whose requests :meth:`batch_request` writes (for ``--batch``), or None for a
+        judge that has none (the rules judge) or several (a jury)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -100,6 +123,9 @@ class JudgeBase:
 
     def run_info(self) -> dict[str, Any]:
         return {}
+
+    def batch_target(self) -> BatchTarget | None:
+        return None
 
     async def aclose(self) -> None:
         return None

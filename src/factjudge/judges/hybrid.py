@@ -36,6 +36,9 @@ class HybridJudge(JudgeBase):
     def batch_request(self, task: JudgeTask) -> BatchRequest | None:
         return None if self.rules.decide(task)[1] else self.llm.batch_request(task)
 
+    def batch_target(self) -> LLMJudge:
+        return self.llm
+
     async def judge(self, task: JudgeTask) -> Verdict:
         verdict, exact = self.rules.decide(task)
         if exact:

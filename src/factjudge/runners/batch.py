@@ -42,7 +42,7 @@ from ..io.datasets import Dataset
 from ..io.files import AtomicFile, write_atomic
 from ..io.run_models import BatchState
 from ..io.runfolder import RESULTS, ResultStore
-from ..judges.base import BatchRequest, Judge
+from ..judges.base import BatchRequest, BatchTarget, Judge
 from ..judges.llm.backends import (
     BackendError,
     ChatReply,
@@ -53,7 +53,7 @@ from ..judges.llm.backends import (
     retry_after_seconds,
 )
 from ..judges.llm.cache import ResponseCache
-from ..judges.llm.judge import LLMJudge
+from ..judges.llm.retry import RetryPolicy
 from ..judges.prompts import JudgeTask, parse_answer, reask_messages
 from ..models import JudgeConfig
 from ..util.jsonutil import canonical_json
@@ -76,10 +76,11 @@ class BatchError(FactJudgeError):
     """A batch cannot go on (the server refused it, it failed, it was cancelled): one line."""
 
 
-def llm_of(judge: Judge, what: str = "batch") -> LLMJudge:
-    """The LLM judge of ``judge`` (itself, or a hybrid's); a one-line InputError otherwise."""
-    llm = judge if isinstance(judge, LLMJudge) else getattr(judge, "llm", None)
-    if not isinstance(llm, LLMJudge):
+def llm_of(judge: Judge, what: str = "batch") -> BatchTarget:
+    """The LLM of ``judge`` its batch requests go to (:meth:`~factjudge.judges.base.Judge.batch_target`:
+    an LLM judge itself, a hybrid's); a one-line InputError for a judge without one."""
+    llm = judge.batch_target()
+    if llm is None:
         raise InputError(f"{what} needs an LLM judge: add --model NAME (with --judge llm or hybrid)")
     if llm.cache is None:
         raise InputError(f"{what} needs the response cache (answers are imported into it): "
@@ -497,6 +498,11 @@ def import_outputs(paths: Iterable[Path], cache: ResponseCache) -> Imported:
 # --------------------------------------------------------------------------- the server's API
 
 
+#: The Files and Batches calls: 5 tries after the first, 1, 2, 4... s apart (at most 60 s, a
+#: Retry-After included), no jitter (one client, a few calls).
+BATCH_RETRY = RetryPolicy(retries=5, backoff=1.0, max_backoff=60.0, jitter=False)
+
+
 class _Ambiguous(Exception):
     """A request that may or may not have reached the server (a timeout, a dropped connection)."""
 
@@ -504,10 +510,9 @@ class _Ambiguous(Exception):
 class BatchClient:
     """OpenAI's Files and Batches endpoints over aiohttp, with the judge's base URL and auth."""
 
-    def __init__(self, endpoint: Endpoint, *, timeout: float = 600.0, retries: int = 5,
-                 backoff: float = 1.0) -> None:
+    def __init__(self, endpoint: Endpoint, *, timeout: float = 600.0, retry: RetryPolicy = BATCH_RETRY) -> None:
         self.endpoint = endpoint
-        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self.timeout, self.retry = timeout, retry
         self.headers = {k: v for k, v in endpoint.headers.items() if k.lower() != "content-type"}
         self.headers["User-Agent"] = f"factjudge/{__version__}"
         self._session: Any = None
@@ -562,7 +567,8 @@ class BatchClient:
                     raise BatchError(f"{what}: the server at {self.endpoint.host} did not answer "
                                      f"JSON ({one_line(raw[:80].decode('utf-8', 'replace'))!r})") from None
             unsent = error.kind == "connect" or (error.kind == "status" and error.status in (429, 503))
-            if not error.retryable or attempt >= self.retries or not (idempotent or unsent):
+            delay = self.retry.wait(attempt, error)
+            if delay is None or not (idempotent or unsent):
                 if not idempotent and error.kind in ("timeout", "disconnect"):
                     raise _Ambiguous(error.message)
                 hint = ""
@@ -570,8 +576,7 @@ class BatchClient:
                     hint = (f"; does the server at {self.endpoint.host} offer OpenAI's Batch API? "
                             "(for vLLM: --batch-export, then run_batch and factjudge batch-import)")
                 raise BatchError(f"{what}: {error.message}{hint}")
-            delay = error.retry_after if error.retry_after is not None else self.backoff * 2 ** attempt
-            await asyncio.sleep(min(delay, 60.0))
+            await asyncio.sleep(delay)
             attempt += 1
 
     async def upload(self, path: Path) -> str:

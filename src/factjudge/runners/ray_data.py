@@ -47,6 +47,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ from ..io.config import parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, _doc_hash, _doc_id, _questions
 from ..io.facts import validate_facts
 from ..judges.base import Judge, JudgeBase
+from ..judges.factory import JudgeSpec, build_judge
 from ..models import JudgeConfig, JudgeResult
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,13 +67,48 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Builds a judge from the config, inside each Ray worker (and once on the driver).
 JudgeFactory = Callable[[JudgeConfig], Judge]
+#: What a worker builds its judge from: a spec (built with :func:`build_judge`) or a factory.
+JudgeSource = JudgeSpec | JudgeFactory
 
 #: Documents per batch sent to a worker, per call of its pool: enough to keep the pool busy.
 DOCS_PER_CALL = 4
 #: Documents of the local dataset put into the object store at a time (bounded driver memory).
 CHUNK_BYTES = 32 * 2**20
 
-__all__ = ["RayDataset", "evaluate_ray", "import_ray", "init_ray", "quiet_ray"]
+__all__ = ["RayDataset", "RayHooks", "RayInput", "RayPool", "evaluate_ray", "import_ray", "init_ray",
+           "quiet_ray"]
+
+
+@dataclass(frozen=True)
+class RayPool:
+    """How the documents are spread: ``workers`` actors (default: the cluster's CPUs divided by
+    ``num_cpus``, the CPUs each reserves) each run ``concurrency`` calls at once over batches of
+    ``batch_size`` documents (default ``4 * concurrency``)."""
+
+    concurrency: int = 8
+    workers: int | None = None
+    num_cpus: float = 1.0
+    batch_size: int | None = None
+
+
+@dataclass(frozen=True)
+class RayInput:
+    """How the documents are taken: ``name`` names a ``ray.data.Dataset`` in problems and
+    provenance; its bad rows raise :class:`InputError`, or are left out and listed in the
+    summary with ``skip_invalid``. ``skipped``: the problems a factjudge dataset's scan found."""
+
+    name: str = "ray dataset"
+    skip_invalid: bool = False
+    skipped: Sequence[Problem] = ()
+
+
+@dataclass(frozen=True)
+class RayHooks:
+    """``on_start(documents to judge, reused, questions)`` is called once, ``on_result(info,
+    result)`` as each document is written."""
+
+    on_start: Callable[[int, int, int], None] | None = None
+    on_result: Callable[[DocInfo, JudgeResult], None] | None = None
 
 
 # --------------------------------------------------------------------------- Ray itself
@@ -307,10 +344,19 @@ def _error_from_row(text: str) -> FactJudgeError:
     return cls(*args)
 
 
+def _build_on_worker(source: JudgeSource, config: JudgeConfig) -> Judge:
+    if not isinstance(source, JudgeSpec):
+        return source(config)
+    try:
+        return build_judge(source, config)
+    except FactJudgeError as exc:  # the driver built it: what differs is the worker's environment
+        raise JudgeSetupError(f"a Ray worker cannot build the judge: {exc}") from None
+
+
 class _JudgeWorker:
     """One Ray actor: its own judge, event loop and pool of ``concurrency`` calls."""
 
-    def __init__(self, judge_factory: JudgeFactory, config: dict[str, Any], salt: str,
+    def __init__(self, judge_factory: JudgeSource, config: dict[str, Any], salt: str,
                  identity: dict[str, Any], wanted: dict[str, str] | None, concurrency: int) -> None:
         #: doc_id -> input hash of the rows to judge; None: every row (the driver checks hashes)
         self.wanted = wanted
@@ -322,7 +368,7 @@ class _JudgeWorker:
         self.error: FactJudgeError | None = None
         try:
             self.config = parse_config(config)
-            self.judge = judge_factory(self.config)
+            self.judge = _build_on_worker(judge_factory, self.config)
             mine = self.judge.identity()
             if mine != identity:
                 raise JudgeSetupError(
@@ -411,74 +457,52 @@ class _DriverJudge(JudgeBase):
 def evaluate_ray(
     documents: ray.data.Dataset | Dataset,
     config: JudgeConfig | Mapping[str, Any] | None,
-    judge_factory: JudgeFactory,
+    judge_factory: JudgeSource,
     out_dir: str | Path,
     *,
     judge: Judge | None = None,
-    concurrency: int = 8,
-    workers: int | None = None,
-    num_cpus: float = 1.0,
-    batch_size: int | None = None,
+    pool: RayPool = RayPool(),
     settings: ReportSettings = ReportSettings(),
-    skip_invalid: bool = False,
-    skipped: Sequence[Problem] = (),
-    name: str = "ray dataset",
+    source: RayInput = RayInput(),
     overwrite: bool = False,
-    on_start: Callable[[int, int, int], None] | None = None,
-    on_result: Callable[[DocInfo, JudgeResult], None] | None = None,
+    hooks: RayHooks = RayHooks(),
 ) -> EvalRun:
     """Judge ``documents`` on Ray workers into ``out_dir`` (results.jsonl, summary.json, reports):
     the same files as :func:`~factjudge.evaluation.runner.evaluate_async` (``usage`` seconds aside).
 
     ``documents``: a ``ray.data.Dataset`` of rows ``{"doc_id", "gold_facts", "predicted_facts"}``
-    (scanned here, so read twice; bad rows raise :class:`InputError`, or are left out and listed
-    in the summary with ``skip_invalid``; ``name`` names it in problems and provenance), or a
-    factjudge dataset scanned already (``JsonlDataset``...; pass its problems as ``skipped``),
-    whose documents still to judge are put into Ray's object store.
-    ``judge_factory(config)`` builds each worker's judge in its own process (it must be picklable
-    and build the same judge everywhere); ``judge`` is the driver's (built with the factory when
-    not given; it makes no call). ``workers`` actors (default: the cluster's CPUs divided by
-    ``num_cpus``, the CPUs each reserves) each run ``concurrency`` calls at once over batches of
-    ``batch_size`` documents (default ``4 * concurrency``). Ray must be initialised (see
-    :func:`init_ray`), or Ray Data starts a local Ray. ``on_start(documents to judge, reused,
-    questions)`` is called once, ``on_result(info, result)`` as each document is written. A folder
+    (scanned here, so read twice; see :class:`RayInput`), or a factjudge dataset scanned already
+    (``JsonlDataset``...; pass its problems as ``source.skipped``), whose documents still to judge
+    are put into Ray's object store. ``judge_factory`` is what each worker builds its judge from,
+    in its own process: a :class:`~factjudge.judges.factory.JudgeSpec` (built with
+    :func:`~factjudge.judges.factory.build_judge`; the API key is read from the worker's
+    environment) or a picklable ``factory(config)``; it must build the same judge everywhere.
+    ``judge`` is the driver's (built from ``judge_factory`` when not given; it makes no call).
+    ``pool`` says how the work is spread (:class:`RayPool`), ``hooks`` what is told as it goes.
+    Ray must be initialised (see :func:`init_ray`), or Ray Data starts a local Ray. A folder
     holding another run's results is refused unless ``overwrite``, as by ``evaluate_async``."""
     ray = import_ray()
-    if concurrency < 1:
+    if pool.concurrency < 1:
         raise InputError("concurrency must be at least 1")
     cfg = parse_config(config)
     out_dir = Path(out_dir)
+    if isinstance(judge_factory, JudgeSpec):  # a relative cache folder means this process's
+        judge_factory = judge_factory.for_another_process()
     own_judge = judge is None
-    driver = judge if judge is not None else judge_factory(cfg)
+    driver = judge if judge is not None else _build_on_driver(judge_factory, cfg)
     try:
         salt = input_salt(cfg, driver)
-        data: Any  # a factjudge Dataset
-        if isinstance(documents, ray.data.Dataset):
-            data = RayDataset(documents, name)
-            problems = data.scan(cfg, salt)
-            if problems and not skip_invalid:
-                shown = "; ".join(p.message for p in problems[:3])
-                more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
-                raise InputError(f"{len(problems)} bad row(s); nothing was judged (skip_invalid=True "
-                                 f"judges the rest): {shown}{more}")
-            skipped = [*skipped, *problems]
-            if not data.infos:
-                raise InputError(f"{name}: no documents to judge")
-            scope_check(cfg, data.fact_types, name)  # nothing in scope at all: stop before any call
-        else:
-            data = documents
+        data, skipped = _scanned(ray, documents, cfg, salt, source)
         # a folder of another run's results is refused (or emptied with overwrite), as live
         store, todo, reused = open_run(data, out_dir, manifest=run_manifest(data, cfg, driver),
                                        overwrite=overwrite)
-        if on_start:
-            on_start(len(todo), len(reused), sum(i.questions for i in todo))
+        if hooks.on_start:
+            hooks.on_start(len(todo), len(reused), sum(i.questions for i in todo))
         finisher = _DriverJudge(driver)
         if todo:
             ours = not isinstance(data, RayDataset)  # rows of exactly the documents to judge
-            _judge_on_ray(ray, _to_ray(ray, data, reused) if ours else data.ds, not ours,
-                          todo, store, cfg, salt, driver, finisher, judge_factory,
-                          concurrency=concurrency, workers=workers, num_cpus=num_cpus,
-                          batch_size=batch_size, on_result=on_result)
+            job = _RayJob(cfg, salt, driver, finisher, judge_factory, pool, hooks.on_result)
+            _judge_on_ray(ray, _to_ray(ray, data, reused) if ours else data.ds, not ours, todo, store, job)
         created = store.created if not todo else None  # nothing new: the results keep their time
         summary = finish_run(data, store, cfg, finisher, out_dir, settings, skipped, created)
     finally:
@@ -487,29 +511,65 @@ def evaluate_ray(
     return EvalRun(summary, judged=len(todo), reused=len(reused))
 
 
+def _build_on_driver(source: JudgeSource, config: JudgeConfig) -> Judge:
+    return build_judge(source, config) if isinstance(source, JudgeSpec) else source(config)
+
+
+def _scanned(ray: Any, documents: ray.data.Dataset | Dataset, cfg: JudgeConfig, salt: str,
+             source: RayInput) -> tuple[Any, list[Problem]]:
+    """The documents as a scanned factjudge dataset, and the problems of the rows left out."""
+    if not isinstance(documents, ray.data.Dataset):
+        return documents, list(source.skipped)
+    name = source.name
+    data = RayDataset(documents, name)
+    problems = data.scan(cfg, salt)
+    if problems and not source.skip_invalid:
+        shown = "; ".join(p.message for p in problems[:3])
+        more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
+        raise InputError(f"{len(problems)} bad row(s); nothing was judged (skip_invalid=True "
+                         f"judges the rest): {shown}{more}")
+    if not data.infos:
+        raise InputError(f"{name}: no documents to judge")
+    scope_check(cfg, data.fact_types, name)  # nothing in scope at all: stop before any call
+    return data, [*source.skipped, *problems]
+
+
+@dataclass(frozen=True)
+class _RayJob:
+    """What every batch of a run shares: the config and input salt, the driver's judge and the
+    judge's source for the workers, how the work is spread, whom to tell of each result."""
+
+    cfg: JudgeConfig
+    salt: str
+    driver: Judge
+    finisher: _DriverJudge
+    source: JudgeSource
+    pool: RayPool
+    on_result: Callable[[DocInfo, JudgeResult], None] | None
+
+
 def _judge_on_ray(ray: Any, rows: ray.data.Dataset, pick: bool, todo: list[DocInfo], store: Any,
-                  cfg: JudgeConfig, salt: str, driver: Judge, finisher: _DriverJudge,
-                  judge_factory: JudgeFactory, *, concurrency: int, workers: int | None,
-                  num_cpus: float, batch_size: int | None,
-                  on_result: Callable[[DocInfo, JudgeResult], None] | None) -> None:
+                  job: _RayJob) -> None:
     """Judge ``rows`` (``pick``: only those of ``todo``, by doc_id and input hash) and append the
     results to ``store`` as they come back."""
     wanted = {i.doc_id: i.input_sha256 for i in todo}
     infos = {i.doc_id: i for i in todo}
+    pool, driver, finisher, on_result = job.pool, job.driver, job.finisher, job.on_result
+    workers = pool.workers
     if workers is None:
         cpus = float(ray.cluster_resources().get("CPU", 1))
-        workers = max(1, int(cpus // num_cpus) if num_cpus > 0 else int(cpus))
+        workers = max(1, int(cpus // pool.num_cpus) if pool.num_cpus > 0 else int(cpus))
     workers = max(1, min(workers, len(todo)))
     results = rows.map_batches(
         _JudgeWorker,
         compute=ray.data.ActorPoolStrategy(size=workers),
-        batch_size=batch_size or DOCS_PER_CALL * concurrency,
+        batch_size=pool.batch_size or DOCS_PER_CALL * pool.concurrency,
         batch_format="pyarrow",
-        num_cpus=num_cpus,
-        fn_constructor_kwargs={"judge_factory": judge_factory, "config": cfg.model_dump(mode="json"),
-                               "salt": salt, "identity": driver.identity(),
+        num_cpus=pool.num_cpus,
+        fn_constructor_kwargs={"judge_factory": job.source, "config": job.cfg.model_dump(mode="json"),
+                               "salt": job.salt, "identity": driver.identity(),
                                "wanted": wanted if pick else None,
-                               "concurrency": concurrency},
+                               "concurrency": pool.concurrency},
     )
     info_keys = list(driver.run_info())
     stream: Any = iter(results.iter_batches(batch_format="pyarrow", batch_size=None))

@@ -13,6 +13,7 @@ from factjudge.errors import InputError, JudgeSetupError
 from factjudge.evaluation.pipeline import task_factory
 from factjudge.judges import JudgeBase, JuryJudge
 from factjudge.judges.jury import default_labels, split_model_spec
+from factjudge.judges.llm import RetryPolicy, Transport
 from factjudge.judges.prompts import negative_status
 from factjudge.models import CallUsage, JudgeConfig, Verdict
 
@@ -41,9 +42,9 @@ def servers():
         yield a, b, c
 
 
-def llm(name, server, **kw):
-    kw.setdefault("backoff", 0.01)
-    return LLMJudge(name, base_url=server.base_url, **kw)
+def llm(name, server, warmup=True):
+    return LLMJudge(name, base_url=server.base_url, retry=RetryPolicy(backoff=0.01),
+                    transport=Transport(warmup=warmup))
 
 
 def facts(result):

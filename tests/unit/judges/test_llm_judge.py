@@ -7,6 +7,7 @@ from scripted_server import Reply, ScriptedServer, answer, describe, http_error
 
 from factjudge import LLMJudge, run_judge
 from factjudge.judges import JudgeSetupError
+from factjudge.judges.llm import RetryPolicy, Transport
 from factjudge.models import JudgeConfig
 
 GOLD = [
@@ -24,8 +25,9 @@ CONFIG = {"entity_types": ["revenue", "ceo"], "matching_rules": ["scale numbers 
           "tolerances": {"value": {"relative": 0.01}}}
 
 
-def judge_for(server, **kw):
-    return LLMJudge("scripted-model", base_url=server.base_url, backoff=0.01, **kw)
+def judge_for(server, retries=4, warmup=True, **kw):
+    return LLMJudge("scripted-model", base_url=server.base_url, retry=RetryPolicy(retries=retries, backoff=0.01),
+                    transport=Transport(warmup=warmup), **kw)
 
 
 def by_id(result):
@@ -169,7 +171,7 @@ def test_error_after_exhausted_retries_is_left_out_of_metrics(server):
     server.truth = {("gold", "g2"): "p1", ("predicted", "p1"): "g2"}
     server.faults[("gold", "g1")] = [http_error(503)] * 5
     server.faults[("predicted", "p1")] = [Reply(content="[]")] * 3
-    result = run_judge(gold, pred, {}, judge_for(server, transport_retries=4))
+    result = run_judge(gold, pred, {}, judge_for(server, retries=4))
     facts = by_id(result)
     g1, p1 = facts[("gold", "g1")], facts[("predicted", "p1")]
     assert g1["status"] == "ERROR" and "failed after 5 attempt(s)" in g1["description"]
@@ -272,7 +274,7 @@ def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypa
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cache = ResponseCache(tmp_path / "c")
-    judge = LLMJudge("m", backoff=0.01, cache=cache)  # no key needed: the server is not OpenAI's
+    judge = LLMJudge("m", retry=RetryPolicy(backoff=0.01), cache=cache)  # no key needed: the server is not OpenAI's
     server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
     assert run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {},
                      judge).metrics.f1 == 1.0
@@ -291,7 +293,7 @@ def test_a_server_that_never_answers_stops_the_run():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    judge = LLMJudge("m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01, transport_retries=1)
+    judge = LLMJudge("m", base_url=f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(retries=1, backoff=0.01))
     # refused at once: nothing listens there, retrying would only delay the message
     with pytest.raises(JudgeSetupError, match=f"cannot reach the server at 127.0.0.1:{port} .*refused"):
         run_judge([{"id": "g1", "fact_type": "t"}, {"id": "g2", "fact_type": "t"}],
@@ -300,7 +302,7 @@ def test_a_server_that_never_answers_stops_the_run():
 
 def test_connection_failures_after_the_server_answered_are_fact_errors():
     server = ScriptedServer({("gold", "g1"): "p1", ("predicted", "p1"): "g1"}).start()
-    judge = judge_for(server, transport_retries=1)
+    judge = judge_for(server, retries=1)
     gold, pred = [{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}]
     assert run_judge(gold, pred, {}, judge).metrics.f1 == 1.0
     server.stop()  # gone mid-evaluation: each question left is ERROR, as the retries ran out

@@ -10,7 +10,6 @@ import asyncio
 import hashlib
 import json
 import os
-import random
 import re
 import sys
 import time
@@ -36,6 +35,8 @@ from ..prompts import (
 )
 from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint
 from .cache import ResponseCache
+from .retry import RetryPolicy
+from .settings import Sampling, Transport
 from .tokens import REPLY_PRIMING, TokenCounter
 
 #: Statuses that say the judge itself is misconfigured (bad key, no access, no such model or
@@ -59,15 +60,45 @@ class _Plan:
     tokens: int                      # prompt tokens of the prefix and schema, reply priming included
 
 
+def _check(model: str, sampling: Sampling, transport: Transport) -> None:
+    if not model:
+        raise JudgeSetupError("the LLM judge needs a model name")
+    mode = sampling.structured_output
+    if mode != "auto" and mode not in STRUCTURED_OUTPUT_MODES:
+        raise JudgeSetupError(f"structured output {mode!r} is not one of auto, "
+                              + ", ".join(STRUCTURED_OUTPUT_MODES))
+    if transport.timeout <= 0:
+        raise JudgeSetupError(f"timeout must be positive, got {transport.timeout}")
+    if isinstance(transport.backend, str) and transport.backend not in BACKENDS:
+        raise JudgeSetupError(f"backend {transport.backend!r} is not one of " + ", ".join(BACKENDS))
+
+
+def _api_key(api_key: str | None, api_key_env: str | None, base_url: str | None) -> str | None:
+    """The key given, else the one in the environment; none is an error unless the server is a
+    local one (``base_url``) and no variable was named on purpose."""
+    env = api_key_env or "OPENAI_API_KEY"
+    key = api_key if api_key is not None else os.environ.get(env)
+    if not key:
+        if api_key_env is not None:  # named on purpose: its absence is a mistake
+            raise JudgeSetupError(f"no API key: the environment variable {env} is not set")
+        if base_url is None:
+            raise JudgeSetupError(
+                f"no API key: set the environment variable {env} or pass api_key= "
+                "(or base_url= for a local server that needs none)")
+    return key or None
+
+
 class LLMJudge(JudgeBase):
     """LLM judge over an OpenAI-compatible chat-completions endpoint (OpenAI, Azure OpenAI, vLLM,
     Ollama, llama.cpp), with structured output where the server takes it and every answer
     validated in code.
 
-    ``backend`` is ``"http"`` (the lean default) or ``"openai-sdk"`` (the ``openai`` extra; pass
-    ``client=`` to use your own ``AsyncOpenAI``), or any :class:`~.backends.ChatBackend`.
-    ``timeout`` bounds one request; one question (all its tries and waits) gets at most
-    ``max_question_seconds`` (default 3 x ``timeout``).
+    ``sampling`` says what is asked of the model (temperature, max tokens, structured output),
+    ``transport`` how requests reach it (backend, client, time limits, provider prompt-cache
+    hints), ``retry`` how failed requests are tried again; an invalid answer is asked again
+    ``answer_retries`` times, with the reason it was refused. The API key is ``api_key``, else
+    the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``); a local server given by
+    ``base_url`` needs none.
     """
 
     name = "llm"
@@ -79,63 +110,39 @@ class LLMJudge(JudgeBase):
         base_url: str | None = None,
         api_key: str | None = None,
         api_key_env: str | None = None,
-        backend: str | ChatBackend = "http",
-        client: Any = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        timeout: float = 120.0,
-        max_question_seconds: float | None = None,
-        transport_retries: int = 4,
+        sampling: Sampling = Sampling(),
+        transport: Transport = Transport(),
+        retry: RetryPolicy = RetryPolicy(),
         answer_retries: int = 2,
-        backoff: float = 1.0,
-        max_backoff: float = 60.0,
         cache: ResponseCache | None = None,
-        send_prompt_cache_key: bool = True,
-        warmup: bool = True,
-        structured_output: str = "auto",
         notify: Callable[[str], None] | None = None,
     ) -> None:
-        if not model:
-            raise JudgeSetupError("the LLM judge needs a model name")
-        if structured_output != "auto" and structured_output not in STRUCTURED_OUTPUT_MODES:
-            raise JudgeSetupError(f"structured output {structured_output!r} is not one of auto, "
-                                  + ", ".join(STRUCTURED_OUTPUT_MODES))
-        if timeout <= 0:
-            raise JudgeSetupError(f"timeout must be positive, got {timeout}")
-        self.model = model
+        _check(model, sampling, transport)
+        self.model, self.sampling, self.transport, self.retry = model, sampling, transport, retry
         # read here (not left to an SDK) so cache keys and messages name the real server
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.temperature, self.max_tokens = temperature, max_tokens
-        self.timeout = timeout
-        self.max_question_seconds = max_question_seconds or 3 * timeout
-        self.transport_retries, self.answer_retries = transport_retries, answer_retries
-        self.backoff, self.max_backoff = backoff, max_backoff
+        self.temperature, self.max_tokens = sampling.temperature, sampling.max_tokens
+        self.timeout = transport.timeout
+        self.max_question_seconds = transport.max_question_seconds or 3 * transport.timeout
+        self.answer_retries = answer_retries
         self.cache = cache
-        self.send_prompt_cache_key = send_prompt_cache_key
-        self.warmup = warmup
-        self.structured_output = structured_output
-        self._modes = list(STRUCTURED_OUTPUT_MODES) if structured_output == "auto" else [structured_output]
+        self.send_prompt_cache_key = transport.send_prompt_cache_key
+        self.warmup = transport.warmup
+        self.structured_output = mode = sampling.structured_output
+        self._modes = list(STRUCTURED_OUTPUT_MODES) if mode == "auto" else [mode]
         self._mode_index = 0
         self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
         self.tokens = TokenCounter(model)
-        env = api_key_env or "OPENAI_API_KEY"
-        key = api_key if api_key is not None else os.environ.get(env)
-        if not key:
-            if api_key_env is not None:  # named on purpose: its absence is a mistake
-                raise JudgeSetupError(f"no API key: the environment variable {env} is not set")
-            if self.base_url is None:
-                raise JudgeSetupError(
-                    f"no API key: set the environment variable {env} or pass api_key= "
-                    "(or base_url= for a local server that needs none)")
-        self.endpoint = endpoint(self.base_url, key or None)
-        self.backend: ChatBackend = (BACKENDS[backend](self.endpoint, client=client)
+        self.endpoint = endpoint(self.base_url, _api_key(api_key, api_key_env, self.base_url))
+        backend = transport.backend
+        self.backend: ChatBackend = (BACKENDS[backend](self.endpoint, client=transport.client)
                                      if isinstance(backend, str) else backend)
         #: Whether the server has ever answered 200: until then a failure that would repeat for
         #: every question stops the run instead of marking every fact ERROR.
         self._answered = False
-        self._sampling: dict[str, Any] = {"temperature": temperature}
-        if max_tokens is not None:
-            self._sampling["max_tokens"] = max_tokens
+        self._sampling: dict[str, Any] = {"temperature": sampling.temperature}
+        if sampling.max_tokens is not None:
+            self._sampling["max_tokens"] = sampling.max_tokens
         self._plans: OrderedDict[tuple[int, str], _Plan] = OrderedDict()
 
     # ------------------------------------------------------------------ the contract
@@ -156,6 +163,9 @@ class LLMJudge(JudgeBase):
 
     def run_info(self) -> dict[str, Any]:
         return {"token_counter": self.tokens.name, "structured_output": self.mode}
+
+    def batch_target(self) -> LLMJudge:
+        return self
 
     def prepare(self, task: JudgeTask) -> PreparedCall:
         """Count the prompt and shortlist candidates when it would not fit (raises PromptTooLarge)."""
@@ -321,13 +331,13 @@ class LLMJudge(JudgeBase):
                 if not self._answered and self._switch_mode(plan.mode, exc):
                     usage.retries += 1
                     continue
-                delay = self._delay(attempt, exc)
-                last = (not exc.retryable or attempt >= self.transport_retries
-                        or time.monotonic() + delay >= deadline)
+                delay = self.retry.wait(attempt, exc)
+                last = delay is None or time.monotonic() + delay >= deadline
                 if not self._answered:
                     self._stop_if_hopeless(exc, last, bodies)
                 if last:
                     raise
+                assert delay is not None
                 await asyncio.sleep(delay)
                 attempt += 1
                 usage.retries += 1
@@ -374,9 +384,3 @@ class LLMJudge(JudgeBase):
         elif exc.kind == "timeout" and last:
             raise JudgeSetupError(f"the server at {host} accepts connections but did not answer the "
                                   f"first question ({exc.message}); check the server, or raise the timeout")
-
-    def _delay(self, attempt: int, exc: BackendError) -> float:
-        if exc.retry_after is not None:
-            return min(exc.retry_after, self.max_backoff)
-        base = min(self.backoff * (2.0 ** attempt), self.max_backoff)
-        return base * (0.5 + random.random() / 2)

@@ -12,7 +12,7 @@ import email.utils
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
@@ -72,8 +72,8 @@ class Endpoint:
     """Where requests go and how they are authorised; ``secrets`` are what must never be shown."""
 
     base_url: str            # without credentials
-    headers: Mapping[str, str]
-    secrets: tuple[str, ...]
+    headers: Mapping[str, str] = field(repr=False)  # the Authorization header holds the key
+    secrets: tuple[str, ...] = field(repr=False)
 
     @property
     def host(self) -> str:

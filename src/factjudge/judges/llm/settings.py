@@ -1,0 +1,50 @@
+"""The small config objects of :class:`~factjudge.judges.llm.judge.LLMJudge`: what is asked of the
+model (:class:`Sampling`) and how requests reach it (:class:`Transport`); how failed requests are
+tried again is :class:`~factjudge.judges.llm.retry.RetryPolicy`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .backends import ChatBackend
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What is asked of the model. Every field changes answers: all are part of the judge's
+    identity and of its response-cache keys.
+
+    ``structured_output``: ``auto`` (json_schema, falling back to json_object, then none when the
+    server refuses one), ``json_schema``, ``json_object`` or ``none`` (the schema in the prompt)."""
+
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    structured_output: str = "auto"
+
+
+@dataclass(frozen=True)
+class Transport:
+    """How requests reach the server.
+
+    ``backend`` is ``"http"`` (the lean default) or ``"openai-sdk"`` (the ``openai`` extra; give
+    ``client`` to use your own ``AsyncOpenAI``), another name of
+    :data:`~factjudge.judges.llm.backends.BACKENDS`, or any
+    :class:`~factjudge.judges.llm.backends.ChatBackend`. ``timeout`` bounds one request; one
+    question (all its tries and waits) gets at most ``max_question_seconds`` (default 3 x
+    ``timeout``). ``send_prompt_cache_key`` sends OpenAI's ``prompt_cache_key`` (some servers
+    reject it); ``warmup`` sends each direction's first question alone so the rest hit a warm
+    provider prompt cache."""
+
+    backend: str | ChatBackend = "http"
+    client: Any = None
+    timeout: float = 120.0
+    max_question_seconds: float | None = None
+    send_prompt_cache_key: bool = True
+    warmup: bool = True
+
+    def __repr__(self) -> str:  # a client may hold credentials: named by its type only
+        client = f", client=<{type(self.client).__name__}>" if self.client is not None else ""
+        backend = repr(self.backend) if isinstance(self.backend, str) else f"<{type(self.backend).__name__}>"
+        return (f"Transport(backend={backend}{client}, timeout={self.timeout!r}, "
+                f"max_question_seconds={self.max_question_seconds!r}, "
+                f"send_prompt_cache_key={self.send_prompt_cache_key!r}, warmup={self.warmup!r})")

@@ -1,0 +1,78 @@
+"""build_judge: one spec, one judge; the registries are what the command line offers."""
+import pickle
+
+import pytest
+from typer.testing import CliRunner
+
+from factjudge import HybridJudge, JuryJudge, LLMJudge, RulesJudge
+from factjudge.cli import app, register_commands
+from factjudge.errors import InputError, JudgeSetupError
+from factjudge.judges.factory import JUDGE_KINDS, JudgeSpec, build_judge
+from factjudge.judges.llm import RetryPolicy
+from factjudge.judges.llm.backends import BACKENDS, BackendError, endpoint
+
+LOCAL = "http://127.0.0.1:9/v1"
+
+
+def test_a_spec_builds_each_kind_and_a_jury(tmp_path):
+    assert isinstance(build_judge(JudgeSpec()), RulesJudge)
+    llm = build_judge(JudgeSpec(models=("m",), base_url=LOCAL, cache=False))
+    assert isinstance(llm, LLMJudge) and llm.batch_target() is llm and llm.cache is None
+    hybrid = build_judge(JudgeSpec(kind="hybrid", models=("m",), base_url=LOCAL, cache_dir=tmp_path))
+    assert isinstance(hybrid, HybridJudge) and hybrid.batch_target() is hybrid.llm
+    assert hybrid.llm.cache.path.parent == tmp_path
+    jury = build_judge(JudgeSpec(models=("a", f"b@{LOCAL}"), base_url=LOCAL, repeats=2, temperature=0.5,
+                                 jury_rules=True, cache=False))
+    assert isinstance(jury, JuryJudge) and jury.batch_target() is None
+    assert [j.name for j in jury.jurors] == ["llm#1", "llm#2", "llm#1", "llm#2", "rules"]
+    assert build_judge(JudgeSpec()).batch_target() is None
+
+
+def test_options_that_do_not_go_together_are_input_errors():
+    for spec, words in [(JudgeSpec(models=("m",), kind="rules"), "--model/--base-url are for the LLM"),
+                        (JudgeSpec(kind="llm"), "--judge llm needs --model NAME"),
+                        (JudgeSpec(models=("m",), repeats=2), "give --temperature above 0"),
+                        (JudgeSpec(models=("m", "m"), base_url=LOCAL), "--model m is given twice"),
+                        (JudgeSpec(kind="nope"), "--judge nope: not one of rules, llm, hybrid")]:
+        with pytest.raises(InputError, match=words):
+            build_judge(spec)
+
+
+def test_the_key_is_read_where_the_judge_is_built_and_never_shown(monkeypatch):
+    spec = JudgeSpec(models=("m",), base_url="https://user:s3cret@example.com/v1", api_key_env="FJ_KEY",
+                     cache=False)
+    monkeypatch.delenv("FJ_KEY", raising=False)
+    with pytest.raises(JudgeSetupError, match="the environment variable FJ_KEY is not set"):
+        build_judge(spec)
+    monkeypatch.setenv("FJ_KEY", "sk-hidden")
+    judge = build_judge(spec)
+    assert pickle.loads(pickle.dumps(spec)) == spec  # what Ray ships: names, never the key
+    for text in (repr(spec), repr(judge.endpoint), repr(judge.transport), pickle.dumps(spec).decode("latin-1")):
+        assert "sk-hidden" not in text
+    assert "s3cret" not in repr(spec) and "***@example.com" in repr(spec)
+    assert build_judge(JudgeSpec(models=("m",), dry_run=True, cache=False)).model == "m"  # a preview needs no key
+
+
+def test_a_dry_run_of_a_judge_without_llm_is_refused():
+    with pytest.raises(InputError, match="--dry-run previews LLM calls"):
+        build_judge(JudgeSpec(dry_run=True))
+
+
+def test_the_command_line_offers_the_registries():
+    from factjudge.cli import options
+
+    assert [c.value for c in options.JudgeKindChoice] == list(JUDGE_KINDS)
+    assert [c.value for c in options.BackendChoice] == list(BACKENDS)
+    register_commands(["judge"])
+    result = CliRunner().invoke(app, ["judge", "--help"], env={"COLUMNS": "200"})
+    assert "<rules|llm|hybrid>" in result.output and "<http|openai-sdk>" in result.output
+
+
+def test_one_retry_policy_for_live_calls_and_batches():
+    policy = RetryPolicy(retries=2, backoff=1.0, max_backoff=5.0, jitter=False)
+    busy = BackendError("status", "HTTP 429", status=429)
+    assert [policy.wait(n, busy) for n in range(3)] == [1.0, 2.0, None]
+    assert policy.wait(0, BackendError("status", "HTTP 429", status=429, retry_after=30)) == 5.0  # capped
+    assert policy.wait(0, BackendError("status", "HTTP 400", status=400)) is None  # would repeat
+    assert 0.5 <= RetryPolicy().wait(0, busy) <= 1.0  # jitter: from half the backoff to all of it
+    assert "sk-x" not in repr(endpoint(LOCAL, "sk-x"))
