@@ -17,27 +17,26 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from ..models import JudgeResult, Metrics, Usage
+from ..models import JudgeResult
 
 
-class ResultLine(BaseModel):
+class ResultLine(JudgeResult):
     """One line of ``results.jsonl``: the document's id and input hash, then its
-    :class:`~factjudge.models.JudgeResult` (the keys in file order)."""
+    :class:`~factjudge.models.JudgeResult` (dumped with the keys in file order)."""
 
     doc_id: str
     #: Hash of the document's facts and of everything that decides its result (config, judge,
     #: version): a resumed run reuses the line only while it is unchanged.
     input_sha256: str
-    gold_facts: list[dict[str, Any]]
-    predicted_facts: list[dict[str, Any]]
-    metrics: Metrics
-    dedup_notes: list[str]
-    conflicts: dict[str, int] = Field(default_factory=dict)
-    warnings: list[str] = Field(default_factory=list)
-    usage: Usage
-    config: dict[str, Any]
+
+    @model_serializer(mode="wrap")
+    def _file_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # the file holds the run-folder keys first; a subclass's fields come last
+        data = handler(self)
+        first = {key: data.pop(key) for key in ("doc_id", "input_sha256") if key in data}
+        return {**first, **data}
 
     def to_result(self) -> JudgeResult:
         """The document's result without the run-folder keys."""
