@@ -15,12 +15,15 @@ from .factory import JUDGE_KINDS, JudgeSpec, build_judge
 from .hybrid import HybridJudge
 from .jury import JuryJudge
 from .llm.judge import LLMJudge
+from .llm.retry import RetryPolicy
+from .llm.settings import Sampling, Transport
 
 if TYPE_CHECKING:
     from .rules.judge import RulesJudge
 
 __all__ = ["JUDGE_KINDS", "BatchRequest", "BatchTarget", "Estimate", "HybridJudge", "Judge", "JudgeBase",
-           "JudgeSetupError", "JudgeSpec", "JuryJudge", "LLMJudge", "RulesJudge", "build_judge", "error_verdict"]
+           "JudgeSetupError", "JudgeSpec", "JuryJudge", "LLMJudge", "RetryPolicy", "RulesJudge", "Sampling",
+           "Transport", "build_judge", "error_verdict"]
 
 
 def __getattr__(name: str) -> Any:
