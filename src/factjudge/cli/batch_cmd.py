@@ -129,7 +129,7 @@ def batch_import_cmd(
 
 
 def _import(outputs: list[Path], cache_dir: Path | None) -> int:
-    from ..runners.batch import import_outputs
+    from ..runners.batch import import_outputs  # only batch-import loads the batch runner
 
     directory = cache_dir or default_cache_dir()
     if not (directory / "answers.sqlite3").is_file():

@@ -139,6 +139,7 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
                 overwrite: bool = False) -> int:
     """``factjudge eval`` with ``--ray``: the same checks, files, summary line and exit code as
     the live run, the documents judged by Ray workers."""
+    # only --ray runs load the Ray runner (and through it ray)
     from ..runners.ray_data import RayHooks, RayInput, RayPool, evaluate_ray, import_ray, init_ray
 
     cfg = load_config(config)

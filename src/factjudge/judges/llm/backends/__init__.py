@@ -194,12 +194,12 @@ def _int(value: Any) -> int:
 
 
 def _http(ep: Endpoint, **kw: Any) -> ChatBackend:
-    from .http import HTTPBackend
+    from .http import HTTPBackend  # aiohttp is loaded by the runs that send requests
     return HTTPBackend(ep, **kw)
 
 
 def _openai_sdk(ep: Endpoint, **kw: Any) -> ChatBackend:
-    from .openai_sdk import OpenAISDKBackend
+    from .openai_sdk import OpenAISDKBackend  # the openai extra, only when chosen
     return OpenAISDKBackend(ep, **kw)
 
 
