@@ -237,7 +237,10 @@ def test_ctrl_c_exits_130_without_output_or_traceback(server, tmp_path, write_js
     out = tmp_path / "out.json"
     proc = subprocess.Popen([sys.executable, "-m", "factjudge", "judge", str(g), str(p), "--model", "m",
                              "--base-url", server.base_url, "--concurrency", "1", "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # Ctrl-C as at a terminal, even when this suite runs in the background
+                            # (where a non-interactive shell starts it with SIGINT ignored)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while len(server.requests) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
