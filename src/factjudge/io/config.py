@@ -1,11 +1,6 @@
-"""Loading and validation of fact files and judge configs, and writing of output files.
-
-Every problem is raised as :class:`InputError` with a one-line message that names the file and
-the record, so the CLI can print it and exit 2 without a traceback. Input that parses but that no
-later step could process (nesting deeper than :data:`MAX_JSON_DEPTH`, a lone surrogate, an
-integer of more than :data:`MAX_INT_DIGITS` digits, NaN or Infinity) is refused here, by
-:func:`check_json_value`, rather than failing in the middle of a run.
-"""
+"""Judge configs (``.json``, ``.yaml``/``.yml``, or a mapping in Python) validated into
+:class:`~factjudge.models.JudgeConfig`, with one-line errors that name the key and suggest the
+closest known one."""
 from __future__ import annotations
 
 import difflib
@@ -18,9 +13,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError
 from ..models import JudgeConfig, Tolerance
-from .jsonl import _loads, check_json_value, json_type, read_text
-
-# --------------------------------------------------------------------------- config
+from .jsonl import check_json_value, json_type, parse_json, read_text
 
 
 def _tolerance_example(name: str, value: Any) -> str:
@@ -91,7 +84,7 @@ def load_config(path: str | Path | None) -> JudgeConfig:
     text = read_text(path)
     suffix = path.suffix.lower()
     if suffix == ".json":
-        data = _loads(text, path)
+        data = parse_json(text, path)
     elif suffix in (".yaml", ".yml"):
         from .yaml_config import load_yaml  # PyYAML is imported only for a YAML config
         data = load_yaml(text, path)

@@ -1,11 +1,6 @@
-"""Loading and validation of fact files and judge configs, and writing of output files.
-
-Every problem is raised as :class:`InputError` with a one-line message that names the file and
-the record, so the CLI can print it and exit 2 without a traceback. Input that parses but that no
-later step could process (nesting deeper than :data:`MAX_JSON_DEPTH`, a lone surrogate, an
-integer of more than :data:`MAX_INT_DIGITS` digits, NaN or Infinity) is refused here, by
-:func:`check_json_value`, rather than failing in the middle of a run.
-"""
+"""Fact files (``.json``, ``.jsonl``, or a table through :mod:`.tables`) and facts handed over in
+Python: read, checked and validated into plain dicts, each problem one line naming the file and
+the record."""
 from __future__ import annotations
 
 import json
@@ -15,10 +10,17 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import OUTPUT_FIELDS
-from .jsonl import _loads, _needs_check, check_json_value, coerce_id, json_type, jsonl_lines, parse_json_line, read_text
-from .tables import read_table_records
-
-# --------------------------------------------------------------------------- facts
+from .jsonl import (
+    check_json_value,
+    coerce_id,
+    json_type,
+    jsonl_lines,
+    needs_check,
+    parse_json,
+    parse_json_line,
+    read_text,
+)
+from .tables import is_table, read_table_records
 
 
 def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
@@ -26,18 +28,18 @@ def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
     (``record N`` or ``line N``, both counted from 1), each checked by :func:`check_json_value`.
     A ``.jsonl`` file is read one line at a time, when the records are drawn."""
     path = Path(path)
-    if path.suffix.lower() in (".csv", ".tsv", ".parquet"):
+    if is_table(path):
         return read_table_records(path)
     if path.suffix.lower() == ".jsonl":
         return _jsonl_records(path)
     text = read_text(path)
-    data = _loads(text, path)
+    data = parse_json(text, path)
     if isinstance(data, dict) and set(data) == {"facts"}:
         data = data["facts"]
     if not isinstance(data, list):
         raise InputError(f"{path}: expected a list of facts or an object {{\"facts\": [...]}}")
     records = [(f"record {i}", rec) for i, rec in enumerate(data, start=1)]
-    if _needs_check(text):
+    if needs_check(text):
         for where, rec in records:
             check_json_value(rec, f"{path}: {where}")
     return records

@@ -1,11 +1,5 @@
-"""Loading and validation of fact files and judge configs, and writing of output files.
-
-Every problem is raised as :class:`InputError` with a one-line message that names the file and
-the record, so the CLI can print it and exit 2 without a traceback. Input that parses but that no
-later step could process (nesting deeper than :data:`MAX_JSON_DEPTH`, a lone surrogate, an
-integer of more than :data:`MAX_INT_DIGITS` digits, NaN or Infinity) is refused here, by
-:func:`check_json_value`, rather than failing in the middle of a run.
-"""
+"""Output files: checking a destination before any work, and :class:`AtomicFile`, the one
+way factjudge writes an output (via a temporary file, never half written)."""
 from __future__ import annotations
 
 import os
@@ -16,8 +10,6 @@ from pathlib import Path
 from typing import IO, Any, TextIO, cast
 
 from ..errors import InputError
-
-# --------------------------------------------------------------------------- output files
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:

@@ -1,4 +1,5 @@
-"""Loading and validation of fact files and judge configs, and writing of output files.
+"""Reading JSON and JSON lines safely: the one parser of every JSON input (fact files, datasets,
+configs, labels, result lines) and the one line reader.
 
 Every problem is raised as :class:`InputError` with a one-line message that names the file and
 the record, so the CLI can print it and exit 2 without a traceback. Input that parses but that no
@@ -167,7 +168,8 @@ def check_json_value(value: Any, where: str, *, label: str = "field") -> None:
 _SUSPECT = re.compile(r"NaN|Infinity|\\u[dD][89a-fA-F]|\d{200}|[eE][+-]?0*[1-9]\d\d")
 
 
-def _needs_check(text: str) -> bool:
+def needs_check(text: str) -> bool:
+    """Whether a parsed JSON text may hold what :func:`check_json_value` refuses (a cheap scan)."""
     return text.count("[") + text.count("{") > MAX_JSON_DEPTH or bool(_SUSPECT.search(text))
 
 
@@ -203,7 +205,7 @@ def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None) -> Inpu
     return InputError(f"{path}: {at}: invalid JSON: {sentence}")
 
 
-def _loads(text: str, path: Path, line: int | None = None) -> Any:
+def parse_json(text: str, path: Path, line: int | None = None) -> Any:
     """``json.loads`` with every failure turned into a one-line :class:`InputError`."""
     try:
         try:
@@ -226,8 +228,8 @@ def parse_json_line(raw: bytes | str, path: Path, lineno: int) -> Any:
             raw = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(f"{path}: line {lineno}: not valid UTF-8") from None
-    value = _loads(raw, path, lineno)
-    if _needs_check(raw):
+    value = parse_json(raw, path, lineno)
+    if needs_check(raw):
         check_json_value(value, f"{path}: line {lineno}")
     return value
 
