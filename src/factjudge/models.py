@@ -244,16 +244,15 @@ FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matc
 
 
 #: Fact fields whose name is taken by a fixed column; they are written as ``fact.<name>``.
-_RENAMED = {"doc_id": "fact.doc_id", "side": "fact.side"}
+RENAMED = {"doc_id": "fact.doc_id", "side": "fact.side"}
 
 
-
-def _import_pandas() -> Any:
+def import_pandas() -> Any:
     try:
         import pandas as pd
     except ImportError as exc:
         raise missing_dependency("pandas is needed for to_pandas(): pip install 'factjudge[pandas]'",
-                       exc, "pandas") from None
+                                 exc, "pandas") from None
     return pd
 
 
@@ -281,7 +280,7 @@ def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, An
             for key, value in fact.items():
                 if key in ("id", "fact_type") or key in OUTPUT_FIELDS:
                     continue
-                row[_RENAMED.get(key, key)] = value
+                row[RENAMED.get(key, key)] = value
             yield row
 
 
@@ -295,11 +294,11 @@ def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return list(FACT_COLUMNS) + [k for k in extra if k not in FACT_COLUMNS]
 
 
-def _frame(rows: list[dict[str, Any]]) -> Any:
+def results_frame(rows: list[dict[str, Any]]) -> Any:
     """A DataFrame of ``rows``. Fixed columns have fixed types; a fact field whose present values
     are all integers (or all booleans) keeps them with pandas' nullable ``Int64`` / ``boolean``
     when some rows lack it, instead of turning into floats; missing values are NA/None."""
-    pd = _import_pandas()
+    pd = import_pandas()
     columns = _columns(rows)
     data: dict[str, Any] = {}
     for name in columns:
@@ -330,5 +329,5 @@ def result_to_pandas(result: Any, doc_id: str | None = None) -> Any:
     ``reasoning``, then the facts' own fields (an absent field is missing: None / NA).
     ``result`` is a :class:`~factjudge.models.JudgeResult` or its ``to_dict()``.
     Raises :class:`OptionalDependencyError` (an ``ImportError``) without pandas."""
-    _import_pandas()
-    return _frame(list(result_rows(result, doc_id)))
+    import_pandas()
+    return results_frame(list(result_rows(result, doc_id)))

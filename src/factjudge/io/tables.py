@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import InputError, missing_dependency
-from ..models import _frame, _import_pandas, result_rows
+from ..models import import_pandas, result_rows, results_frame
 from .jsonl import read_error
 from .runfolder import RESULTS, RunFolder
 
@@ -195,7 +195,7 @@ def _import_pyarrow() -> Any:
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise missing_dependency("pyarrow is needed to read .parquet files: pip install 'factjudge[parquet]'",
-                       exc, "pyarrow") from None
+                                 exc, "pyarrow") from None
     return pq
 
 
@@ -299,11 +299,11 @@ def eval_to_pandas(out: str | Path) -> Any:
     (its ``results.jsonl``), in dataset order; the same columns as :func:`result_to_pandas`,
     with ``doc_id`` filled in. Raises :class:`~factjudge.errors.InputError` for a folder that is
     not an eval output, :class:`OptionalDependencyError` (an ``ImportError``) without pandas."""
-    _import_pandas()
+    import_pandas()
     rows: list[dict[str, Any]] = []
     for line in iter_result_lines(out):
         rows.extend(result_rows(line))
-    return _frame(rows)
+    return results_frame(rows)
 
 
 __all__ = [
