@@ -173,8 +173,7 @@ class RunFolder:
             line = self.parse(lineno, raw)
             doc_id = line["doc_id"]
             if finished and doc_id in index:
-                raise InputError(f"{self.results}: line {lineno}: doc_id {doc_id!r} again (first on "
-                                 f"line {index[doc_id].lineno})")
+                raise self._again(lineno, doc_id, index[doc_id].lineno)
             index[doc_id] = LineRef(offset, lineno, line["input_sha256"], line["metrics"]["errors"])
         return index
 
@@ -196,9 +195,12 @@ class RunFolder:
             line = self.parse(lineno, raw)
             first = seen.setdefault(line["doc_id"], lineno)
             if first != lineno:
-                raise InputError(f"{self.results}: line {lineno}: doc_id {line['doc_id']!r} again "
-                                 f"(first on line {first})")
+                raise self._again(lineno, line["doc_id"], first)
             yield line
+
+    def _again(self, lineno: int, doc_id: str, first: int) -> InputError:
+        """A finished run's doc_id on a second line."""
+        return InputError(f"{self.results}: line {lineno}: doc_id {doc_id!r} again (first on line {first})")
 
     def line_at(self, fh: IO[bytes], ref: LineRef) -> dict[str, Any]:
         """The line at ``ref`` of ``results.jsonl`` opened as ``fh`` (binary), parsed."""
