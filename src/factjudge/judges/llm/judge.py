@@ -121,14 +121,11 @@ class LLMJudge(JudgeBase):
         self.model, self.sampling, self.transport, self.retry = model, sampling, transport, retry
         # read here (not left to an SDK) so cache keys and messages name the real server
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.temperature, self.max_tokens = sampling.temperature, sampling.max_tokens
-        self.timeout = transport.timeout
         self.max_question_seconds = transport.max_question_seconds or 3 * transport.timeout
         self.answer_retries = answer_retries
         self.cache = cache
-        self.send_prompt_cache_key = transport.send_prompt_cache_key
         self.warmup = transport.warmup
-        self.structured_output = mode = sampling.structured_output
+        mode = sampling.structured_output
         self._modes = list(STRUCTURED_OUTPUT_MODES) if mode == "auto" else [mode]
         self._mode_index = 0
         self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -154,11 +151,11 @@ class LLMJudge(JudgeBase):
 
     def identity(self) -> dict[str, Any]:
         ident: dict[str, Any] = {"name": self.name, "model": self.model, "server": self.endpoint.host,
-                                 "temperature": self.temperature}
-        if self.max_tokens is not None:
-            ident["max_tokens"] = self.max_tokens
-        if self.structured_output != "auto":
-            ident["structured_output"] = self.structured_output
+                                 "temperature": self.sampling.temperature}
+        if self.sampling.max_tokens is not None:
+            ident["max_tokens"] = self.sampling.max_tokens
+        if self.sampling.structured_output != "auto":
+            ident["structured_output"] = self.sampling.structured_output
         return ident
 
     def run_info(self) -> dict[str, Any]:
@@ -249,7 +246,7 @@ class LLMJudge(JudgeBase):
         request: dict[str, Any] = {"model": self.model, **self._sampling}
         if fmt is not None:
             request["response_format"] = fmt
-        if self.send_prompt_cache_key and task.prompt_cache_key:
+        if self.transport.send_prompt_cache_key and task.prompt_cache_key:
             request["prompt_cache_key"] = task.prompt_cache_key
         request["messages"] = messages
         # '{...,"messages":[m1,m2]}' without its closing ']}': each call appends its own message
@@ -322,7 +319,7 @@ class LLMJudge(JudgeBase):
         while True:
             plan = self._plan(task, self.mode)
             usage.llm_calls += 1
-            timeout = max(0.001, min(self.timeout, deadline - time.monotonic()))
+            timeout = max(0.001, min(self.transport.timeout, deadline - time.monotonic()))
             try:
                 reply = await self.backend.send(self._body(plan, task, extra), timeout)
             except BackendError as exc:
