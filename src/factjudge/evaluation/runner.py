@@ -35,7 +35,7 @@ from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset
 from ..io.files import write_atomic
 from ..io.run_models import RUN_KEYS, RunManifest
-from ..io.runfolder import RESULTS, RUN, ResultStore, RunFolder
+from ..io.runfolder import RESULTS, RUN, SUMMARY, ResultStore, RunFolder
 from ..judges.base import Judge
 from ..judges.prompts import PROMPT_FORMAT_VERSION
 from ..models import JudgeConfig, JudgeResult
@@ -46,7 +46,7 @@ from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
 from .pipeline import PREVIEW_STATS, ProgressObserver, preview, run_judge_async
 
-SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV = "summary.json", "report.md", "report.html", "facts.csv"
+REPORT_MD, REPORT_HTML, FACTS_CSV = "report.md", "report.html", "facts.csv"
 
 
 class RunProgress(ProgressObserver, Protocol):
