@@ -264,3 +264,13 @@ def test_the_lock_is_held_only_while_a_run_writes(tmp_path):
             FolderLock(tmp_path / "new").acquire()
     with FolderLock(tmp_path / "new"):
         pass
+
+
+def test_a_batch_run_refuses_a_folder_it_did_not_write(server, dataset, tmp_path):
+    data, cfg = dataset
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n", encoding="utf-8")
+    proc = run_cli("eval", data, "-c", cfg, *llm_args(server, tmp_path / "cache"), "-o", out, "--batch")
+    assert proc.returncode == 2 and "not an eval output folder" in proc.stderr.strip().splitlines()[-1]
+    assert snapshot(out) == {"notes.txt": b"mine\n"} and server.batch_calls == []

@@ -151,8 +151,11 @@ def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> RunMani
 
 def check_folder(out_dir: Path, manifest: RunManifest) -> None:
     """Refuse a folder whose results came from other inputs, config or judge: resuming there would
-    mix two runs' results, and rewriting it would drop the other run's documents."""
-    before = RunFolder(out_dir).manifest()
+    mix two runs' results, and rewriting it would drop the other run's documents. A folder
+    factjudge did not write is refused first (:meth:`~factjudge.io.runfolder.RunFolder.claim`)."""
+    folder = RunFolder(out_dir)
+    folder.claim(manifest.inputs)
+    before = folder.manifest()
     if before is None:  # a new folder, or an older version's (documents are matched by their
         return  # hashes), or not a folder (mkdir says so next)
     what = {"inputs": "input files", "config": "config", "judge": "judge"}

@@ -314,6 +314,11 @@ class FolderLock:
     def __exit__(self, *_: object) -> None:
         self.release()
 
+    def __del__(self) -> None:
+        # a run that drops its store without closing it (runners/ray_data.py) lets the folder go
+        # when the store goes, not when the process ends: a notebook can run into it again
+        self.release()
+
 
 def _read_pid(fd: int) -> str:
     """`` (process N)`` from the lock file of the run holding it, or nothing."""
