@@ -2,6 +2,7 @@
 folder factjudge did not write, an input rewritten while eval runs. Each stops with one line (exit
 2) and leaves every file it did not write as it was."""
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,6 +56,19 @@ def start(argv, cache):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@contextlib.contextmanager
+def held_run(server, argv, cache):
+    """``factjudge ARGV`` as a real process, held at its first question while the block runs;
+    after it, the process has ended and its stderr is in ``.err``."""
+    run = start(argv, cache)
+    try:
+        assert server.asked.wait(60), run.communicate()
+        yield run
+    finally:
+        server.release.set()
+        run.err = run.communicate(timeout=120)[1]
+
+
 # --------------------------------------------------------------------------- item 1: one run a folder
 
 def test_a_second_eval_into_a_folder_in_use_stops_and_touches_nothing(dataset, tmp_path):
@@ -62,9 +76,7 @@ def test_a_second_eval_into_a_folder_in_use_stops_and_touches_nothing(dataset, t
     out = tmp_path / "out"
     with HeldServer() as server:
         args = ["eval", data, "-c", cfg, "--concurrency", "1", *llm_args(server, tmp_path / "c1"), "-o", out]
-        first = start(args, tmp_path / "c1")
-        try:
-            assert server.asked.wait(60), first.communicate()
+        with held_run(server, args, tmp_path / "c1") as first:
             before = snapshot(out)
             second = run_cli(*args, cache_dir=tmp_path / "c2")
             assert second.returncode == 2
@@ -72,10 +84,7 @@ def test_a_second_eval_into_a_folder_in_use_stops_and_touches_nothing(dataset, t
                                           f"(process {first.pid}); wait for it to end, or give another "
                                           "output folder")
             assert snapshot(out) == before
-        finally:
-            server.release.set()
-            _, err = first.communicate(timeout=120)
-        assert first.returncode == 0, err
+        assert first.returncode == 0, first.err
     assert [x["doc_id"] for x in read_lines(out / "results.jsonl")] == [d["doc_id"] for d in DOCS]
 
 
@@ -216,14 +225,10 @@ def test_a_dataset_rewritten_during_eval_stops_with_one_line(dataset, tmp_path, 
     out = tmp_path / "out"
     with HeldServer() as server:
         args = ["eval", data, "-c", cfg, "--concurrency", "1", *llm_args(server, tmp_path / "c1"), "-o", out]
-        run = start(args, tmp_path / "c1")
-        try:
-            assert server.asked.wait(60), run.communicate()
+        with held_run(server, args, tmp_path / "c1") as run:
             # concurrency 1: two documents are read, A (held) and B; E is read after the change
             docs = same_length_rewrite(data, key, new)
-        finally:
-            server.release.set()
-            _, err = run.communicate(timeout=120)
+        err = run.err
         assert run.returncode == 2, err
         lines = err.strip().splitlines()
         assert len(lines) == 1 and "Traceback" not in err, err

@@ -15,9 +15,9 @@ How ``results.jsonl`` is read, one way for every reader (errors are ``<path>: li
   resuming drops it (and cuts it from the file), the other readers leave it out.
 
 Whose folder it is (:meth:`RunFolder.claim`): eval writes only into a new or empty folder, one
-holding its ``run.json``, or an older run's folder (its ``results.jsonl`` and only the names
-factjudge writes); it removes and replaces only those names. One run at a time holds a folder
-(:class:`FolderLock`).
+holding its ``run.json``, or one holding only names factjudge writes (an older run's
+``results.jsonl``, ``--batch``'s files); it removes and replaces only those names, and never an
+input. One run at a time holds a folder (:class:`FolderLock`).
 """
 from __future__ import annotations
 
