@@ -262,7 +262,7 @@ def test_a_run_that_fails_lets_its_folder_go(tmp_path):
     assert run.summary.documents == len(DOCS)
 
 
-def test_the_lock_is_held_only_while_a_run_writes(tmp_path):
+def test_a_folder_lock_is_exclusive_until_let_go(tmp_path):
     lock = FolderLock(tmp_path / "new")
     with lock:
         with pytest.raises(InputError, match="in use by another factjudge run"):
