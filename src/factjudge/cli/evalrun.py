@@ -7,9 +7,9 @@ from pathlib import Path
 
 from ..core.scope import scope_check
 from ..errors import InputError
-from ..evaluation.runner import FACTS_CSV, REPORT_HTML, REPORT_MD, EvalRun, input_salt
+from ..evaluation.runner import EvalRun, input_salt
 from ..io.datasets import Dataset, Problem
-from ..io.runfolder import RESULTS, SUMMARY
+from ..io.runfolder import FACTS_CSV, REPORT_HTML, REPORT_MD, RESULTS, SUMMARY
 from ..judges.base import Judge
 from ..models import JudgeConfig
 from ..reports.format import fmt, fmt_ci
