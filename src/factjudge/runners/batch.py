@@ -26,6 +26,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import re
 import sqlite3
 import tempfile
 import time
@@ -74,6 +75,30 @@ _SPOOL_BYTES = 32 << 20
 
 class BatchError(FactJudgeError):
     """A batch cannot go on (the server refused it, it failed, it was cancelled): one line."""
+
+
+class UnsafeId(BatchError):
+    """A server's batch or file id that factjudge does not put in a URL or a file name."""
+
+
+#: What a batch or file id from a server may look like before it goes into a URL or a file name
+#: (OpenAI's ``batch_abc123`` and ``file-abc123``, Azure's and vLLM's UUIDs after a prefix): ASCII
+#: letters, digits, ``_``, ``-`` and ``.``, not starting with ``.``, at most 256 characters. A
+#: server's ``/tmp/x/evil`` or ``../x`` is refused, never joined to a path.
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,255}")
+#: The server's ids a ``batch.json`` job keeps.
+_SAVED_IDS = {"input_file_id": "file id", "batch_id": "batch id", "output_file_id": "file id",
+              "error_file_id": "file id"}
+
+
+def safe_id(value: object, kind: str, where: str) -> str:
+    """``value`` when it is a safe ``kind`` ("batch id", "file id", see :data:`_SAFE_ID`); a
+    one-line :class:`UnsafeId` naming it after ``where`` (repr, cut at 80 characters) otherwise."""
+    if isinstance(value, str) and _SAFE_ID.fullmatch(value):
+        return value
+    shown = repr(value[:80]) + ("..." if len(value) > 80 else "") if isinstance(value, str) else repr(value)
+    raise UnsafeId(f"{where} {shown}: not a {kind} (1-256 ASCII letters, digits, '_', '-' or '.', "
+                   "not starting with '.'), so factjudge puts it in no URL and no file name")
 
 
 def llm_of(judge: Judge, what: str = "batch") -> BatchTarget:
@@ -589,21 +614,22 @@ class BatchClient:
                            content_type="application/jsonl")
             return {"data": form}
 
-        obj = await self._call(f"uploading {path.name}", "POST", "/files", make=make)
+        what = f"uploading {path.name}"
+        obj = await self._call(what, "POST", "/files", make=make)
         file_id = obj.get("id") if isinstance(obj, dict) else None
         if not isinstance(file_id, str):
-            raise BatchError(f"uploading {path.name}: the server's answer has no file id")
-        return file_id
+            raise BatchError(f"{what}: the server's answer has no file id")
+        return safe_id(file_id, "file id", self._answered(what))
 
     async def create(self, input_file_id: str) -> dict[str, Any]:
         body = {"input_file_id": input_file_id, "endpoint": ENDPOINT, "completion_window": "24h"}
         obj = await self._call("creating the batch", "POST", "/batches",
                                make=lambda _: {"json": body}, idempotent=False)
-        return _batch_object(obj, "creating the batch")
+        return self._batch_object(obj, "creating the batch")
 
     async def retrieve(self, batch_id: str) -> dict[str, Any]:
         what = f"checking batch {batch_id}"
-        return _batch_object(await self._call(what, "GET", f"/batches/{batch_id}"), what)
+        return self._batch_object(await self._call(what, "GET", f"/batches/{batch_id}"), what)
 
     async def find(self, input_file_id: str, pages: int = 10) -> dict[str, Any] | None:
         """The batch created from ``input_file_id``, looked up in the server's list of batches."""
@@ -616,20 +642,33 @@ class BatchClient:
                 return None
             for batch in data:
                 if isinstance(batch, dict) and batch.get("input_file_id") == input_file_id:
-                    return _batch_object(batch, "listing batches")
+                    return self._batch_object(batch, "listing batches")
             if not obj.get("has_more"):
                 return None
-            after = data[-1].get("id") if isinstance(data[-1], dict) else None
+            last = data[-1].get("id") if isinstance(data[-1], dict) else None
+            after = safe_id(last, "batch id", self._answered("listing batches")) if last else None
         return None
 
     async def download(self, file_id: str, dest: Path) -> None:
         await self._call(f"downloading file {file_id}", "GET", f"/files/{file_id}/content", dest=dest)
 
+    def _answered(self, what: str) -> str:
+        return f"{what}: the server at {self.endpoint.host} answered"
 
-def _batch_object(obj: Any, what: str) -> dict[str, Any]:
-    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
-        raise BatchError(f"{what}: the server's answer is not a batch object")
-    return obj
+    def _batch_object(self, obj: Any, what: str) -> dict[str, Any]:
+        """``obj`` when it is a batch object whose ids are safe (:func:`safe_id`)."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
+            raise BatchError(f"{what}: the server's answer is not a batch object")
+        where = self._answered(what)
+        try:
+            safe_id(obj["id"], "batch id", where)
+            for key in ("output_file_id", "error_file_id"):
+                if obj.get(key) is not None:
+                    safe_id(obj[key], "file id", f"{where} {key}")
+        except UnsafeId as exc:  # running again would meet the same id
+            raise UnsafeId(f"{exc}; the batch may exist on the server (and be billed): check the "
+                           "provider's dashboard") from None
+        return obj
 
 
 async def _stream_to(resp: Any, dest: Path) -> None:
@@ -685,6 +724,10 @@ class BatchRunner:
         except (ValueError, OSError):  # a ValidationError is a ValueError
             raise InputError(f"{self.state_path}: not a factjudge batch state file; remove it "
                              "(check the provider's dashboard for batches it may list)") from None
+        for job in state["jobs"]:  # ids a hand-edited file holds are checked as a server's are
+            for key, kind in _SAVED_IDS.items():
+                if job.get(key) is not None:
+                    safe_id(job[key], kind, f"{self.state_path}: {key}")
         open_jobs = [j for j in state["jobs"] if j.get("step") != "done"]
         if open_jobs and state.get("judge") != identity:
             ids = ", ".join(j.get("batch_id") or j["file"] for j in open_jobs)
@@ -800,6 +843,8 @@ class BatchRunner:
             for job in list(waiting):
                 try:
                     batch = await self.client.retrieve(job["batch_id"])
+                except UnsafeId:
+                    raise
                 except BatchError as exc:
                     raise BatchError(f"{exc}; the batch goes on: run the same command again to "
                                      "resume polling") from None
