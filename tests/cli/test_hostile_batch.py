@@ -105,3 +105,73 @@ def test_a_hand_edited_state_file_with_a_path_for_an_id_is_refused(tmp_path, ser
     assert last_line(proc) == (f"factjudge: error: {tmp_path / 'out' / 'batch.json'}: batch_id '/tmp/evil': "
                                "not a batch id (1-256 ASCII letters, digits, '_', '-' or '.', not starting "
                                "with '.'), so factjudge puts it in no URL and no file name")
+
+
+# --------------------------------------------------------------------------- item 18: conflicts
+
+
+def completion_line(custom_id, content):
+    body = {"id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": "stop"}]}
+    return {"id": "r", "custom_id": custom_id, "response": {"status_code": 200, "body": body}, "error": None}
+
+
+def test_conflicting_answers_for_one_custom_id_are_counted_and_named(tmp_path, server):
+    from scripted_server import answer, describe
+
+    from factjudge.judges.llm.cache import ResponseCache
+
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(CONFIG), encoding="utf-8")
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS)
+    cache, file = tmp_path / "cache", tmp_path / "in.jsonl"
+    proc = run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", server.base_url, "-o",
+                   tmp_path / "out", "--batch-export", file, cache_dir=cache)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in file.read_text().splitlines()]
+
+    def said(line, truthful=True):
+        direction, subject, _ = describe(line["body"])
+        return answer(direction, subject, TRUTH.get((direction, subject)) if truthful else None,
+                      reasoning="a second opinion" if not truthful else "scripted").content
+
+    first = [completion_line(x["custom_id"], said(x)) for x in lines]
+    # in the same file: an identical repeat and a different answer; in a second file: another
+    again = [first[0], completion_line(lines[1]["custom_id"], said(lines[1], truthful=False))]
+    write_jsonl(tmp_path / "out1.jsonl", first + again)
+    write_jsonl(tmp_path / "out2.jsonl", [completion_line(lines[2]["custom_id"], said(lines[2], False))])
+    proc = run_cli("batch-import", tmp_path / "out1.jsonl", tmp_path / "out2.jsonl", cache_dir=cache)
+    assert proc.returncode == 0, proc.stderr
+    counts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert counts == {"lines": len(lines) + 3, "stored": len(lines), "already_present": 1, "conflicts": 2,
+                      "invalid": 0, "errors": 0, "unknown": 0}
+    assert "1 already present, 2 conflicting" in proc.stderr
+    warning = next(x for x in proc.stderr.splitlines() if x.startswith("factjudge: warning:"))
+    assert lines[1]["custom_id"] in warning and lines[2]["custom_id"] in warning
+    assert "kept" in warning and "first" in warning
+    stored = ResponseCache(cache)
+    for x in lines[:3]:  # the first answer is the one kept
+        assert stored.get(x["custom_id"]) == {"content": said(x)}
+    # the same files again: the same conflicts; identical answers only: no conflict, no warning
+    proc = run_cli("batch-import", tmp_path / "out1.jsonl", cache_dir=cache)
+    counts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (counts["stored"], counts["already_present"], counts["conflicts"]) == (0, len(lines) + 1, 1)
+    write_jsonl(tmp_path / "out3.jsonl", first)
+    proc = run_cli("batch-import", tmp_path / "out3.jsonl", cache_dir=cache)
+    assert proc.returncode == 0 and "warning" not in proc.stderr and "conflict" not in proc.stderr
+    assert "conflicts" not in json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_many_conflicts_name_the_first_few(tmp_path, server):
+    from factjudge.runners.batch import Imported, conflict_warning
+
+    ids = [f"{i:064x}" for i in range(12)]
+    text = conflict_warning(ids)
+    assert "12 custom_id(s)" in text and ids[0] in text and ids[4] in text and ids[5] not in text
+    assert text.endswith("and 7 more") and "\n" not in text
+    assert Imported().counts() == {"lines": 0, "stored": 0, "already_present": 0, "invalid": 0,
+                                   "errors": 0, "unknown": 0}
+    odd = conflict_warning(["a\nb", "\ud800", "y" * 500])
+    assert "\n" not in odd and "'a\\nb'" in odd and "'\\ud800'" in odd and "..." in odd
+    odd.encode("utf-8")  # printable

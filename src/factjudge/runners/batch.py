@@ -91,12 +91,17 @@ _SAVED_IDS = {"input_file_id": "file id", "batch_id": "batch id", "output_file_i
               "error_file_id": "file id"}
 
 
+def _cut(text: str, limit: int = 80) -> str:
+    """``text`` quoted (repr: control characters and lone surrogates escaped), cut at ``limit``."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
 def safe_id(value: object, kind: str, where: str) -> str:
     """``value`` when it is a safe ``kind`` ("batch id", "file id", see :data:`_SAFE_ID`); a
     one-line :class:`UnsafeId` naming it after ``where`` (repr, cut at 80 characters) otherwise."""
     if isinstance(value, str) and _SAFE_ID.fullmatch(value):
         return value
-    shown = repr(value[:80]) + ("..." if len(value) > 80 else "") if isinstance(value, str) else repr(value)
+    shown = _cut(value) if isinstance(value, str) else repr(value)
     raise UnsafeId(f"{where} {shown}: not a {kind} (1-256 ASCII letters, digits, '_', '-' or '.', "
                    "not starting with '.'), so factjudge puts it in no URL and no file name")
 
@@ -398,10 +403,16 @@ class Imported:
     invalid: list[tuple[str, str]] = field(default_factory=list)
     #: (question, reason) of requests the batch could not answer (HTTP errors, expiry)
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: custom_ids answered again with another answer than the one in the response cache (kept)
+    conflicts: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return {"lines": self.lines, "stored": self.stored, "already_present": self.already_present,
-                "invalid": len(self.invalid), "errors": len(self.errors), "unknown": self.unknown}
+        """The counts; ``conflicts`` only when there are some (the output of an import without
+        any stays as it was)."""
+        counts = {"lines": self.lines, "stored": self.stored, "already_present": self.already_present}
+        if self.conflicts:
+            counts["conflicts"] = len(self.conflicts)
+        return {**counts, "invalid": len(self.invalid), "errors": len(self.errors), "unknown": self.unknown}
 
     def add(self, other: Imported) -> None:
         self.lines += other.lines
@@ -410,6 +421,17 @@ class Imported:
         self.unknown += other.unknown
         self.invalid += other.invalid
         self.errors += other.errors
+        self.conflicts += other.conflicts
+
+
+def conflict_warning(custom_ids: list[str], shown: int = 5) -> str:
+    """One line naming the first ``shown`` custom_ids answered twice with different answers, and
+    which answer was kept."""
+    more = f" and {len(custom_ids) - shown} more" if len(custom_ids) > shown else ""
+    return (f"{len(custom_ids)} custom_id(s) answered again with a different answer; the first answer "
+            "(the one already in the response cache) is kept, the later one ignored: "
+            f"{', '.join(c if c.isprintable() and len(c) <= 80 else _cut(c) for c in custom_ids[:shown])}"
+            f"{more}")
 
 
 @dataclass(frozen=True)
@@ -478,7 +500,8 @@ def import_outputs(paths: Iterable[Path], cache: ResponseCache) -> Imported:
 
     Every line of every file is checked first: a line that is not a batch output line stops the
     import (InputError naming file and line) before anything is stored. Importing the same file
-    twice changes nothing (the second time every answer is already present)."""
+    twice changes nothing (the second time every answer is already present). A custom_id answered
+    again with a different answer is a conflict: the answer already in ``cache`` stays."""
     paths = list(paths)
     for path in paths:  # first pass: the files' shape
         for _ in read_output_lines(path):
@@ -491,8 +514,12 @@ def import_outputs(paths: Iterable[Path], cache: ResponseCache) -> Imported:
             for outcome in read_output_lines(path):
                 result.lines += 1
                 cid = outcome.custom_id
-                if cache.get(cid) is not None:
-                    result.already_present += 1
+                cached = cache.get(cid)
+                if cached is not None:  # the first answer stays: eval may have used it already
+                    if outcome.reply is not None and cached.get("content") != outcome.reply.content:
+                        result.conflicts.append(cid)
+                    else:
+                        result.already_present += 1
                     continue
                 question = store.get(cid)
                 if question is None:
@@ -881,9 +908,12 @@ class BatchRunner:
         self._save()
         c = result.counts()
         self.notify(f"factjudge: batch {job['batch_id']} {job['status']}: {c['stored']} answer(s) "
-                    f"stored, {c['already_present']} already present, {c['invalid']} invalid, "
-                    f"{c['errors']} failed request(s)"
+                    f"stored, {c['already_present']} already present, "
+                    + (f"{c['conflicts']} conflicting, " if result.conflicts else "")
+                    + f"{c['invalid']} invalid, {c['errors']} failed request(s)"
                     + (f", {c['unknown']} unknown custom_id(s)" if c["unknown"] else ""))
+        if result.conflicts:
+            self.notify(f"factjudge: warning: {conflict_warning(result.conflicts)}")
         for label, reason in (result.invalid[:3] + result.errors[:3]):
             self.notify(f"factjudge:   {label}: {reason}")
         return result
@@ -899,7 +929,8 @@ class BatchRunner:
             elif job.get("status") == "cancelled":
                 stop = (f"batch {job['batch_id']} was cancelled (its answers were imported); run the "
                         "same command again to carry on")
-        if not stop and result.errors and not (result.stored or result.invalid or result.already_present) \
+        if not stop and result.errors and not (result.stored or result.invalid or result.already_present
+                                               or result.conflicts) \
                 and all(j.get("status") == "completed" for j in jobs):
             stop = (f"every request of batch round {self.state['round']} failed (first: "
                     f"{result.errors[0][1]}); fix the cause and run the same command again, or drop "
