@@ -11,7 +11,9 @@ Facts are matched by ``(doc_id, side, id)``. A fact judged in both runs (neither
 
 Facts that are ``ERROR`` or ``OUT_OF_SCOPE`` in either run are left out of both and counted;
 documents and facts present in one run only are counted and named, never silently dropped.
-``results.jsonl`` is read one line at a time: B is indexed by byte offset, A streamed.
+``results.jsonl`` is read one line at a time (both runs are indexed by byte offset), and every
+line is checked for what agree reads and prints: a line or a ``summary.json`` that a person or
+another tool broke is a one-line InputError naming the file, the line and the field.
 
 Pure but for reading the two folders (:func:`agree`); :func:`render_text` and
 :func:`render_html` turn the result into stdout text and a self-contained HTML page (the
@@ -23,11 +25,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..core.metrics import cohen_kappa
 from ..errors import InputError
-from ..io.runfolder import RunFolder
+from ..io.jsonl import check_json_value, json_type
+from ..io.runfolder import SUMMARY, LineRef, RunFolder
 from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
 from ..reports.html import render_page
 
@@ -132,6 +135,54 @@ def judge_label(identity: Any) -> str:
     return label
 
 
+def _summary(run: RunFolder) -> dict[str, Any]:
+    """``summary.json`` of ``run``, checked for what agree prints of it (the judge's name)."""
+    summary = run.summary()
+    where = str(run.path / SUMMARY)
+    check_json_value(summary, where)  # a lone surrogate in the judge's name would fail when printed
+    judge = summary.get("judge")
+    jurors = judge.get("jurors") if isinstance(judge, Mapping) else None
+    if jurors is not None and not isinstance(jurors, list):
+        raise InputError(f"{where}: field 'judge.jurors': must be a list of jurors, got {json_type(jurors)}")
+    return summary
+
+
+def _id_problem(value: Any) -> str | None:
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return None
+    return f"a fact id is a string or an integer, got {json_type(value)}"
+
+
+def _fact_problem(fact: Mapping[str, Any], at: str) -> tuple[str, str] | None:
+    """(field, problem) of the first field of a judged fact that agree cannot compare, or None.
+    (``result_line_problem`` checked that it has an ``id`` and a string ``status``.)"""
+    if problem := _id_problem(fact["id"]):
+        return f"{at}.id", problem
+    matched = fact.get("matched_ids")
+    if matched is None:
+        return None
+    if not isinstance(matched, list):
+        return f"{at}.matched_ids", f"must be a list of fact ids, got {json_type(matched)}"
+    for i, item in enumerate(matched):
+        if problem := _id_problem(item):
+            return f"{at}.matched_ids[{i}]", problem
+    return None
+
+
+def _line(run: RunFolder, fh: IO[bytes], ref: LineRef) -> dict[str, Any]:
+    """The result line at ``ref`` (``fh``: the run's results.jsonl, binary), checked for what
+    agree reads and prints."""
+    line = run.line_at(fh, ref)
+    where = f"{run.results}: line {ref.lineno}"
+    check_json_value(line, where)  # lone surrogates (printed later), deep nesting, huge integers
+    for side in SIDES:
+        for i, fact in enumerate(line[f"{side}_facts"]):
+            bad = _fact_problem(fact, f"{side}_facts[{i}]")
+            if bad is not None:
+                raise InputError(f"{where}: field '{bad[0]}': {bad[1]}")
+    return line
+
+
 def _facts(line: Mapping[str, Any], side: Direction) -> dict[str, dict[str, Any]]:
     return {str(f["id"]): f for f in line[f"{side}_facts"]}
 
@@ -159,15 +210,15 @@ def agree(dir_a: Path, dir_b: Path, max_rows: int = 1000) -> Agreement:
     """Compare two finished ``eval`` output folders fact by fact. Raises InputError (one line)
     for a folder that is not one, a bad line, or no document in common."""
     run_a, run_b = RunFolder(dir_a).require(), RunFolder(dir_b).require()
-    sum_a, sum_b = run_a.summary(), run_b.summary()
+    sum_a, sum_b = _summary(run_a), _summary(run_b)
     result = Agreement(str(dir_a), str(dir_b), judge_label(sum_a.get("judge")),
                        judge_label(sum_b.get("judge")),
                        configs_differ=sum_a.get("config") != sum_b.get("config"))
-    index_b = run_b.index(finished=True)
+    index_a, index_b = run_a.index(finished=True), run_b.index(finished=True)
     seen_b: set[str] = set()
-    with run_b.results.open("rb") as fh_b:
-        for line_a in run_a.lines(finished=True):
-            doc_id = line_a["doc_id"]
+    with run_a.results.open("rb") as fh_a, run_b.results.open("rb") as fh_b:
+        for doc_id, ref_a in index_a.items():  # in file order: the line numbers name a bad line
+            line_a = _line(run_a, fh_a, ref_a)
             hit = index_b.get(doc_id)
             if hit is None:
                 result.docs_only_a += 1
@@ -176,13 +227,13 @@ def agree(dir_a: Path, dir_b: Path, max_rows: int = 1000) -> Agreement:
                     result.doc_ids_only_a.append(doc_id)
                 continue
             seen_b.add(doc_id)
-            line_b = run_b.line_at(fh_b, hit)
+            line_b = _line(run_b, fh_b, hit)
             result.documents += 1
             _compare_document(result, doc_id, line_a, line_b, max_rows)
         for doc_id, ref in index_b.items():
             if doc_id not in seen_b:
                 result.docs_only_b += 1
-                result.facts_in_docs_only_b += _count_facts(run_b.line_at(fh_b, ref))
+                result.facts_in_docs_only_b += _count_facts(_line(run_b, fh_b, ref))
                 if len(result.doc_ids_only_b) < IDS_SHOWN:
                     result.doc_ids_only_b.append(doc_id)
     if not result.documents:
