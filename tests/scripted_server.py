@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import yarl
 from aiohttp import web
 
 ID_KEYS = {"gold": ("gold_fact_id", "matched_predicted_id", "FN"),
@@ -106,6 +107,9 @@ class ScriptedServer:
         self.batch_calls: list[tuple[str, str]] = []
         self.batch_headers: list[dict[str, str]] = []
         self._batch_outcomes: dict[str, dict[str, Any]] = {}
+        #: a hostile server: {real id: the id it hands out instead} for batch and file ids (say
+        #: ``{"batch_1": "/tmp/x/evil"}``); requests for a handed-out id reach the real object
+        self.hostile_ids: dict[str, str] = {}
 
     @property
     def base_url(self) -> str:
@@ -361,10 +365,33 @@ class ScriptedServer:
             data = list(reversed(list(self.batches.values())))
         return web.json_response({"object": "list", "data": data, "has_more": False})
 
+    @web.middleware
+    async def _hostile(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """``hostile_ids``: hand out the hostile ids in every JSON answer, and route a GET for one
+        (at the path the client's URL normalisation makes of it, ``../`` resolved) to its object."""
+        if not self.hostile_ids:
+            return await handler(request)
+        for real, fake in self.hostile_ids.items():
+            kind = "batches" if real.startswith("batch") else "files"
+            for tail in ("", "/content"):
+                if request.path == yarl.URL(f"http://h/v1/{kind}/{fake}{tail}").path:
+                    real_request = request.clone(rel_url=f"/v1/{kind}/{real}{tail}")
+                    real_request._match_info = await request.app.router.resolve(real_request)
+                    handler = real_request.match_info.handler
+                    request = real_request
+        resp = await handler(request)
+        if isinstance(resp, web.Response) and resp.content_type == "application/json" and resp.text:
+            text = resp.text
+            for real, fake in self.hostile_ids.items():
+                text = text.replace(json.dumps(real), json.dumps(fake))
+            resp.text = text
+        return resp
+
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
         app = web.Application(client_max_size=1 << 30)  # batch input files may be large
+        app.middlewares.append(self._hostile)
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/v1/files", self._upload)
         app.router.add_get("/v1/files/{file_id}", self._file)

@@ -129,7 +129,7 @@ def batch_import_cmd(
 
 
 def _import(outputs: list[Path], cache_dir: Path | None) -> int:
-    from ..runners.batch import import_outputs  # only batch-import loads the batch runner
+    from ..runners.batch import conflict_warning, import_outputs  # only batch-import loads the batch runner
 
     directory = cache_dir or default_cache_dir()
     if not (directory / "answers.sqlite3").is_file():
@@ -139,9 +139,12 @@ def _import(outputs: list[Path], cache_dir: Path | None) -> int:
             raise fail(f"{path}: no such file")
     result = import_outputs(outputs, ResponseCache(directory))
     c = result.counts()
+    conflicting = f"{c['conflicts']} conflicting, " if result.conflicts else ""
     say(f"factjudge: {c['lines']} line(s) in {len(outputs)} file(s): {c['stored']} answer(s) stored, "
-        f"{c['already_present']} already present, {c['invalid']} invalid, {c['errors']} failed "
+        f"{c['already_present']} already present, {conflicting}{c['invalid']} invalid, {c['errors']} failed "
         f"request(s), {c['unknown']} unknown custom_id(s)")
+    if result.conflicts:
+        say(f"factjudge: warning: {conflict_warning(result.conflicts, SHOWN)}")
     for what, items in (("invalid", result.invalid), ("failed", result.errors)):
         for label, reason in items[:SHOWN]:
             say(f"factjudge:   {what}: {label}: {reason}")
@@ -151,7 +154,8 @@ def _import(outputs: list[Path], cache_dir: Path | None) -> int:
         say("factjudge: invalid answers and failed requests are exported again by the next "
             "--batch-export (or asked live by eval)")
     typer.echo(json.dumps(c))
-    if c["unknown"] and not (c["stored"] or c["already_present"] or c["invalid"] or c["errors"]):
+    if c["unknown"] and not (c["stored"] or c["already_present"] or result.conflicts or c["invalid"]
+                             or c["errors"]):
         raise fail(f"none of the {c['unknown']} custom_id(s) was exported with the response cache in "
                    f"{directory}: pass the --cache-dir the export used")
     return 0

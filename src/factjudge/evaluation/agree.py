@@ -11,7 +11,9 @@ Facts are matched by ``(doc_id, side, id)``. A fact judged in both runs (neither
 
 Facts that are ``ERROR`` or ``OUT_OF_SCOPE`` in either run are left out of both and counted;
 documents and facts present in one run only are counted and named, never silently dropped.
-``results.jsonl`` is read one line at a time: B is indexed by byte offset, A streamed.
+``results.jsonl`` is read one line at a time (both runs are indexed by byte offset), and every
+line is checked for what agree reads and prints: a line or a ``summary.json`` that a person or
+another tool broke is a one-line InputError naming the file, the line and the field.
 
 Pure but for reading the two folders (:func:`agree`); :func:`render_text` and
 :func:`render_html` turn the result into stdout text and a self-contained HTML page (the
@@ -23,11 +25,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..core.metrics import cohen_kappa
 from ..errors import InputError
-from ..io.runfolder import RunFolder
+from ..io.jsonl import check_json_value, json_type
+from ..io.runfolder import SUMMARY, LineRef, RunFolder
 from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
 from ..reports.html import render_page
 
@@ -132,8 +135,65 @@ def judge_label(identity: Any) -> str:
     return label
 
 
-def _facts(line: Mapping[str, Any], side: Direction) -> dict[str, dict[str, Any]]:
-    return {str(f["id"]): f for f in line[f"{side}_facts"]}
+def _summary(run: RunFolder) -> dict[str, Any]:
+    """``summary.json`` of ``run``, checked for what agree prints of it (the judge's name)."""
+    summary = run.summary()
+    where = str(run.path / SUMMARY)
+    check_json_value(summary, where)  # a lone surrogate in the judge's name would fail when printed
+    judge = summary.get("judge")
+    jurors = judge.get("jurors") if isinstance(judge, Mapping) else None
+    if jurors is not None and not isinstance(jurors, list):
+        raise InputError(f"{where}: field 'judge.jurors': must be a list of jurors, got {json_type(jurors)}")
+    return summary
+
+
+def _id_problem(value: Any) -> str | None:
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return None
+    return f"a fact id is a string or an integer, got {json_type(value)}"
+
+
+def _fact_problem(fact: Mapping[str, Any], at: str) -> tuple[str, str] | None:
+    """(field, problem) of the first field of a judged fact that agree cannot compare, or None.
+    (``result_line_problem`` checked that it has an ``id`` and a string ``status``.)"""
+    if problem := _id_problem(fact["id"]):
+        return f"{at}.id", problem
+    matched = fact.get("matched_ids")
+    if matched is None:
+        return None
+    if not isinstance(matched, list):
+        return f"{at}.matched_ids", f"must be a list of fact ids, got {json_type(matched)}"
+    for i, item in enumerate(matched):
+        if problem := _id_problem(item):
+            return f"{at}.matched_ids[{i}]", problem
+    return None
+
+
+def _printable(where: str, placed: Mapping[str, Any]) -> None:
+    """check_json_value on a value agree prints (a lone surrogate cannot be printed, nesting
+    past 100 levels is refused as in any input). ``placed`` puts the value where it sits in its
+    line, so that the message names the field: ``{"gold_facts": {2: fact}}``. Only what is
+    printed is walked: walking every line doubled agree's time (2,000 documents of 20 facts)."""
+    check_json_value(placed, where)
+
+
+def _line(run: RunFolder, fh: IO[bytes], ref: LineRef) -> tuple[dict[str, Any], str]:
+    """The result line at ``ref`` (``fh``: the run's results.jsonl, binary), with the types of
+    what agree compares checked, and where it is (file and line) for the later checks."""
+    line = run.line_at(fh, ref)
+    where = f"{run.results}: line {ref.lineno}"
+    _printable(where, {"doc_id": line["doc_id"]})
+    for side in SIDES:
+        for i, fact in enumerate(line[f"{side}_facts"]):
+            bad = _fact_problem(fact, f"{side}_facts[{i}]")
+            if bad is not None:
+                raise InputError(f"{where}: field '{bad[0]}': {bad[1]}")
+    return line, where
+
+
+def _facts(line: Mapping[str, Any], side: Direction) -> dict[str, tuple[int, dict[str, Any]]]:
+    """fact id -> (its place in the side's list, the fact)."""
+    return {str(f["id"]): (i, f) for i, f in enumerate(line[f"{side}_facts"])}
 
 
 def _count_facts(line: Mapping[str, Any]) -> int:
@@ -159,30 +219,30 @@ def agree(dir_a: Path, dir_b: Path, max_rows: int = 1000) -> Agreement:
     """Compare two finished ``eval`` output folders fact by fact. Raises InputError (one line)
     for a folder that is not one, a bad line, or no document in common."""
     run_a, run_b = RunFolder(dir_a).require(), RunFolder(dir_b).require()
-    sum_a, sum_b = run_a.summary(), run_b.summary()
+    sum_a, sum_b = _summary(run_a), _summary(run_b)
     result = Agreement(str(dir_a), str(dir_b), judge_label(sum_a.get("judge")),
                        judge_label(sum_b.get("judge")),
                        configs_differ=sum_a.get("config") != sum_b.get("config"))
-    index_b = run_b.index(finished=True)
+    index_a, index_b = run_a.index(finished=True), run_b.index(finished=True)
     seen_b: set[str] = set()
-    with run_b.results.open("rb") as fh_b:
-        for line_a in run_a.lines(finished=True):
-            doc_id = line_a["doc_id"]
+    with run_a.results.open("rb") as fh_a, run_b.results.open("rb") as fh_b:
+        for doc_id, ref_a in index_a.items():  # in file order: the line numbers name a bad line
+            line_a = _line(run_a, fh_a, ref_a)
             hit = index_b.get(doc_id)
             if hit is None:
                 result.docs_only_a += 1
-                result.facts_in_docs_only_a += _count_facts(line_a)
+                result.facts_in_docs_only_a += _count_facts(line_a[0])
                 if len(result.doc_ids_only_a) < IDS_SHOWN:
                     result.doc_ids_only_a.append(doc_id)
                 continue
             seen_b.add(doc_id)
-            line_b = run_b.line_at(fh_b, hit)
+            line_b = _line(run_b, fh_b, hit)
             result.documents += 1
             _compare_document(result, doc_id, line_a, line_b, max_rows)
         for doc_id, ref in index_b.items():
             if doc_id not in seen_b:
                 result.docs_only_b += 1
-                result.facts_in_docs_only_b += _count_facts(run_b.line_at(fh_b, ref))
+                result.facts_in_docs_only_b += _count_facts(_line(run_b, fh_b, ref)[0])
                 if len(result.doc_ids_only_b) < IDS_SHOWN:
                     result.doc_ids_only_b.append(doc_id)
     if not result.documents:
@@ -190,49 +250,59 @@ def agree(dir_a: Path, dir_b: Path, max_rows: int = 1000) -> Agreement:
     return result
 
 
-def _compare_document(result: Agreement, doc_id: str, line_a: Mapping[str, Any],
-                      line_b: Mapping[str, Any], max_rows: int) -> None:
+def _compare_document(result: Agreement, doc_id: str, line_a: tuple[dict[str, Any], str],
+                      line_b: tuple[dict[str, Any], str], max_rows: int) -> None:
+    """Count one shared document's facts; ``line_a``, ``line_b``: (line, where it is)."""
     for side in SIDES:
         stats = result.sides[side]
-        facts_a, facts_b = _facts(line_a, side), _facts(line_b, side)
+        facts_a, facts_b = _facts(line_a[0], side), _facts(line_b[0], side)
         stats.only_a += sum(1 for i in facts_a if i not in facts_b)
         stats.only_b += sum(1 for i in facts_b if i not in facts_a)
-        for fact_id, fa in facts_a.items():
-            fb = facts_b.get(fact_id)
-            if fb is None:
+        for fact_id, (i, fa) in facts_a.items():
+            hit = facts_b.get(fact_id)
+            if hit is None:
                 continue
+            j, fb = hit
             if _shown(fa) != _shown(fb):
                 result.inputs_differ += 1
             sa, sb = fa.get("status"), fb.get("status")
-            ma = sorted(str(i) for i in fa.get("matched_ids") or [])
-            mb = sorted(str(i) for i in fb.get("matched_ids") or [])
+            ma = sorted(str(m) for m in fa.get("matched_ids") or [])
+            mb = sorted(str(m) for m in fb.get("matched_ids") or [])
             same = sa == sb and ma == mb
             left_out = sa in LEFT_OUT or sb in LEFT_OUT
-            if sa == "ERROR" or sb == "ERROR":
-                stats.errors += 1
-            elif left_out:
-                stats.out_of_scope += 1
-            else:
-                stats.compared += 1
-                pos_a, pos_b = sa == "TP", sb == "TP"
-                if pos_a and pos_b:
-                    stats.tp_tp += 1
-                elif pos_a:
-                    stats.tp_neg += 1
-                elif pos_b:
-                    stats.neg_tp += 1
-                else:
-                    stats.neg_neg += 1
-                stats.same_status += sa == sb
-                stats.agree += same
+            _count(stats, sa, sb, same)
             if same:
                 continue
             result.differences_total += 1
             result.differences_left_out += left_out
             if len(result.differences) < max_rows:
+                key = f"{side}_facts"
+                _printable(line_a[1], {key: {i: fa}})
+                _printable(line_b[1], {key: {j: fb}})
                 result.differences.append(Difference(
                     doc_id, side, fact_id, str(fa.get("fact_type", "")), _shown(fa),
                     _outcome(fa), _outcome(fb), left_out))
+
+
+def _count(stats: SideStats, sa: Any, sb: Any, same: bool) -> None:
+    """Count a fact judged in both runs (statuses ``sa``, ``sb``) on its side."""
+    if sa == "ERROR" or sb == "ERROR":
+        stats.errors += 1
+    elif sa in LEFT_OUT or sb in LEFT_OUT:
+        stats.out_of_scope += 1
+    else:
+        stats.compared += 1
+        pos_a, pos_b = sa == "TP", sb == "TP"
+        if pos_a and pos_b:
+            stats.tp_tp += 1
+        elif pos_a:
+            stats.tp_neg += 1
+        elif pos_b:
+            stats.neg_tp += 1
+        else:
+            stats.neg_neg += 1
+        stats.same_status += sa == sb
+        stats.agree += same
 
 
 # --------------------------------------------------------------------------- text

@@ -26,6 +26,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import re
 import sqlite3
 import tempfile
 import time
@@ -74,6 +75,35 @@ _SPOOL_BYTES = 32 << 20
 
 class BatchError(FactJudgeError):
     """A batch cannot go on (the server refused it, it failed, it was cancelled): one line."""
+
+
+class UnsafeId(BatchError):
+    """A server's batch or file id that factjudge does not put in a URL or a file name."""
+
+
+#: What a batch or file id from a server may look like before it goes into a URL or a file name
+#: (OpenAI's ``batch_abc123`` and ``file-abc123``, Azure's and vLLM's UUIDs after a prefix): ASCII
+#: letters, digits, ``_``, ``-`` and ``.``, not starting with ``.``, at most 256 characters. A
+#: server's ``/tmp/x/evil`` or ``../x`` is refused, never joined to a path.
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,255}")
+#: The server's ids a ``batch.json`` job keeps.
+_SAVED_IDS = {"input_file_id": "file id", "batch_id": "batch id", "output_file_id": "file id",
+              "error_file_id": "file id"}
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    """``text`` quoted (repr: control characters and lone surrogates escaped), cut at ``limit``."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
+def safe_id(value: object, kind: str, where: str) -> str:
+    """``value`` when it is a safe ``kind`` ("batch id", "file id", see :data:`_SAFE_ID`); a
+    one-line :class:`UnsafeId` naming it after ``where`` (repr, cut at 80 characters) otherwise."""
+    if isinstance(value, str) and _SAFE_ID.fullmatch(value):
+        return value
+    shown = _cut(value) if isinstance(value, str) else repr(value)
+    raise UnsafeId(f"{where} {shown}: not a {kind} (1-256 ASCII letters, digits, '_', '-' or '.', "
+                   "not starting with '.'), so factjudge puts it in no URL and no file name")
 
 
 def llm_of(judge: Judge, what: str = "batch") -> BatchTarget:
@@ -373,10 +403,16 @@ class Imported:
     invalid: list[tuple[str, str]] = field(default_factory=list)
     #: (question, reason) of requests the batch could not answer (HTTP errors, expiry)
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: custom_ids answered again with another answer than the one in the response cache (kept)
+    conflicts: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return {"lines": self.lines, "stored": self.stored, "already_present": self.already_present,
-                "invalid": len(self.invalid), "errors": len(self.errors), "unknown": self.unknown}
+        """The counts; ``conflicts`` only when there are some (the output of an import without
+        any stays as it was)."""
+        counts = {"lines": self.lines, "stored": self.stored, "already_present": self.already_present}
+        if self.conflicts:
+            counts["conflicts"] = len(self.conflicts)
+        return {**counts, "invalid": len(self.invalid), "errors": len(self.errors), "unknown": self.unknown}
 
     def add(self, other: Imported) -> None:
         self.lines += other.lines
@@ -385,6 +421,17 @@ class Imported:
         self.unknown += other.unknown
         self.invalid += other.invalid
         self.errors += other.errors
+        self.conflicts += other.conflicts
+
+
+def conflict_warning(custom_ids: list[str], shown: int = 5) -> str:
+    """One line naming the first ``shown`` custom_ids answered twice with different answers, and
+    which answer was kept."""
+    more = f" and {len(custom_ids) - shown} more" if len(custom_ids) > shown else ""
+    return (f"{len(custom_ids)} custom_id(s) answered again with a different answer; the first answer "
+            "(the one already in the response cache) is kept, the later one ignored: "
+            f"{', '.join(c if c.isprintable() and len(c) <= 80 else _cut(c) for c in custom_ids[:shown])}"
+            f"{more}")
 
 
 @dataclass(frozen=True)
@@ -453,7 +500,8 @@ def import_outputs(paths: Iterable[Path], cache: ResponseCache) -> Imported:
 
     Every line of every file is checked first: a line that is not a batch output line stops the
     import (InputError naming file and line) before anything is stored. Importing the same file
-    twice changes nothing (the second time every answer is already present)."""
+    twice changes nothing (the second time every answer is already present). A custom_id answered
+    again with a different answer is a conflict: the answer already in ``cache`` stays."""
     paths = list(paths)
     for path in paths:  # first pass: the files' shape
         for _ in read_output_lines(path):
@@ -466,8 +514,12 @@ def import_outputs(paths: Iterable[Path], cache: ResponseCache) -> Imported:
             for outcome in read_output_lines(path):
                 result.lines += 1
                 cid = outcome.custom_id
-                if cache.get(cid) is not None:
-                    result.already_present += 1
+                cached = cache.get(cid)
+                if cached is not None:  # the first answer stays: eval may have used it already
+                    if outcome.reply is not None and cached.get("content") != outcome.reply.content:
+                        result.conflicts.append(cid)
+                    else:
+                        result.already_present += 1
                     continue
                 question = store.get(cid)
                 if question is None:
@@ -589,21 +641,22 @@ class BatchClient:
                            content_type="application/jsonl")
             return {"data": form}
 
-        obj = await self._call(f"uploading {path.name}", "POST", "/files", make=make)
+        what = f"uploading {path.name}"
+        obj = await self._call(what, "POST", "/files", make=make)
         file_id = obj.get("id") if isinstance(obj, dict) else None
         if not isinstance(file_id, str):
-            raise BatchError(f"uploading {path.name}: the server's answer has no file id")
-        return file_id
+            raise BatchError(f"{what}: the server's answer has no file id")
+        return safe_id(file_id, "file id", self._answered(what))
 
     async def create(self, input_file_id: str) -> dict[str, Any]:
         body = {"input_file_id": input_file_id, "endpoint": ENDPOINT, "completion_window": "24h"}
         obj = await self._call("creating the batch", "POST", "/batches",
                                make=lambda _: {"json": body}, idempotent=False)
-        return _batch_object(obj, "creating the batch")
+        return self._batch_object(obj, "creating the batch")
 
     async def retrieve(self, batch_id: str) -> dict[str, Any]:
         what = f"checking batch {batch_id}"
-        return _batch_object(await self._call(what, "GET", f"/batches/{batch_id}"), what)
+        return self._batch_object(await self._call(what, "GET", f"/batches/{batch_id}"), what)
 
     async def find(self, input_file_id: str, pages: int = 10) -> dict[str, Any] | None:
         """The batch created from ``input_file_id``, looked up in the server's list of batches."""
@@ -616,20 +669,33 @@ class BatchClient:
                 return None
             for batch in data:
                 if isinstance(batch, dict) and batch.get("input_file_id") == input_file_id:
-                    return _batch_object(batch, "listing batches")
+                    return self._batch_object(batch, "listing batches")
             if not obj.get("has_more"):
                 return None
-            after = data[-1].get("id") if isinstance(data[-1], dict) else None
+            last = data[-1].get("id") if isinstance(data[-1], dict) else None
+            after = safe_id(last, "batch id", self._answered("listing batches")) if last else None
         return None
 
     async def download(self, file_id: str, dest: Path) -> None:
         await self._call(f"downloading file {file_id}", "GET", f"/files/{file_id}/content", dest=dest)
 
+    def _answered(self, what: str) -> str:
+        return f"{what}: the server at {self.endpoint.host} answered"
 
-def _batch_object(obj: Any, what: str) -> dict[str, Any]:
-    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
-        raise BatchError(f"{what}: the server's answer is not a batch object")
-    return obj
+    def _batch_object(self, obj: Any, what: str) -> dict[str, Any]:
+        """``obj`` when it is a batch object whose ids are safe (:func:`safe_id`)."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
+            raise BatchError(f"{what}: the server's answer is not a batch object")
+        where = self._answered(what)
+        try:
+            safe_id(obj["id"], "batch id", where)
+            for key in ("output_file_id", "error_file_id"):
+                if obj.get(key) is not None:
+                    safe_id(obj[key], "file id", f"{where} {key}")
+        except UnsafeId as exc:  # running again would meet the same id
+            raise UnsafeId(f"{exc}; the batch may exist on the server (and be billed): check the "
+                           "provider's dashboard") from None
+        return obj
 
 
 async def _stream_to(resp: Any, dest: Path) -> None:
@@ -685,6 +751,10 @@ class BatchRunner:
         except (ValueError, OSError):  # a ValidationError is a ValueError
             raise InputError(f"{self.state_path}: not a factjudge batch state file; remove it "
                              "(check the provider's dashboard for batches it may list)") from None
+        for job in state["jobs"]:  # ids a hand-edited file holds are checked as a server's are
+            for key, kind in _SAVED_IDS.items():
+                if job.get(key) is not None:
+                    safe_id(job[key], kind, f"{self.state_path}: {key}")
         open_jobs = [j for j in state["jobs"] if j.get("step") != "done"]
         if open_jobs and state.get("judge") != identity:
             ids = ", ".join(j.get("batch_id") or j["file"] for j in open_jobs)
@@ -800,6 +870,8 @@ class BatchRunner:
             for job in list(waiting):
                 try:
                     batch = await self.client.retrieve(job["batch_id"])
+                except UnsafeId:
+                    raise
                 except BatchError as exc:
                     raise BatchError(f"{exc}; the batch goes on: run the same command again to "
                                      "resume polling") from None
@@ -836,9 +908,12 @@ class BatchRunner:
         self._save()
         c = result.counts()
         self.notify(f"factjudge: batch {job['batch_id']} {job['status']}: {c['stored']} answer(s) "
-                    f"stored, {c['already_present']} already present, {c['invalid']} invalid, "
-                    f"{c['errors']} failed request(s)"
+                    f"stored, {c['already_present']} already present, "
+                    + (f"{c['conflicts']} conflicting, " if result.conflicts else "")
+                    + f"{c['invalid']} invalid, {c['errors']} failed request(s)"
                     + (f", {c['unknown']} unknown custom_id(s)" if c["unknown"] else ""))
+        if result.conflicts:
+            self.notify(f"factjudge: warning: {conflict_warning(result.conflicts)}")
         for label, reason in (result.invalid[:3] + result.errors[:3]):
             self.notify(f"factjudge:   {label}: {reason}")
         return result
@@ -854,7 +929,8 @@ class BatchRunner:
             elif job.get("status") == "cancelled":
                 stop = (f"batch {job['batch_id']} was cancelled (its answers were imported); run the "
                         "same command again to carry on")
-        if not stop and result.errors and not (result.stored or result.invalid or result.already_present) \
+        if not stop and result.errors and not (result.stored or result.invalid or result.already_present
+                                               or result.conflicts) \
                 and all(j.get("status") == "completed" for j in jobs):
             stop = (f"every request of batch round {self.state['round']} failed (first: "
                     f"{result.errors[0][1]}); fix the cause and run the same command again, or drop "

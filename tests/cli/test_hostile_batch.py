@@ -1,0 +1,177 @@
+"""Hostile batch servers and batch files (issue 20, items 2 and 18): ids a server hands out never
+become paths or URLs unchecked; conflicting answers for one question are counted and named."""
+import json
+
+import evalkit
+import pytest
+from evalkit import CONFIG, DOCS, TRUTH, write_jsonl
+
+
+def run_cli(*args, cache_dir):
+    return evalkit.run_cli(*args, cache_dir=cache_dir)
+
+
+@pytest.fixture
+def batch_eval(tmp_path, server):
+    """A function running ``eval --batch`` into ``tmp_path/out``."""
+    server.truth = TRUTH
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(CONFIG), encoding="utf-8")
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS)
+
+    def run():
+        return run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", server.base_url,
+                       "-o", tmp_path / "out", "--batch", "--poll-interval", "0.01",
+                       cache_dir=tmp_path / "cache")
+    return run
+
+
+def written_outside(tmp_path, out):
+    """Files a run wrote under tmp_path but outside its output folder and cache."""
+    return sorted(str(p) for p in tmp_path.rglob("*") if p.is_file() and out not in p.parents
+                  and (tmp_path / "cache") not in p.parents and p.suffix == ".jsonl"
+                  and p.name != "data.jsonl")
+
+
+def last_line(proc):
+    return proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("hostile", ["absolute", "dotdot"])
+def test_a_batch_id_that_is_a_path_is_refused_and_nothing_is_written_outside(tmp_path, server, batch_eval,
+                                                                             hostile):
+    target = tmp_path / "x"
+    target.mkdir()
+    evil = str(target / "evil") if hostile == "absolute" else "../" * 40 + str(target / "evil").lstrip("/")
+    server.hostile_ids = {"batch_1": evil}
+    proc = batch_eval()
+    assert proc.returncode == 2, proc.stderr
+    assert written_outside(tmp_path, tmp_path / "out") == [] and list(target.iterdir()) == []
+    line = last_line(proc)
+    assert line.startswith("factjudge: error: creating the batch: the server at 127.0.0.1:")
+    assert repr(evil[:40])[:-1] in line and "not a batch id" in line and "dashboard" in line
+    assert "Traceback" not in proc.stderr and "\n" not in line
+    # the batch is never polled under the hostile id, and a run again refuses it the same way
+    assert [c for c in server.batch_calls if c[0] == "GET" and "batch_1" not in c[1]
+            and c[1] != "/v1/batches"] == []
+    again = batch_eval()
+    assert again.returncode == 2 and "not a batch id" in last_line(again)
+    assert written_outside(tmp_path, tmp_path / "out") == []
+
+
+def test_a_file_id_that_is_a_path_is_refused_before_it_is_requested(tmp_path, server, batch_eval):
+    # file-1 is the uploaded input, file-2 the batch's output file
+    evil = "../../../v1/files/file-1"
+    server.hostile_ids = {"file-2": evil}
+    proc = batch_eval()
+    assert proc.returncode == 2, proc.stderr
+    line = last_line(proc)
+    assert "the server at 127.0.0.1:" in line and repr(evil) in line and "not a file id" in line
+    assert "dashboard" in line and "resume polling" not in line
+    assert not any(path.endswith("/content") for _, path in server.batch_calls)
+    assert written_outside(tmp_path, tmp_path / "out") == []
+
+
+def test_an_uploaded_file_id_and_a_long_id_are_refused_truncated(tmp_path, server, batch_eval):
+    evil = "file-" + "A" * 5000 + "\n/etc"
+    server.hostile_ids = {"file-1": evil}
+    proc = batch_eval()
+    assert proc.returncode == 2, proc.stderr
+    line = last_line(proc)
+    assert line.startswith("factjudge: error: uploading input-001-round1.jsonl: the server at ")
+    assert "not a file id" in line and len(line) < 400 and "..." in line
+    assert ("POST", "/v1/batches") not in server.batch_calls
+
+
+def test_safe_ids_of_real_providers_pass():
+    from factjudge.runners.batch import BatchError, safe_id
+
+    for good in ("batch_abc123", "file-abc123", "batch_6caaf24d-54a5-46be-b1b7-518884fcbdde",
+                 "file-2", "b.1", "01jh6xa7reempvjyh6n3yst2zw"):
+        assert safe_id(good, "batch id", "x") == good
+    for bad in ("", ".", "..", ".hidden", "a/b", "a\\b", "a b", "a\n", "é", "x" * 257, None, 5):
+        with pytest.raises(BatchError):
+            safe_id(bad, "batch id", "x")
+
+
+def test_a_hand_edited_state_file_with_a_path_for_an_id_is_refused(tmp_path, server, batch_eval):
+    (tmp_path / "out").mkdir()
+    job = {"round": 1, "file": "batch/input-001-round1.jsonl", "lines": 1, "step": "submitted",
+           "input_file_id": "file-1", "batch_id": "/tmp/evil", "status": "in_progress"}
+    (tmp_path / "out" / "batch.json").write_text(json.dumps(
+        {"version": 1, "judge": None, "round": 1, "finished": False, "jobs": [job]}))
+    proc = batch_eval()
+    assert proc.returncode == 2 and server.batch_calls == []
+    assert last_line(proc) == (f"factjudge: error: {tmp_path / 'out' / 'batch.json'}: batch_id '/tmp/evil': "
+                               "not a batch id (1-256 ASCII letters, digits, '_', '-' or '.', not starting "
+                               "with '.'), so factjudge puts it in no URL and no file name")
+
+
+# --------------------------------------------------------------------------- item 18: conflicts
+
+
+def completion_line(custom_id, content):
+    body = {"id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": "stop"}]}
+    return {"id": "r", "custom_id": custom_id, "response": {"status_code": 200, "body": body}, "error": None}
+
+
+def test_conflicting_answers_for_one_custom_id_are_counted_and_named(tmp_path, server):
+    from scripted_server import answer, describe
+
+    from factjudge.judges.llm.cache import ResponseCache
+
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(CONFIG), encoding="utf-8")
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS)
+    cache, file = tmp_path / "cache", tmp_path / "in.jsonl"
+    proc = run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", server.base_url, "-o",
+                   tmp_path / "out", "--batch-export", file, cache_dir=cache)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in file.read_text().splitlines()]
+
+    def said(line, truthful=True):
+        direction, subject, _ = describe(line["body"])
+        return answer(direction, subject, TRUTH.get((direction, subject)) if truthful else None,
+                      reasoning="a second opinion" if not truthful else "scripted").content
+
+    first = [completion_line(x["custom_id"], said(x)) for x in lines]
+    # in the same file: an identical repeat and a different answer; in a second file: another
+    again = [first[0], completion_line(lines[1]["custom_id"], said(lines[1], truthful=False))]
+    write_jsonl(tmp_path / "out1.jsonl", first + again)
+    write_jsonl(tmp_path / "out2.jsonl", [completion_line(lines[2]["custom_id"], said(lines[2], False))])
+    proc = run_cli("batch-import", tmp_path / "out1.jsonl", tmp_path / "out2.jsonl", cache_dir=cache)
+    assert proc.returncode == 0, proc.stderr
+    counts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert counts == {"lines": len(lines) + 3, "stored": len(lines), "already_present": 1, "conflicts": 2,
+                      "invalid": 0, "errors": 0, "unknown": 0}
+    assert "1 already present, 2 conflicting" in proc.stderr
+    warning = next(x for x in proc.stderr.splitlines() if x.startswith("factjudge: warning:"))
+    assert lines[1]["custom_id"] in warning and lines[2]["custom_id"] in warning
+    assert "kept" in warning and "first" in warning
+    stored = ResponseCache(cache)
+    for x in lines[:3]:  # the first answer is the one kept
+        assert stored.get(x["custom_id"]) == {"content": said(x)}
+    # the same files again: the same conflicts; identical answers only: no conflict, no warning
+    proc = run_cli("batch-import", tmp_path / "out1.jsonl", cache_dir=cache)
+    counts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (counts["stored"], counts["already_present"], counts["conflicts"]) == (0, len(lines) + 1, 1)
+    write_jsonl(tmp_path / "out3.jsonl", first)
+    proc = run_cli("batch-import", tmp_path / "out3.jsonl", cache_dir=cache)
+    assert proc.returncode == 0 and "warning" not in proc.stderr and "conflict" not in proc.stderr
+    assert "conflicts" not in json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_many_conflicts_name_the_first_few(tmp_path, server):
+    from factjudge.runners.batch import Imported, conflict_warning
+
+    ids = [f"{i:064x}" for i in range(12)]
+    text = conflict_warning(ids)
+    assert "12 custom_id(s)" in text and ids[0] in text and ids[4] in text and ids[5] not in text
+    assert text.endswith("and 7 more") and "\n" not in text
+    assert Imported().counts() == {"lines": 0, "stored": 0, "already_present": 0, "invalid": 0,
+                                   "errors": 0, "unknown": 0}
+    odd = conflict_warning(["a\nb", "\ud800", "y" * 500])
+    assert "\n" not in odd and "'a\\nb'" in odd and "'\\ud800'" in odd and "..." in odd
+    odd.encode("utf-8")  # printable
