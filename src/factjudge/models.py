@@ -243,8 +243,21 @@ FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matc
                 "description", "reasoning", "linked_reasoning", "votes")
 
 
-#: Fact fields whose name is taken by a fixed column; they are written as ``fact.<name>``.
-RENAMED = {"doc_id": "fact.doc_id", "side": "fact.side"}
+#: The fixed columns that do not come from the fact itself (a fact may have fields of these names).
+ADDED_COLUMNS = ("doc_id", "side")
+_PREFIX = "fact."
+
+
+def fact_column(name: str) -> str:
+    """The column of a fact's own field ``name``: ``name`` itself, except that a field named like
+    an :data:`ADDED_COLUMNS` column (``doc_id``, ``side``), or like one with ``fact.`` prefixes
+    (``fact.doc_id``, ``fact.fact.side``), gets one more ``fact.`` in front. So ``doc_id`` is
+    ``fact.doc_id``, ``fact.doc_id`` is ``fact.fact.doc_id``, and no two fields of one fact ever
+    share a column (``fact.other`` and any other name are kept as they are)."""
+    base = name
+    while base.startswith(_PREFIX):
+        base = base[len(_PREFIX):]
+    return _PREFIX + name if base in ADDED_COLUMNS else name
 
 
 def import_pandas() -> Any:
@@ -261,7 +274,8 @@ def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, An
 
     ``result`` is a :class:`~factjudge.models.JudgeResult`, its ``to_dict()``, or a line of an
     eval ``results.jsonl`` (whose ``doc_id`` is used when ``doc_id`` is not given). Keys: the
-    :data:`FACT_COLUMNS`, then the fact's own fields (``doc_id``/``side`` renamed ``fact.<name>``)."""
+    :data:`FACT_COLUMNS`, then the fact's own fields, named by :func:`fact_column` (``doc_id``
+    is ``fact.doc_id``, ``fact.doc_id`` is ``fact.fact.doc_id``: both values are kept)."""
     if isinstance(result, Mapping):
         line: Mapping[str, Any] = result
         if doc_id is None:
@@ -280,7 +294,7 @@ def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, An
             for key, value in fact.items():
                 if key in ("id", "fact_type") or key in OUTPUT_FIELDS:
                     continue
-                row[RENAMED.get(key, key)] = value
+                row[fact_column(key)] = value
             yield row
 
 
@@ -326,7 +340,8 @@ def result_to_pandas(result: Any, doc_id: str | None = None) -> Any:
 
     Columns: ``doc_id`` (``None`` unless given), ``side`` (``"gold"`` / ``"predicted"``), ``id``,
     ``fact_type``, ``status``, ``in_scope``, ``matched_ids`` (a list), ``description``,
-    ``reasoning``, then the facts' own fields (an absent field is missing: None / NA).
+    ``reasoning``, then the facts' own fields (an absent field is missing: None / NA), named by
+    :func:`fact_column` (a fact's own ``doc_id`` is ``fact.doc_id``).
     ``result`` is a :class:`~factjudge.models.JudgeResult` or its ``to_dict()``.
     Raises :class:`OptionalDependencyError` (an ``ImportError``) without pandas."""
     import_pandas()

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..io.files import AtomicFile
-from ..models import FACT_COLUMNS, RENAMED, result_rows
+from ..models import FACT_COLUMNS, fact_column, result_rows
 
 
 def csv_cell(value: Any) -> str:
@@ -38,7 +38,7 @@ class FactsCsvWriter:
     def __init__(self, path: str | Path, fields: Sequence[str] | None = None) -> None:
         self.path = Path(path)
         self.rows = 0
-        self._fields = None if fields is None else [RENAMED.get(f, f) for f in fields]
+        self._fields = None if fields is None else [fact_column(f) for f in fields]
         self._extra: dict[str, None] = {}
         self._out = AtomicFile(self.path, newline="")  # the csv module writes its own newlines
         self._writer = csv.writer(self._out.handle)
