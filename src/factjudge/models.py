@@ -113,6 +113,36 @@ class CallUsage(BaseModel):
         return out
 
 
+#: The most characters of one judge answer's reasoning kept (an LLM's answer, one juror's):
+#: real answers are far shorter. Measured on 2,399 free-text answers of GPT-4, GPT-4 Turbo,
+#: Claude 2 and Llama 2 to FinanceBench questions, which give their reasoning: median 561
+#: characters, 99th percentile 7,292, longest 10,845. A server writing more is cut here (512 KB
+#: per answer made a 120 MB results.jsonl and a 67 MB report.html over 20 documents).
+REASONING_LIMIT = 20_000
+#: The most characters of one value quoted in a reasoning or an error (the rules judge's
+#: ``"a" vs "b"``, a server's wrong id): the longest field value in the real data at hand is 609
+#: characters (a FinanceBench answer; WebNLG 2020 triple parts: 120), so real values are quoted
+#: whole, and a 30 MB text no longer makes every reasoning that names it 30 MB.
+QUOTE_LIMIT = 1_000
+#: The most characters of a verdict's reasoning or note that reach the results, whichever judge
+#: wrote them (a user's own judge is bounded by nothing else); room for a jury of five, each
+#: juror's answer within :data:`REASONING_LIMIT`.
+VERDICT_TEXT_LIMIT = 5 * REASONING_LIMIT
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit`` characters and
+    a marker saying what was cut: ``… [cut: 524,288 characters, the first 20,000 kept]``."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … [cut: {len(text):,} characters, the first {limit:,} kept]"
+
+
+def quoted(value: Any) -> str:
+    """``repr(value)`` for a message, cut at :data:`QUOTE_LIMIT` characters."""
+    return cut_text(repr(value), QUOTE_LIMIT)
+
+
 class Verdict(BaseModel):
     """One pass's answer about one fact, after validation."""
 
