@@ -113,6 +113,36 @@ class CallUsage(BaseModel):
         return out
 
 
+#: The most characters of one judge answer's reasoning kept (an LLM's answer, one juror's):
+#: real answers are far shorter. Measured on 2,399 free-text answers of GPT-4, GPT-4 Turbo,
+#: Claude 2 and Llama 2 to FinanceBench questions, which give their reasoning: median 561
+#: characters, 99th percentile 7,292, longest 10,845. A server writing more is cut here (512 KB
+#: per answer made a 120 MB results.jsonl and a 67 MB report.html over 20 documents).
+REASONING_LIMIT = 20_000
+#: The most characters of one value quoted in a reasoning or an error (the rules judge's
+#: ``"a" vs "b"``, a server's wrong id): the longest field value in the real data at hand is 609
+#: characters (a FinanceBench answer; WebNLG 2020 triple parts: 120), so real values are quoted
+#: whole, and a 30 MB text no longer makes every reasoning that names it 30 MB.
+QUOTE_LIMIT = 1_000
+#: The most characters of a verdict's reasoning or note that reach the results, whichever judge
+#: wrote them (a user's own judge is bounded by nothing else); room for a jury of five, each
+#: juror's answer within :data:`REASONING_LIMIT`.
+VERDICT_TEXT_LIMIT = 5 * REASONING_LIMIT
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit`` characters and
+    a marker saying what was cut: ``… [cut: 524,288 characters, the first 20,000 kept]``."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … [cut: {len(text):,} characters, the first {limit:,} kept]"
+
+
+def quoted(value: Any) -> str:
+    """``repr(value)`` for a message, cut at :data:`QUOTE_LIMIT` characters."""
+    return cut_text(repr(value), QUOTE_LIMIT)
+
+
 class Verdict(BaseModel):
     """One pass's answer about one fact, after validation."""
 
@@ -243,8 +273,21 @@ FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matc
                 "description", "reasoning", "linked_reasoning", "votes")
 
 
-#: Fact fields whose name is taken by a fixed column; they are written as ``fact.<name>``.
-RENAMED = {"doc_id": "fact.doc_id", "side": "fact.side"}
+#: The fixed columns that do not come from the fact itself (a fact may have fields of these names).
+ADDED_COLUMNS = ("doc_id", "side")
+_PREFIX = "fact."
+
+
+def fact_column(name: str) -> str:
+    """The column of a fact's own field ``name``: ``name`` itself, except that a field named like
+    an :data:`ADDED_COLUMNS` column (``doc_id``, ``side``), or like one with ``fact.`` prefixes
+    (``fact.doc_id``, ``fact.fact.side``), gets one more ``fact.`` in front. So ``doc_id`` is
+    ``fact.doc_id``, ``fact.doc_id`` is ``fact.fact.doc_id``, and no two fields of one fact ever
+    share a column (``fact.other`` and any other name are kept as they are)."""
+    base = name
+    while base.startswith(_PREFIX):
+        base = base[len(_PREFIX):]
+    return _PREFIX + name if base in ADDED_COLUMNS else name
 
 
 def import_pandas() -> Any:
@@ -261,7 +304,8 @@ def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, An
 
     ``result`` is a :class:`~factjudge.models.JudgeResult`, its ``to_dict()``, or a line of an
     eval ``results.jsonl`` (whose ``doc_id`` is used when ``doc_id`` is not given). Keys: the
-    :data:`FACT_COLUMNS`, then the fact's own fields (``doc_id``/``side`` renamed ``fact.<name>``)."""
+    :data:`FACT_COLUMNS`, then the fact's own fields, named by :func:`fact_column` (``doc_id``
+    is ``fact.doc_id``, ``fact.doc_id`` is ``fact.fact.doc_id``: both values are kept)."""
     if isinstance(result, Mapping):
         line: Mapping[str, Any] = result
         if doc_id is None:
@@ -280,7 +324,7 @@ def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, An
             for key, value in fact.items():
                 if key in ("id", "fact_type") or key in OUTPUT_FIELDS:
                     continue
-                row[RENAMED.get(key, key)] = value
+                row[fact_column(key)] = value
             yield row
 
 
@@ -326,7 +370,8 @@ def result_to_pandas(result: Any, doc_id: str | None = None) -> Any:
 
     Columns: ``doc_id`` (``None`` unless given), ``side`` (``"gold"`` / ``"predicted"``), ``id``,
     ``fact_type``, ``status``, ``in_scope``, ``matched_ids`` (a list), ``description``,
-    ``reasoning``, then the facts' own fields (an absent field is missing: None / NA).
+    ``reasoning``, then the facts' own fields (an absent field is missing: None / NA), named by
+    :func:`fact_column` (a fact's own ``doc_id`` is ``fact.doc_id``).
     ``result`` is a :class:`~factjudge.models.JudgeResult` or its ``to_dict()``.
     Raises :class:`OptionalDependencyError` (an ``ImportError``) without pandas."""
     import_pandas()

@@ -14,7 +14,17 @@ from ..io.config import parse_config
 from ..io.facts import coerce_facts
 from ..judges.base import Judge, candidate_types, error_verdict, verdict_problem
 from ..judges.prompts import JudgeTask, negative_status, prefix_messages
-from ..models import Direction, JudgeConfig, JudgeResult, PassStatus, Status, Usage, Verdict
+from ..models import (
+    VERDICT_TEXT_LIMIT,
+    Direction,
+    JudgeConfig,
+    JudgeResult,
+    PassStatus,
+    Status,
+    Usage,
+    Verdict,
+    cut_text,
+)
 from ..util.aio import run_sync
 from ..util.jsonutil import canonical_json
 
@@ -98,7 +108,13 @@ class _Tally:
         if verdict.votes:
             self.asked += 1
             self.agreed += len(set(verdict.votes.values())) == 1 and "ERROR" not in verdict.votes.values()
-        return _Answer(verdict.status, verdict.matched_id, verdict.reasoning, verdict.note, verdict.votes)
+        # every verdict of any judge passes here: what reaches the results is bounded once more
+        # (an LLM's answer and the rules judge's quotes are bounded where they are written)
+        reasoning = verdict.reasoning
+        if reasoning is not None:
+            reasoning = cut_text(reasoning, VERDICT_TEXT_LIMIT)
+        return _Answer(verdict.status, verdict.matched_id, reasoning,
+                       cut_text(verdict.note, VERDICT_TEXT_LIMIT), verdict.votes)
 
 
 async def _judge_direction(

@@ -12,7 +12,16 @@ from typing import Any, Literal
 
 from ..core.scope import NOT_COMPARED
 from ..errors import InvalidAnswer, PromptTooLarge
-from ..models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict
+from ..models import (
+    REASONING_LIMIT,
+    Direction,
+    JudgeConfig,
+    NegativeStatus,
+    PassStatus,
+    Verdict,
+    cut_text,
+    quoted,
+)
 from ..util.jsonutil import canonical_json
 
 #: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys).
@@ -200,7 +209,7 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer(f"the answer must have exactly the keys {sorted(expected)}"
                             f" (missing {missing}, unexpected {extra})")
     if data[id_key] != task.subject_id:
-        raise InvalidAnswer(f"{id_key} must be {task.subject_id!r}, got {data[id_key]!r}")
+        raise InvalidAnswer(f"{id_key} must be {task.subject_id!r}, got {quoted(data[id_key])}")
     if not isinstance(data["reasoning"], str):
         raise InvalidAnswer("reasoning must be a string")
     decision = data["decision"]
@@ -211,7 +220,7 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         if matched is None:
             raise InvalidAnswer(f"status TP requires {matched_key} to name a candidate")
         if matched not in task.candidate_ids:
-            raise InvalidAnswer(f"{matched_key} {matched!r} is not the id of a candidate")
+            raise InvalidAnswer(f"{matched_key} {quoted(matched)} is not the id of a candidate")
         problem = fact_type_problem(task, matched)
         if problem:
             raise InvalidAnswer(problem)
@@ -219,9 +228,10 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         if matched is not None:
             raise InvalidAnswer(f"status {negative} requires {matched_key} to be null")
     else:
-        raise InvalidAnswer(f"status must be \"TP\" or \"{negative}\", got {status!r}")
+        raise InvalidAnswer(f"status must be \"TP\" or \"{negative}\", got {quoted(status)}")
+    # the one place an LLM's reasoning enters a verdict: bounded here (see REASONING_LIMIT)
     return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
-                   reasoning=data["reasoning"])
+                   reasoning=cut_text(data["reasoning"], REASONING_LIMIT))
 
 
 def reask_messages(content: str | None, problem: str) -> list[dict[str, str]]:

@@ -16,7 +16,9 @@ candidates?) with normalisation (:mod:`factjudge.judges.rules.normalize`) and pe
 * Dates and periods: equal keys. Anything else: equal canonical JSON (a NaN equals nothing).
 
 A candidate matches when every compared field matches. Among matching candidates the highest
-score (the mean of the field scores, 0-100) wins, ties go to the earliest candidate.
+score (the mean of the field scores, 0-100) wins, ties go to the earliest candidate. The
+reasoning quotes each value at most :data:`~factjudge.models.QUOTE_LIMIT` characters, then says
+how long it was.
 
 Speed: candidates are prepared (normalised) once per candidate list and indexed by fact_type and,
 lazily, per field: exact keys (numbers, periods, JSON, missing), sorted numbers for tolerance
@@ -36,7 +38,17 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from ...core.scope import NOT_COMPARED
-from ...models import Direction, JudgeConfig, NegativeStatus, PassStatus, Tolerance, Verdict
+from ...models import (
+    QUOTE_LIMIT,
+    Direction,
+    JudgeConfig,
+    NegativeStatus,
+    PassStatus,
+    Tolerance,
+    Verdict,
+    cut_text,
+    quoted,
+)
 from ..base import JudgeBase
 from ..prompts import JudgeTask, negative_status
 from .normalize import (
@@ -103,6 +115,12 @@ class FieldResult:
         return f"{self.name}: {self.detail}"
 
 
+def _shown(a: Norm, b: Norm) -> str:
+    """``a vs b`` as the reasoning quotes them: each value at most QUOTE_LIMIT characters (a
+    30 MB text made every reasoning naming it 30 MB)."""
+    return f"{cut_text(a.describe(), QUOTE_LIMIT)} vs {cut_text(b.describe(), QUOTE_LIMIT)}"
+
+
 def _pct(x: Decimal) -> str:
     return f"{float(x) * 100:.2f}".rstrip("0").rstrip(".") + "%"
 
@@ -111,7 +129,7 @@ _Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail
 
 
 def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Outcome:
-    shown = f"{a.describe()} vs {b.describe()}"
+    shown = _shown(a, b)
     if a.currency and b.currency and a.currency != b.currency:
         return False, False, 0.0, f"{shown}: currency {a.currency} != {b.currency}"
     mixed = a.percent != b.percent
@@ -147,9 +165,9 @@ def _in_percent(q: Quantity) -> Decimal:
 
 
 def _compare_texts(a: Text, b: Text, threshold: float) -> _Outcome:
-    shown = f"{a.describe()} vs {b.describe()}"
+    shown = _shown(a, b)
     if a.norm == b.norm:
-        return True, True, 100.0, f"{shown}: equal after normalisation ({a.norm!r})"
+        return True, True, 100.0, f"{shown}: equal after normalisation ({quoted(a.norm)})"
     score = float(fuzz.ratio(a.sorted, b.sorted))
     if score < threshold:
         return False, False, score, f"{shown}: similarity {score:.0f} < {threshold:g}"
@@ -165,7 +183,7 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
                    threshold: float) -> _Outcome:
     if not (isinstance(a, Unit) and isinstance(b, Unit)):
         return _compare_plain(a, b)
-    shown = f"{a.describe()} vs {b.describe()}"
+    shown = _shown(a, b)
     ea, eb = a.currency or cur_a, b.currency or cur_b
     if ea and eb and ea != eb:
         return False, False, 0.0, f"{shown}: currency {ea} != {eb}"
@@ -175,7 +193,7 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
         one_side = rest_a if rest_a is not None else rest_b
         if one_side is not None:
             words = one_side.raw
-            return False, False, 0.0, f"{shown}: {words!r} on one side only"
+            return False, False, 0.0, f"{shown}: {quoted(words)} on one side only"
     else:
         ok, _, score, why = _compare_texts(rest_a, rest_b, threshold)
         if not ok:
@@ -188,7 +206,7 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
 
 
 def _compare_plain(a: Norm, b: Norm) -> _Outcome:
-    shown = f"{a.describe()} vs {b.describe()}"
+    shown = _shown(a, b)
     if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
         if a.nan:
             return False, False, 0.0, f"{shown}: NaN equals nothing, not even NaN"
@@ -220,7 +238,7 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
         both = isinstance(a, Missing) and isinstance(b, Missing)
         ok, exact, score = both, both, 100.0 if both else 0.0
         side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
-        detail = f"missing on {side}" + ("" if both else f" ({a.describe()} vs {b.describe()})")
+        detail = f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")
     elif isinstance(a, Quantity) and isinstance(b, Quantity):
         ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(name))
     elif isinstance(a, Text) and isinstance(b, Text):
@@ -228,11 +246,11 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
     elif isinstance(a, Period) and isinstance(b, Period):
         ok = exact = a.key == b.key
         score = 100.0 if ok else 0.0
-        detail = f"{a.describe()} vs {b.describe()}: {'same' if ok else 'different'} period"
+        detail = f"{_shown(a, b)}: {'same' if ok else 'different'} period"
     elif isinstance(a, Period) and isinstance(b, Quantity):
-        ok, exact, score, detail = _compare_year(a, b, f"{a.describe()} vs {b.describe()}")
+        ok, exact, score, detail = _compare_year(a, b, _shown(a, b))
     elif isinstance(a, Quantity) and isinstance(b, Period):
-        ok, exact, score, detail = _compare_year(b, a, f"{a.describe()} vs {b.describe()}")
+        ok, exact, score, detail = _compare_year(b, a, _shown(a, b))
     else:
         ok, exact, score, detail = _compare_plain(a, b)
     return FieldResult(name, ok, exact, score, detail, exact and a == b and not isinstance(a, Missing))
@@ -483,7 +501,7 @@ class RulesJudge(JudgeBase):
         bucket = index.bucket(subject.fact_type)
         if not bucket:
             return verdict(negative, f"{negative}: none of the {index.size} {other} facts has "
-                                     f"fact_type {subject.fact_type!r}."), False
+                                     f"fact_type {quoted(subject.fact_type)}."), False
         results = [compare_facts(subject, index.prepared[i], fields, config)
                    for i in shortlist(index, subject, fields, config)]
         matches = [r for r in results if r.ok]
@@ -506,7 +524,7 @@ class RulesJudge(JudgeBase):
 
 
 def _tp_reasoning(best: CandidateResult, matches: list[CandidateResult], fields: list[str]) -> str:
-    head = f"TP: matches {best.candidate.fact_id} (fact_type {best.candidate.fact_type!r}"
+    head = f"TP: matches {best.candidate.fact_id} (fact_type {quoted(best.candidate.fact_type)}"
     head += f", score {best.score:.1f})." if fields else "; no fields to compare)."
     same = [f.name for f in best.fields if f.identical]
     lines = [head, *([f"Identical: {', '.join(same)}."] if same else []),
@@ -522,7 +540,7 @@ def _negative_reasoning(negative: NegativeStatus, other: Direction, subject: Pre
                         same_type: int, how: str) -> str:
     failed = [f for f in closest.fields if not f.ok]
     agreed = [f.name for f in closest.fields if f.ok]
-    lines = [f"{negative}: no {other} fact of fact_type {subject.fact_type!r} matches "
+    lines = [f"{negative}: no {other} fact of fact_type {quoted(subject.fact_type)} matches "
              f"({same_type} of that type). Closest: {closest.candidate.fact_id}{how}."]
     lines += [f"{f.line()}." for f in failed]
     if agreed:
