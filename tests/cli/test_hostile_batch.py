@@ -175,3 +175,17 @@ def test_many_conflicts_name_the_first_few(tmp_path, server):
     odd = conflict_warning(["a\nb", "\ud800", "y" * 500])
     assert "\n" not in odd and "'a\\nb'" in odd and "'\\ud800'" in odd and "..." in odd
     odd.encode("utf-8")  # printable
+
+
+def test_a_batch_run_into_a_folder_in_use_stops_and_touches_nothing(tmp_path, server, batch_eval):
+    from factjudge.io.runfolder import FolderLock
+
+    out = tmp_path / "out"
+    with FolderLock(out):  # another run holds the folder, as a live eval would
+        before = sorted(p.name for p in out.iterdir())
+        proc = batch_eval()
+        assert proc.returncode == 2, proc.stderr
+        assert "in use by another factjudge run" in last_line(proc)
+        assert sorted(p.name for p in out.iterdir()) == before
+        assert server.batch_calls == []
+    assert batch_eval().returncode == 0  # once it is let go, the run goes through

@@ -42,7 +42,7 @@ from ..evaluation.runner import check_folder, run_manifest
 from ..io.datasets import Dataset
 from ..io.files import AtomicFile, write_atomic
 from ..io.run_models import BatchState
-from ..io.runfolder import RESULTS, ResultStore
+from ..io.runfolder import RESULTS, FolderLock, ResultStore
 from ..judges.base import BatchRequest, BatchTarget, Judge
 from ..judges.llm.backends import (
     BackendError,
@@ -776,7 +776,11 @@ class BatchRunner:
         cancelled, or when every request of a round failed."""
         # a folder holding another run's results is refused before anything is written there
         finished_documents(self.dataset, self.config, self.judge, self.out_dir, self.overwrite)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        # held for the batch phase only: the live run that finishes it takes the lock itself
+        with FolderLock(self.out_dir):
+            return await self._rounds()
+
+    async def _rounds(self) -> Imported:
         self.state = self._load()
         total = Imported()
         async with self.client:
