@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, Status
+from ..models import DIRECTIONS, OUTPUT_FIELDS, QUOTE_LIMIT, Direction, Status, cut_text
 
 #: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
 ROW_STATUSES: tuple[Status, ...] = ("FN", "FP", "ERROR")
@@ -33,9 +33,16 @@ def _similarity_text(fact: Mapping[str, Any]) -> str:
     return " ".join(re.sub(r"[^\w.,%$\u20ac\u00a3\u00a5-]+", " ", text).split())
 
 
-def shown_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
+def _own_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
     """A fact's own fields: id and fact_type have their own columns, output fields their own places."""
     return {k: v for k, v in fact.items() if k not in _NOT_SHOWN}
+
+
+def shown_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
+    """A fact's own fields as a report shows them: a text over :data:`QUOTE_LIMIT` characters is
+    cut (results.jsonl keeps it whole). A report shows a fact in up to five places (its row, the
+    closest fact of others' rows, the document view): one 30 MB text made a 120 MB report.html."""
+    return {k: cut_text(v, QUOTE_LIMIT) if isinstance(v, str) else v for k, v in _own_fields(fact).items()}
 
 
 def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES
@@ -177,7 +184,7 @@ def changed_facts(line_a: Mapping[str, Any], line_b: Mapping[str, Any]) -> list[
                 "doc_id": line_b.get("doc_id", line_a.get("doc_id")), "side": side, "id": base["id"],
                 "fact_type": base.get("fact_type"), "status_a": sa, "status_b": sb, "change": change,
                 "fact": shown_fields(base),
-                "same_fact": fa is None or fb is None or shown_fields(fa) == shown_fields(fb),
+                "same_fact": fa is None or fb is None or _own_fields(fa) == _own_fields(fb),
                 "reasoning_a": (fa or {}).get("reasoning") or "",
                 "reasoning_b": (fb or {}).get("reasoning") or "",
                 "note_b": (fb or {}).get("description") or "",
