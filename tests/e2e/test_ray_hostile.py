@@ -26,7 +26,6 @@ from scripted_server import ScriptedServer, answer, describe
 EXAMPLE = ROOT / "examples" / "dataset.jsonl"
 EXAMPLE_CONFIG = ROOT / "examples" / "config.yaml"
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 def free_port():
@@ -131,6 +130,9 @@ def run_watched(head, out, env):
     return cli, err, sorted(seen)
 
 
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray")  # a second Ray beside the module Ray of test_ray.py: 2 cores
 def test_the_api_key_reaches_cluster_workers_on_no_command_line_and_in_no_log(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'factjudge[ray]')")
     secret = f"sk-test-SECRET{uuid.uuid4().hex}"
@@ -163,3 +165,12 @@ def test_the_api_key_reaches_cluster_workers_on_no_command_line_and_in_no_log(tm
     finally:
         head.stop()
         shutil.rmtree(head.temp, ignore_errors=True)
+
+
+def test_the_workers_environment_shows_no_value_in_its_repr():
+    """What Ray Data shows of map_batches' constructor arguments (its plans, errors, logs)."""
+    from factjudge.runners.ray_data import WorkerEnv
+
+    env = WorkerEnv({"OPENAI_API_KEY": "sk-test-SECRET123", "OPENAI_BASE_URL": "http://u:pw-SECRET@h/v1"})
+    assert repr(env) == str(env) == "WorkerEnv(OPENAI_API_KEY, OPENAI_BASE_URL: values hidden)"
+    assert "SECRET" not in repr({"env": env})
