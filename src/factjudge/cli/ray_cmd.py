@@ -88,8 +88,8 @@ def ray_active() -> RaySettings | None:
 
 def _worker_env(opts: JudgeOptions) -> dict[str, str]:
     """What a judge reads from the environment, for the workers of a cluster started elsewhere
-    (a local Ray's workers inherit this environment). Sent as the job's ``runtime_env``: the
-    cluster keeps it with the job, the API key included."""
+    (a local Ray's workers inherit this environment). Sent with the workers' arguments, not as
+    the job's ``runtime_env``, which Ray shows on every worker's command line and in its logs."""
     names = [opts.api_key_env or "OPENAI_API_KEY", "OPENAI_BASE_URL", "FACTJUDGE_CACHE_DIR"]
     return {n: os.environ[n] for n in names if os.environ.get(n)}
 
@@ -166,13 +166,14 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
         warnings.simplefilter("ignore")  # Ray's deprecation notes are not for factjudge's users
         try:
             joining = ray_settings.address is not None or bool(os.environ.get("RAY_ADDRESS"))
-            init_ray(ray_settings.address, env_vars=_worker_env(opts) if joining else None)
+            init_ray(ray_settings.address)
             with progress:
                 # the workers build their own judge from the spec (and their environment's API key)
                 outcome = evaluate_ray(data, cfg, opts.spec(), output_dir, judge=judge,
                                        pool=RayPool(concurrency=opts.concurrency), settings=settings,
                                        source=RayInput(skipped=problems), overwrite=overwrite,
-                                       hooks=RayHooks(on_start=progress.on_start, on_result=document_done))
+                                       hooks=RayHooks(on_start=progress.on_start, on_result=document_done),
+                                       worker_env=_worker_env(opts) if joining else None)
         finally:
             asyncio.run(judge.aclose())
             ray = sys.modules.get("ray")

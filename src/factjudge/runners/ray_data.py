@@ -75,8 +75,8 @@ DOCS_PER_CALL = 4
 #: Documents of the local dataset put into the object store at a time (bounded driver memory).
 CHUNK_BYTES = 32 * 2**20
 
-__all__ = ["RayDataset", "RayHooks", "RayInput", "RayPool", "evaluate_ray", "import_ray", "init_ray",
-           "quiet_ray"]
+__all__ = ["RayDataset", "RayHooks", "RayInput", "RayPool", "WorkerEnv", "evaluate_ray", "import_ray",
+           "init_ray", "quiet_ray"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,31 @@ class RayHooks:
 # --------------------------------------------------------------------------- Ray itself
 
 
+class WorkerEnv:
+    """Environment variables for the workers of a cluster started elsewhere (the API key, a base
+    URL that may hold a password), set in each worker's process before it builds its judge.
+
+    They travel pickled with the workers' constructor arguments (Ray's own messages and object
+    store), never as the job's ``runtime_env``: Ray writes a runtime_env onto the command line of
+    every worker it starts (``ps`` shows it to every local user) and into the session's
+    ``runtime_env_agent.log``, which every local user can read. The repr names the variables only,
+    for Ray's plans, errors and logs that show the arguments."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = dict(values)
+
+    def __repr__(self) -> str:
+        return f"WorkerEnv({', '.join(sorted(self._values))}: values hidden)"
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def apply(self) -> None:
+        """Set the variables in this process (a worker's own memory: not on its command line)."""
+        os.environ.update(self._values)
+
+
+
 def import_ray() -> Any:
     """``ray`` with Ray Data, or an :class:`~factjudge.errors.OptionalDependencyError` (an
     ImportError, and a one-line InputError for the CLI) naming the extra to install."""
@@ -136,15 +161,14 @@ def quiet_ray() -> None:
             handler.setLevel(logging.ERROR)
 
 
-def init_ray(address: str | None = None, *, num_cpus: int | None = None,
-             env_vars: Mapping[str, str] | None = None, quiet: bool = True) -> Any:
+def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: bool = True) -> Any:
     """Start or join Ray: no ``address``, a local Ray of this machine (or the cluster named by
     ``RAY_ADDRESS``, as ``ray.init`` does); ``"auto"`` the cluster running on this machine;
     ``"ray://host:10001"`` a remote cluster through Ray Client; ``"host:6379"`` a cluster's
-    GCS. ``env_vars`` are set on the workers (``runtime_env``): the API key, ``OPENAI_BASE_URL``...
-    ``quiet``: worker output stays in the Ray session's log files (``log_to_driver=False``) and
-    Ray's Python loggers print only errors here (its C++ core still writes a few lines to file
-    descriptor 2: the CLI sends those to a log file). Does nothing when Ray is up already."""
+    GCS (the workers' environment is :func:`evaluate_ray`'s ``worker_env``). ``quiet``: worker
+    output stays in the Ray session's log files (``log_to_driver=False``) and Ray's Python loggers
+    print only errors here (its C++ core still writes a few lines to file descriptor 2: the CLI
+    sends those to a log file). Does nothing when Ray is up already."""
     ray = import_ray()
     if ray.is_initialized():
         return ray
@@ -153,8 +177,6 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
         kwargs["num_cpus"] = num_cpus
     if address is None and not os.environ.get("RAY_ADDRESS"):
         kwargs["include_dashboard"] = False  # a local Ray for one run needs no dashboard
-    if env_vars:
-        kwargs["runtime_env"] = {"env_vars": dict(env_vars)}
     if quiet:
         kwargs.update(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
     try:
@@ -357,7 +379,8 @@ class _JudgeWorker:
     """One Ray actor: its own judge, event loop and pool of ``concurrency`` calls."""
 
     def __init__(self, judge_factory: JudgeSource, config: dict[str, Any], salt: str,
-                 identity: dict[str, Any], wanted: dict[str, str] | None, concurrency: int) -> None:
+                 identity: dict[str, Any], wanted: dict[str, str] | None, concurrency: int,
+                 env: WorkerEnv | None = None) -> None:
         #: doc_id -> input hash of the rows to judge; None: every row (the driver checks hashes)
         self.wanted = wanted
         self.salt, self.concurrency = salt, concurrency
@@ -366,6 +389,8 @@ class _JudgeWorker:
         #: A factjudge error is sent back as a row, not raised: Ray would wrap it in exceptions of
         #: its own that lose it (the driver raises it again, for the CLI's one line).
         self.error: FactJudgeError | None = None
+        if env is not None:
+            env.apply()  # before the judge reads its key and base URL
         try:
             self.config = parse_config(config)
             self.judge = _build_on_worker(judge_factory, self.config)
@@ -466,6 +491,7 @@ def evaluate_ray(
     source: RayInput = RayInput(),
     overwrite: bool = False,
     hooks: RayHooks = RayHooks(),
+    worker_env: Mapping[str, str] | WorkerEnv | None = None,
 ) -> EvalRun:
     """Judge ``documents`` on Ray workers into ``out_dir`` (results.jsonl, summary.json, reports):
     the same files as :func:`~factjudge.evaluation.runner.evaluate_async` (``usage`` seconds aside).
@@ -479,6 +505,9 @@ def evaluate_ray(
     environment) or a picklable ``factory(config)``; it must build the same judge everywhere.
     ``judge`` is the driver's (built from ``judge_factory`` when not given; it makes no call).
     ``pool`` says how the work is spread (:class:`RayPool`), ``hooks`` what is told as it goes.
+    ``worker_env``: environment variables set in each worker's process before it builds its judge
+    (the API key of a cluster started elsewhere, whose workers do not have this environment): they
+    reach the workers on no command line and in no Ray log (see :class:`WorkerEnv`).
     Ray must be initialised (see :func:`init_ray`), or Ray Data starts a local Ray. A folder
     holding another run's results is refused unless ``overwrite``, as by ``evaluate_async``."""
     ray = import_ray()
@@ -501,7 +530,8 @@ def evaluate_ray(
         finisher = _DriverJudge(driver)
         if todo:
             ours = not isinstance(data, RayDataset)  # rows of exactly the documents to judge
-            job = _RayJob(cfg, salt, driver, finisher, judge_factory, pool, hooks.on_result)
+            env = worker_env if isinstance(worker_env, WorkerEnv) else WorkerEnv(worker_env or {})
+            job = _RayJob(cfg, salt, driver, finisher, judge_factory, pool, hooks.on_result, env)
             _judge_on_ray(ray, _to_ray(ray, data, reused) if ours else data.ds, not ours, todo, store, job)
         created = store.created if not todo else None  # nothing new: the results keep their time
         summary = finish_run(data, store, cfg, finisher, out_dir, settings, skipped, created)
@@ -546,6 +576,7 @@ class _RayJob:
     source: JudgeSource
     pool: RayPool
     on_result: Callable[[DocInfo, JudgeResult], None] | None
+    env: WorkerEnv
 
 
 def _judge_on_ray(ray: Any, rows: ray.data.Dataset, pick: bool, todo: list[DocInfo], store: Any,
@@ -569,7 +600,7 @@ def _judge_on_ray(ray: Any, rows: ray.data.Dataset, pick: bool, todo: list[DocIn
         fn_constructor_kwargs={"judge_factory": job.source, "config": job.cfg.model_dump(mode="json"),
                                "salt": job.salt, "identity": driver.identity(),
                                "wanted": wanted if pick else None,
-                               "concurrency": pool.concurrency},
+                               "concurrency": pool.concurrency, "env": job.env or None},
     )
     info_keys = list(driver.run_info())
     stream: Any = iter(results.iter_batches(batch_format="pyarrow", batch_size=None))
