@@ -58,6 +58,7 @@ from ..evaluation.runner import EvalRun, ReportSettings, finish_run, input_salt,
 from ..io.config import parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, _doc_hash, _doc_id, _questions
 from ..io.facts import validate_facts
+from ..io.runfolder import ResultStore
 from ..judges.base import Judge, JudgeBase
 from ..judges.factory import JudgeSpec, build_judge
 from ..models import JudgeConfig, JudgeResult
@@ -519,6 +520,7 @@ def evaluate_ray(
         judge_factory = judge_factory.for_another_process()
     own_judge = judge is None
     driver = judge if judge is not None else _build_on_driver(judge_factory, cfg)
+    store: ResultStore | None = None
     try:
         salt = input_salt(cfg, driver)
         data, skipped = _scanned(ray, documents, cfg, salt, source)
@@ -536,6 +538,8 @@ def evaluate_ray(
         created = store.created if not todo else None  # nothing new: the results keep their time
         summary = finish_run(data, store, cfg, finisher, out_dir, settings, skipped, created)
     finally:
+        if store is not None:  # the folder's lock goes with the run, failed or not, as live
+            store.close()
         if own_judge:
             asyncio.run(driver.aclose())
     return EvalRun(summary, judged=len(todo), reused=len(reused))
