@@ -83,6 +83,9 @@ class ScriptedServer:
         self.faults: dict[tuple[str, str], list[Reply]] = {}
         #: Structured-output modes refused the way llama-cpp-python's server refuses json_schema.
         self.reject_modes: set[str] = set()
+        #: A proxy that echoes the request's Authorization header: ``"body"`` answers HTTP 200 with
+        #: it as plain text, ``"reasoning"`` quotes it in the reasoning of a valid answer.
+        self.echo_auth: str | None = None
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         #: (direction, prompt tokens, cached prompt tokens) of every answered request
@@ -151,7 +154,7 @@ class ScriptedServer:
                           "'response_format', 'type'), 'msg': \"Input should be 'text' or "
                           "'json_object'\"}\n\n  File \"app.py\", line 376\n    POST /v1/chat/completions",
                           "type": "internal_server_error"}}))
-        reply = self._reply_for(body)
+        reply = self._echo_auth(request, body) if self.echo_auth else self._reply_for(body)
         if inspect.isawaitable(reply):  # a responder may wait, e.g. for other requests
             reply = await reply
         if reply.hang:
@@ -168,6 +171,13 @@ class ScriptedServer:
             "usage": self._usage(body),
         }
         return web.json_response(payload, headers=reply.headers)
+
+    def _echo_auth(self, request: web.Request, body: dict[str, Any]) -> Reply:
+        echoed = f"echo: Authorization: {request.headers.get('Authorization', '')}"
+        if self.echo_auth == "body":
+            return Reply(body=echoed, headers={"content-type": "text/plain"})
+        direction, subject, _ = describe(body)
+        return answer(direction, subject, self.truth.get((direction, subject)), reasoning=echoed)
 
     def _reply_for(self, body: dict[str, Any]) -> Reply:
         """The scripted reply to one chat-completions body: its faults first, then the responder."""

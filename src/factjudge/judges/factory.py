@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError, JudgeSetupError
 from ..models import JudgeConfig
+from ..util.urls import url_problem
 from .base import Judge
 from .hybrid import HybridJudge
 from .jury import JuryJudge, repeat_name, split_model_spec
@@ -169,12 +170,23 @@ def _seats(spec: JudgeSpec) -> list[tuple[str, str | None]]:
         raise InputError(f"--repeats {spec.repeats} asks each model {spec.repeats} times: give "
                          "--temperature above 0 (at 0 every repeat would give the same answer)")
     seats = [split_model_spec(m) for m in spec.models]
+    _check_url(spec.base_url, "--base-url")
+    for name, url in seats:
+        _check_url(url, f"--model {name}@URL")
     seen = [(name, url or spec.base_url) for name, url in seats]
     twice = next((name for n, (name, url) in enumerate(seen) if (name, url) in seen[:n]), None)
     if twice is not None:  # the same juror twice would only read the other's cached answers
         raise InputError(f"--model {twice} is given twice for the same server; to ask one model "
                          "several times use --repeats K (with --temperature above 0)")
     return seats
+
+
+def _check_url(url: str | None, option: str) -> None:
+    """A base URL that cannot work, refused before anything is sent, without repeating it (it may
+    hold a password): sent as it is, a URL without a scheme failed every question."""
+    problem = url_problem(url) if url else None
+    if problem:
+        raise InputError(f"{option}: the URL {problem}")
 
 
 def _open_cache(spec: JudgeSpec) -> ResponseCache | None:

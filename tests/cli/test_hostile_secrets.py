@@ -1,0 +1,101 @@
+"""Hostile servers and hostile option values around secrets, the response cache's scope and
+numbers: the API key and URL credentials reach no output, two endpoints on one host never share
+answers, and numbers or URLs that cannot work are refused in one line naming the option."""
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from evalkit import TRUTH, run_cli
+
+from factjudge import LLMJudge, run_judge
+from factjudge.errors import JudgeSetupError
+from factjudge.judges.llm import Transport
+
+KEY = "sk-test-SECRET123"
+USER, PASSWORD = "alice", "pa55SECRET"
+G = [{"id": "g1", "fact_type": "revenue", "value": 12}]
+P = [{"id": "p1", "fact_type": "revenue", "value": 12}]
+
+
+def files_holding(folder: Path, *secrets: str) -> list[str]:
+    """Files under ``folder`` whose bytes hold one of ``secrets`` (SQLite files and their WAL too)."""
+    found = []
+    for path in folder.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            found += [f"{path.name}: {s}" for s in secrets if s.encode() in data]
+    return found
+
+
+# --------------------------------------------------------------------------- item 8: secrets
+
+
+@pytest.mark.parametrize("echo", ["body", "reasoning"])
+@pytest.mark.parametrize("auth", ["key", "url"])
+def test_a_server_echoing_the_authorization_header_leaks_no_secret(server, dataset, tmp_path, echo, auth):
+    """A proxy that echoes the request headers (as a 200 body, or quoted in the answer's
+    reasoning) puts the key in no file of the output folder, the cache, stdout or stderr."""
+    data, cfg = dataset
+    server.truth, server.echo_auth = TRUTH, echo
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    url = server.base_url if auth == "key" else server.base_url.replace("//", f"//{USER}:{PASSWORD}@")
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    proc = run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", url, "--cache-dir", cache,
+                   "-o", out, env={"OPENAI_API_KEY": KEY if auth == "key" else None})
+    assert proc.returncode == (1 if echo == "body" else 0), proc.stderr
+    secrets = (KEY,) if auth == "key" else (PASSWORD, token)
+    assert server.headers[0]["Authorization"] in (f"Bearer {KEY}", f"Basic {token}")  # it was sent
+    assert files_holding(out, *secrets) == [] and files_holding(cache, *secrets) == []
+    assert not any(s in proc.stderr + proc.stdout for s in secrets)
+    facts = [f for line in out.joinpath("results.jsonl").read_text().splitlines()
+             for f in json.loads(line)["gold_facts"]]
+    assert any("Authorization: B" in (f.get("description") or "") + json.dumps(f) for f in facts)
+    assert any("***" in json.dumps(f) for f in facts)  # redacted, not dropped
+
+
+def test_a_users_own_client_key_is_redacted_too(server):
+    """The key in use is the client's own when the user brings an AsyncOpenAI client."""
+    openai = pytest.importorskip("openai")
+    server.truth, server.echo_auth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}, "reasoning"
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
+    judge = LLMJudge("m", api_key="unused-key", transport=Transport(backend="openai-sdk", client=client))
+    result = run_judge(G, P, {}, judge)
+    text = json.dumps(result.gold_facts + result.predicted_facts)
+    assert "Bearer ***" in text and KEY not in text
+
+
+@pytest.mark.parametrize("where", ["--base-url", "--model"])
+def test_a_base_url_that_cannot_work_is_refused_without_showing_the_password(server, dataset, tmp_path,
+                                                                              where):
+    """Without a scheme the URL used to be sent as it is: 70 calls in 25 s, every fact ERROR with
+    the password in its description. Now: one line naming the option, nothing sent or written."""
+    data, cfg = dataset
+    if where == "--base-url":
+        args, problem = ["--base-url", f"{USER}:{PASSWORD}@127.0.0.1:{server.port}/v1"], "http:// or https://"
+    else:  # the host forgotten: the password reads as a port
+        args, problem = ["--model", f"m@http://{USER}:{PASSWORD}/v1"], "port"
+    out = tmp_path / "out"
+    proc = run_cli("eval", data, "-c", cfg, "--model", "m", *args, "-o", out)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert problem in proc.stderr and where in proc.stderr
+    assert PASSWORD not in proc.stderr + proc.stdout
+    assert server.requests == [] and not out.exists()
+
+
+@pytest.mark.parametrize("url, problem", [
+    (f"{USER}:{PASSWORD}@host/v1", "needs http:// or https://"),
+    (f"ftp://{USER}:{PASSWORD}@host/v1", "needs http:// or https://"),
+    (f"http://{USER}:{PASSWORD}/v1", "port"),  # the host forgotten: the password reads as a port
+    ("http:///v1", "no host"),
+    ("http://127.0.0.1:99999/v1", "port"),
+    ("http://127.0.0.1:0/v1", "port"),
+    ("http://[::1/v1", "not a URL"),
+])
+def test_the_python_api_refuses_unusable_base_urls_in_one_line(url, problem):
+    with pytest.raises(JudgeSetupError) as exc:
+        LLMJudge("m", base_url=url, api_key=KEY)
+    msg = str(exc.value)
+    assert problem in msg and msg.startswith("base_url") and "\n" not in msg
+    assert PASSWORD not in msg and USER not in msg
