@@ -86,6 +86,9 @@ class ScriptedServer:
         #: A proxy that echoes the request's Authorization header: ``"body"`` answers HTTP 200 with
         #: it as plain text, ``"reasoning"`` quotes it in the reasoning of a valid answer.
         self.echo_auth: str | None = None
+        #: A gateway routing by path: chat completions under ``/{prefix}/v1`` are answered by
+        #: ``routes[prefix]`` (``base_url_for(prefix)``), the rest by the responder.
+        self.routes: dict[str, Callable[[dict[str, Any]], Reply]] = {}
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         #: (direction, prompt tokens, cached prompt tokens) of every answered request
@@ -113,6 +116,9 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def base_url_for(self, prefix: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{prefix}/v1"
 
     def subjects(self, direction: str | None = None) -> list[str]:
         """Subject ids of every request received, optionally of one direction."""
@@ -154,7 +160,8 @@ class ScriptedServer:
                           "'response_format', 'type'), 'msg': \"Input should be 'text' or "
                           "'json_object'\"}\n\n  File \"app.py\", line 376\n    POST /v1/chat/completions",
                           "type": "internal_server_error"}}))
-        reply = self._echo_auth(request, body) if self.echo_auth else self._reply_for(body)
+        reply = (self._echo_auth(request, body) if self.echo_auth
+                 else self._reply_for(body, request.match_info.get("prefix")))
         if inspect.isawaitable(reply):  # a responder may wait, e.g. for other requests
             reply = await reply
         if reply.hang:
@@ -179,13 +186,14 @@ class ScriptedServer:
         direction, subject, _ = describe(body)
         return answer(direction, subject, self.truth.get((direction, subject)), reasoning=echoed)
 
-    def _reply_for(self, body: dict[str, Any]) -> Reply:
-        """The scripted reply to one chat-completions body: its faults first, then the responder."""
+    def _reply_for(self, body: dict[str, Any], prefix: str | None = None) -> Reply:
+        """The scripted reply to one chat-completions body: its faults first, then the responder
+        (the route's, under a path prefix)."""
         key = describe(body)[:2]
         with self._lock:
             queue = self.faults.get(key)
             reply = queue.pop(0) if queue else None
-        return reply if reply is not None else self.responder(body)
+        return reply if reply is not None else self.routes.get(prefix or "", self.responder)(body)
 
     # ------------------------------------------------------------------ Files and Batches
 
@@ -376,6 +384,7 @@ class ScriptedServer:
         self._loop = loop
         app = web.Application(client_max_size=1 << 30)  # batch input files may be large
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/{prefix}/v1/chat/completions", self._handle)
         app.router.add_post("/v1/files", self._upload)
         app.router.add_get("/v1/files/{file_id}", self._file)
         app.router.add_get("/v1/files/{file_id}/content", self._file_content)

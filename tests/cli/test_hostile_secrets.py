@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from evalkit import TRUTH, run_cli
+from evalkit import CALLS, TRUTH, run_cli
+from scripted_server import answer, describe
 
-from factjudge import LLMJudge, run_judge
+from factjudge import LLMJudge, ResponseCache, run_judge
 from factjudge.errors import JudgeSetupError
 from factjudge.judges.llm import Transport
 
@@ -99,3 +100,74 @@ def test_the_python_api_refuses_unusable_base_urls_in_one_line(url, problem):
     msg = str(exc.value)
     assert problem in msg and msg.startswith("base_url") and "\n" not in msg
     assert PASSWORD not in msg and USER not in msg
+
+
+# --------------------------------------------------------------------------- item 6: cache scope
+
+
+def routes(server, truth=TRUTH):
+    """Two endpoints on one host, as a gateway routing by path: ``allNEG`` matches nothing, ``ok``
+    answers from the truth table. Returns how many questions each was asked."""
+    asked = {"allNEG": 0, "ok": 0}
+
+    def route(name, truth):
+        def respond(body):
+            asked[name] += 1
+            direction, subject, _ = describe(body)
+            return answer(direction, subject, truth.get((direction, subject)))
+        return respond
+
+    server.routes = {"allNEG": route("allNEG", {}), "ok": route("ok", truth)}
+    return asked
+
+
+def f1(folder):
+    return json.loads((folder / "summary.json").read_text())["micro"]["f1"]
+
+
+def test_two_endpoints_on_one_host_never_share_cached_answers(server, dataset, tmp_path):
+    """Keyed on host:port, the second endpoint got the first one's answers: 0 calls, F1 0.0."""
+    data, cfg = dataset
+    asked = routes(server)
+    for name in ("allNEG", "ok"):
+        proc = run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", server.base_url_for(name),
+                       "--cache-dir", tmp_path / "cache", "-o", tmp_path / name)
+        assert proc.returncode == 0, proc.stderr
+    assert asked == {"allNEG": CALLS, "ok": CALLS}
+    assert f1(tmp_path / "allNEG") == 0.0 and f1(tmp_path / "ok") > 0.5
+
+
+def test_resume_never_reuses_documents_judged_at_another_endpoint(server, dataset, tmp_path):
+    """Keyed on host:port, a run at the other endpoint reused all 5 documents (F1 0.0)."""
+    data, cfg = dataset
+    asked = routes(server)
+    out = tmp_path / "out"
+
+    def run(name, *more):
+        return run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", server.base_url_for(name),
+                       "--no-cache", "-o", out, *more)
+
+    assert run("allNEG").returncode == 0
+    proc = run("ok")
+    assert proc.returncode == 2 and "different judge (base_url)" in proc.stderr, proc.stderr
+    proc = run("ok", "--overwrite")
+    assert proc.returncode == 0 and "0 reused" in proc.stderr, proc.stderr
+    assert asked == {"allNEG": CALLS, "ok": CALLS} and f1(out) > 0.5
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["judge"]["base_url"] == server.base_url_for("ok")
+
+
+def test_a_users_own_client_is_keyed_on_its_own_base_url(server, tmp_path):
+    """With a user's AsyncOpenAI client the key said api.openai.com whatever the client's URL."""
+    openai = pytest.importorskip("openai")
+    asked = routes(server, {("gold", "g1"): "p1", ("predicted", "p1"): "g1"})
+    cache = ResponseCache(tmp_path / "cache")
+    results = []
+    for name in ("allNEG", "ok"):
+        client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url_for(name), max_retries=0)
+        judge = LLMJudge("m", api_key=KEY, transport=Transport(backend="openai-sdk", client=client),
+                         cache=cache)
+        results.append(run_judge(G, P, {}, judge))
+    assert asked == {"allNEG": 2, "ok": 2}
+    assert [r.metrics.f1 for r in results] == [0.0, 1.0]
+    assert judge.identity()["base_url"] == server.base_url_for("ok")
