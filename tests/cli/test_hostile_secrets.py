@@ -3,6 +3,7 @@ numbers: the API key and URL credentials reach no output, two endpoints on one h
 answers, and numbers or URLs that cannot work are refused in one line naming the option."""
 import base64
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,9 @@ from evalkit import CALLS, TRUTH, run_cli
 from scripted_server import answer, describe
 
 from factjudge import LLMJudge, ResponseCache, run_judge
-from factjudge.errors import JudgeSetupError
-from factjudge.judges.llm import Transport
+from factjudge.errors import InputError, JudgeSetupError
+from factjudge.judges.factory import JudgeSpec, build_judge
+from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 
 KEY = "sk-test-SECRET123"
 USER, PASSWORD = "alice", "pa55SECRET"
@@ -171,3 +173,76 @@ def test_a_users_own_client_is_keyed_on_its_own_base_url(server, tmp_path):
     assert asked == {"allNEG": 2, "ok": 2}
     assert [r.metrics.f1 for r in results] == [0.0, 1.0]
     assert judge.identity()["base_url"] == server.base_url_for("ok")
+
+
+# --------------------------------------------------------------------------- item 16: numbers and URLs
+
+BAD_OPTIONS = [
+    (["--timeout", "inf"], "--timeout"),
+    (["--timeout", "1e308"], "--timeout"),
+    (["--temperature", "inf"], "--temperature"),
+    (["--temperature", "2.5"], "--temperature"),
+    (["--max-tokens", str(2**63)], "--max-tokens"),
+    (["--price-in", "inf", "--dry-run"], "--price-in"),
+    (["--price-out", "1e400", "--dry-run"], "--price-out"),
+    (["--base-url", "http://127.0.0.1:99999/v1"], "--base-url"),
+]
+
+
+@pytest.mark.parametrize("args, option", BAD_OPTIONS, ids=[" ".join(a) for a, _ in BAD_OPTIONS])
+def test_numbers_and_urls_that_cannot_work_are_refused_naming_the_option(server, dataset, tmp_path,
+                                                                         args, option):
+    """--timeout inf and a port 99999 gave tracebacks; --temperature inf wrote Infinity (not JSON)
+    into request bodies and run.json; --price-in inf printed a cost of NaN."""
+    data, cfg = dataset
+    server.truth = TRUTH
+    out = tmp_path / "out"
+    base = [] if option == "--base-url" else ["--base-url", server.base_url]
+    proc = run_cli("eval", data, "-c", cfg, "--model", "m", *base, *args, "-o", out)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert option in proc.stderr
+    assert server.requests == [] and not out.exists()
+
+
+BAD_SPECS = [
+    ({"timeout": math.inf}, "--timeout"),
+    ({"timeout": math.nan}, "--timeout"),
+    ({"timeout": 0.0}, "--timeout"),
+    ({"temperature": math.inf}, "--temperature"),
+    ({"temperature": math.nan}, "--temperature"),
+    ({"temperature": -0.5}, "--temperature"),
+    ({"max_tokens": 0}, "--max-tokens"),
+    ({"repeats": 0}, "--repeats"),
+    ({"base_url": "http://h:99999/v1"}, "--base-url"),
+]
+
+
+@pytest.mark.parametrize("fields, option", BAD_SPECS, ids=[str(f) for f, _ in BAD_SPECS])
+def test_a_judge_spec_that_cannot_work_is_refused_naming_the_option(server, fields, option):
+    spec = JudgeSpec(models=("m",), **{"base_url": server.base_url, **fields})
+    with pytest.raises(InputError) as exc:
+        build_judge(spec)
+    msg = str(exc.value)
+    assert msg.startswith(option) and "\n" not in msg
+
+
+BAD_JUDGES = [
+    ({"sampling": Sampling(temperature=math.inf)}, "temperature"),
+    ({"sampling": Sampling(temperature=3.0)}, "temperature"),
+    ({"sampling": Sampling(max_tokens=0)}, "max_tokens"),
+    ({"transport": Transport(timeout=math.inf)}, "timeout"),
+    ({"transport": Transport(timeout=math.nan)}, "timeout"),
+    ({"transport": Transport(max_question_seconds=math.inf)}, "max_question_seconds"),
+    ({"retry": RetryPolicy(backoff=math.nan)}, "backoff"),
+    ({"retry": RetryPolicy(retries=-1)}, "retries"),
+    ({"answer_retries": -1}, "answer_retries"),
+]
+
+
+@pytest.mark.parametrize("kwargs, name", BAD_JUDGES, ids=[n for _, n in BAD_JUDGES])
+def test_the_llm_judge_refuses_numbers_that_cannot_work(server, kwargs, name):
+    with pytest.raises(JudgeSetupError) as exc:
+        LLMJudge("m", base_url=server.base_url, **kwargs)
+    msg = str(exc.value)
+    assert msg.startswith(name) and "\n" not in msg

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError, JudgeSetupError
 from ..models import JudgeConfig
+from ..util.bounds import Bound
 from ..util.urls import url_problem
 from .base import Judge
 from .hybrid import HybridJudge
 from .jury import JuryJudge, repeat_name, split_model_spec
 from .llm.cache import ResponseCache
-from .llm.judge import LLMJudge
+from .llm.judge import MAX_TOKENS, TEMPERATURE, TIMEOUT, LLMJudge
 from .llm.retry import RetryPolicy
 from .llm.settings import Sampling, Transport
 
@@ -130,6 +131,7 @@ def build_judge(spec: JudgeSpec, config: JudgeConfig | None = None, *,
     kind = JUDGE_KINDS.get(kind_name)
     if kind is None:
         raise InputError(f"--judge {kind_name}: not one of " + ", ".join(JUDGE_KINDS))
+    _check_numbers(spec)
     if not kind.uses_llm:
         _check_no_llm(spec)
         return kind.build(spec, _no_llm)
@@ -151,6 +153,24 @@ def build_judge(spec: JudgeSpec, config: JudgeConfig | None = None, *,
 
 def _no_llm() -> LLMJudge:
     raise InputError("this judge kind asks no LLM")
+
+
+#: How many times one model may be asked the same question (``--repeats``).
+REPEATS = Bound(1, 1000, whole=True)
+
+
+def _check_numbers(spec: JudgeSpec) -> None:
+    """The spec's numbers, named as the command line spells them (the CLI checks its options the
+    same way; this is for a spec built in Python)."""
+    numbers: list[tuple[str, Bound, object]] = [
+        ("--timeout", TIMEOUT, spec.timeout), ("--temperature", TEMPERATURE, spec.temperature),
+        ("--repeats", REPEATS, spec.repeats)]
+    if spec.max_tokens is not None:
+        numbers.append(("--max-tokens", MAX_TOKENS, spec.max_tokens))
+    for option, bound, value in numbers:
+        problem = bound.problem(value)
+        if problem:
+            raise InputError(f"{option} {problem}")
 
 
 def _check_no_llm(spec: JudgeSpec) -> None:

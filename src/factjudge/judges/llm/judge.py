@@ -20,6 +20,7 @@ from typing import Any
 
 from ...errors import InvalidAnswer, JudgeSetupError, PromptTooLarge
 from ...models import CallUsage, Verdict
+from ...util.bounds import Bound
 from ...util.jsonutil import canonical_json
 from ...util.redact import redact, secrets_to_hide
 from ...util.urls import url_credentials, url_problem, without_credentials
@@ -49,6 +50,16 @@ _NAMES_RESPONSE_FORMAT = re.compile(r"response_format|json_schema|json_object", 
 #: Prompt plans kept (one per document direction in flight, and a few shortlists).
 _PLANS_KEPT = 256
 
+#: The ranges of the judge's numbers; the command line's options take the same. Outside them a
+#: run failed late (``timeout=inf``: a traceback at the first request) or wrote non-JSON
+#: (``temperature=inf``: ``Infinity`` in request bodies and run.json).
+TIMEOUT = Bound(0, 86_400, above=True)         # seconds per request: a day is beyond any server
+QUESTION_SECONDS = Bound(0, 3 * 86_400, above=True)
+TEMPERATURE = Bound(0, 2)                      # OpenAI's range
+MAX_TOKENS = Bound(1, 2**31 - 1, whole=True)   # what a server's int32 field holds
+RETRIES = Bound(0, 100, whole=True)
+WAIT_SECONDS = Bound(0, 86_400)
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -62,15 +73,26 @@ class _Plan:
     tokens: int                      # prompt tokens of the prefix and schema, reply priming included
 
 
-def _check(model: str, sampling: Sampling, transport: Transport) -> None:
+def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPolicy,
+           answer_retries: int) -> None:
     if not model:
         raise JudgeSetupError("the LLM judge needs a model name")
     mode = sampling.structured_output
     if mode != "auto" and mode not in STRUCTURED_OUTPUT_MODES:
         raise JudgeSetupError(f"structured output {mode!r} is not one of auto, "
                               + ", ".join(STRUCTURED_OUTPUT_MODES))
-    if transport.timeout <= 0:
-        raise JudgeSetupError(f"timeout must be positive, got {transport.timeout}")
+    numbers: list[tuple[str, Bound, object]] = [
+        ("temperature", TEMPERATURE, sampling.temperature), ("timeout", TIMEOUT, transport.timeout),
+        ("answer_retries", RETRIES, answer_retries), ("retries", RETRIES, retry.retries),
+        ("backoff", WAIT_SECONDS, retry.backoff), ("max_backoff", WAIT_SECONDS, retry.max_backoff)]
+    if sampling.max_tokens is not None:
+        numbers.append(("max_tokens", MAX_TOKENS, sampling.max_tokens))
+    if transport.max_question_seconds is not None:
+        numbers.append(("max_question_seconds", QUESTION_SECONDS, transport.max_question_seconds))
+    for name, bound, value in numbers:
+        problem = bound.problem(value)
+        if problem:
+            raise JudgeSetupError(f"{name} {problem}")
     if isinstance(transport.backend, str) and transport.backend not in BACKENDS:
         raise JudgeSetupError(f"backend {transport.backend!r} is not one of " + ", ".join(BACKENDS))
 
@@ -142,7 +164,7 @@ class LLMJudge(JudgeBase):
         cache: ResponseCache | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> None:
-        _check(model, sampling, transport)
+        _check(model, sampling, transport, retry, answer_retries)
         self.model, self.sampling, self.transport, self.retry = model, sampling, transport, retry
         # read here (not left to an SDK) so cache keys and messages name the real server: a
         # user's own client sends wherever its base_url says
