@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError, JudgeSetupError
 from ..models import JudgeConfig
-from ..util.bounds import Bound
+from ..util.bounds import Bound, numbers_problem
 from ..util.urls import url_problem
 from .base import Judge
 from .hybrid import HybridJudge
@@ -162,15 +162,11 @@ REPEATS = Bound(1, 1000, whole=True)
 def _check_numbers(spec: JudgeSpec) -> None:
     """The spec's numbers, named as the command line spells them (the CLI checks its options the
     same way; this is for a spec built in Python)."""
-    numbers: list[tuple[str, Bound, object]] = [
+    problem = numbers_problem([
         ("--timeout", TIMEOUT, spec.timeout), ("--temperature", TEMPERATURE, spec.temperature),
-        ("--repeats", REPEATS, spec.repeats)]
-    if spec.max_tokens is not None:
-        numbers.append(("--max-tokens", MAX_TOKENS, spec.max_tokens))
-    for option, bound, value in numbers:
-        problem = bound.problem(value)
-        if problem:
-            raise InputError(f"{option} {problem}")
+        ("--repeats", REPEATS, spec.repeats), ("--max-tokens", MAX_TOKENS, spec.max_tokens)])
+    if problem:
+        raise InputError(problem)
 
 
 def _check_no_llm(spec: JudgeSpec) -> None:

@@ -3,6 +3,7 @@ a constructor argument): finite, of the right kind, inside the range, said in on
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -43,3 +44,13 @@ def _shown(value: object) -> str:
     except ValueError:
         return "a number with too many digits"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def numbers_problem(numbers: Iterable[tuple[str, Bound, object]]) -> str | None:
+    """``NAME must be ...`` for the first of (name, range, value) out of its range, None when all
+    are in (a value of None is an unset optional setting)."""
+    for name, bound, value in numbers:
+        problem = None if value is None else bound.problem(value)
+        if problem:
+            return f"{name} {problem}"
+    return None

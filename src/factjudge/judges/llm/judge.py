@@ -20,7 +20,7 @@ from typing import Any
 
 from ...errors import InvalidAnswer, JudgeSetupError, PromptTooLarge
 from ...models import CallUsage, Verdict
-from ...util.bounds import Bound
+from ...util.bounds import Bound, numbers_problem
 from ...util.jsonutil import canonical_json
 from ...util.redact import redact, secrets_to_hide
 from ...util.urls import url_credentials, url_problem, without_credentials
@@ -81,18 +81,14 @@ def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPol
     if mode != "auto" and mode not in STRUCTURED_OUTPUT_MODES:
         raise JudgeSetupError(f"structured output {mode!r} is not one of auto, "
                               + ", ".join(STRUCTURED_OUTPUT_MODES))
-    numbers: list[tuple[str, Bound, object]] = [
+    problem = numbers_problem([
         ("temperature", TEMPERATURE, sampling.temperature), ("timeout", TIMEOUT, transport.timeout),
-        ("answer_retries", RETRIES, answer_retries), ("retries", RETRIES, retry.retries),
-        ("backoff", WAIT_SECONDS, retry.backoff), ("max_backoff", WAIT_SECONDS, retry.max_backoff)]
-    if sampling.max_tokens is not None:
-        numbers.append(("max_tokens", MAX_TOKENS, sampling.max_tokens))
-    if transport.max_question_seconds is not None:
-        numbers.append(("max_question_seconds", QUESTION_SECONDS, transport.max_question_seconds))
-    for name, bound, value in numbers:
-        problem = bound.problem(value)
-        if problem:
-            raise JudgeSetupError(f"{name} {problem}")
+        ("max_tokens", MAX_TOKENS, sampling.max_tokens), ("answer_retries", RETRIES, answer_retries),
+        ("max_question_seconds", QUESTION_SECONDS, transport.max_question_seconds),
+        ("retries", RETRIES, retry.retries), ("backoff", WAIT_SECONDS, retry.backoff),
+        ("max_backoff", WAIT_SECONDS, retry.max_backoff)])
+    if problem:
+        raise JudgeSetupError(problem)
     if isinstance(transport.backend, str) and transport.backend not in BACKENDS:
         raise JudgeSetupError(f"backend {transport.backend!r} is not one of " + ", ".join(BACKENDS))
 
