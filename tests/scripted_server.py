@@ -84,7 +84,8 @@ class ScriptedServer:
         #: Structured-output modes refused the way llama-cpp-python's server refuses json_schema.
         self.reject_modes: set[str] = set()
         #: A proxy that echoes the request's Authorization header: ``"body"`` answers HTTP 200 with
-        #: it as plain text, ``"reasoning"`` quotes it in the reasoning of a valid answer.
+        #: it as plain text, ``"reasoning"`` quotes it in the reasoning of a valid answer,
+        #: ``"401"`` in the message of an HTTP 401 error.
         self.echo_auth: str | None = None
         #: A gateway routing by path: chat completions under ``/{prefix}/v1`` are answered by
         #: ``routes[prefix]`` (``base_url_for(prefix)``), the rest by the responder.
@@ -183,6 +184,8 @@ class ScriptedServer:
         echoed = f"echo: Authorization: {request.headers.get('Authorization', '')}"
         if self.echo_auth == "body":
             return Reply(body=echoed, headers={"content-type": "text/plain"})
+        if self.echo_auth == "401":
+            return Reply(status=401, body=json.dumps({"error": {"message": f"refused: {echoed}"}}))
         direction, subject, _ = describe(body)
         return answer(direction, subject, self.truth.get((direction, subject)), reasoning=echoed)
 

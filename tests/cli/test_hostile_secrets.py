@@ -57,6 +57,29 @@ def test_a_server_echoing_the_authorization_header_leaks_no_secret(server, datas
     assert any("***" in json.dumps(f) for f in facts)  # redacted, not dropped
 
 
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+def test_a_200_body_echoing_the_key_is_redacted_on_both_backends(server, backend):
+    if backend == "openai-sdk":
+        pytest.importorskip("openai")
+    server.echo_auth = "body"
+    judge = LLMJudge("m", base_url=server.base_url, api_key=KEY, retry=RetryPolicy(backoff=0.01),
+                     transport=Transport(backend=backend))
+    result = run_judge(G, P, {}, judge)
+    text = json.dumps(result.gold_facts + result.predicted_facts)
+    assert "ERROR" in text and "***" in text and KEY not in text
+
+
+def test_a_refusal_echoing_a_users_own_client_key_stops_the_run_without_it(server):
+    """The backend hides the key it was given; a user's own client holds another one."""
+    openai = pytest.importorskip("openai")
+    server.echo_auth = "401"
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=server.base_url, max_retries=0)
+    judge = LLMJudge("m", api_key="another-key", transport=Transport(backend="openai-sdk", client=client))
+    with pytest.raises(JudgeSetupError) as exc:
+        run_judge(G, P, {}, judge)
+    assert "Bearer ***" in str(exc.value) and KEY not in str(exc.value)
+
+
 def test_a_users_own_client_key_is_redacted_too(server):
     """The key in use is the client's own when the user brings an AsyncOpenAI client."""
     openai = pytest.importorskip("openai")
