@@ -127,6 +127,14 @@ def test_the_python_api_refuses_unusable_base_urls_in_one_line(url, problem):
     assert PASSWORD not in msg and USER not in msg
 
 
+def test_a_judge_specs_repr_hides_credentials_of_a_url_without_a_scheme():
+    spec = JudgeSpec(models=("m",), base_url=f"{USER}:{PASSWORD}@host/v1")
+    assert PASSWORD not in repr(spec) and "***@host/v1" in repr(spec)
+    with pytest.raises(InputError) as exc:
+        build_judge(spec)
+    assert PASSWORD not in str(exc.value) and str(exc.value).startswith("--base-url")
+
+
 # --------------------------------------------------------------------------- item 6: cache scope
 
 

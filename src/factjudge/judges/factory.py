@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 
 #: The key a judge built for a dry run or an export holds: it sends nothing.
 _NO_KEY = "unused: dry run"
-#: ``user:password@`` of a URL, for reprs.
+#: ``user:password@`` of a URL, for reprs; a base URL without a scheme has it in front.
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+_LEADING_USERINFO = re.compile(r"^[^/@\s]*@")
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class JudgeSpec:
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        shown["base_url"] = _hide_userinfo(self.base_url)
+        shown["base_url"] = _hide_userinfo(self.base_url and _LEADING_USERINFO.sub("***@", self.base_url))
         shown["models"] = tuple(_hide_userinfo(m) for m in self.models)
         return "JudgeSpec(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
