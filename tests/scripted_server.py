@@ -84,6 +84,13 @@ class ScriptedServer:
         self.faults: dict[tuple[str, str], list[Reply]] = {}
         #: Structured-output modes refused the way llama-cpp-python's server refuses json_schema.
         self.reject_modes: set[str] = set()
+        #: A proxy that echoes the request's Authorization header: ``"body"`` answers HTTP 200 with
+        #: it as plain text, ``"reasoning"`` quotes it in the reasoning of a valid answer,
+        #: ``"401"`` in the message of an HTTP 401 error.
+        self.echo_auth: str | None = None
+        #: A gateway routing by path: chat completions under ``/{prefix}/v1`` are answered by
+        #: ``routes[prefix]`` (``base_url_for(prefix)``), the rest by the responder.
+        self.routes: dict[str, Callable[[dict[str, Any]], Reply]] = {}
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         #: (direction, prompt tokens, cached prompt tokens) of every answered request
@@ -114,6 +121,9 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def base_url_for(self, prefix: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{prefix}/v1"
 
     def subjects(self, direction: str | None = None) -> list[str]:
         """Subject ids of every request received, optionally of one direction."""
@@ -155,7 +165,8 @@ class ScriptedServer:
                           "'response_format', 'type'), 'msg': \"Input should be 'text' or "
                           "'json_object'\"}\n\n  File \"app.py\", line 376\n    POST /v1/chat/completions",
                           "type": "internal_server_error"}}))
-        reply = self._reply_for(body)
+        reply = (self._echo_auth(request, body) if self.echo_auth
+                 else self._reply_for(body, request.match_info.get("prefix")))
         if inspect.isawaitable(reply):  # a responder may wait, e.g. for other requests
             reply = await reply
         if reply.hang:
@@ -173,13 +184,23 @@ class ScriptedServer:
         }
         return web.json_response(payload, headers=reply.headers)
 
-    def _reply_for(self, body: dict[str, Any]) -> Reply:
-        """The scripted reply to one chat-completions body: its faults first, then the responder."""
+    def _echo_auth(self, request: web.Request, body: dict[str, Any]) -> Reply:
+        echoed = f"echo: Authorization: {request.headers.get('Authorization', '')}"
+        if self.echo_auth == "body":
+            return Reply(body=echoed, headers={"content-type": "text/plain"})
+        if self.echo_auth == "401":
+            return Reply(status=401, body=json.dumps({"error": {"message": f"refused: {echoed}"}}))
+        direction, subject, _ = describe(body)
+        return answer(direction, subject, self.truth.get((direction, subject)), reasoning=echoed)
+
+    def _reply_for(self, body: dict[str, Any], prefix: str | None = None) -> Reply:
+        """The scripted reply to one chat-completions body: its faults first, then the responder
+        (the route's, under a path prefix)."""
         key = describe(body)[:2]
         with self._lock:
             queue = self.faults.get(key)
             reply = queue.pop(0) if queue else None
-        return reply if reply is not None else self.responder(body)
+        return reply if reply is not None else self.routes.get(prefix or "", self.responder)(body)
 
     # ------------------------------------------------------------------ Files and Batches
 
@@ -393,6 +414,7 @@ class ScriptedServer:
         app = web.Application(client_max_size=1 << 30)  # batch input files may be large
         app.middlewares.append(self._hostile)
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/{prefix}/v1/chat/completions", self._handle)
         app.router.add_post("/v1/files", self._upload)
         app.router.add_get("/v1/files/{file_id}", self._file)
         app.router.add_get("/v1/files/{file_id}/content", self._file_content)

@@ -83,7 +83,7 @@ def test_aggregates_equal_a_hand_computation(server, dataset, tmp_path):
     assert s["usage"]["seconds"] == round(sum(x["usage"]["seconds"] for x in lines), 3)
     assert s["config"]["entity_types"] == ["revenue", "ceo"]
     assert s["judge"] == {"name": "llm", "model": "m", "temperature": 0.0,
-                          "server": f"127.0.0.1:{server.port}"}
+                          "server": f"127.0.0.1:{server.port}", "base_url": server.base_url}
     assert s["skipped"] == [] and s["bootstrap"] == {"resamples": 1000, "seed": 0, "level": 0.95}
     for k in ("precision", "recall", "f1"):
         low, high = s["ci95"][k]

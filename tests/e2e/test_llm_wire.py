@@ -188,6 +188,7 @@ def test_credentials_in_the_base_url_are_basic_auth_and_never_shown(server):
     message = str(stop.value)
     assert password not in message and token not in message and "***" in message
     assert judge.identity()["server"] == f"127.0.0.1:{server.port}"
+    assert judge.identity()["base_url"] == server.base_url
 
 
 @pytest.mark.parametrize("backend", ["http", "openai-sdk"])

@@ -14,8 +14,9 @@ import typer
 
 from ..errors import InputError, JudgeSetupError
 from ..judges import Judge
-from ..judges.factory import JUDGE_KINDS, JudgeSpec, build_judge
+from ..judges.factory import JUDGE_KINDS, REPEATS, JudgeSpec, build_judge
 from ..judges.llm.backends import BACKENDS
+from ..judges.llm.judge import MAX_TOKENS, TEMPERATURE, TIMEOUT
 from ..judges.prompts import STRUCTURED_OUTPUT_MODES
 from ..models import JudgeConfig
 
@@ -42,6 +43,9 @@ def _kinds_help() -> str:
     shown = [f"{name} ({kind.help})" if kind.help else name for name, kind in JUDGE_KINDS.items()]
     return (", ".join(shown[:-1]) + " or " if len(shown) > 1 else "") + shown[-1] + "."
 
+
+#: Highest price per million tokens taken: above it a dry run's cost was inf or NaN (not JSON).
+MAX_PRICE = 1e9
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="Judge config (.json, .yaml, .yml).")
 QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No progress bar or summary on stderr.")
@@ -117,7 +121,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
     "base_url": (str | None, typer.Option(None, "--base-url", help="OpenAI-compatible base URL "
                  "(vLLM, Ollama, llama.cpp, Azure...) of every --model that does not name its own "
                  "(NAME@URL).")),
-    "repeats": (int, typer.Option(1, "--repeats", min=1, help="Ask each --model K times (needs "
+    "repeats": (int, typer.Option(1, "--repeats", min=1, max=int(REPEATS.high), help="Ask each --model K times (needs "
                 "--temperature above 0; each repeat is asked and cached on its own) and let the "
                 "majority decide: a jury of K samples.")),
     "jury_rules": (bool, typer.Option(False, "--jury-rules", help="Seat the offline rules judge on "
@@ -131,14 +135,14 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
                           help="auto (default: json_schema, falling back to json_object, then none "
                           "when the server refuses it), json_schema, json_object (llama-cpp-python's "
                           "server) or none (the schema in the prompt).")),
-    "timeout": (float, typer.Option(120.0, "--timeout", min=0.001, help="Seconds one LLM request may "
+    "timeout": (float, typer.Option(120.0, "--timeout", min=0.001, max=TIMEOUT.high, help="Seconds one LLM request may "
                 "take; one question (all its tries) gets at most 3 times this.")),
     "concurrency": (int, typer.Option(8, "--concurrency", min=1, help="Judge questions in flight at "
                     "once (1 for single-slot servers such as llama-cpp-python's).")),
-    "temperature": (float, typer.Option(0.0, "--temperature", min=0.0, help="Sampling temperature of "
-                    "the LLM judge.")),
-    "max_tokens": (int | None, typer.Option(None, "--max-tokens", min=1, help="Max completion "
-                   "tokens per LLM call.")),
+    "temperature": (float, typer.Option(0.0, "--temperature", min=0.0, max=TEMPERATURE.high,
+                    help="Sampling temperature of the LLM judge.")),
+    "max_tokens": (int | None, typer.Option(None, "--max-tokens", min=1, max=int(MAX_TOKENS.high),
+                   help="Max completion tokens per LLM call.")),
     "cache_dir": (Path | None, typer.Option(None, "--cache-dir", help="Response cache directory "
                   "(default: the user cache dir).")),
     "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not read or write the response cache.")),
@@ -148,9 +152,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
                          help="Send OpenAI's prompt_cache_key (turn off for servers that reject it).")),
     "dry_run": (bool, typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call "
                 "nothing.")),
-    "price_in": (float | None, typer.Option(None, "--price-in", min=0, help="Price per million "
+    "price_in": (float | None, typer.Option(None, "--price-in", min=0, max=MAX_PRICE, help="Price per million "
                  "prompt tokens (dry run).")),
-    "price_out": (float | None, typer.Option(None, "--price-out", min=0, help="Price per million "
+    "price_out": (float | None, typer.Option(None, "--price-out", min=0, max=MAX_PRICE, help="Price per million "
                   "completion tokens (dry run).")),
 }
 assert set(_OPTIONS) == {f.name for f in fields(JudgeOptions)}

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError, JudgeSetupError
 from ..models import JudgeConfig
+from ..util.bounds import Bound, numbers_problem
+from ..util.urls import url_problem
 from .base import Judge
 from .hybrid import HybridJudge
 from .jury import JuryJudge, repeat_name, split_model_spec
 from .llm.cache import ResponseCache
-from .llm.judge import LLMJudge
+from .llm.judge import MAX_TOKENS, TEMPERATURE, TIMEOUT, LLMJudge
 from .llm.retry import RetryPolicy
 from .llm.settings import Sampling, Transport
 
@@ -31,8 +33,9 @@ if TYPE_CHECKING:
 
 #: The key a judge built for a dry run or an export holds: it sends nothing.
 _NO_KEY = "unused: dry run"
-#: ``user:password@`` of a URL, for reprs.
+#: ``user:password@`` of a URL, for reprs; a base URL without a scheme has it in front.
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+_LEADING_USERINFO = re.compile(r"^[^/@\s]*@")
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ class JudgeSpec:
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        shown["base_url"] = _hide_userinfo(self.base_url)
+        shown["base_url"] = _hide_userinfo(self.base_url and _LEADING_USERINFO.sub("***@", self.base_url))
         shown["models"] = tuple(_hide_userinfo(m) for m in self.models)
         return "JudgeSpec(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
@@ -129,6 +132,7 @@ def build_judge(spec: JudgeSpec, config: JudgeConfig | None = None, *,
     kind = JUDGE_KINDS.get(kind_name)
     if kind is None:
         raise InputError(f"--judge {kind_name}: not one of " + ", ".join(JUDGE_KINDS))
+    _check_numbers(spec)
     if not kind.uses_llm:
         _check_no_llm(spec)
         return kind.build(spec, _no_llm)
@@ -152,6 +156,20 @@ def _no_llm() -> LLMJudge:
     raise InputError("this judge kind asks no LLM")
 
 
+#: How many times one model may be asked the same question (``--repeats``).
+REPEATS = Bound(1, 1000, whole=True)
+
+
+def _check_numbers(spec: JudgeSpec) -> None:
+    """The spec's numbers, named as the command line spells them (the CLI checks its options the
+    same way; this is for a spec built in Python)."""
+    problem = numbers_problem([
+        ("--timeout", TIMEOUT, spec.timeout), ("--temperature", TEMPERATURE, spec.temperature),
+        ("--repeats", REPEATS, spec.repeats), ("--max-tokens", MAX_TOKENS, spec.max_tokens)])
+    if problem:
+        raise InputError(problem)
+
+
 def _check_no_llm(spec: JudgeSpec) -> None:
     if spec.models or spec.base_url:
         raise InputError("--model/--base-url are for the LLM judge; drop them or use --judge llm")
@@ -169,12 +187,23 @@ def _seats(spec: JudgeSpec) -> list[tuple[str, str | None]]:
         raise InputError(f"--repeats {spec.repeats} asks each model {spec.repeats} times: give "
                          "--temperature above 0 (at 0 every repeat would give the same answer)")
     seats = [split_model_spec(m) for m in spec.models]
+    _check_url(spec.base_url, "--base-url")
+    for name, url in seats:
+        _check_url(url, f"--model {name}@URL")
     seen = [(name, url or spec.base_url) for name, url in seats]
     twice = next((name for n, (name, url) in enumerate(seen) if (name, url) in seen[:n]), None)
     if twice is not None:  # the same juror twice would only read the other's cached answers
         raise InputError(f"--model {twice} is given twice for the same server; to ask one model "
                          "several times use --repeats K (with --temperature above 0)")
     return seats
+
+
+def _check_url(url: str | None, option: str) -> None:
+    """A base URL that cannot work, refused before anything is sent, without repeating it (it may
+    hold a password): sent as it is, a URL without a scheme failed every question."""
+    problem = url_problem(url) if url else None
+    if problem:
+        raise InputError(f"{option}: the URL {problem}")
 
 
 def _open_cache(spec: JudgeSpec) -> ResponseCache | None:

@@ -1,7 +1,9 @@
 """On-disk cache of validated judge answers (SQLite from the standard library).
 
-Keys hash everything that could change an answer: judge kind, model, base-URL host, the exact
-messages, the response schema, sampling parameters and the prompt-format version. Each answer is
+Keys hash everything that could change an answer: judge kind, model, the whole base URL (path and
+query too: a gateway may route by them; credentials removed), the exact messages, the response
+schema, sampling parameters and the prompt-format version. What is stored holds no credential:
+the judge redacts an answer that echoes one before storing it. Each answer is
 committed as soon as it is validated, so a killed run resumes by asking only what is missing.
 WAL mode and a busy timeout let several processes share one cache file safely.
 """

@@ -20,7 +20,10 @@ from typing import Any
 
 from ...errors import InvalidAnswer, JudgeSetupError, PromptTooLarge
 from ...models import CallUsage, Verdict
+from ...util.bounds import Bound, numbers_problem
 from ...util.jsonutil import canonical_json
+from ...util.redact import redact, secrets_to_hide
+from ...util.urls import url_credentials, url_problem, without_credentials
 from ..base import BatchRequest, Estimate, JudgeBase, error_verdict
 from ..prompts import (
     PROMPT_FORMAT_VERSION,
@@ -47,6 +50,16 @@ _NAMES_RESPONSE_FORMAT = re.compile(r"response_format|json_schema|json_object", 
 #: Prompt plans kept (one per document direction in flight, and a few shortlists).
 _PLANS_KEPT = 256
 
+#: The ranges of the judge's numbers; the command line's options take the same. Outside them a
+#: run failed late (``timeout=inf``: a traceback at the first request) or wrote non-JSON
+#: (``temperature=inf``: ``Infinity`` in request bodies and run.json).
+TIMEOUT = Bound(0, 86_400, above=True)         # seconds per request: a day is beyond any server
+QUESTION_SECONDS = Bound(0, 3 * 86_400, above=True)
+TEMPERATURE = Bound(0, 2)                      # OpenAI's range
+MAX_TOKENS = Bound(1, 2**31 - 1, whole=True)   # what a server's int32 field holds
+RETRIES = Bound(0, 100, whole=True)
+WAIT_SECONDS = Bound(0, 86_400)
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -60,15 +73,22 @@ class _Plan:
     tokens: int                      # prompt tokens of the prefix and schema, reply priming included
 
 
-def _check(model: str, sampling: Sampling, transport: Transport) -> None:
+def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPolicy,
+           answer_retries: int) -> None:
     if not model:
         raise JudgeSetupError("the LLM judge needs a model name")
     mode = sampling.structured_output
     if mode != "auto" and mode not in STRUCTURED_OUTPUT_MODES:
         raise JudgeSetupError(f"structured output {mode!r} is not one of auto, "
                               + ", ".join(STRUCTURED_OUTPUT_MODES))
-    if transport.timeout <= 0:
-        raise JudgeSetupError(f"timeout must be positive, got {transport.timeout}")
+    problem = numbers_problem([
+        ("temperature", TEMPERATURE, sampling.temperature), ("timeout", TIMEOUT, transport.timeout),
+        ("max_tokens", MAX_TOKENS, sampling.max_tokens), ("answer_retries", RETRIES, answer_retries),
+        ("max_question_seconds", QUESTION_SECONDS, transport.max_question_seconds),
+        ("retries", RETRIES, retry.retries), ("backoff", WAIT_SECONDS, retry.backoff),
+        ("max_backoff", WAIT_SECONDS, retry.max_backoff)])
+    if problem:
+        raise JudgeSetupError(problem)
     if isinstance(transport.backend, str) and transport.backend not in BACKENDS:
         raise JudgeSetupError(f"backend {transport.backend!r} is not one of " + ", ".join(BACKENDS))
 
@@ -86,6 +106,29 @@ def _api_key(api_key: str | None, api_key_env: str | None, base_url: str | None)
                 f"no API key: set the environment variable {env} or pass api_key= "
                 "(or base_url= for a local server that needs none)")
     return key or None
+
+
+def _checked_url(base_url: str | None) -> str | None:
+    """The base URL given, else ``$OPENAI_BASE_URL``; one that cannot work is refused in words that
+    do not repeat it (it may hold a password)."""
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    problem = url_problem(url) if url is not None else None
+    if problem:
+        raise JudgeSetupError(f"{'base_url' if base_url else 'OPENAI_BASE_URL'} {problem}")
+    return url
+
+
+def _client_url(transport: Transport) -> str | None:
+    """The base URL of a user's own ``AsyncOpenAI`` client (where the openai-sdk backend sends)."""
+    if transport.client is None or transport.backend != "openai-sdk":
+        return None
+    url = getattr(transport.client, "base_url", None)  # any client: read what it has
+    return str(url) if url else None
+
+
+def _client_key(transport: Transport) -> str | None:
+    key = getattr(transport.client, "api_key", None) if transport.client is not None else None
+    return key if isinstance(key, str) else None
 
 
 class LLMJudge(JudgeBase):
@@ -117,10 +160,11 @@ class LLMJudge(JudgeBase):
         cache: ResponseCache | None = None,
         notify: Callable[[str], None] | None = None,
     ) -> None:
-        _check(model, sampling, transport)
+        _check(model, sampling, transport, retry, answer_retries)
         self.model, self.sampling, self.transport, self.retry = model, sampling, transport, retry
-        # read here (not left to an SDK) so cache keys and messages name the real server
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        # read here (not left to an SDK) so cache keys and messages name the real server: a
+        # user's own client sends wherever its base_url says
+        self.base_url = _client_url(transport) or _checked_url(base_url)
         self.max_question_seconds = transport.max_question_seconds or 3 * transport.timeout
         self.answer_retries = answer_retries
         self.cache = cache
@@ -131,6 +175,12 @@ class LLMJudge(JudgeBase):
         self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
         self.tokens = TokenCounter(model)
         self.endpoint = endpoint(self.base_url, _api_key(api_key, api_key_env, self.base_url))
+        #: The server as answers are keyed on: the whole base URL (a gateway may route by path),
+        #: without credentials.
+        self.server_url = without_credentials(self.base_url or self.endpoint.base_url)
+        #: What no text leaving the judge may hold: the key in use and the URL's credentials.
+        self._secrets = secrets_to_hide([*self.endpoint.secrets, *url_credentials(self.base_url or ""),
+                                         _client_key(transport)])
         backend = transport.backend
         self.backend: ChatBackend = (BACKENDS[backend](self.endpoint, client=transport.client)
                                      if isinstance(backend, str) else backend)
@@ -151,7 +201,7 @@ class LLMJudge(JudgeBase):
 
     def identity(self) -> dict[str, Any]:
         ident: dict[str, Any] = {"name": self.name, "model": self.model, "server": self.endpoint.host,
-                                 "temperature": self.sampling.temperature}
+                                 "base_url": self.server_url, "temperature": self.sampling.temperature}
         if self.sampling.max_tokens is not None:
             ident["max_tokens"] = self.sampling.max_tokens
         if self.sampling.structured_output != "auto":
@@ -196,10 +246,26 @@ class LLMJudge(JudgeBase):
         and keep it in the response cache under ``custom_id``. Raises InvalidAnswer."""
         verdict = parse_answer(task, content)
         if self.cache is not None:
-            self.cache.put(custom_id, {"content": content})
-        return verdict
+            self.cache.put(custom_id, {"content": self.redact(content) if content else content})
+        return self._hide_secrets(verdict)
 
     async def judge(self, task: JudgeTask) -> Verdict:
+        return self._hide_secrets(await self._judge(task))
+
+    def redact(self, text: str) -> str:
+        """``text`` without the key in use or the base URL's credentials (a server may echo them:
+        a proxy returning the request's headers, a model quoting them)."""
+        return redact(text, self._secrets)
+
+    def _hide_secrets(self, verdict: Verdict) -> Verdict:
+        """The one boundary: every verdict, fresh, cached or ERROR, leaves the judge through here."""
+        reasoning = self.redact(verdict.reasoning) if verdict.reasoning else verdict.reasoning
+        note = self.redact(verdict.note)
+        if reasoning == verdict.reasoning and note == verdict.note:
+            return verdict
+        return verdict.model_copy(update={"reasoning": reasoning, "note": note})
+
+    async def _judge(self, task: JudgeTask) -> Verdict:
         usage = CallUsage()
         try:
             prepared = self.prepare(task)
@@ -217,8 +283,8 @@ class LLMJudge(JudgeBase):
                     usage.cache_hits = 1
                     return verdict.model_copy(update={"usage": usage, "note": prepared.note})
         verdict, content, plan = await self._ask(task, usage)
-        if verdict.status != "ERROR" and self.cache is not None:
-            self.cache.put(self._cache_key(plan, task), {"content": content})
+        if verdict.status != "ERROR" and self.cache is not None:  # the cache file holds no secret either
+            self.cache.put(self._cache_key(plan, task), {"content": self.redact(content) if content else content})
         verdict.note = "; ".join(n for n in (verdict.note, prepared.note) if n)
         return verdict
 
@@ -252,7 +318,7 @@ class LLMJudge(JudgeBase):
         # '{...,"messages":[m1,m2]}' without its closing ']}': each call appends its own message
         head = json.dumps(request, ensure_ascii=False, separators=(",", ":"))[:-2]
         material = canonical_json({"v": PROMPT_FORMAT_VERSION, "judge": self.name, "model": self.model,
-                                   "host": self.endpoint.host, "mode": mode, "response_format": fmt,
+                                   "url": self.server_url, "mode": mode, "response_format": fmt,
                                    "sampling": self._sampling, "prefix": messages})
         tokens = self.tokens.messages(messages) + (self.tokens.text(canonical_json(fmt)) if fmt else 0)
         plan = _Plan(prefix, mode, head, hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens)
@@ -345,8 +411,11 @@ class LLMJudge(JudgeBase):
     # ------------------------------------------------------------------ failure policy
 
     def _setup_error(self, exc: BackendError) -> JudgeSetupError:
-        return JudgeSetupError(f"the server at {self.endpoint.host} refused the judge ({exc.message}); "
-                               "check the model name, the base URL and the API key")
+        return self._stop(f"the server at {self.endpoint.host} refused the judge ({exc.message}); "
+                          "check the model name, the base URL and the API key")
+
+    def _stop(self, message: str) -> JudgeSetupError:
+        return JudgeSetupError(self.redact(message))
 
     def _switch_mode(self, used: str, exc: BackendError) -> bool:
         """``auto``: fall back to the next structured-output mode when the server refuses this one
@@ -360,8 +429,8 @@ class LLMJudge(JudgeBase):
         if self._mode_index + 1 >= len(self._modes):
             return False
         self._mode_index += 1
-        self.notify(f"factjudge: the server at {self.endpoint.host} refused structured output "
-                    f"{used!r} ({exc.message}); using {self.mode!r} from now on")
+        self.notify(self.redact(f"factjudge: the server at {self.endpoint.host} refused structured "
+                                f"output {used!r} ({exc.message}); using {self.mode!r} from now on"))
         return True
 
     def _stop_if_hopeless(self, exc: BackendError, last: bool, bodies: list[str]) -> None:
@@ -369,15 +438,15 @@ class LLMJudge(JudgeBase):
         the run (exit 2) instead of being retried for every fact."""
         host = self.endpoint.host
         if exc.kind == "connect":  # refused, or no such host: nothing listens there
-            raise JudgeSetupError(f"cannot reach the server at {host} ({exc.message}); check the "
+            raise self._stop(f"cannot reach the server at {host} ({exc.message}); check the "
                                   "base URL and that the server is running")
         if exc.kind == "status" and not exc.retryable:
             raise self._setup_error(exc)
         if exc.kind == "status":
             bodies.append(exc.body)
             if last and len(set(bodies)) == 1:
-                raise JudgeSetupError(f"the server at {host} failed every try of the first question "
+                raise self._stop(f"the server at {host} failed every try of the first question "
                                       f"with the same error ({exc.message})")
         elif exc.kind == "timeout" and last:
-            raise JudgeSetupError(f"the server at {host} accepts connections but did not answer the "
+            raise self._stop(f"the server at {host} accepts connections but did not answer the "
                                   f"first question ({exc.message}); check the server, or raise the timeout")
