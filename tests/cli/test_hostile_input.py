@@ -148,6 +148,19 @@ def test_duplicate_keys_in_a_config_are_refused(tmp_path):
         load_config(nested)
 
 
+@pytest.mark.parametrize("line", [
+    '{"id": "f1", "fact_type": "t", "at": "12:30", "value": "1", "value": "2"}',
+    # an escaped colon in a value must not hide the colon of the second key
+    '{"id": "f1", "fact_type": "t", "at": "12\\u003a30", "value": "1", "value": "2"}',
+    '{"id": "f1", "fact_type": "t", "value": "1", "value": "2", "x": [1, "a:b"]}',
+    '[{"id": "f1", "fact_type": "t"}, 2, {"id": "f2", "fact_type": "t", "fact_type": "u"}]'])
+def test_duplicate_keys_are_found_whatever_the_colons_in_values(tmp_path, line):
+    path = tmp_path / "f.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(InputError, match=r"f\.jsonl: line 1: duplicate key '(value|fact_type)'"):
+        load_facts(path)
+
+
 def test_same_keys_in_different_objects_are_fine(tmp_path):
     jl = tmp_path / "f.jsonl"
     jl.write_text('{"id": "f1", "fact_type": "t", "x": {"value": 1}, "value": "a:b"}\n')
