@@ -283,8 +283,8 @@ class SplitDataset:
                 only[has[0]].append(doc_id)
         if not (only["gold"] and only["predicted"]):
             return []
-        gold, pred = (f"({', '.join(map(repr, ids[:2]))}{', ...' if len(ids) > 2 else ''})"
-                      for ids in only.values())
+        gold, pred = (f"({', '.join(repr(i if len(i) <= 40 else i[:37] + '...') for i in ids[:2])}"
+                      f"{', ...' if len(ids) > 2 else ''})" for ids in only.values())
         return [f"{len(only['gold'])} document(s) have gold facts only {gold} and "
                 f"{len(only['predicted'])} predicted facts only {pred} (of {len(self._index)}): "
                 "doc_ids are compared exactly, so their facts count as missed and spurious; check "
