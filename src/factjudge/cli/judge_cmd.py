@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ..core.scope import scope_check
+from ..core.scope import field_check, scope_check
 from ..errors import InputError
 from ..evaluation.pipeline import preview, run_judge_async
 from ..io.config import load_config
@@ -53,6 +53,8 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
         check_writable(output)
     scope_warnings = scope_check(cfg, {f["fact_type"] for f in (*gold_facts, *pred_facts)},
                                  f"{gold} and {predicted}")
+    scope_warnings += field_check(cfg, {k for f in (*gold_facts, *pred_facts) for k in f},
+                                  f"{gold} and {predicted}")
     judge = opts.build(cfg)
     if opts.dry_run:
         print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.price_in, opts.price_out,

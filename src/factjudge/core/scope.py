@@ -69,3 +69,25 @@ def scope_check(config: JudgeConfig, fact_types: Iterable[str], source: str) -> 
         raise InputError(f"{source}: no fact is in scope: entity_types {list(config.entity_types)} "
                          f"matches none of the fact types present ({', '.join(sorted(present))})")
     return warnings
+
+
+def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> list[str]:
+    """Check the fields the config names against ``present``, every field any fact of the run
+    carries (gold or predicted, every document). A ``fields`` entry no fact has compares nothing,
+    so every pair of one fact_type would match (``["valeu"]`` turned recall 0.0 into 1.0): an
+    :class:`InputError`. A ``tolerances`` entry no fact has is ignored: a warning."""
+    have = set(present)
+    known = sorted(have - NOT_COMPARED)
+
+    def hint(name: str) -> str:
+        close = difflib.get_close_matches(name, known, n=1)
+        return f" (did you mean {close[0]!r}?)" if close else ""
+
+    if have:  # nothing to judge is not a mistake
+        for name in config.fields or ():
+            if name not in have:
+                raise InputError(f"config key 'fields': no fact in {source} carries {name!r}"
+                                 f"{hint(name)}; a field no fact has compares nothing, so every "
+                                 "pair of the same fact_type would match")
+    return [f"tolerances {name!r}: no fact in {source} carries this field{hint(name)}: ignored"
+            for name in config.tolerances if have and name not in have]

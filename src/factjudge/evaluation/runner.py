@@ -239,7 +239,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    summary.warnings = [*scope_check(config, dataset.fact_types, "the dataset"), *warnings]
+    summary.warnings = [*scope_check(config, dataset.fact_types, "the dataset"), *dataset.warnings,
+                        *warnings]
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
     lines = _report_lines(store, sorted(order), settings.report_rows)

@@ -65,15 +65,26 @@ def parse_config(data: Any, source: str = "config") -> JudgeConfig:
     if data is None:
         data = {}
     if isinstance(data, JudgeConfig):
-        return data
+        return _fields_listed(data, source)
     if not isinstance(data, Mapping):
         raise InputError(f"{source}: the config must be a mapping of keys to values")
     data = dict(data)
     check_json_value(data, source, label="config key")
     try:
-        return JudgeConfig.model_validate(data)
+        config = JudgeConfig.model_validate(data)
     except ValidationError as exc:
         raise _config_error(source, data, exc) from None
+    return _fields_listed(config, source)
+
+
+def _fields_listed(config: JudgeConfig, source: str) -> JudgeConfig:
+    """``fields`` that compares nothing would make every pair of one fact_type match (an empty
+    list turned recall 0.0 into 1.0): refused. ``fact_type`` alone is such a list too."""
+    if config.fields is not None and not [f for f in config.fields if f != "fact_type"]:
+        raise InputError(f"{source}: config key 'fields': {config.fields!r} names no field to compare "
+                         "(empty), so every pair of the same fact_type would match: list them, or leave "
+                         "'fields' out to compare the fields the gold facts carry")
+    return config
 
 
 def load_config(path: str | Path | None) -> JudgeConfig:

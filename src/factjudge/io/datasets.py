@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..core.scope import in_scope_facts
+from ..core.scope import field_check, in_scope_facts
 from ..errors import InputError
 from ..models import DIRECTIONS, Direction, JudgeConfig
 from ..util.jsonutil import canonical_json
@@ -56,6 +56,9 @@ class Dataset(Protocol):
     #: The input files, for provenance.
     sources: list[str]
     fact_types: set[str]
+    #: What ``scan`` noticed about the inputs as a whole (eval prints them and keeps them in
+    #: summary.json): tolerances for fields no fact has, doc_ids on one side only.
+    warnings: list[str]
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]: ...
 
@@ -78,11 +81,18 @@ def _doc_id(rec: dict[str, Any], prefix: str) -> str:
     return coerce_id(rec.get("doc_id"), "doc_id", prefix)
 
 
-def _parse_line(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
-    rec = parse_json_line(raw, path, lineno)
+def _parse_line(raw: bytes, path: Path, lineno: int, unit: str = "line") -> dict[str, Any]:
+    """One JSON object per line; ``unit`` names what the line stands for in ``path`` (``row``:
+    the JSON-lines copy of a table, line N = row N)."""
+    rec = parse_json_line(raw, path, lineno, unit=unit)
     if not isinstance(rec, dict):
-        raise InputError(f"{path}: line {lineno}: expected a JSON object, got {json_type(rec)}")
+        raise InputError(f"{path}: {unit} {lineno}: expected a JSON object, got {json_type(rec)}")
     return rec
+
+
+def _field_names(doc: Document, into: set[str]) -> None:
+    for fact in (*doc.gold, *doc.predicted):
+        into.update(fact)
 
 
 def _read_at(fh: IO[bytes], offset: int) -> bytes:
@@ -99,6 +109,7 @@ class JsonlDataset:
         self.infos: list[DocInfo] = []
         #: Every fact_type the valid documents hold (set by ``scan``).
         self.fact_types: set[str] = set()
+        self.warnings: list[str] = []
         self._offsets, self._lines = array("q"), array("q")
 
     def _document(self, raw: bytes, lineno: int) -> Document:
@@ -123,6 +134,7 @@ class JsonlDataset:
         self.fact_types = set()
         problems: list[Problem] = []
         seen: dict[str, int] = {}
+        names: set[str] = set()
         for lineno, offset, raw in jsonl_lines(self.path):
             try:
                 doc = self._document(raw, lineno)
@@ -135,8 +147,10 @@ class JsonlDataset:
             seen[doc.doc_id] = lineno
             self.infos.append(DocInfo(doc.doc_id, _doc_hash(salt, doc), _questions(doc, config)))
             self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
+            _field_names(doc, names)
             self._offsets.append(offset)
             self._lines.append(lineno)
+        self.warnings = field_check(config, names, str(self.path))
         return problems
 
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
@@ -167,6 +181,7 @@ class SplitDataset:
         self.infos: list[DocInfo] = []
         #: Every fact_type the valid documents hold (set by ``scan``).
         self.fact_types: set[str] = set()
+        self.warnings: list[str] = []
         self._index: dict[str, dict[Direction, _Side]] = {}
         #: What is read per side: the file itself, or a JSON-lines copy of a table (line N = row N)
         self._files = dict(self.paths)
@@ -179,8 +194,8 @@ class SplitDataset:
         return validate_facts([(where, fact)], str(self.paths[side]), checked=True)[0]
 
     def _load(self, side: Direction, where: _Side, fh: IO[bytes]) -> list[tuple[int, dict[str, Any]]]:
-        path = self._files[side]
-        return [(n, _parse_line(_read_at(fh, off), path, n))
+        path, unit = self.paths[side], self._unit[side]
+        return [(n, _parse_line(_read_at(fh, off), path, n, unit))
                 for off, n in zip(where.offsets, where.lines, strict=False)]
 
     def _spool_tables(self) -> None:
@@ -205,13 +220,14 @@ class SplitDataset:
         self.infos, self._index = [], {}  # a re-scan starts over
         self.fact_types = set()
         problems: list[Problem] = []
+        names: set[str] = set()
         self._spool_tables()
         # pass 1: each line on its own, and where each document's lines are
         for side, path in self.paths.items():
             for lineno, offset, raw in jsonl_lines(self._files[side]):
                 prefix = f"{path}: {self._unit[side]} {lineno}"
                 try:
-                    rec = _parse_line(raw, path, lineno)
+                    rec = _parse_line(raw, path, lineno, self._unit[side])
                     doc_id = _doc_id(rec, prefix)
                     self._fact(side, lineno, rec)
                 except InputError as exc:
@@ -246,11 +262,33 @@ class SplitDataset:
                 doc = Document(doc_id, facts["gold"], facts["predicted"])
                 self.infos.append(DocInfo(doc_id, _doc_hash(salt, doc), _questions(doc, config)))
                 self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
+                _field_names(doc, names)
         finally:
             for fh in handles.values():
                 fh.close()
         problems.sort(key=lambda p: (p.file != str(self.paths["gold"]), p.line))
+        self.warnings = field_check(config, names, " and ".join(self.sources))
+        self.warnings += self._unpaired()
         return problems
+
+    def _unpaired(self) -> list[str]:
+        """A warning when documents have gold facts only AND others predicted facts only: doc_ids
+        spelled differently on the two sides (``1`` vs ``01``) never pair, and every fact then
+        counts as missed or spurious without a word. One side alone is normal (a system that
+        found nothing in a document, a document without gold facts)."""
+        only: dict[Direction, list[str]] = {"gold": [], "predicted": []}
+        for doc_id, sides in self._index.items():
+            has = [s for s in DIRECTIONS if sides[s].lines]
+            if len(has) == 1:
+                only[has[0]].append(doc_id)
+        if not (only["gold"] and only["predicted"]):
+            return []
+        gold, pred = (f"({', '.join(repr(i if len(i) <= 40 else i[:37] + '...') for i in ids[:2])}"
+                      f"{', ...' if len(ids) > 2 else ''})" for ids in only.values())
+        return [f"{len(only['gold'])} document(s) have gold facts only {gold} and "
+                f"{len(only['predicted'])} predicted facts only {pred} (of {len(self._index)}): "
+                "doc_ids are compared exactly, so their facts count as missed and spurious; check "
+                "that both files spell the doc_ids the same way"]
 
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
         handles = {side: path.open("rb") for side, path in self._files.items()}

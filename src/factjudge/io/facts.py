@@ -29,7 +29,12 @@ def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
     A ``.jsonl`` file is read one line at a time, when the records are drawn."""
     path = Path(path)
     if is_table(path):
-        return read_table_records(path)
+        # a Parquet cell can hold NaN, Infinity or deep nesting: checked here, where the file and
+        # the row are known (later checks could only say "gold facts: record N")
+        records = read_table_records(path)
+        for where, rec in records:
+            check_json_value(rec, f"{path}: {where}")
+        return records
     if path.suffix.lower() == ".jsonl":
         return _jsonl_records(path)
     text = read_text(path)

@@ -39,6 +39,20 @@ class _ConfigLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """PyYAML keeps the last of two equal keys silently (``one_to_one: true`` then
+        ``one_to_one: false`` gave False without a word): the second is refused at its line."""
+        seen: set[tuple[str, str]] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = (key_node.tag, key_node.value)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key_node.value!r}: write each key once",
+                        key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
 
 def _guarded(construct: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def wrapper(loader: Any, node: Any) -> Any:

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..core.scope import scope_check
+from ..core.scope import field_check, scope_check
 from ..errors import FactJudgeError, InputError, JudgeSetupError, missing_dependency
 from ..evaluation.runner import EvalRun, ReportSettings, finish_run, input_salt, judge_documents, open_run, run_manifest
 from ..io.config import parse_config
@@ -282,10 +282,12 @@ class RayDataset:
         self.sources = [name]
         #: Every fact_type the valid documents hold (set by ``scan``).
         self.fact_types: set[str] = set()
+        self.warnings: list[str] = []
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
         self.infos, self.fact_types = [], set()
         problems: list[Problem] = []
+        names: set[str] = set()  # every field of every fact, for field_check
         seen: dict[str, int] = {}
         for n, row in enumerate(_rows(self.ds), start=1):
             prefix = f"{self.name}: row {n}"
@@ -300,6 +302,8 @@ class RayDataset:
             seen[doc.doc_id] = n
             self.infos.append(DocInfo(doc.doc_id, _doc_hash(salt, doc), _questions(doc, config)))
             self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
+            names.update(k for f in (*doc.gold, *doc.predicted) for k in f)
+        self.warnings = field_check(config, names, self.name)
         return problems
 
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
