@@ -81,17 +81,18 @@ import json
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ...util.jsonutil import canonical_json as _strict_json
+from .units import Measure, PhysicalUnit, parse_measure, physical_unit
 
 __all__ = [
-    "COMPANY_SUFFIXES", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity", "Text",
+    "COMPANY_SUFFIXES", "Measure", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity", "Text",
     "Unit", "format_decimal", "is_unit_field", "normalize_fact",
     "normalize_text", "normalize_value", "parse_number", "parse_period", "parse_unit",
-    "sorted_tokens", "text_numbers", "text_similarity", "unit_target",
+    "as_measure", "sorted_tokens", "text_numbers", "text_similarity", "unit_physical", "unit_target",
 ]
 
 # --------------------------------------------------------------------------- normal forms
@@ -139,6 +140,9 @@ class Quantity:
     scaled: bool = False
     #: How it was written, with the unit that was folded in (for reasoning).
     source: str = ""
+    #: Its scale word was ``m`` or ``mm``, which may be metres or millimetres instead: against a
+    #: physical measure it is read as a length (``183 m`` = ``600 ft``), else as millions.
+    metric: str | None = None
 
     @property
     def number(self) -> Decimal:
@@ -184,11 +188,18 @@ class Unit:
     percent: bool = False
     #: The words that are not a currency, scale or percent, e.g. "shares".
     rest: Text | None = None
+    #: A physical unit (``mg``, ``ft``, ``mg/kg``): the amount becomes a :class:`Measure`.
+    physical: PhysicalUnit | None = None
+    #: Written as ``m`` or ``mm``: a scale (million), but maybe metres (see Quantity.metric).
+    metric: str | None = None
+    #: Applied to an amount of the fact, which then carries its magnitude.
+    applied: bool = False
 
     @property
     def is_numeric(self) -> bool:
-        """Whether it changes the amount it applies to (currency, scale or percent)."""
-        return self.currency is not None or self.scale is not None or self.percent
+        """Whether it changes the amount it applies to (currency, scale, percent, physical unit)."""
+        return (self.currency is not None or self.scale is not None or self.percent
+                or self.physical is not None)
 
     def describe(self) -> str:
         return json.dumps(self.raw, ensure_ascii=False) if self.raw else "(no unit)"
@@ -196,7 +207,7 @@ class Unit:
 
 EMPTY_UNIT = Unit(raw="")
 
-Norm = Missing | Text | Quantity | Period | Other | Unit
+Norm = Missing | Text | Quantity | Period | Other | Unit | Measure
 
 
 def lenient_json(value: Any) -> str:
@@ -423,8 +434,13 @@ def parse_number(text: str) -> Quantity | None:
     if negative:
         value = -value
     plain = bool(_PLAIN_DIGITS.fullmatch(s)) and not negative and currency is None
+    metric = scale if scale in _METRIC_SCALES and not (currency or pct or bp) else None
     return Quantity(value=value, currency=currency, percent=bool(pct or bp), plain=plain,
-                    scaled=bool(scale or pct or bp), source=text.strip())
+                    scaled=bool(scale or pct or bp), source=text.strip(), metric=metric)
+
+
+#: Scale words that are also lengths (metres, millimetres).
+_METRIC_SCALES = ("m", "mm")
 
 
 #: Larger magnitudes are not amounts anyone reports; refusing them keeps Decimal arithmetic
@@ -490,7 +506,15 @@ def parse_unit(text: str) -> Unit:
             else:
                 rest.append(part)
     rest_text = make_text(" ".join(rest)) if rest else None
-    return Unit(raw=text.strip(), currency=currency, scale=scale, percent=percent, rest=rest_text)
+    raw = text.strip()
+    physical = metric = None
+    if currency is None and not percent:
+        if scale is None and rest:
+            physical = physical_unit(raw)  # loads pint: no currency, scale or percent here
+        elif not rest and s.strip() in _METRIC_SCALES:
+            metric = s.strip()
+    return Unit(raw=raw, currency=currency, scale=scale, percent=percent, rest=rest_text,
+                physical=physical, metric=metric)
 
 
 _GENERIC_UNIT_FIELDS = frozenset({
@@ -523,20 +547,45 @@ def _merge_units(units: list[Unit]) -> Unit:
     currency = next((u.currency for u in units if u.currency), None)
     scale = next((u.scale for u in units if u.scale is not None), None)
     raw = " ".join(u.raw for u in units if u.is_numeric)
-    return Unit(raw=raw, currency=currency, scale=scale, percent=any(u.percent for u in units))
+    physical = next((u.physical for u in units if u.physical is not None), None)
+    metric = next((u.metric for u in units if u.metric is not None), None)
+    return Unit(raw=raw, currency=currency, scale=scale, percent=any(u.percent for u in units),
+                physical=physical, metric=metric)
 
 
-def _apply_unit(q: Quantity, unit: Unit) -> Quantity:
+def unit_physical(unit: Unit) -> PhysicalUnit | None:
+    """The physical unit of a unit field, reading ``m`` / ``mm`` as lengths."""
+    return unit.physical or (physical_unit(unit.metric) if unit.metric else None)
+
+
+def as_measure(value: Norm) -> Measure | None:
+    """A measure as itself; ``183 m`` (read as 183 million) as 183 metres; else None."""
+    if isinstance(value, Measure):
+        return value
+    if isinstance(value, Quantity) and value.metric:
+        unit = physical_unit(value.metric)
+        if unit is not None:
+            return Measure(value=value.value.scaleb(-6), unit=unit, source=value.source)
+    return None
+
+
+def _apply_unit(q: Quantity, unit: Unit) -> Quantity | Measure:
+    source = f"{q.source} [{unit.raw}]" if unit.raw else q.source
+    if unit.physical is not None and not (q.currency or q.percent or q.scaled):
+        return Measure(value=q.value, unit=unit.physical, source=source)
     value, scaled, plain, percent = q.value, q.scaled, q.plain, q.percent
+    metric = q.metric
     if unit.scale is not None and not q.scaled:
-        value, scaled, plain = value * unit.scale, True, False
+        value, scaled, plain, metric = value * unit.scale, True, False, unit.metric
     if unit.percent and not q.percent:
         percent, plain = True, False
     currency = q.currency or unit.currency
     if currency is not None:
         plain = False
+    if currency is not None or percent:
+        metric = None
     return Quantity(value=value, currency=currency, percent=percent, plain=plain, scaled=scaled,
-                    source=f"{q.source} [{unit.raw}]" if unit.raw else q.source)
+                    source=source, metric=metric)
 
 
 # --------------------------------------------------------------------------- periods
@@ -666,6 +715,8 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
     q = parse_number(bare)
     if q is not None:
         return _apply_unit(q, unit) if unit is not None else q
+    if (measure := parse_measure(bare)) is not None:
+        return measure
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
 
 
@@ -695,6 +746,8 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
         if target is not None and target in fact and isinstance(u, Unit) and u.raw:
             applied.setdefault(target, []).append(u)
             amounts.add(target)
+    generic_names = {k for k, u in units.items() if unit_target(k) is None}
+    generic_targets = False
     if generic:
         others = [k for k in names if k not in units]
         targets = [k for k in others if k in _AMOUNT_FIELDS]
@@ -705,6 +758,11 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
         for k in targets:
             applied.setdefault(k, []).extend(generic)
             amounts.add(k)
+        generic_targets = bool(targets)
+    for k, u in units.items():  # a physical unit then compares by dimension (judge)
+        if isinstance(u, Unit) and (u.physical or u.metric) and (
+                k in generic_names and generic_targets or unit_target(k) in amounts):
+            units[k] = replace(u, applied=True)
     out: dict[str, Norm] = {}
     for k in names:
         if k in units:
