@@ -247,11 +247,19 @@ def format_decimal(value: Decimal) -> str:
 
 # --------------------------------------------------------------------------- text
 
+# Legal forms from the ISO 20275 Entity Legal Forms code list (GLEIF,
+# https://www.gleif.org/en/about-lei/code-lists/iso-20275-entity-legal-forms-code-list), as
+# written after normalisation (S.p.A. -> spa, A/S -> a s), limited to the abbreviations that are
+# no ordinary word at the end of a company name.
 COMPANY_SUFFIXES = frozenset({
     "inc", "incorporated", "corp", "corporation", "co", "company", "ltd", "limited", "llc",
     "llp", "lp", "plc", "ag", "sa", "se", "nv", "bv", "gmbh", "spa", "sarl", "ab", "oyj",
-    "asa", "kk", "pty", "pte", "pvt",
+    "asa", "kk", "pty", "pte", "pvt", "sas", "srl", "sl", "as", "aps", "oy", "kg", "kgaa",
+    "bhd", "tbk", "ltda", "sro", "doo",
 })
+#: Legal forms of several words, longest first (A/S, S.A. de C.V., AB (publ), Sdn Bhd).
+_COMPANY_SUFFIX_PHRASES = (("sa", "de", "cv"), ("s", "de", "rl"), ("sp", "z", "oo"),
+                           ("ab", "publ"), ("sdn", "bhd"), ("a", "s"))
 
 _APOSTROPHES = re.compile(r"['’‘ʼ`´]")
 _ABBREV_DOT = re.compile(r"(?<=[^\W\d_])\.(?=[^\W\d_])")  # U.S. -> US, never 3.5 -> 35
@@ -270,8 +278,17 @@ def _strip_accents(s: str) -> str:
     return unicodedata.normalize("NFC", kept).translate(_UNDECOMPOSABLE)
 
 
+#: camelCase identifiers ("foundedBy", "dateOfBirth"), split into words before case folding;
+#: a lower-case start of two letters or more, so brands ("iPhone", "eBay", "McDonald",
+#: "PayPal") stay whole.
+_CAMEL_CASE = re.compile(r"\b[a-z]{2,}(?:[A-Z][a-z]+)+\b")
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
 def normalize_text(text: str, *, ignore_company_suffixes: bool = False) -> str:
-    s = _strip_accents(unicodedata.normalize("NFKC", text).casefold())
+    s = unicodedata.normalize("NFKC", text)
+    s = _CAMEL_CASE.sub(lambda m: _CAMEL_HUMP.sub(" ", m.group()), s)
+    s = _strip_accents(s.casefold())
     s = s.replace("&", " and ")
     s = _APOSTROPHES.sub("", s)
     s = _ABBREV_DOT.sub("", s)
@@ -279,18 +296,62 @@ def normalize_text(text: str, *, ignore_company_suffixes: bool = False) -> str:
     words = _NOT_WORD.sub(" ", s).split()
     if ignore_company_suffixes:
         words = _strip_company_words(words)
-    return " ".join(words)
+    return " ".join(_roman_numerals(words))
 
 
 def _strip_company_words(words: list[str]) -> list[str]:
     words = list(words)
     if len(words) > 1 and words[0] == "the":
         words.pop(0)
-    while len(words) > 1 and words[-1] in COMPANY_SUFFIXES:
-        words.pop()
+    while len(words) > 1:
+        phrase = next((p for p in _COMPANY_SUFFIX_PHRASES
+                       if len(words) > len(p) and tuple(words[-len(p):]) == p), None)
+        if phrase is not None:
+            del words[-len(phrase):]
+        elif words[-1] in COMPANY_SUFFIXES:
+            words.pop()
+        else:
+            break
         if len(words) > 1 and words[-1] == "and":  # "Johnson & Co"
             words.pop()
     return words
+
+
+# Roman numerals, read as numbers so that "Stage II" never matches "Stage III" (similarity 94)
+# and "Type II" equals "Type 2". A word is a numeral only where one is expected, because many
+# are words or abbreviations ("I", "mix", "CD", "DC", "MD", "vi", "Xi", "IV" for intravenous):
+# after one of these words, with the letters I, V, X, L, C only (one letter: I, V or X; so
+# "Vitamin C" and "Class C shares" stay letters), or as the last word of a short name of two to
+# four words ("Henry VIII", "Louis XIV"), with I, V and X only and at least two letters -- but
+# never "iv", "vi" or "xi", which are also a route of administration, an editor and a surname.
+_ROMAN = re.compile(r"(?=[ivxlc])(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})")
+_ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
+_NUMERAL_AFTER = frozenset({
+    "stage", "type", "grade", "phase", "class", "part", "chapter", "war", "act", "book",
+    "volume", "vol", "level", "category", "tier", "division", "title", "article", "annex",
+    "appendix", "schedule", "bowl", "series", "round", "league",
+})
+_NOT_NAME_SUFFIX = frozenset({"iv", "vi", "xi"})
+
+
+def _roman_value(word: str) -> int:
+    values = [_ROMAN_VALUES[ch] for ch in word]
+    return sum(-v if v < nxt else v for v, nxt in zip(values, [*values[1:], 0], strict=True))
+
+
+def _roman_numerals(words: list[str]) -> list[str]:
+    out = list(words)
+    for i, word in enumerate(words):
+        if not _ROMAN.fullmatch(word):
+            continue
+        after_keyword = i > 0 and words[i - 1] in _NUMERAL_AFTER and (
+            len(word) > 1 or word in "ivx")
+        name_suffix = (i == len(words) - 1 and 2 <= len(words) <= 4 and len(word) > 1
+                       and set(word) <= set("ivx") and word not in _NOT_NAME_SUFFIX
+                       and words[i - 1].isalpha())
+        if after_keyword or name_suffix:
+            out[i] = str(_roman_value(word))
+    return out
 
 
 def sorted_tokens(norm: str) -> str:
