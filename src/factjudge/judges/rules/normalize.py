@@ -7,6 +7,7 @@ Every field value is read into one of a few normal forms, once per fact:
 * :class:`Quantity` -- a number, with its currency and whether it is a percentage.
 * :class:`Text`     -- anything else that is a string.
 * :class:`Unit`     -- the value of a unit-like field (``unit``, ``currency``, ``scale``, ...).
+* :class:`Measure`  -- a number with a physical unit (``600 ft``, ``2 mg/kg``, ``37 °C``).
 * :class:`Other`    -- bools, lists, dicts, non-finite floats: compared by canonical JSON (a
   value holding NaN equals nothing, not even itself).
 
@@ -14,10 +15,13 @@ Text
     NFKC, case-folded, accents removed (``María`` = ``maria``; extractors often drop them, and
     letters that do not decompose are mapped: ø, ł, đ, æ, œ), ``&`` read as ``and``, apostrophes
     dropped (``McDonald's`` = ``McDonalds``), dots inside abbreviations dropped (``U.S.`` = ``US``), thousands commas
-    inside numbers dropped, every other punctuation or symbol becomes a space, whitespace
-    collapsed. With ``ignore_company_suffixes`` the trailing legal-form words (Inc, Corp,
-    Corporation, Ltd, LLC, PLC, AG, SA, GmbH, Co, ...) and a leading "the" are dropped, but
-    never the last remaining word. Similarity is rapidfuzz ``fuzz.ratio`` over the words sorted
+    inside numbers dropped, every other punctuation or symbol becomes a space (so
+    ``founded_by`` = ``founded by``), camelCase split (``foundedBy`` = ``founded by``; not
+    ``iPhone`` or ``PayPal``), whitespace collapsed, Roman numerals read as numbers where one is
+    expected (``Stage II`` = ``stage 2``, see :func:`_roman_numerals`). With
+    ``ignore_company_suffixes`` the trailing legal-form words (Inc, Corp, Ltd, LLC, PLC, AG, SA,
+    GmbH, Co, A/S, AB, NV, SpA, KK, Pty, S.A. de C.V., ...; ISO 20275) and a leading "the" are
+    dropped, but never the last remaining word. Similarity is rapidfuzz ``fuzz.ratio`` over the words sorted
     alphabetically, i.e. ``token_sort_ratio``: word order is formatting ("Smith, John" = "John
     Smith") while every character still counts ("Apple" vs "Applied" scores 83). We reject
     ``token_set_ratio`` and ``partial_ratio``: a name contained in a longer one ("Apple" in
@@ -55,9 +59,21 @@ Units (:func:`parse_unit`, :func:`normalize_fact`)
     therefore matches one with ``"unit": "USD"`` when its amount is in dollars or names no
     currency, but never one with ``"unit": "shares"``.
 
+Physical units (:mod:`factjudge.judges.rules.units`)
+    A unit field holding a physical unit (``mg``, ``ft``, ``mg/kg``, ``°C``; no currency, scale
+    or percent) turns the amount it applies to into a :class:`Measure`, and so does a value
+    written with one (``"600 ft"``). Two measures match when their dimensions agree and their
+    magnitudes, in the finer of the two units, are equal or within the field's tolerance
+    (``600 ft`` = ``183 m`` within 1%; ``mg/kg`` never equals ``mcg/kg``). Two physical unit
+    fields agree when they measure the same kind of thing and both facts have an amount that
+    carries the conversion, else only when they are the same unit. ``m`` and ``mm`` stay million
+    (finance), but against a measure they are read as metres and millimetres. Words that are no
+    physical unit (``goals``, ``tablets``) compare as text, as before.
+
 Dates and periods (:func:`parse_period`)
-    Keys: ``2023-03-05`` (ISO ``2023-03-05``/``2023/3/5``, ``March 5, 2023``, ``5 Mar 2023``,
-    ``5th of March 2023``, ``03/05/2023``; slash and dash all-number dates are month first
+    Keys: ``2023-03-05`` (ISO ``2023-03-05``/``2023/3/5``, ``March 5, 2023``, ``Mar. 5, 2023``,
+    ``5 Mar 2023``, ``5th of March 2023``, ``03/05/2023``, after a weekday that is the date's own,
+    ``Sun 5 Mar 2023`` or ``Sunday, March 5, 2023``; slash and dash all-number dates are month first
     unless the first number exceeds 12, dotted ones (``05.03.2023``) day first; a time after an
     ISO date is ignored), ``2023-03`` (``March 2023``, ``2023-03``), ``2023`` (``2023``,
     ``CY2023``, ``calendar year 2023``), ``FY2023`` (``FY2023``, ``FY 2023``, ``FY23``,
@@ -681,6 +697,11 @@ _HALVES = [re.compile(rf"{_HALF}[\s\-/,']*{_YR}"), re.compile(rf"{_YR}[\s\-/,']*
 
 BARE_YEAR_RANGE = (1900, 2100)
 
+#: A leading weekday ("Tue 5 Mar 2024", "Tuesday, March 5, 2024"); it must be the date's own.
+_WEEKDAY = re.compile(r"(?P<wd>mon|tue|wed|thu|fri|sat|sun)(?:day|s|sday|nesday|r|rs|rsday|urday)?"
+                      r"\.?,?\s+(?P<rest>.+)")
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
 
 def _year(text: str) -> int:
     if len(text) == 2:  # only reached after a marker (FY23, Q1'23)
@@ -700,6 +721,14 @@ def _month(name: str) -> int:
     return _MONTHS[name[:3]]
 
 
+def _dated_weekday(weekday: str, rest: str) -> str | None:
+    """The date after a weekday, if it is a full date falling on that weekday."""
+    key = parse_period(rest)
+    if key is None or len(key) != 10 or not key[0].isdigit():
+        return None
+    return key if _WEEKDAYS[_dt.date.fromisoformat(key).weekday()] == weekday else None
+
+
 def parse_period(text: str, *, bare_year: bool = True) -> str | None:
     """The period key of a written date or period (see the module docs), or None.
 
@@ -709,6 +738,8 @@ def parse_period(text: str, *, bare_year: bool = True) -> str | None:
     s = _prep(text.replace("_", " ")).rstrip(".")
     if not s or not any(ch.isdigit() for ch in s):
         return None
+    if m := _WEEKDAY.fullmatch(s):
+        return _dated_weekday(m["wd"], m["rest"])
     if m := _ISO.fullmatch(s):
         return _date_key(int(m["y"]), int(m["m"]), int(m["d"]))
     if m := _NUMERIC_DATE.fullmatch(s):
