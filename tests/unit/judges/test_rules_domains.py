@@ -97,11 +97,15 @@ def test_money_units_are_unchanged():
 
 
 def test_pint_is_imported_only_when_a_physical_unit_is_met():
-    code = ("import sys\n"
+    # ... and reads its units offline: any network use fails here
+    code = ("import socket, sys\n"
+            "def refuse(*a, **k): raise RuntimeError('network')\n"
+            "socket.socket.connect = refuse; socket.create_connection = refuse\n"
             "from factjudge.judges.rules.normalize import normalize_value, parse_unit\n"
             "normalize_value('$12.5m'); normalize_value('Apple Inc.'); parse_unit('USD million')\n"
+            "normalize_value('183 m'); parse_unit('m')\n"
             "assert 'pint' not in sys.modules\n"
-            "normalize_value('5 mg')\n"
+            "assert normalize_value('5 mg').unit.name == 'milligram'\n"
             "assert 'pint' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
