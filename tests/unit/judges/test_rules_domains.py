@@ -50,6 +50,13 @@ def test_different_physical_units_never_match(a, b):
     assert not both_ways(a, b, REL_1PCT)
 
 
+def test_mg_never_links_to_mcg_even_with_a_looser_text_threshold():
+    # "5 mg" vs "5 mcg" is similarity 89 as text: one point under the default 90, and linked at 85
+    loose = {"text_threshold": 85}
+    assert not both_ways({"dose": "5 mg"}, {"dose": "5 mcg"}, loose)
+    assert not both_ways({"dose": 5, "unit": "mg"}, {"dose": 5, "unit": "mcg"}, {"text_threshold": 80})
+
+
 @pytest.mark.parametrize("a, b", [
     ({"height": "600 ft"}, {"height": "183 m"}),                  # 182.88 m, within 1%
     ({"height": "600 ft"}, {"height": "182.88 metres"}),
