@@ -273,9 +273,11 @@ COMPANY_SUFFIXES = frozenset({
     "asa", "kk", "pty", "pte", "pvt", "sas", "srl", "sl", "as", "aps", "oy", "kg", "kgaa",
     "bhd", "tbk", "ltda", "sro", "doo",
 })
-#: Legal forms of several words, longest first (A/S, S.A. de C.V., AB (publ), Sdn Bhd).
-_COMPANY_SUFFIX_PHRASES = (("sa", "de", "cv"), ("s", "de", "rl"), ("sp", "z", "oo"),
-                           ("ab", "publ"), ("sdn", "bhd"), ("a", "s"))
+#: Legal forms of several words (A/S, S.A. de C.V., AB (publ), Sdn Bhd), by their last word.
+_COMPANY_SUFFIX_PHRASES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "cv": (("sa", "de", "cv"),), "rl": (("s", "de", "rl"),), "oo": (("sp", "z", "oo"),),
+    "publ": (("ab", "publ"),), "bhd": (("sdn", "bhd"),), "s": (("a", "s"),),
+}
 
 _APOSTROPHES = re.compile(r"['’‘ʼ`´]")
 _ABBREV_DOT = re.compile(r"(?<=[^\W\d_])\.(?=[^\W\d_])")  # U.S. -> US, never 3.5 -> 35
@@ -320,7 +322,7 @@ def _strip_company_words(words: list[str]) -> list[str]:
     if len(words) > 1 and words[0] == "the":
         words.pop(0)
     while len(words) > 1:
-        phrase = next((p for p in _COMPANY_SUFFIX_PHRASES
+        phrase = next((p for p in _COMPANY_SUFFIX_PHRASES.get(words[-1], ())
                        if len(words) > len(p) and tuple(words[-len(p):]) == p), None)
         if phrase is not None:
             del words[-len(phrase):]
@@ -358,7 +360,7 @@ def _roman_value(word: str) -> int:
 def _roman_numerals(words: list[str]) -> list[str]:
     out = list(words)
     for i, word in enumerate(words):
-        if not _ROMAN.fullmatch(word):
+        if word.strip("ivxlc") or not _ROMAN.fullmatch(word):  # the strip: a cheap first test
             continue
         after_keyword = i > 0 and words[i - 1] in _NUMERAL_AFTER and (
             len(word) > 1 or word in "ivx")
