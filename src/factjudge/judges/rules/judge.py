@@ -54,6 +54,7 @@ from ..prompts import JudgeTask, negative_status
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
+    Measure,
     Missing,
     Norm,
     Other,
@@ -61,11 +62,14 @@ from .normalize import (
     Quantity,
     Text,
     Unit,
+    as_measure,
     fact_currency,
     format_decimal,
     is_unit_field,
     normalize_fact,
+    unit_physical,
 )
+from .units import common_values
 
 #: Stop narrowing the shortlist once it is this small; comparing a few facts is cheaper.
 _SMALL_POOL = 8
@@ -183,6 +187,8 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
                    threshold: float) -> _Outcome:
     if not (isinstance(a, Unit) and isinstance(b, Unit)):
         return _compare_plain(a, b)
+    if (a.physical or b.physical) and (a.physical or a.metric) and (b.physical or b.metric):
+        return _compare_physical_units(a, b)
     shown = _shown(a, b)
     ea, eb = a.currency or cur_a, b.currency or cur_b
     if ea and eb and ea != eb:
@@ -205,6 +211,34 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
     return True, exact, score, f"{shown}: {currency}{scale}"
 
 
+def _compare_physical_units(a: Unit, b: Unit) -> _Outcome:
+    """Same dimension, and the same unit unless both facts have an amount that carries it."""
+    shown = _shown(a, b)
+    pa, pb = unit_physical(a), unit_physical(b)
+    if pa is None or pb is None or pa.dimension != pb.dimension:
+        return False, False, 0.0, f"{shown}: units of different kinds"
+    if pa.name == pb.name:
+        return True, True, 100.0, f"{shown}: same unit"
+    if a.applied and b.applied:
+        return True, False, 100.0, f"{shown}: same kind of unit; converted in the amount"
+    return False, False, 0.0, f"{shown}: different units and no amount to convert"
+
+
+def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None) -> _Outcome:
+    """Physical amounts: same dimension, magnitudes compared in the finer unit (units.py)."""
+    ma, mb = as_measure(a), as_measure(b)
+    if ma is None or mb is None:
+        return _compare_plain(a, b)
+    common = common_values(ma, mb)
+    if common is None:
+        return False, False, 0.0, (f"{_shown(a, b)}: units of different "
+                                   f"kinds ({ma.unit.name} vs {mb.unit.name})")
+    va, vb, unit = common
+    ok, exact, score, detail = _compare_quantities(Quantity(va, source=ma.source),
+                                                   Quantity(vb, source=mb.source), tol)
+    return ok, exact, score, f"{detail} (in {unit})"
+
+
 def _compare_plain(a: Norm, b: Norm) -> _Outcome:
     shown = _shown(a, b)
     if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
@@ -217,7 +251,7 @@ def _compare_plain(a: Norm, b: Norm) -> _Outcome:
 
 def _kind(n: Norm) -> str:
     return {Missing: "missing", Text: "text", Quantity: "number", Period: "date/period",
-            Other: "JSON value", Unit: "unit"}[type(n)]
+            Other: "JSON value", Unit: "unit", Measure: "measure"}[type(n)]
 
 
 def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
@@ -239,6 +273,8 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
         ok, exact, score = both, both, 100.0 if both else 0.0
         side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
         detail = f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")
+    elif isinstance(a, Measure) or isinstance(b, Measure):
+        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(name))
     elif isinstance(a, Quantity) and isinstance(b, Quantity):
         ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(name))
     elif isinstance(a, Text) and isinstance(b, Text):
@@ -415,6 +451,8 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         if is_unit_field(name):
             continue  # compared by effect, see normalize; never a reason to skip a candidate
         value = subject.get(name)
+        if isinstance(value, Quantity) and value.metric:
+            continue  # "183 m" may be metres and match a measure, which is filed under no key
         tol = config.tolerances.get(name)
         if isinstance(value, Quantity) and tol is not None and (tol.relative or tol.absolute):
             windows.append((name, value))

@@ -7,6 +7,7 @@ Every field value is read into one of a few normal forms, once per fact:
 * :class:`Quantity` -- a number, with its currency and whether it is a percentage.
 * :class:`Text`     -- anything else that is a string.
 * :class:`Unit`     -- the value of a unit-like field (``unit``, ``currency``, ``scale``, ...).
+* :class:`Measure`  -- a number with a physical unit (``600 ft``, ``2 mg/kg``, ``37 °C``).
 * :class:`Other`    -- bools, lists, dicts, non-finite floats: compared by canonical JSON (a
   value holding NaN equals nothing, not even itself).
 
@@ -14,10 +15,13 @@ Text
     NFKC, case-folded, accents removed (``María`` = ``maria``; extractors often drop them, and
     letters that do not decompose are mapped: ø, ł, đ, æ, œ), ``&`` read as ``and``, apostrophes
     dropped (``McDonald's`` = ``McDonalds``), dots inside abbreviations dropped (``U.S.`` = ``US``), thousands commas
-    inside numbers dropped, every other punctuation or symbol becomes a space, whitespace
-    collapsed. With ``ignore_company_suffixes`` the trailing legal-form words (Inc, Corp,
-    Corporation, Ltd, LLC, PLC, AG, SA, GmbH, Co, ...) and a leading "the" are dropped, but
-    never the last remaining word. Similarity is rapidfuzz ``fuzz.ratio`` over the words sorted
+    inside numbers dropped, every other punctuation or symbol becomes a space (so
+    ``founded_by`` = ``founded by``), camelCase split (``foundedBy`` = ``founded by``; not
+    ``iPhone`` or ``PayPal``), whitespace collapsed, Roman numerals read as numbers where one is
+    expected (``Stage II`` = ``stage 2``, see :func:`_roman_numerals`). With
+    ``ignore_company_suffixes`` the trailing legal-form words (Inc, Corp, Ltd, LLC, PLC, AG, SA,
+    GmbH, Co, A/S, AB, NV, SpA, KK, Pty, S.A. de C.V., ...; ISO 20275) and a leading "the" are
+    dropped, but never the last remaining word. Similarity is rapidfuzz ``fuzz.ratio`` over the words sorted
     alphabetically, i.e. ``token_sort_ratio``: word order is formatting ("Smith, John" = "John
     Smith") while every character still counts ("Apple" vs "Applied" scores 83). We reject
     ``token_set_ratio`` and ``partial_ratio``: a name contained in a longer one ("Apple" in
@@ -55,9 +59,21 @@ Units (:func:`parse_unit`, :func:`normalize_fact`)
     therefore matches one with ``"unit": "USD"`` when its amount is in dollars or names no
     currency, but never one with ``"unit": "shares"``.
 
+Physical units (:mod:`factjudge.judges.rules.units`)
+    A unit field holding a physical unit (``mg``, ``ft``, ``mg/kg``, ``°C``; no currency, scale
+    or percent) turns the amount it applies to into a :class:`Measure`, and so does a value
+    written with one (``"600 ft"``). Two measures match when their dimensions agree and their
+    magnitudes, in the finer of the two units, are equal or within the field's tolerance
+    (``600 ft`` = ``183 m`` within 1%; ``mg/kg`` never equals ``mcg/kg``). Two physical unit
+    fields agree when they measure the same kind of thing and both facts have an amount that
+    carries the conversion, else only when they are the same unit. ``m`` and ``mm`` stay million
+    (finance), but against a measure they are read as metres and millimetres. Words that are no
+    physical unit (``goals``, ``tablets``) compare as text, as before.
+
 Dates and periods (:func:`parse_period`)
-    Keys: ``2023-03-05`` (ISO ``2023-03-05``/``2023/3/5``, ``March 5, 2023``, ``5 Mar 2023``,
-    ``5th of March 2023``, ``03/05/2023``; slash and dash all-number dates are month first
+    Keys: ``2023-03-05`` (ISO ``2023-03-05``/``2023/3/5``, ``March 5, 2023``, ``Mar. 5, 2023``,
+    ``5 Mar 2023``, ``5th of March 2023``, ``03/05/2023``, after a weekday that is the date's own,
+    ``Sun 5 Mar 2023`` or ``Sunday, March 5, 2023``; slash and dash all-number dates are month first
     unless the first number exceeds 12, dotted ones (``05.03.2023``) day first; a time after an
     ISO date is ignored), ``2023-03`` (``March 2023``, ``2023-03``), ``2023`` (``2023``,
     ``CY2023``, ``calendar year 2023``), ``FY2023`` (``FY2023``, ``FY 2023``, ``FY23``,
@@ -81,17 +97,18 @@ import json
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ...util.jsonutil import canonical_json as _strict_json
+from .units import Measure, PhysicalUnit, parse_measure, physical_unit
 
 __all__ = [
-    "COMPANY_SUFFIXES", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity", "Text",
+    "COMPANY_SUFFIXES", "Measure", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity", "Text",
     "Unit", "format_decimal", "is_unit_field", "normalize_fact",
     "normalize_text", "normalize_value", "parse_number", "parse_period", "parse_unit",
-    "sorted_tokens", "text_numbers", "text_similarity", "unit_target",
+    "as_measure", "sorted_tokens", "text_numbers", "text_similarity", "unit_physical", "unit_target",
 ]
 
 # --------------------------------------------------------------------------- normal forms
@@ -139,6 +156,9 @@ class Quantity:
     scaled: bool = False
     #: How it was written, with the unit that was folded in (for reasoning).
     source: str = ""
+    #: Its scale word was ``m`` or ``mm``, which may be metres or millimetres instead: against a
+    #: physical measure it is read as a length (``183 m`` = ``600 ft``), else as millions.
+    metric: str | None = None
 
     @property
     def number(self) -> Decimal:
@@ -184,11 +204,18 @@ class Unit:
     percent: bool = False
     #: The words that are not a currency, scale or percent, e.g. "shares".
     rest: Text | None = None
+    #: A physical unit (``mg``, ``ft``, ``mg/kg``): the amount becomes a :class:`Measure`.
+    physical: PhysicalUnit | None = None
+    #: Written as ``m`` or ``mm``: a scale (million), but maybe metres (see Quantity.metric).
+    metric: str | None = None
+    #: Applied to an amount of the fact, which then carries its magnitude.
+    applied: bool = False
 
     @property
     def is_numeric(self) -> bool:
-        """Whether it changes the amount it applies to (currency, scale or percent)."""
-        return self.currency is not None or self.scale is not None or self.percent
+        """Whether it changes the amount it applies to (currency, scale, percent, physical unit)."""
+        return (self.currency is not None or self.scale is not None or self.percent
+                or self.physical is not None)
 
     def describe(self) -> str:
         return json.dumps(self.raw, ensure_ascii=False) if self.raw else "(no unit)"
@@ -196,7 +223,7 @@ class Unit:
 
 EMPTY_UNIT = Unit(raw="")
 
-Norm = Missing | Text | Quantity | Period | Other | Unit
+Norm = Missing | Text | Quantity | Period | Other | Unit | Measure
 
 
 def lenient_json(value: Any) -> str:
@@ -236,11 +263,21 @@ def format_decimal(value: Decimal) -> str:
 
 # --------------------------------------------------------------------------- text
 
+# Legal forms from the ISO 20275 Entity Legal Forms code list (GLEIF,
+# https://www.gleif.org/en/about-lei/code-lists/iso-20275-entity-legal-forms-code-list), as
+# written after normalisation (S.p.A. -> spa, A/S -> a s), limited to the abbreviations that are
+# no ordinary word at the end of a company name.
 COMPANY_SUFFIXES = frozenset({
     "inc", "incorporated", "corp", "corporation", "co", "company", "ltd", "limited", "llc",
     "llp", "lp", "plc", "ag", "sa", "se", "nv", "bv", "gmbh", "spa", "sarl", "ab", "oyj",
-    "asa", "kk", "pty", "pte", "pvt",
+    "asa", "kk", "pty", "pte", "pvt", "sas", "srl", "sl", "as", "aps", "oy", "kg", "kgaa",
+    "bhd", "tbk", "ltda", "sro", "doo",
 })
+#: Legal forms of several words (A/S, S.A. de C.V., AB (publ), Sdn Bhd), by their last word.
+_COMPANY_SUFFIX_PHRASES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "cv": (("sa", "de", "cv"),), "rl": (("s", "de", "rl"),), "oo": (("sp", "z", "oo"),),
+    "publ": (("ab", "publ"),), "bhd": (("sdn", "bhd"),), "s": (("a", "s"),),
+}
 
 _APOSTROPHES = re.compile(r"['’‘ʼ`´]")
 _ABBREV_DOT = re.compile(r"(?<=[^\W\d_])\.(?=[^\W\d_])")  # U.S. -> US, never 3.5 -> 35
@@ -259,8 +296,17 @@ def _strip_accents(s: str) -> str:
     return unicodedata.normalize("NFC", kept).translate(_UNDECOMPOSABLE)
 
 
+#: camelCase identifiers ("foundedBy", "dateOfBirth"), split into words before case folding;
+#: a lower-case start of two letters or more, so brands ("iPhone", "eBay", "McDonald",
+#: "PayPal") stay whole.
+_CAMEL_CASE = re.compile(r"\b[a-z]{2,}(?:[A-Z][a-z]+)+\b")
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
 def normalize_text(text: str, *, ignore_company_suffixes: bool = False) -> str:
-    s = _strip_accents(unicodedata.normalize("NFKC", text).casefold())
+    s = unicodedata.normalize("NFKC", text)
+    s = _CAMEL_CASE.sub(lambda m: _CAMEL_HUMP.sub(" ", m.group()), s)
+    s = _strip_accents(s.casefold())
     s = s.replace("&", " and ")
     s = _APOSTROPHES.sub("", s)
     s = _ABBREV_DOT.sub("", s)
@@ -268,18 +314,62 @@ def normalize_text(text: str, *, ignore_company_suffixes: bool = False) -> str:
     words = _NOT_WORD.sub(" ", s).split()
     if ignore_company_suffixes:
         words = _strip_company_words(words)
-    return " ".join(words)
+    return " ".join(_roman_numerals(words))
 
 
 def _strip_company_words(words: list[str]) -> list[str]:
     words = list(words)
     if len(words) > 1 and words[0] == "the":
         words.pop(0)
-    while len(words) > 1 and words[-1] in COMPANY_SUFFIXES:
-        words.pop()
+    while len(words) > 1:
+        phrase = next((p for p in _COMPANY_SUFFIX_PHRASES.get(words[-1], ())
+                       if len(words) > len(p) and tuple(words[-len(p):]) == p), None)
+        if phrase is not None:
+            del words[-len(phrase):]
+        elif words[-1] in COMPANY_SUFFIXES:
+            words.pop()
+        else:
+            break
         if len(words) > 1 and words[-1] == "and":  # "Johnson & Co"
             words.pop()
     return words
+
+
+# Roman numerals, read as numbers so that "Stage II" never matches "Stage III" (similarity 94)
+# and "Type II" equals "Type 2". A word is a numeral only where one is expected, because many
+# are words or abbreviations ("I", "mix", "CD", "DC", "MD", "vi", "Xi", "IV" for intravenous):
+# after one of these words, with the letters I, V, X, L, C only (one letter: I, V or X; so
+# "Vitamin C" and "Class C shares" stay letters), or as the last word of a short name of two to
+# four words ("Henry VIII", "Louis XIV"), with I, V and X only and at least two letters -- but
+# never "iv", "vi" or "xi", which are also a route of administration, an editor and a surname.
+_ROMAN = re.compile(r"(?=[ivxlc])(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})")
+_ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
+_NUMERAL_AFTER = frozenset({
+    "stage", "type", "grade", "phase", "class", "part", "chapter", "war", "act", "book",
+    "volume", "vol", "level", "category", "tier", "division", "title", "article", "annex",
+    "appendix", "schedule", "bowl", "series", "round", "league",
+})
+_NOT_NAME_SUFFIX = frozenset({"iv", "vi", "xi"})
+
+
+def _roman_value(word: str) -> int:
+    values = [_ROMAN_VALUES[ch] for ch in word]
+    return sum(-v if v < nxt else v for v, nxt in zip(values, [*values[1:], 0], strict=True))
+
+
+def _roman_numerals(words: list[str]) -> list[str]:
+    out = list(words)
+    for i, word in enumerate(words):
+        if word.strip("ivxlc") or not _ROMAN.fullmatch(word):  # the strip: a cheap first test
+            continue
+        after_keyword = i > 0 and words[i - 1] in _NUMERAL_AFTER and (
+            len(word) > 1 or word in "ivx")
+        name_suffix = (i == len(words) - 1 and 2 <= len(words) <= 4 and len(word) > 1
+                       and set(word) <= set("ivx") and word not in _NOT_NAME_SUFFIX
+                       and words[i - 1].isalpha())
+        if after_keyword or name_suffix:
+            out[i] = str(_roman_value(word))
+    return out
 
 
 def sorted_tokens(norm: str) -> str:
@@ -423,8 +513,13 @@ def parse_number(text: str) -> Quantity | None:
     if negative:
         value = -value
     plain = bool(_PLAIN_DIGITS.fullmatch(s)) and not negative and currency is None
+    metric = scale if scale in _METRIC_SCALES and not (currency or pct or bp) else None
     return Quantity(value=value, currency=currency, percent=bool(pct or bp), plain=plain,
-                    scaled=bool(scale or pct or bp), source=text.strip())
+                    scaled=bool(scale or pct or bp), source=text.strip(), metric=metric)
+
+
+#: Scale words that are also lengths (metres, millimetres).
+_METRIC_SCALES = ("m", "mm")
 
 
 #: Larger magnitudes are not amounts anyone reports; refusing them keeps Decimal arithmetic
@@ -490,7 +585,15 @@ def parse_unit(text: str) -> Unit:
             else:
                 rest.append(part)
     rest_text = make_text(" ".join(rest)) if rest else None
-    return Unit(raw=text.strip(), currency=currency, scale=scale, percent=percent, rest=rest_text)
+    raw = text.strip()
+    physical = metric = None
+    if currency is None and not percent:
+        if scale is None and rest:
+            physical = physical_unit(raw)  # loads pint: no currency, scale or percent here
+        elif not rest and s.strip() in _METRIC_SCALES:
+            metric = s.strip()
+    return Unit(raw=raw, currency=currency, scale=scale, percent=percent, rest=rest_text,
+                physical=physical, metric=metric)
 
 
 _GENERIC_UNIT_FIELDS = frozenset({
@@ -523,20 +626,45 @@ def _merge_units(units: list[Unit]) -> Unit:
     currency = next((u.currency for u in units if u.currency), None)
     scale = next((u.scale for u in units if u.scale is not None), None)
     raw = " ".join(u.raw for u in units if u.is_numeric)
-    return Unit(raw=raw, currency=currency, scale=scale, percent=any(u.percent for u in units))
+    physical = next((u.physical for u in units if u.physical is not None), None)
+    metric = next((u.metric for u in units if u.metric is not None), None)
+    return Unit(raw=raw, currency=currency, scale=scale, percent=any(u.percent for u in units),
+                physical=physical, metric=metric)
 
 
-def _apply_unit(q: Quantity, unit: Unit) -> Quantity:
+def unit_physical(unit: Unit) -> PhysicalUnit | None:
+    """The physical unit of a unit field, reading ``m`` / ``mm`` as lengths."""
+    return unit.physical or (physical_unit(unit.metric) if unit.metric else None)
+
+
+def as_measure(value: Norm) -> Measure | None:
+    """A measure as itself; ``183 m`` (read as 183 million) as 183 metres; else None."""
+    if isinstance(value, Measure):
+        return value
+    if isinstance(value, Quantity) and value.metric:
+        unit = physical_unit(value.metric)
+        if unit is not None:
+            return Measure(value=value.value.scaleb(-6), unit=unit, source=value.source)
+    return None
+
+
+def _apply_unit(q: Quantity, unit: Unit) -> Quantity | Measure:
+    source = f"{q.source} [{unit.raw}]" if unit.raw else q.source
+    if unit.physical is not None and not (q.currency or q.percent or q.scaled):
+        return Measure(value=q.value, unit=unit.physical, source=source)
     value, scaled, plain, percent = q.value, q.scaled, q.plain, q.percent
+    metric = q.metric
     if unit.scale is not None and not q.scaled:
-        value, scaled, plain = value * unit.scale, True, False
+        value, scaled, plain, metric = value * unit.scale, True, False, unit.metric
     if unit.percent and not q.percent:
         percent, plain = True, False
     currency = q.currency or unit.currency
     if currency is not None:
         plain = False
+    if currency is not None or percent:
+        metric = None
     return Quantity(value=value, currency=currency, percent=percent, plain=plain, scaled=scaled,
-                    source=f"{q.source} [{unit.raw}]" if unit.raw else q.source)
+                    source=source, metric=metric)
 
 
 # --------------------------------------------------------------------------- periods
@@ -571,6 +699,11 @@ _HALVES = [re.compile(rf"{_HALF}[\s\-/,']*{_YR}"), re.compile(rf"{_YR}[\s\-/,']*
 
 BARE_YEAR_RANGE = (1900, 2100)
 
+#: A leading weekday ("Tue 5 Mar 2024", "Tuesday, March 5, 2024"); it must be the date's own.
+_WEEKDAY = re.compile(r"(?P<wd>mon|tue|wed|thu|fri|sat|sun)(?:day|s|sday|nesday|r|rs|rsday|urday)?"
+                      r"\.?,?\s+(?P<rest>.+)")
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
 
 def _year(text: str) -> int:
     if len(text) == 2:  # only reached after a marker (FY23, Q1'23)
@@ -590,6 +723,14 @@ def _month(name: str) -> int:
     return _MONTHS[name[:3]]
 
 
+def _dated_weekday(weekday: str, rest: str) -> str | None:
+    """The date after a weekday, if it is a full date falling on that weekday."""
+    key = parse_period(rest)
+    if key is None or len(key) != 10 or not key[0].isdigit():
+        return None
+    return key if _WEEKDAYS[_dt.date.fromisoformat(key).weekday()] == weekday else None
+
+
 def parse_period(text: str, *, bare_year: bool = True) -> str | None:
     """The period key of a written date or period (see the module docs), or None.
 
@@ -599,6 +740,8 @@ def parse_period(text: str, *, bare_year: bool = True) -> str | None:
     s = _prep(text.replace("_", " ")).rstrip(".")
     if not s or not any(ch.isdigit() for ch in s):
         return None
+    if m := _WEEKDAY.fullmatch(s):
+        return _dated_weekday(m["wd"], m["rest"])
     if m := _ISO.fullmatch(s):
         return _date_key(int(m["y"]), int(m["m"]), int(m["d"]))
     if m := _NUMERIC_DATE.fullmatch(s):
@@ -666,6 +809,8 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
     q = parse_number(bare)
     if q is not None:
         return _apply_unit(q, unit) if unit is not None else q
+    if (measure := parse_measure(bare)) is not None:
+        return measure
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
 
 
@@ -695,6 +840,8 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
         if target is not None and target in fact and isinstance(u, Unit) and u.raw:
             applied.setdefault(target, []).append(u)
             amounts.add(target)
+    generic_names = {k for k, u in units.items() if unit_target(k) is None}
+    generic_targets = False
     if generic:
         others = [k for k in names if k not in units]
         targets = [k for k in others if k in _AMOUNT_FIELDS]
@@ -705,6 +852,11 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
         for k in targets:
             applied.setdefault(k, []).extend(generic)
             amounts.add(k)
+        generic_targets = bool(targets)
+    for k, u in units.items():  # a physical unit then compares by dimension (judge)
+        if isinstance(u, Unit) and (u.physical or u.metric) and (
+                k in generic_names and generic_targets or unit_target(k) in amounts):
+            units[k] = replace(u, applied=True)
     out: dict[str, Norm] = {}
     for k in names:
         if k in units:

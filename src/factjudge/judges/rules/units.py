@@ -1,0 +1,160 @@
+"""Physical units for the rules judge: lengths, areas, volumes, masses, temperatures and their
+ratios (``mg/kg``, ``km/h``, ``mg/kg/day``), read with pint's default registry.
+
+pint ships its unit definitions inside the package (``default_en.txt``) and has no network code:
+nothing is downloaded, and the registry is built with ``cache_folder=None`` so nothing is written
+either. Importing pint and building the registry costs about 1.5 s (0.8 s import + 0.7 s registry,
+measured on the development machine), so both happen only when a value or unit field holds a word
+that is no currency, scale or percent (``5 mg``, ``"unit": "ft"``), once per process.
+
+A unit is accepted only when every part of it measures length, area, volume, mass or temperature,
+with times allowed below the fraction bar (rates); anything else (``goals``, ``tablets``, molar,
+energy) is no physical unit here and stays text. A few units pint knows are common words or
+abbreviations with other meanings in our domains and are refused: ``points`` (pint: a printer's
+point, a length; in sports a score), ``pt`` (pint or point), ``pc`` (parsec or pieces), ``kt``
+(knot or kilotonne / karat), ``mt`` (millitonne, but usually a metric tonne), ``au``, ``hand``,
+``league``, ``cup``, ``barn``, ``shot`` (a volume; in sports a try at goal).
+
+Two units are comparable when their dimensions agree part by part: the numerator's and the
+denominator's dimensions are kept apart, so ``mg/kg`` (mass per mass) is not dimensionless and
+never equals ``ppm`` or a bare number, but ``mg/kg`` and ``mcg/kg`` compare -- 1,000-fold apart.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+__all__ = ["Measure", "PhysicalUnit", "common_values", "parse_measure", "physical_unit"]
+
+
+@dataclass(frozen=True, slots=True)
+class PhysicalUnit:
+    #: pint's spelling (``milligram / kilogram``), which pint reads back.
+    name: str
+    #: Numerator and denominator dimensions, e.g. ``[mass]/[mass]``.
+    dimension: str
+    #: Size of one unit in SI base units (the change per unit for a temperature).
+    scale: float
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """A number with a physical unit, e.g. ``600 ft``."""
+
+    value: Decimal
+    unit: PhysicalUnit
+    source: str
+
+    def describe(self) -> str:
+        return self.source
+
+
+_BASE = frozenset({"[length]", "[mass]", "[temperature]"})
+_REFUSED_NAMES = frozenset({"point", "hand", "league", "cup", "parsec", "astronomical_unit",
+                            "knot", "millimetric_ton", "barn", "shot"})
+_REFUSED_WRITINGS = frozenset({"pt", "pc", "kt", "mt", "au", "b", "a"})
+#: A letter (or °, µ) then up to 39 unit characters, no digit after a space ("3 ft 2 in" is two
+#: measures, which pint would multiply into an area).
+_UNIT_TEXT = re.compile(r"(?:[^\W\d_]|[°µμ])(?:[^\W\d_]|[°µμ./^²³·*-]|(?<! )\d| (?!\d)){0,39}")
+_MEASURE = re.compile(r"(?P<num>[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[+-]?\.\d+)\s*"
+                      r"(?P<unit>(?:[^\W\d_]|[°µμ]).*)")
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> Any:
+    import pint  # lazy: ~1.5 s with the registry (module docs)
+
+    return pint.UnitRegistry(cache_folder=None)
+
+
+def _dimension(registry: Any, units: Any) -> str | None:
+    """``[mass]/[mass]`` for mg/kg; None when a part is no length, area, volume, mass,
+    temperature, or a time below the fraction bar."""
+    top: list[str] = []
+    bottom: list[str] = []
+    for name, exponent in units.items():
+        if name in _REFUSED_NAMES:
+            return None
+        dims = dict(registry.get_dimensionality(name))
+        if len(dims) != 1:
+            return None
+        (dim, power), = dims.items()
+        if dim not in _BASE and not (dim == "[time]" and exponent < 0):
+            return None
+        part = f"{dim}^{abs(power * exponent)}" if abs(power * exponent) != 1 else dim
+        (top if exponent > 0 else bottom).append(part)
+    if not top:
+        return None
+    return f"{'*'.join(sorted(top))}/{'*'.join(sorted(bottom))}"
+
+
+@functools.lru_cache(maxsize=4096)
+def physical_unit(text: str) -> PhysicalUnit | None:
+    """The physical unit written in ``text`` (``mg/kg``, ``ft``, ``°C``), or None."""
+    written = " ".join(unicodedata.normalize("NFKC", text).split())
+    if not _UNIT_TEXT.fullmatch(written) or written.casefold() in _REFUSED_WRITINGS:
+        return None
+    registry = _registry()
+    # pint raises many kinds of errors on text that is not a unit (undefined names, syntax,
+    # tokenizer errors): each means "not a unit", and text must never make the judge fail
+    try:
+        units = registry.parse_units(written)
+        dimension = _dimension(registry, registry.parse_units_as_container(written))
+        if dimension is None:
+            return None
+        one, zero = (registry.Quantity(x, units).to_base_units().magnitude for x in (1.0, 0.0))
+        return PhysicalUnit(name=str(units), dimension=dimension, scale=float(one - zero))
+    except Exception:  # noqa: BLE001 -- see above
+        return None
+
+
+def parse_measure(text: str) -> Measure | None:
+    """``600 ft``, ``2 mg/kg``, ``37 °C``; None when the words after the number are no unit."""
+    written = " ".join(unicodedata.normalize("NFKC", text).replace("−", "-").split())
+    m = _MEASURE.fullmatch(written)
+    if not m:
+        return None
+    unit = physical_unit(m["unit"].replace("° ", "°"))
+    if unit is None:
+        return None
+    try:
+        value = Decimal(m["num"].replace(",", ""))
+    except InvalidOperation:  # pragma: no cover - the pattern only lets numbers through
+        return None
+    return Measure(value=value, unit=unit, source=text.strip())
+
+
+def _convert(value: Decimal, unit: PhysicalUnit, to: PhysicalUnit) -> Decimal | None:
+    registry = _registry()
+    try:
+        magnitude = registry.Quantity(float(value), unit.name).to(to.name).magnitude
+    except Exception:  # noqa: BLE001 -- offset units in a ratio (degC/kg) do not convert
+        return None
+    # 12 significant digits: enough for any written measure, and drops float noise
+    # (600 ft -> 182.88000000000002 m)
+    return Decimal(format(float(magnitude), ".12g"))
+
+
+def common_values(a: Measure, b: Measure) -> tuple[Decimal, Decimal, str] | None:
+    """Both magnitudes in the finer of the two units, and that unit; None when they do not
+    measure the same thing.
+
+    The finer unit (the smaller one, e.g. feet against metres) is chosen whichever side is the
+    subject, so both directions of a comparison agree, and an absolute tolerance counts in it --
+    the stricter reading. A relative tolerance does not depend on the unit, except for
+    temperatures, whose zero moves: compare those with an absolute tolerance.
+    """
+    if a.unit.dimension != b.unit.dimension:
+        return None
+    if a.unit.name == b.unit.name:
+        return a.value, b.value, a.unit.name
+    finer = min(a.unit, b.unit, key=lambda u: (u.scale, u.name))
+    va = a.value if a.unit == finer else _convert(a.value, a.unit, finer)
+    vb = b.value if b.unit == finer else _convert(b.value, b.unit, finer)
+    if va is None or vb is None:
+        return None
+    return va, vb, finer.name
