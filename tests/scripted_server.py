@@ -22,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +43,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None             # a raw body: for error replies, or a broken 200
     hang: float = 0.0                   # seconds to wait before answering (a stuck server)
+    endless: bool = False               # a 200 whose chunked body never ends
+    gzip_bomb: int = 0                  # a 200 gzip body inflating to this many bytes of zeros
+    cut: bool = False                   # a 200 announcing 1,000 bytes, closed after 10
 
 
 def answer(direction: str, subject_id: str, matched: str | None, reasoning: str = "scripted",
@@ -72,6 +77,56 @@ def describe(request: dict[str, Any]) -> tuple[str, str, list[str]]:
 def mode_of(request: dict[str, Any]) -> str:
     fmt = request.get("response_format")
     return "none" if fmt is None else fmt["type"]
+
+
+_MB = 1 << 20
+
+
+def _gzip_segment() -> tuple[bytes, bytes]:
+    """A gzip header with 1 MiB of zeros, and a 1 MiB-of-zeros deflate segment (about 1 KB) that
+    may be repeated after it: each ends on a full flush, so none refers to the bytes before it."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = packer.compress(bytes(_MB)) + packer.flush(zlib.Z_FULL_FLUSH)
+    return head, packer.compress(bytes(_MB)) + packer.flush(zlib.Z_FULL_FLUSH)
+
+
+async def _hostile_body(request: web.Request, reply: Reply) -> web.StreamResponse:
+    """A 200 whose body is endless, a gzip bomb or cut short; written as the client reads it, so
+    the server's own memory stays small."""
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    if reply.cut:
+        resp.content_length = 1000
+    elif reply.gzip_bomb:
+        resp.headers["Content-Encoding"] = "gzip"
+        resp.enable_chunked_encoding()
+    else:
+        resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    try:
+        if reply.cut:
+            await resp.write(b'{"id": "x"')
+            assert request.transport is not None
+            request.transport.close()
+        elif reply.gzip_bomb:
+            await _write_bomb(resp, reply.gzip_bomb)
+        else:
+            while True:
+                await resp.write(b" " * 65536)
+    except (ConnectionError, RuntimeError):  # the client stopped reading
+        pass
+    return resp
+
+
+async def _write_bomb(resp: web.StreamResponse, size: int) -> None:
+    head, segment = _gzip_segment()
+    await resp.write(head)
+    crc, done = zlib.crc32(bytes(_MB)), _MB
+    while done + _MB <= size:
+        await resp.write(segment)
+        crc, done = zlib.crc32(bytes(_MB), crc), done + _MB
+    # an empty final block, then the gzip trailer (CRC-32 and size of what was inflated)
+    await resp.write(b"\x03\x00" + struct.pack("<II", crc, done & 0xFFFFFFFF))
+    await resp.write_eof()
 
 
 class ScriptedServer:
@@ -156,6 +211,8 @@ class ScriptedServer:
             reply = await reply
         if reply.hang:
             await asyncio.sleep(reply.hang)
+        if reply.endless or reply.gzip_bomb or reply.cut:
+            return await _hostile_body(request, reply)
         if reply.status != 200 or reply.body is not None:
             headers = {k: v for k, v in reply.headers.items() if k.lower() != "content-type"}
             return web.Response(status=reply.status, text=reply.body or "", headers=headers,

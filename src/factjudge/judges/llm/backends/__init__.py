@@ -18,6 +18,14 @@ from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 #: Longest server message kept in an error (one line).
 MESSAGE_CHARS = 300
+#: Largest response body read, decompressed. A judge's answer is a few KB; the longest completion
+#: a model can write today (128k output tokens, about 512 KB, up to 3 MB with every character
+#: JSON-escaped) fits well below it, while an endless or gzip-bomb body stops here instead of
+#: taking memory to GBs (2.5-4.5 GB and a MemoryError before this limit, issue #20).
+MAX_BODY_BYTES = 8 * 1024 * 1024
+#: What a reply larger than MAX_BODY_BYTES says (a per-question problem: the question is re-asked).
+BODY_TOO_LARGE = (f"the server's reply is larger than {MAX_BODY_BYTES >> 20} MiB "
+                  "(read no further)")
 
 ErrorKind = Literal["status", "timeout", "connect", "disconnect"]
 

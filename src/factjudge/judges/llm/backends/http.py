@@ -13,10 +13,35 @@ from typing import Any
 import aiohttp
 
 from ...._version import __version__
-from . import BackendError, ChatReply, Endpoint, RequestBody, error_message, parse_completion, retry_after_seconds
+from . import (
+    BODY_TOO_LARGE,
+    MAX_BODY_BYTES,
+    BackendError,
+    ChatReply,
+    Endpoint,
+    RequestBody,
+    error_message,
+    parse_completion,
+    retry_after_seconds,
+)
 
 #: Error bodies longer than this are cut before they are read into an error message.
 _MAX_ERROR_BODY = 64 * 1024
+#: A body is read in pieces of this size (decompressed), counting them against MAX_BODY_BYTES.
+_READ_PIECE = 256 * 1024
+
+
+async def _read_body(content: aiohttp.StreamReader) -> bytes | None:
+    """The whole body, or None when it is larger than MAX_BODY_BYTES. aiohttp inflates a gzip or
+    deflate body a bounded piece at a time, so a bomb costs at most the limit, not its size."""
+    pieces: list[bytes] = []
+    size = 0
+    while piece := await content.read(_READ_PIECE):
+        size += len(piece)
+        if size > MAX_BODY_BYTES:
+            return None
+        pieces.append(piece)
+    return b"".join(pieces)
 
 
 class HTTPBackend:
@@ -53,7 +78,7 @@ class HTTPBackend:
                     raise BackendError("status", redact(error_message(resp.status, text)),
                                        status=resp.status, body=text,
                                        retry_after=retry_after_seconds(resp.headers))
-                raw = await resp.read()
+                raw = await _read_body(resp.content)
         except BackendError:
             raise
         except asyncio.TimeoutError:
@@ -63,6 +88,8 @@ class HTTPBackend:
             raise BackendError("connect", redact(f"cannot connect: {why or exc}")) from None
         except (aiohttp.ClientError, OSError) as exc:
             raise BackendError("disconnect", redact(f"{type(exc).__name__}: {exc}")) from None
+        if raw is None:
+            return ChatReply(None, problem=BODY_TOO_LARGE)
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError):

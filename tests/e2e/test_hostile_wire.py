@@ -1,0 +1,44 @@
+"""Hostile servers (issue #20): bodies without end, gzip bombs, Retry-After values that are not
+numbers, TLS on the wrong side, connections closed before the first answer, base URLs with a query.
+Each is a one-line per-question ERROR or a one-line stop (exit 2), never a traceback, a stall or
+memory taken to GBs. All through real HTTP with the scripted server."""
+
+import pytest
+from scripted_server import Reply
+
+from factjudge import LLMJudge, run_judge
+from factjudge.judges.llm import RetryPolicy, Sampling, Transport
+
+G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "ceo", "name": "Ann"}]
+P = [{"id": "p1", "fact_type": "revenue", "value": 12}, {"id": "p2", "fact_type": "ceo", "name": "Ann"}]
+TRUTH = {("gold", "g1"): "p1", ("gold", "g2"): "p2", ("predicted", "p1"): "g1", ("predicted", "p2"): "g2"}
+
+
+def judge_for(server, retries=4, backend="http", timeout=30.0, base_url=None, **kw):
+    return LLMJudge("m", base_url=base_url or server.base_url,
+                    retry=RetryPolicy(retries=retries, backoff=0.01),
+                    sampling=Sampling(structured_output="json_object"),
+                    transport=Transport(backend=backend, timeout=timeout, warmup=False), **kw)
+
+
+def backend_param(backend):
+    if backend == "openai-sdk":
+        pytest.importorskip("openai")
+    return backend
+
+
+# --------------------------------------------------------------------------- item 5: body size
+
+@pytest.mark.parametrize("hostile", [Reply(endless=True), Reply(gzip_bomb=1 << 30)],
+                         ids=["endless-chunked", "gzip-bomb-1GiB"])
+def test_a_body_without_end_or_a_gzip_bomb_is_a_one_line_fact_error(server, hostile):
+    server.truth = TRUTH
+    judge = judge_for(server)
+    run_judge(G[:1], P[:1], {}, judge)  # answered once: what follows is per question
+    server.faults[("gold", "g1")] = [hostile] * 3
+    result = run_judge(G[:1], P[:1], {}, judge)
+    fact = result.gold_facts[0]
+    assert fact["status"] == "ERROR"
+    assert fact["description"] == ("no valid answer after 3 tries: the server's reply is larger "
+                                   "than 8 MiB (read no further)")
+    assert result.predicted_facts[0]["status"] == "TP"  # the run went on
