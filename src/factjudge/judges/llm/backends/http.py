@@ -73,8 +73,8 @@ class HTTPBackend:
             async with self._session_for_loop().post(
                     self.url, data=body.data, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
                 if resp.status != 200:
-                    raw = await resp.content.read(_MAX_ERROR_BODY)
-                    text = redact(raw.decode("utf-8", "replace"))
+                    head = await resp.content.read(_MAX_ERROR_BODY)
+                    text = redact(head.decode("utf-8", "replace"))
                     raise BackendError("status", redact(error_message(resp.status, text)),
                                        status=resp.status, body=text,
                                        retry_after=retry_after_seconds(resp.headers))
