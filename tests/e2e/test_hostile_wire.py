@@ -3,10 +3,14 @@ numbers, TLS on the wrong side, connections closed before the first answer, base
 Each is a one-line per-question ERROR or a one-line stop (exit 2), never a traceback, a stall or
 memory taken to GBs. All through real HTTP with the scripted server."""
 
+import re
+import time
+
 import pytest
-from scripted_server import Reply
+from scripted_server import Reply, http_error
 
 from factjudge import LLMJudge, run_judge
+from factjudge.errors import JudgeSetupError
 from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 
 G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "ceo", "name": "Ann"}]
@@ -42,3 +46,22 @@ def test_a_body_without_end_or_a_gzip_bomb_is_a_one_line_fact_error(server, host
     assert fact["description"] == ("no valid answer after 3 tries: the server's reply is larger "
                                    "than 8 MiB (read no further)")
     assert result.predicted_facts[0]["status"] == "TP"  # the run went on
+
+
+# --------------------------------------------------------------------------- item 12: Retry-After
+
+@pytest.mark.parametrize("retry_after", ["nan", "inf", "-inf", "-5", "1e400", "soon",
+                                         "Wed, 21 Oct 2015 07:28:00 GMT", "86400",
+                                         "Wed, 21 Oct 2099 07:28:00 GMT"])
+def test_a_429_with_any_retry_after_says_429_and_the_tries_at_once(server, retry_after):
+    """nan, inf and negatives are ignored (the policy's backoff), a date in the past is 0 s, and a
+    wait longer than the question's time (a day; a date in 2099) is not waited for."""
+    server.responder = lambda body: http_error(429, retry_after)
+    started = time.monotonic()
+    with pytest.raises(JudgeSetupError) as stop:
+        run_judge(G, P, {}, judge_for(server, retries=2, timeout=2.0))
+    assert time.monotonic() - started < 5
+    message = str(stop.value)
+    assert "HTTP 429: scripted 429" in message and "timeout" not in message, message
+    # 3 tries (2 retries), or 1 when the server asks for longer than the question may take
+    assert re.search(r"first question \((1|3) attempt\(s\)\)", message), message

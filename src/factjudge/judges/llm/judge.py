@@ -377,7 +377,7 @@ class LLMJudge(JudgeBase):
             bodies.append(exc.body)
             if last and len(set(bodies)) == 1:
                 raise JudgeSetupError(f"the server at {host} failed every try of the first question "
-                                      f"with the same error ({exc.message})")
+                                      f"({len(bodies)} attempt(s)) with the same error ({exc.message})")
         elif exc.kind == "timeout" and last:
             raise JudgeSetupError(f"the server at {host} accepts connections but did not answer the "
                                   f"first question ({exc.message}); check the server, or raise the timeout")

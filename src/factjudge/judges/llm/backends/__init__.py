@@ -10,9 +10,11 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timezone
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
@@ -115,26 +117,37 @@ def endpoint(base_url: str | None, api_key: str | None) -> Endpoint:
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` or ``retry-after``), if any."""
+    """Seconds the server asked us to wait (``retry-after-ms``, else ``retry-after`` as seconds or
+    an HTTP date, RFC 9110), or None for anything else: a value that is not a finite number >= 0
+    (``nan``, ``inf``, ``-5``) or not a date falls back to the retry policy's own backoff. How long
+    is honoured at most is the policy's ``max_backoff`` (60 s by default)."""
     if not headers:
         return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
+    ms = _seconds(headers.get("retry-after-ms"))
+    if ms is not None:
+        return ms / 1000
     value = headers.get("retry-after")
     if not value:
         return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
-        return float(value)
-    except ValueError:
-        pass
-    try:  # an HTTP date
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
+    if when.tzinfo is None:  # "-0000": an HTTP date is always UTC
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _seconds(text: str | None) -> float | None:
+    """A finite non-negative number of seconds, or None."""
+    try:
+        value = float(text or "")
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
