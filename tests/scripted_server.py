@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import socket
 import struct
 import threading
 import time
@@ -127,6 +128,46 @@ async def _write_bomb(resp: web.StreamResponse, size: int) -> None:
     # an empty final block, then the gzip trailer (CRC-32 and size of what was inflated)
     await resp.write(b"\x03\x00" + struct.pack("<II", crc, done & 0xFFFFFFFF))
     await resp.write_eof()
+
+
+class RawServer:
+    """A TCP server on 127.0.0.1 that answers every connection with ``data`` (no HTTP at all: a
+    TLS alert, garbage) and closes it: what an http:// URL meets at a TLS-only port."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.connections = 0
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.port = self._sock.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # closed by stop()
+                return
+            with conn:
+                self.connections += 1
+                try:
+                    conn.recv(65536)
+                    conn.sendall(self.data)
+                except OSError:
+                    pass
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sock.close()
+        self._thread.join(10)
 
 
 class ScriptedServer:

@@ -7,7 +7,8 @@ import re
 import time
 
 import pytest
-from scripted_server import Reply, http_error
+from evalkit import run_cli
+from scripted_server import RawServer, Reply, http_error
 
 from factjudge import LLMJudge, run_judge
 from factjudge.errors import JudgeSetupError
@@ -65,3 +66,70 @@ def test_a_429_with_any_retry_after_says_429_and_the_tries_at_once(server, retry
     assert "HTTP 429: scripted 429" in message and "timeout" not in message, message
     # 3 tries (2 retries), or 1 when the server asks for longer than the question may take
     assert re.search(r"first question \((1|3) attempt\(s\)\)", message), message
+
+
+# --------------------------------------------------------------------------- item 13: broken before any answer
+
+TLS_ALERT = b"\x15\x03\x01\x00\x02\x02\x50"  # what a TLS server sends back to a plain HTTP request
+
+
+@pytest.fixture
+def five(write_json):
+    gold = [{"id": f"g{i}", "fact_type": "revenue", "value": i} for i in range(5)]
+    pred = [{"id": f"p{i}", "fact_type": "revenue", "value": i} for i in range(5)]
+    return write_json("gold.json", gold), write_json("pred.json", pred)
+
+
+def judge_cli(url, five, backend, **kw):
+    return run_cli("judge", *five, "--model", "m", "--base-url", url, "--backend", backend, **kw)
+
+
+def one_line_stop(proc):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+def test_an_http_url_to_a_tls_server_stops_at_once_naming_tls(five, backend):
+    backend_param(backend)
+    with RawServer(TLS_ALERT) as tls:
+        line = one_line_stop(judge_cli(tls.base_url, five, backend))
+        assert tls.connections <= 2  # the warm-up question of each direction, not 25 calls
+    assert "cannot reach the server" in line and "TLS" in line and "https://" in line
+
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+def test_an_https_url_to_a_plain_server_gives_the_tls_reason(server, five, backend):
+    backend_param(backend)
+    line = one_line_stop(judge_cli(server.base_url.replace("http://", "https://"), five, backend))
+    assert "TLS handshake failed: [SSL: WRONG_VERSION_NUMBER]" in line and "try http://" in line
+
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+def test_an_https_url_to_a_server_that_hangs_up_never_gives_an_empty_reason(five, backend):
+    backend_param(backend)
+    with RawServer(b"") as silent:
+        line = one_line_stop(judge_cli(silent.base_url.replace("http://", "https://"), five, backend))
+    assert re.search(r"cannot connect: \w", line), line
+
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+def test_a_server_closing_every_reply_mid_body_stops_the_run(server, five, backend):
+    backend_param(backend)
+    server.responder = lambda body: Reply(cut=True)
+    started = time.monotonic()
+    line = one_line_stop(judge_cli(server.base_url, five, backend))
+    assert time.monotonic() - started < 10  # 29 s before
+    assert "broke the connection before answering anything, 2 time(s)" in line
+    assert len(server.requests) <= 4  # two tries of each direction's warm-up question, not 25
+
+
+def test_a_broken_connection_after_the_first_answer_is_retried_per_question(server):
+    server.truth = TRUTH
+    judge = judge_for(server)
+    run_judge(G[:1], P[:1], {}, judge)
+    server.faults[("gold", "g1")] = [Reply(cut=True)] * 2  # then answered
+    result = run_judge(G[:1], P[:1], {}, judge)
+    assert result.gold_facts[0]["status"] == "TP" and result.usage.retries == 2

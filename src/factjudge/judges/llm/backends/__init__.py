@@ -47,6 +47,7 @@ class BackendError(Exception):
 
     def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None,
                  body: str = "", retry_after: float | None = None) -> None:
+        message = " ".join(message.split())  # one line, whatever the exception or server said
         super().__init__(message)
         self.kind, self.message, self.status = kind, message, status
         self.body, self.retry_after = body, retry_after

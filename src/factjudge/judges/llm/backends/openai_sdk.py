@@ -3,6 +3,8 @@ need its authentication (Azure AD tokens) or bring their own configured ``AsyncO
 from __future__ import annotations
 
 import asyncio
+import ssl
+from collections.abc import Callable
 from typing import Any
 
 from ....errors import JudgeSetupError
@@ -10,7 +12,6 @@ from . import (
     BackendError,
     ChatReply,
     Endpoint,
-    ErrorKind,
     RequestBody,
     error_message,
     parse_completion,
@@ -19,6 +20,27 @@ from . import (
 
 #: Keys of a request body the SDK's ``create()`` takes as keywords; the rest go in ``extra_body``.
 _KEYWORDS = ("model", "messages", "response_format", "temperature", "max_tokens")
+
+
+def _connection_failure(exc: BaseException, redact: Callable[[str], str]) -> BackendError:
+    """The BackendError for the SDK's "Connection error.": the reason is deeper in the chain of
+    causes (httpx's ConnectError of a failed TLS handshake has an empty message of its own)."""
+    chain: list[BaseException] = []
+    link = exc.__cause__
+    while link is not None and link not in chain:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
+    if tls is not None:
+        hint = " (the server may speak plain HTTP: try http://)" if "WRONG_VERSION_NUMBER" in str(tls) else ""
+        return BackendError("connect", redact(f"cannot connect: TLS handshake failed: {tls}{hint}"))
+    why = next((str(e) for e in chain if str(e)), type(chain[0] if chain else exc).__name__)
+    if why.startswith("illegal "):  # h11 refused the first line: the answer is not HTTP at all
+        return BackendError("connect", redact(f"cannot connect: the server's answer is not HTTP ({why}); "
+                                              "a TLS server answers so: for one, use an https:// base URL"))
+    if chain and "connect" in type(chain[0]).__name__.lower():
+        return BackendError("connect", redact(f"cannot connect: {why}"))
+    return BackendError("disconnect", redact(f"connection broken: {why}"))
 
 
 class OpenAISDKBackend:
@@ -65,9 +87,7 @@ class OpenAISDKBackend:
         except o.APITimeoutError:
             raise BackendError("timeout", f"no answer within {timeout:g} s (timeout)") from None
         except o.APIConnectionError as exc:
-            cause = exc.__cause__
-            kind: ErrorKind = "connect" if "connect" in type(cause).__name__.lower() else "disconnect"
-            raise BackendError(kind, redact(f"cannot connect: {cause or exc}")) from None
+            raise _connection_failure(exc, redact) from None
         except (o.APIResponseValidationError, ValueError) as exc:  # a 200 whose body is not JSON
             return ChatReply(None, problem=redact(f"the server's reply is not a chat completion: {exc}"))
         if not hasattr(response, "model_dump"):  # the SDK hands back a non-JSON body as text
