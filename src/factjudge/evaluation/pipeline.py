@@ -15,7 +15,7 @@ from ..io.facts import coerce_facts
 from ..judges.base import Judge, candidate_types, error_verdict, verdict_problem
 from ..judges.prompts import JudgeTask, negative_status, prefix_messages
 from ..models import Direction, JudgeConfig, JudgeResult, PassStatus, Status, Usage, Verdict
-from ..util.aio import run_sync
+from ..util.aio import gather_all, run_sync
 from ..util.jsonutil import canonical_json
 
 
@@ -159,7 +159,7 @@ async def _judge_direction(
             shared.clear()  # now, not when the other direction is done too
 
     # ``width`` workers, not a task per fact: a million waiting tasks would cost gigabytes
-    await asyncio.gather(*(worker() for _ in range(running)))
+    await gather_all(*(worker() for _ in range(running)))
     return answers
 
 
@@ -222,7 +222,7 @@ async def run_judge_async(
     warm = judge.warmup if warmup is None else warmup
     fields, warnings = compared_fields(gold_in, pred_in, config)
     tally = _Tally()
-    gv, pv = await asyncio.gather(*(
+    gv, pv = await gather_all(*(
         _judge_direction(direction, subjects, candidates, config, judge, limiter, concurrency, tally,
                          doc_id, progress, warm, fields)
         for direction, subjects, candidates in directions(gold_in, pred_in)))
