@@ -184,6 +184,8 @@ class ScriptedServer:
         #: (direction, prompt tokens, cached prompt tokens) of every answered request
         self.usage_log: list[tuple[str, int, int]] = []
         self.headers: list[dict[str, str]] = []
+        #: path and query of every chat-completions request
+        self.paths: list[str] = []
         self._seen_prefixes: set[str] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -239,6 +241,7 @@ class ScriptedServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
+            self.paths.append(request.path_qs)
         if self.delay:
             await asyncio.sleep(self.delay)
         if mode_of(body) in self.reject_modes:

@@ -147,3 +147,16 @@ def test_a_stop_while_other_questions_are_in_flight_prints_exactly_one_line(serv
         line = one_line_stop(run_cli("judge", *five, "--model", "m", "--base-url", server.base_url,
                                      "--no-warmup", real_process=True))
         assert "(5 attempt(s)) with the same error (HTTP 429: scripted 429)" in line
+
+
+# --------------------------------------------------------------------------- item 24: a query in the base URL
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+@pytest.mark.parametrize("tail", ["?api-version=2024-10-21", "/?api-version=2024-10-21"])
+def test_a_base_url_with_a_query_keeps_it_after_the_path(server, backend, tail):
+    """Azure's base URLs carry ?api-version=: /chat/completions goes before it, not into it."""
+    server.truth = TRUTH
+    result = run_judge(G, P, {}, judge_for(server, backend=backend_param(backend),
+                                           base_url=server.base_url + tail))
+    assert result.metrics.f1 == 1.0
+    assert set(server.paths) == {"/v1/chat/completions?api-version=2024-10-21"}

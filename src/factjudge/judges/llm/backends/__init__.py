@@ -90,6 +90,12 @@ class Endpoint:
     def host(self) -> str:
         return server_host(self.base_url)
 
+    def url(self, path: str) -> str:
+        """``path`` (``/chat/completions``) under the base URL, its query kept: Azure's base URL
+        carries ``?api-version=...``, which must stay after the path, not before it."""
+        parts = urlsplit(self.base_url)
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
+
     def redact(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, "***")
@@ -114,7 +120,8 @@ def endpoint(base_url: str | None, api_key: str | None) -> Endpoint:
     elif api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     # longest first, so a secret containing another is redacted whole
-    return Endpoint(urlunsplit(url).rstrip("/"), headers, tuple(sorted(set(secrets), key=len, reverse=True)))
+    url = url._replace(path=url.path.rstrip("/"))  # the path's slash, not the query's end
+    return Endpoint(urlunsplit(url), headers, tuple(sorted(set(secrets), key=len, reverse=True)))
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

@@ -77,7 +77,7 @@ class HTTPBackend:
 
     def __init__(self, endpoint: Endpoint, **_: Any) -> None:
         self.endpoint = endpoint
-        self.url = f"{endpoint.base_url}/chat/completions"
+        self.url = endpoint.url("/chat/completions")
         self._headers = {**endpoint.headers, "User-Agent": f"factjudge/{__version__}",
                          "Accept": "application/json"}
         self._session: aiohttp.ClientSession | None = None

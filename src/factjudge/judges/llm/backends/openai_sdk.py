@@ -6,6 +6,7 @@ import asyncio
 import ssl
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ....errors import JudgeSetupError
 from . import (
@@ -67,8 +68,12 @@ class OpenAISDKBackend:
             key = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else "none"
             extra = {"Authorization": auth} if auth.startswith("Basic ") else None
             # the SDK's own retries are off: the judge counts them and honours Retry-After
-            self._client = self._openai.AsyncOpenAI(api_key=key, base_url=self.endpoint.base_url,
-                                                    max_retries=0, default_headers=extra)
+            # the SDK appends its path after the whole base URL: a query goes in default_query
+            url = urlsplit(self.endpoint.base_url)
+            query = dict(parse_qsl(url.query, keep_blank_values=True)) or None
+            self._client = self._openai.AsyncOpenAI(api_key=key, base_url=urlunsplit(url._replace(query="")),
+                                                    max_retries=0, default_headers=extra,
+                                                    default_query=query)
             self._loop = loop
         return self._client
 
