@@ -160,3 +160,17 @@ def test_a_base_url_with_a_query_keeps_it_after_the_path(server, backend, tail):
                                            base_url=server.base_url + tail))
     assert result.metrics.f1 == 1.0
     assert set(server.paths) == {"/v1/chat/completions?api-version=2024-10-21"}
+
+
+# --------------------------------------------------------------------------- item 25: one line
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+def test_a_body_that_is_not_the_gzip_it_claims_is_a_one_line_fact_error(server, backend):
+    server.truth = TRUTH
+    judge = judge_for(server, backend=backend_param(backend), retries=1)
+    run_judge(G[:1], P[:1], {}, judge)
+    server.faults[("gold", "g1")] = [Reply(body="not gzip\n\nat all", headers={"Content-Encoding": "gzip"})] * 6
+    result = run_judge(G[:1], P[:1], {}, judge)
+    description = result.gold_facts[0]["description"]
+    assert result.gold_facts[0]["status"] == "ERROR"
+    assert "decod" in description.lower() and description == " ".join(description.split()), description

@@ -36,6 +36,8 @@ def _connection_failure(exc: BaseException, redact: Callable[[str], str]) -> Bac
         hint = " (the server may speak plain HTTP: try http://)" if "WRONG_VERSION_NUMBER" in str(tls) else ""
         return BackendError("connect", redact(f"cannot connect: TLS handshake failed: {tls}{hint}"))
     why = next((str(e) for e in chain if str(e)), type(chain[0] if chain else exc).__name__)
+    if any(type(e).__name__ == "DecodingError" for e in chain):  # httpx: gzip that is not gzip...
+        return BackendError("disconnect", redact(f"the reply's body could not be decoded ({why})"))
     if why.startswith("illegal "):  # h11 refused the first line: the answer is not HTTP at all
         return BackendError("connect", redact(f"cannot connect: the server's answer is not HTTP ({why}); "
                                               "a TLS server answers so: for one, use an https:// base URL"))
