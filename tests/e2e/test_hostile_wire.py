@@ -34,11 +34,12 @@ def backend_param(backend):
 
 # --------------------------------------------------------------------------- item 5: body size
 
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
 @pytest.mark.parametrize("hostile", [Reply(endless=True), Reply(gzip_bomb=1 << 30)],
                          ids=["endless-chunked", "gzip-bomb-1GiB"])
-def test_a_body_without_end_or_a_gzip_bomb_is_a_one_line_fact_error(server, hostile):
+def test_a_body_without_end_or_a_gzip_bomb_is_a_one_line_fact_error(server, hostile, backend):
     server.truth = TRUTH
-    judge = judge_for(server)
+    judge = judge_for(server, backend=backend_param(backend))
     run_judge(G[:1], P[:1], {}, judge)  # answered once: what follows is per question
     server.faults[("gold", "g1")] = [hostile] * 3
     result = run_judge(G[:1], P[:1], {}, judge)

@@ -3,13 +3,18 @@ need its authentication (Azure AD tokens) or bring their own configured ``AsyncO
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib
 import ssl
-from collections.abc import Callable
+import zlib
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ....errors import JudgeSetupError
 from . import (
+    BODY_TOO_LARGE,
+    MAX_BODY_BYTES,
     BackendError,
     ChatReply,
     Endpoint,
@@ -21,6 +26,63 @@ from . import (
 
 #: Keys of a request body the SDK's ``create()`` takes as keywords; the rest go in ``extra_body``.
 _KEYWORDS = ("model", "messages", "response_format", "temperature", "max_tokens")
+
+
+class _BodyTooLarge(Exception):
+    """A reply body went past MAX_BODY_BYTES (decompressed) while httpx read it."""
+
+
+class _BodyCounter:
+    """Counts a reply body decompressed, a bounded slice at a time, dropping the output: gzip and
+    deflate inflated, other encodings (br, zstd) by their raw bytes only."""
+
+    def __init__(self, encoding: str) -> None:
+        # wbits 47 (32 + 15): a zlib or a gzip header, found by zlib itself
+        self._inflater: Any = zlib.decompressobj(47) if encoding in ("gzip", "x-gzip", "deflate") else None
+        self.size = 0
+
+    def add(self, raw: bytes) -> None:
+        """Count ``raw``; raises _BodyTooLarge past MAX_BODY_BYTES."""
+        if self._inflater is None or self._inflater.eof:
+            self.size += len(raw)
+        else:
+            data = raw
+            try:
+                while data and self.size <= MAX_BODY_BYTES:
+                    self.size += len(self._inflater.decompress(data, 1 << 20))
+                    data = self._inflater.unconsumed_tail
+            except zlib.error:  # not what it claims: httpx says so when it decodes
+                self._inflater = None
+                self.size += len(raw)
+        if self.size > MAX_BODY_BYTES:
+            raise _BodyTooLarge
+
+
+@functools.cache
+def _capped_stream_type(base: type) -> type:
+    """A subclass of httpx's ``AsyncByteStream`` (``base``: httpx or httpx2, as the SDK uses) that
+    refuses a piece before httpx inflates and keeps it."""
+
+    class CappedStream(base):  # type: ignore[misc]
+        def __init__(self, inner: Any, encoding: str) -> None:
+            self._inner, self._counter = inner, _BodyCounter(encoding)
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            async for raw in self._inner:
+                self._counter.add(raw)
+                yield raw
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return CappedStream
+
+
+async def _cap_body(response: Any) -> None:
+    """httpx response hook: the body is read through a stream that stops at MAX_BODY_BYTES."""
+    httpx = importlib.import_module(type(response).__module__.partition(".")[0])
+    capped = _capped_stream_type(httpx.AsyncByteStream)
+    response.stream = capped(response.stream, response.headers.get("content-encoding", "").lower())
 
 
 def _connection_failure(exc: BaseException, redact: Callable[[str], str]) -> BackendError:
@@ -73,9 +135,10 @@ class OpenAISDKBackend:
             # the SDK appends its path after the whole base URL: a query goes in default_query
             url = urlsplit(self.endpoint.base_url)
             query = dict(parse_qsl(url.query, keep_blank_values=True)) or None
+            http = self._openai.DefaultAsyncHttpxClient(event_hooks={"response": [_cap_body]})
             self._client = self._openai.AsyncOpenAI(api_key=key, base_url=urlunsplit(url._replace(query="")),
                                                     max_retries=0, default_headers=extra,
-                                                    default_query=query)
+                                                    default_query=query, http_client=http)
             self._loop = loop
         return self._client
 
@@ -93,7 +156,11 @@ class OpenAISDKBackend:
                                retry_after=retry_after_seconds(exc.response.headers)) from None
         except o.APITimeoutError:
             raise BackendError("timeout", f"no answer within {timeout:g} s (timeout)") from None
+        except _BodyTooLarge:
+            return ChatReply(None, problem=BODY_TOO_LARGE)
         except o.APIConnectionError as exc:
+            if isinstance(exc.__cause__, _BodyTooLarge):
+                return ChatReply(None, problem=BODY_TOO_LARGE)
             raise _connection_failure(exc, redact) from None
         except (o.APIResponseValidationError, ValueError) as exc:  # a 200 whose body is not JSON
             return ChatReply(None, problem=redact(f"the server's reply is not a chat completion: {exc}"))
