@@ -22,8 +22,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import socket
+import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +45,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None             # a raw body: for error replies, or a broken 200
     hang: float = 0.0                   # seconds to wait before answering (a stuck server)
+    endless: bool = False               # a 200 whose chunked body never ends
+    gzip_bomb: int = 0                  # a 200 gzip body inflating to this many bytes of zeros
+    cut: bool = False                   # a 200 announcing 1,000 bytes, closed after 10
 
 
 def answer(direction: str, subject_id: str, matched: str | None, reasoning: str = "scripted",
@@ -75,6 +81,96 @@ def mode_of(request: dict[str, Any]) -> str:
     return "none" if fmt is None else fmt["type"]
 
 
+_MB = 1 << 20
+
+
+def _gzip_segment() -> tuple[bytes, bytes]:
+    """A gzip header with 1 MiB of zeros, and a 1 MiB-of-zeros deflate segment (about 1 KB) that
+    may be repeated after it: each ends on a full flush, so none refers to the bytes before it."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = packer.compress(bytes(_MB)) + packer.flush(zlib.Z_FULL_FLUSH)
+    return head, packer.compress(bytes(_MB)) + packer.flush(zlib.Z_FULL_FLUSH)
+
+
+async def _hostile_body(request: web.Request, reply: Reply) -> web.StreamResponse:
+    """A 200 whose body is endless, a gzip bomb or cut short; written as the client reads it, so
+    the server's own memory stays small."""
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    if reply.cut:
+        resp.content_length = 1000
+    elif reply.gzip_bomb:
+        resp.headers["Content-Encoding"] = "gzip"
+        resp.enable_chunked_encoding()
+    else:
+        resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    try:
+        if reply.cut:
+            await resp.write(b'{"id": "x"')
+            assert request.transport is not None
+            request.transport.close()
+        elif reply.gzip_bomb:
+            await _write_bomb(resp, reply.gzip_bomb)
+        else:
+            while True:
+                await resp.write(b" " * 65536)
+    except (ConnectionError, RuntimeError):  # the client stopped reading
+        pass
+    return resp
+
+
+async def _write_bomb(resp: web.StreamResponse, size: int) -> None:
+    head, segment = _gzip_segment()
+    await resp.write(head)
+    crc, done = zlib.crc32(bytes(_MB)), _MB
+    while done + _MB <= size:
+        await resp.write(segment)
+        crc, done = zlib.crc32(bytes(_MB), crc), done + _MB
+    # an empty final block, then the gzip trailer (CRC-32 and size of what was inflated)
+    await resp.write(b"\x03\x00" + struct.pack("<II", crc, done & 0xFFFFFFFF))
+    await resp.write_eof()
+
+
+class RawServer:
+    """A TCP server on 127.0.0.1 that answers every connection with ``data`` (no HTTP at all: a
+    TLS alert, garbage) and closes it: what an http:// URL meets at a TLS-only port."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.connections = 0
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self.port = self._sock.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:  # closed by stop()
+                return
+            with conn:
+                self.connections += 1
+                try:
+                    conn.recv(65536)
+                    conn.sendall(self.data)
+                except OSError:
+                    pass
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sock.close()
+        self._thread.join(10)
+
+
 class ScriptedServer:
     def __init__(self, truth: dict[tuple[str, str], str | None] | None = None,
                  responder: Callable[[dict[str, Any]], Reply] | None = None,
@@ -96,6 +192,8 @@ class ScriptedServer:
         #: (direction, prompt tokens, cached prompt tokens) of every answered request
         self.usage_log: list[tuple[str, int, int]] = []
         self.headers: list[dict[str, str]] = []
+        #: path and query of every chat-completions request
+        self.paths: list[str] = []
         self._seen_prefixes: set[str] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -157,6 +255,7 @@ class ScriptedServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
+            self.paths.append(request.path_qs)
         if self.delay:
             await asyncio.sleep(self.delay)
         if mode_of(body) in self.reject_modes:
@@ -171,6 +270,8 @@ class ScriptedServer:
             reply = await reply
         if reply.hang:
             await asyncio.sleep(reply.hang)
+        if reply.endless or reply.gzip_bomb or reply.cut:
+            return await _hostile_body(request, reply)
         if reply.status != 200 or reply.body is not None:
             headers = {k: v for k, v in reply.headers.items() if k.lower() != "content-type"}
             return web.Response(status=reply.status, text=reply.body or "", headers=headers,

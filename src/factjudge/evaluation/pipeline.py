@@ -25,7 +25,7 @@ from ..models import (
     Verdict,
     cut_text,
 )
-from ..util.aio import run_sync
+from ..util.aio import gather_all, run_sync
 from ..util.jsonutil import canonical_json
 
 
@@ -175,7 +175,7 @@ async def _judge_direction(
             shared.clear()  # now, not when the other direction is done too
 
     # ``width`` workers, not a task per fact: a million waiting tasks would cost gigabytes
-    await asyncio.gather(*(worker() for _ in range(running)))
+    await gather_all(*(worker() for _ in range(running)))
     return answers
 
 
@@ -238,7 +238,7 @@ async def run_judge_async(
     warm = judge.warmup if warmup is None else warmup
     fields, warnings = compared_fields(gold_in, pred_in, config)
     tally = _Tally()
-    gv, pv = await asyncio.gather(*(
+    gv, pv = await gather_all(*(
         _judge_direction(direction, subjects, candidates, config, judge, limiter, concurrency, tally,
                          doc_id, progress, warm, fields)
         for direction, subjects, candidates in directions(gold_in, pred_in)))

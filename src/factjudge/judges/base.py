@@ -138,7 +138,9 @@ class JudgeBase:
 
 
 def error_verdict(task: JudgeTask, reason: str, usage: CallUsage | None = None) -> Verdict:
-    return Verdict(fact_id=task.subject_id, status="ERROR", note=reason, usage=usage or CallUsage())
+    # an ERROR description is one line, whatever exception or server text it quotes
+    note = " ".join(reason.split())
+    return Verdict(fact_id=task.subject_id, status="ERROR", note=note, usage=usage or CallUsage())
 
 
 def candidate_types(candidates: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -68,3 +68,18 @@ async def in_window(items: Iterable[Item], work: Callable[[Item], Awaitable[R]],
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def gather_all(*aws: Awaitable[T]) -> list[T]:
+    """``asyncio.gather(*aws)``, but a failure cancels the others and waits for them before it is
+    raised: none keeps sending requests, or opens a connection, after the caller has moved on (to
+    closing the judge's session: a question still in flight then opened a new one, never closed,
+    and "Unclosed client session" was printed before the one-line error)."""
+    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

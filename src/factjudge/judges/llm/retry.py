@@ -5,6 +5,7 @@ use it; what differs between them (a question's deadline, requests that must not
 stays with each caller."""
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -15,8 +16,9 @@ from .backends import BackendError
 class RetryPolicy:
     """``retries`` tries after the first; the wait before try ``n`` (0-based) is ``backoff * 2**n``
     seconds, at most ``max_backoff``. A server's Retry-After is honoured in place of the backoff,
-    capped at ``max_backoff`` too. With ``jitter`` each backoff is drawn from [half of it, all of
-    it], so many clients refused at once do not come back in step."""
+    capped at ``max_backoff`` too (one that is not a finite number >= 0 is ignored). With
+    ``jitter`` each backoff is drawn from [half of it, all of it], so many clients refused at once
+    do not come back in step."""
 
     retries: int = 4
     backoff: float = 1.0
@@ -32,7 +34,7 @@ class RetryPolicy:
         return self.delay(attempt, error.retry_after)
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        if retry_after is not None:
+        if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
             return min(retry_after, self.max_backoff)
         base = min(self.backoff * (2.0 ** attempt), self.max_backoff)
         return base * (0.5 + random.random() / 2) if self.jitter else base

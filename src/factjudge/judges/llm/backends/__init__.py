@@ -10,14 +10,24 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timezone
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 #: Longest server message kept in an error (one line).
 MESSAGE_CHARS = 300
+#: Largest response body read, decompressed. A judge's answer is a few KB; the longest completion
+#: a model can write today (128k output tokens, about 512 KB, up to 3 MB with every character
+#: JSON-escaped) fits well below it, while an endless or gzip-bomb body stops here instead of
+#: taking memory to GBs (2.5-4.5 GB and a MemoryError before this limit, issue #20).
+MAX_BODY_BYTES = 8 * 1024 * 1024
+#: What a reply larger than MAX_BODY_BYTES says (a per-question problem: the question is re-asked).
+BODY_TOO_LARGE = (f"the server's reply is larger than {MAX_BODY_BYTES >> 20} MiB "
+                  "(read no further)")
 
 ErrorKind = Literal["status", "timeout", "connect", "disconnect"]
 
@@ -37,6 +47,7 @@ class BackendError(Exception):
 
     def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None,
                  body: str = "", retry_after: float | None = None) -> None:
+        message = " ".join(message.split())  # one line, whatever the exception or server said
         super().__init__(message)
         self.kind, self.message, self.status = kind, message, status
         self.body, self.retry_after = body, retry_after
@@ -79,6 +90,12 @@ class Endpoint:
     def host(self) -> str:
         return server_host(self.base_url)
 
+    def url(self, path: str) -> str:
+        """``path`` (``/chat/completions``) under the base URL, its query kept: Azure's base URL
+        carries ``?api-version=...``, which must stay after the path, not before it."""
+        parts = urlsplit(self.base_url)
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
+
     def redact(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, "***")
@@ -103,30 +120,42 @@ def endpoint(base_url: str | None, api_key: str | None) -> Endpoint:
     elif api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     # longest first, so a secret containing another is redacted whole
-    return Endpoint(urlunsplit(url).rstrip("/"), headers, tuple(sorted(set(secrets), key=len, reverse=True)))
+    url = url._replace(path=url.path.rstrip("/"))  # the path's slash, not the query's end
+    return Endpoint(urlunsplit(url), headers, tuple(sorted(set(secrets), key=len, reverse=True)))
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` or ``retry-after``), if any."""
+    """Seconds the server asked us to wait (``retry-after-ms``, else ``retry-after`` as seconds or
+    an HTTP date, RFC 9110), or None for anything else: a value that is not a finite number >= 0
+    (``nan``, ``inf``, ``-5``) or not a date falls back to the retry policy's own backoff. How long
+    is honoured at most is the policy's ``max_backoff`` (60 s by default)."""
     if not headers:
         return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
+    ms = _seconds(headers.get("retry-after-ms"))
+    if ms is not None:
+        return ms / 1000
     value = headers.get("retry-after")
     if not value:
         return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
-        return float(value)
-    except ValueError:
-        pass
-    try:  # an HTTP date
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
+    if when.tzinfo is None:  # "-0000": an HTTP date is always UTC
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _seconds(text: str | None) -> float | None:
+    """A finite non-negative number of seconds, or None."""
+    try:
+        value = float(text or "")
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
 
 
 def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:

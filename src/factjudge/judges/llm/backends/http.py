@@ -8,15 +8,68 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
 from ...._version import __version__
-from . import BackendError, ChatReply, Endpoint, RequestBody, error_message, parse_completion, retry_after_seconds
+from . import (
+    BODY_TOO_LARGE,
+    MAX_BODY_BYTES,
+    BackendError,
+    ChatReply,
+    Endpoint,
+    RequestBody,
+    error_message,
+    parse_completion,
+    retry_after_seconds,
+)
 
 #: Error bodies longer than this are cut before they are read into an error message.
 _MAX_ERROR_BODY = 64 * 1024
+#: The start of a TLS record as aiohttp quotes a status line it refused: b'\x15\x03... (an alert)
+_TLS_RECORD = re.compile(r"b'\\x1[4-7]\\x03")
+#: A body is read in pieces of this size (decompressed), counting them against MAX_BODY_BYTES.
+_READ_PIECE = 256 * 1024
+
+
+async def _read_body(content: aiohttp.StreamReader) -> bytes | None:
+    """The whole body, or None when it is larger than MAX_BODY_BYTES. aiohttp inflates a gzip or
+    deflate body a bounded piece at a time, so a bomb costs at most the limit, not its size."""
+    pieces: list[bytes] = []
+    size = 0
+    while piece := await content.read(_READ_PIECE):
+        size += len(piece)
+        if size > MAX_BODY_BYTES:
+            return None
+        pieces.append(piece)
+    return b"".join(pieces)
+
+
+def _failure(exc: BaseException, timeout: float, redact: Callable[[str], str]) -> BackendError:
+    """What went wrong before a reply, in words a person can act on. Nothing listening, TLS on one
+    side only and an answer that is not HTTP are ``connect`` errors (every request would get them:
+    the run stops before the first answer); a connection broken mid-reply is a ``disconnect``."""
+    if isinstance(exc, asyncio.TimeoutError):
+        return BackendError("timeout", f"no answer within {timeout:g} s (timeout)")
+    if isinstance(exc, aiohttp.ClientSSLError):
+        why = str(exc.os_error) or type(exc.os_error).__name__
+        hint = " (the server may speak plain HTTP: try http://)" if "WRONG_VERSION_NUMBER" in why else ""
+        return BackendError("connect", redact(f"cannot connect: TLS handshake failed: {why}{hint}"))
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        os_error = exc.os_error
+        why = "connection refused" if isinstance(os_error, ConnectionRefusedError) else str(os_error)
+        return BackendError("connect", redact(f"cannot connect: {why or type(os_error).__name__}"))
+    if isinstance(exc, aiohttp.ClientResponseError) and exc.status == 400 and "Bad status line" in str(exc):
+        # aiohttp's parser refused the first line of the answer: the bytes of a TLS record
+        # (content type 0x14-0x17, version 3.x) mean a TLS server behind an http:// URL
+        if _TLS_RECORD.search(exc.message):
+            return BackendError("connect", "cannot connect: the server answered in TLS, not plain HTTP "
+                                           "(use an https:// base URL)")
+        return BackendError("connect", redact(f"cannot connect: the server's answer is not HTTP ({exc.message})"))
+    return BackendError("disconnect", redact(f"{type(exc).__name__}: {exc}"))
 
 
 class HTTPBackend:
@@ -24,7 +77,7 @@ class HTTPBackend:
 
     def __init__(self, endpoint: Endpoint, **_: Any) -> None:
         self.endpoint = endpoint
-        self.url = f"{endpoint.base_url}/chat/completions"
+        self.url = endpoint.url("/chat/completions")
         self._headers = {**endpoint.headers, "User-Agent": f"factjudge/{__version__}",
                          "Accept": "application/json"}
         self._session: aiohttp.ClientSession | None = None
@@ -48,21 +101,18 @@ class HTTPBackend:
             async with self._session_for_loop().post(
                     self.url, data=body.data, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
                 if resp.status != 200:
-                    raw = await resp.content.read(_MAX_ERROR_BODY)
-                    text = redact(raw.decode("utf-8", "replace"))
+                    head = await resp.content.read(_MAX_ERROR_BODY)
+                    text = redact(head.decode("utf-8", "replace"))
                     raise BackendError("status", redact(error_message(resp.status, text)),
                                        status=resp.status, body=text,
                                        retry_after=retry_after_seconds(resp.headers))
-                raw = await resp.read()
+                raw = await _read_body(resp.content)
         except BackendError:
             raise
-        except asyncio.TimeoutError:
-            raise BackendError("timeout", f"no answer within {timeout:g} s (timeout)") from None
-        except aiohttp.ClientConnectorError as exc:
-            why = "connection refused" if isinstance(exc.os_error, ConnectionRefusedError) else exc.os_error
-            raise BackendError("connect", redact(f"cannot connect: {why or exc}")) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise BackendError("disconnect", redact(f"{type(exc).__name__}: {exc}")) from None
+        except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise _failure(exc, timeout, redact) from None
+        if raw is None:
+            return ChatReply(None, problem=BODY_TOO_LARGE)
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError):
