@@ -58,7 +58,6 @@ from ..evaluation.runner import EvalRun, ReportSettings, finish_run, input_salt,
 from ..io.config import parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, _doc_hash, _doc_id, _questions
 from ..io.facts import validate_facts
-from ..io.runfolder import ResultStore
 from ..judges.base import Judge, JudgeBase
 from ..judges.factory import JudgeSpec, build_judge
 from ..models import JudgeConfig, JudgeResult
@@ -522,29 +521,26 @@ def evaluate_ray(
     out_dir = Path(out_dir)
     if isinstance(judge_factory, JudgeSpec):  # a relative cache folder means this process's
         judge_factory = judge_factory.for_another_process()
-    own_judge = judge is None
     driver = judge if judge is not None else _build_on_driver(judge_factory, cfg)
-    store: ResultStore | None = None
     try:
         salt = input_salt(cfg, driver)
         data, skipped = _scanned(ray, documents, cfg, salt, source)
         # a folder of another run's results is refused (or emptied with overwrite), as live
         store, todo, reused = open_run(data, out_dir, manifest=run_manifest(data, cfg, driver),
                                        overwrite=overwrite)
-        if hooks.on_start:
-            hooks.on_start(len(todo), len(reused), sum(i.questions for i in todo))
-        finisher = _DriverJudge(driver)
-        if todo:
-            ours = not isinstance(data, RayDataset)  # rows of exactly the documents to judge
-            env = worker_env if isinstance(worker_env, WorkerEnv) else WorkerEnv(worker_env or {})
-            job = _RayJob(cfg, salt, driver, finisher, judge_factory, pool, hooks.on_result, env)
-            _judge_on_ray(ray, _to_ray(ray, data, reused) if ours else data.ds, not ours, todo, store, job)
-        created = store.created if not todo else None  # nothing new: the results keep their time
-        summary = finish_run(data, store, cfg, finisher, out_dir, settings, skipped, created)
+        with contextlib.closing(store):  # the folder's lock goes with the run, failed or not, as live
+            if hooks.on_start:
+                hooks.on_start(len(todo), len(reused), sum(i.questions for i in todo))
+            finisher = _DriverJudge(driver)
+            if todo:
+                env = worker_env if isinstance(worker_env, WorkerEnv) else WorkerEnv(worker_env or {})
+                job = _RayJob(cfg, salt, driver, finisher, judge_factory, pool, hooks.on_result, env)
+                ours = not isinstance(data, RayDataset)  # rows of exactly the documents to judge
+                _judge_on_ray(ray, _to_ray(ray, data, reused) if ours else data.ds, not ours, todo, store, job)
+            created = store.created if not todo else None  # nothing new: the results keep their time
+            summary = finish_run(data, store, cfg, finisher, out_dir, settings, skipped, created)
     finally:
-        if store is not None:  # the folder's lock goes with the run, failed or not, as live
-            store.close()
-        if own_judge:
+        if judge is None:  # the driver's own judge
             asyncio.run(driver.aclose())
     return EvalRun(summary, judged=len(todo), reused=len(reused))
 
