@@ -194,6 +194,8 @@ class ScriptedServer:
         self.headers: list[dict[str, str]] = []
         #: path and query of every chat-completions request
         self.paths: list[str] = []
+        #: path and query of every Files/Batches call
+        self.batch_queries: list[str] = []
         self._seen_prefixes: set[str] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -313,6 +315,7 @@ class ScriptedServer:
     def _log_call(self, request: web.Request) -> None:
         with self._lock:
             self.batch_calls.append((request.method, request.path))
+            self.batch_queries.append(request.path_qs)
             self.batch_headers.append(dict(request.headers))
 
     async def _upload(self, request: web.Request) -> web.Response:

@@ -189,3 +189,17 @@ def test_a_batch_run_into_a_folder_in_use_stops_and_touches_nothing(tmp_path, se
         assert sorted(p.name for p in out.iterdir()) == before
         assert server.batch_calls == []
     assert batch_eval().returncode == 0  # once it is let go, the run goes through
+
+
+def test_a_base_url_with_a_query_keeps_it_on_every_batch_call(tmp_path, server):
+    """Azure's ?api-version= goes after /files and /batches (and joins a query of their own)."""
+    server.truth = TRUTH
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(CONFIG), encoding="utf-8")
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS)
+    proc = run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url",
+                   server.base_url + "?api-version=2024-10-21", "-o", tmp_path / "out", "--batch",
+                   "--poll-interval", "0.01", cache_dir=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    assert server.batch_queries and all("api-version=2024-10-21" in q for q in server.batch_queries)
+    assert all(q.count("?") == 1 for q in server.batch_queries)

@@ -586,7 +586,7 @@ class BatchClient:
         when it certainly did not reach the server; otherwise :class:`_Ambiguous` is raised."""
         import aiohttp
 
-        url = f"{self.endpoint.base_url}{path}"
+        url = self.endpoint.url(path)
         redact = self.endpoint.redact
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(self.timeout, 60), sock_read=self.timeout)
         attempt = 0

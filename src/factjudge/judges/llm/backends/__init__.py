@@ -91,10 +91,13 @@ class Endpoint:
         return server_host(self.base_url)
 
     def url(self, path: str) -> str:
-        """``path`` (``/chat/completions``) under the base URL, its query kept: Azure's base URL
-        carries ``?api-version=...``, which must stay after the path, not before it."""
+        """``path`` (``/chat/completions``, ``/batches?limit=100``) under the base URL, its query
+        kept: Azure's base URL carries ``?api-version=...``, which must stay after the path, not
+        before it, and joins the path's own query."""
         parts = urlsplit(self.base_url)
-        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
+        path, _, query = path.partition("?")
+        query = "&".join(q for q in (parts.query, query) if q)
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path, query=query))
 
     def redact(self, text: str) -> str:
         for secret in self.secrets:
