@@ -203,3 +203,12 @@ def test_a_base_url_with_a_query_keeps_it_on_every_batch_call(tmp_path, server):
     assert proc.returncode == 0, proc.stderr
     assert server.batch_queries and all("api-version=2024-10-21" in q for q in server.batch_queries)
     assert all(q.count("?") == 1 for q in server.batch_queries)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "1e9"])
+def test_a_poll_interval_that_cannot_work_is_refused_naming_the_option(tmp_path, server, value):
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS)
+    proc = run_cli("eval", data, "--model", "m", "--base-url", server.base_url, "-o", tmp_path / "out",
+                   "--batch", "--poll-interval", value, cache_dir=tmp_path / "cache")
+    assert proc.returncode == 2 and "--poll-interval" in last_line(proc), proc.stderr
+    assert not (tmp_path / "out").exists() and server.batch_calls == []

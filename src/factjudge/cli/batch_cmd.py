@@ -47,7 +47,8 @@ BATCH_OPTS: dict[str, tuple[Any, Any]] = {
         False, "--batch", help="Ask through the server's Batch API (half the price, within 24 h): "
         "upload, poll, import, then finish the run; run again after an interruption to resume.")),
     "poll_interval": (float, typer.Option(
-        30.0, "--poll-interval", min=0.0, metavar="SECONDS", help="--batch: seconds between status checks.")),
+        30.0, "--poll-interval", min=0.0, max=86400.0, metavar="SECONDS",
+        help="--batch: seconds between status checks (at most a day).")),
 }
 
 #: Adds the batch options to ``eval``; the command receives them as ``batch_opts``.
