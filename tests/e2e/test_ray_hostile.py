@@ -107,10 +107,10 @@ class HeadNode:
         self.proc.wait(timeout=30)
 
 
-def run_watched(head, out, env):
+def run_watched(head, out, env, secrets):
     """``factjudge eval --ray-address`` of the bundled example on ``head`` with ``env`` added;
-    the process, its stderr and every command line seen while it ran holding a value of ``env``."""
-    secrets = [v for k, v in env.items() if k != "FACTJUDGE_CACHE_DIR"]
+    the process, its stderr and every command line seen while it ran holding one of ``secrets``
+    (the key, a URL's password: a base URL without credentials is no secret, and run.json names it)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "OPENAI_"))}
     full.update(env, RAY_AUTH_MODE="token")
     cli = subprocess.Popen(
@@ -143,7 +143,7 @@ def test_the_api_key_reaches_cluster_workers_on_no_command_line_and_in_no_log(tm
         with ScriptedServer(responder=no_match) as server:
             cli, err, seen = run_watched(head, tmp_path / "key", {
                 "OPENAI_API_KEY": secret, "OPENAI_BASE_URL": server.base_url,
-                "FACTJUDGE_CACHE_DIR": str(tmp_path / "cache-key")})
+                "FACTJUDGE_CACHE_DIR": str(tmp_path / "cache-key")}, [secret])
             assert cli.returncode == 0, err
             assert seen == []
             # the key did reach the workers: every request carried it
@@ -156,7 +156,7 @@ def test_the_api_key_reaches_cluster_workers_on_no_command_line_and_in_no_log(tm
             # sends them as Basic credentials
             cli, err, seen = run_watched(head, tmp_path / "url", {
                 "OPENAI_API_KEY": secret, "FACTJUDGE_CACHE_DIR": str(tmp_path / "cache-url"),
-                "OPENAI_BASE_URL": f"http://user:{password}@127.0.0.1:{server.port}/v1"})
+                "OPENAI_BASE_URL": f"http://user:{password}@127.0.0.1:{server.port}/v1"}, [secret, password])
             assert cli.returncode == 0, err
             assert seen == []
             basic = "Basic " + base64.b64encode(f"user:{password}".encode()).decode()
