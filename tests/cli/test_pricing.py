@@ -127,6 +127,9 @@ def test_a_live_eval_gives_its_cost_in_summary_json_and_on_the_summary_line(serv
     assert usage["prices"] == {"input": IN, "cached": CACHED, "output": OUT}
     cost, prices = line_cost(proc.stderr)
     assert cost == pytest.approx(usage["cost"], abs=1e-4) and "cached 0.075" in prices
+    report = (out / "report.md").read_text()
+    assert f"| cost, from the tokens the server reported | {usage['cost']:.4f} |" in report
+    assert "| prices | per million tokens: input 0.15, cached 0.075, output 0.6 |" in report
 
 
 def test_prices_cost_and_description():
@@ -139,3 +142,11 @@ def test_prices_cost_and_description():
     assert p.cost(100, 500, 0) == pytest.approx(100 * CACHED / 1e6)  # more cached than sent: capped
     assert Prices(output=OUT).describe() == ("per million tokens: input 0 (not given), cached prompt "
                                             "tokens priced as input (no --price-cached), output 0.6")
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "1e400"])
+def test_an_impossible_cached_price_is_a_one_line_usage_error(document, value):
+    proc = run_cli("judge", *document, "--model", "m", "--dry-run", "--price-cached", value)
+    assert proc.returncode == 2
+    assert "--price-cached" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
