@@ -87,7 +87,7 @@ def eval_cmd(
     else:  # refused above
         raise fail("--gold and --predicted go together")
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
-                              zero_division=_ZERO_DIVISION[zero_division], csv=csv)
+                              zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
     name = str(dataset or gold)
     run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate,
                               settings, overwrite, batch_opts),
@@ -108,8 +108,7 @@ def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_
     judge = opts.build(cfg)
     problems = scan(data, name, cfg, judge, skip_invalid)
     if opts.dry_run:
-        print_plan(preview_dataset(data, cfg, judge, output_dir), opts.price_in, opts.price_out,
-                   opts.max_tokens)
+        print_plan(preview_dataset(data, cfg, judge, output_dir), opts.prices, opts.max_tokens)
         return 0
     started = time.perf_counter()
     progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(judge.run_info()))

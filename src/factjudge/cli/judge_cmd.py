@@ -18,7 +18,7 @@ from ..models import JudgeResult
 from .app import app, run_command, say
 from .gate import Gate, with_gate
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
-from .output import ProgressBar, print_plan, summary_line
+from .output import ProgressBar, price_usage, print_plan, summary_line
 
 
 @app.command("judge")
@@ -57,8 +57,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
                                   f"{gold} and {predicted}")
     judge = opts.build(cfg)
     if opts.dry_run:
-        print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.price_in, opts.price_out,
-                   opts.max_tokens)
+        print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.prices, opts.max_tokens)
         return 0
 
     async def run() -> JudgeResult:
@@ -70,6 +69,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
 
     result = asyncio.run(run())
     result.warnings[:0] = scope_warnings
+    result.usage = price_usage(result.usage, opts.prices)
     if output is None:
         result.write_json(sys.stdout)
         sys.stdout.flush()

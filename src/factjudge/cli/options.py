@@ -18,7 +18,7 @@ from ..judges.factory import JUDGE_KINDS, REPEATS, JudgeSpec, build_judge
 from ..judges.llm.backends import BACKENDS
 from ..judges.llm.judge import MAX_TOKENS, TEMPERATURE, TIMEOUT
 from ..judges.prompts import STRUCTURED_OUTPUT_MODES
-from ..models import JudgeConfig
+from ..models import JudgeConfig, Prices
 
 
 def _choice(name: str, names: Iterable[str]) -> Any:
@@ -80,7 +80,14 @@ class JudgeOptions:
     prompt_cache_key: bool = True
     dry_run: bool = False
     price_in: float | None = None
+    price_cached: float | None = None
     price_out: float | None = None
+
+    @property
+    def prices(self) -> Prices | None:
+        """The prices given, if any: the dry run's estimate and a live run's cost."""
+        prices = Prices(input=self.price_in, cached=self.price_cached, output=self.price_out)
+        return prices if prices.given else None
 
     @property
     def kind(self) -> str:
@@ -153,9 +160,11 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
     "dry_run": (bool, typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call "
                 "nothing.")),
     "price_in": (float | None, typer.Option(None, "--price-in", min=0, max=MAX_PRICE, help="Price per million "
-                 "prompt tokens (dry run).")),
+                 "prompt tokens: the dry run's estimate, and a live run's cost in its summary.")),
+    "price_cached": (float | None, typer.Option(None, "--price-cached", min=0, max=MAX_PRICE, help="Price per "
+                     "million cached prompt tokens (default: --price-in; providers discount them).")),
     "price_out": (float | None, typer.Option(None, "--price-out", min=0, max=MAX_PRICE, help="Price per million "
-                  "completion tokens (dry run).")),
+                  "completion tokens (dry run and live runs).")),
 }
 assert set(_OPTIONS) == {f.name for f in fields(JudgeOptions)}
 

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import typer
 
-from ..models import Direction, JudgeResult, Usage, Verdict
+from ..models import Direction, JudgeResult, Prices, Usage, Verdict, money
 from ..reports.format import fmt
 
 
@@ -21,12 +22,29 @@ def usage_text(u: Usage) -> str:
             f"{u.completion_tokens:,} completion tokens")
 
 
+def cost_text(usage: Mapping[str, Any]) -> str:
+    """`` | cost 0.0831 ...; per million tokens: ...``: a run's cost as its summary line gives it,
+    when prices were given (``usage`` as in the JSON output or summary.json); else empty."""
+    if usage.get("cost") is None or not isinstance(usage.get("prices"), dict):
+        return ""
+    prices = Prices.model_validate(usage["prices"])
+    return f" | cost {money(usage['cost'])} from the tokens the server reported; {prices.describe()}"
+
+
 def summary_line(result: JudgeResult) -> str:
     m, u = result.metrics, result.usage
     return (f"gold: {m.tp_gold} TP, {m.fn} FN | predicted: {m.tp_predicted} TP, {m.fp} FP | "
             f"errors {m.errors} | out of scope {m.out_of_scope_gold}+{m.out_of_scope_predicted} | "
             f"P {fmt(m.precision)} R {fmt(m.recall)} F1 {fmt(m.f1)} | {usage_text(u)} | "
-            f"{u.seconds:.2f}s")
+            f"{u.seconds:.2f}s{cost_text(u.model_dump())}")
+
+
+def price_usage(usage: Usage, prices: Prices | None) -> Usage:
+    """``usage`` with the run's ``cost`` at ``prices`` (unchanged without prices)."""
+    if prices is None:
+        return usage
+    return usage.model_copy(update=prices.usage_fields(
+        usage.prompt_tokens, usage.cached_prompt_tokens, usage.completion_tokens))
 
 
 class ProgressBar:
@@ -112,8 +130,7 @@ class ProgressBar:
 EST_COMPLETION_TOKENS = 200
 
 
-def print_plan(plan: dict[str, Any], price_in: float | None, price_out: float | None,
-               max_tokens: int | None) -> None:
+def print_plan(plan: dict[str, Any], prices: Prices | None, max_tokens: int | None) -> None:
     """The dry run's report, on stdout: a table, then the same figures as JSON."""
     calls = plan["gold"]["calls"] + plan["predicted"]["calls"]
     before = plan["gold"]["prompt_tokens"] + plan["predicted"]["prompt_tokens"]
@@ -134,12 +151,13 @@ def print_plan(plan: dict[str, Any], price_in: float | None, price_out: float | 
                  f"caching, ~{completion:,} completion tokens (estimated)")
     plan = {**plan, "calls": calls, "prompt_tokens": before, "prompt_tokens_after_prefix_cache": after,
             "estimated_completion_tokens": completion}
-    if price_in is not None or price_out is not None:
-        # cached prompt tokens are priced like the rest here: an upper bound
-        cost_before = (before * (price_in or 0) + completion * (price_out or 0)) / 1e6
-        cost_after = (after * (price_in or 0) + completion * (price_out or 0)) / 1e6
-        lines.append(f"     cost: ~{cost_after:.4f} with prefix caching, at most {cost_before:.4f} "
-                     "without (same currency as the prices)")
-        plan.update(estimated_cost=round(cost_after, 6), estimated_cost_without_prefix_cache=round(cost_before, 6))
+    if prices is not None:
+        # the prefix-cached tokens are discounted, not free: priced at --price-cached (or as input)
+        cost = prices.cost(before, before - after, completion)
+        uncached = prices.cost(before, 0, completion)
+        lines.append(f"     cost: ~{money(cost)} with prefix caching, at most {money(uncached)} without "
+                     f"({prices.describe()})")
+        plan.update(estimated_cost=round(cost, 6), estimated_cost_without_prefix_cache=round(uncached, 6),
+                    prices=prices.model_dump())
     typer.echo("\n".join(lines))
     typer.echo(json.dumps(plan))

@@ -146,8 +146,7 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
     judge = opts.build(cfg)
     problems = scan(data, name, cfg, judge, skip_invalid)
     if opts.dry_run:  # a preview makes no call: nothing for Ray to do
-        print_plan(preview_dataset(data, cfg, judge, output_dir), opts.price_in, opts.price_out,
-                   opts.max_tokens)
+        print_plan(preview_dataset(data, cfg, judge, output_dir), opts.prices, opts.max_tokens)
         return 0
     import_ray()  # before any Ray output: a missing extra is one line
     if "FACTJUDGE_CACHE_DIR" in os.environ:  # the workers' folder is not this one's

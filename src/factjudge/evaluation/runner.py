@@ -52,7 +52,7 @@ from ..io.runfolder import (
 )
 from ..judges.base import Judge
 from ..judges.prompts import PROMPT_FORMAT_VERSION
-from ..models import JudgeConfig, JudgeResult
+from ..models import JudgeConfig, JudgeResult, Prices
 from ..reports.html import render_html
 from ..reports.markdown import render_markdown
 from ..reports.rows import select_rows, worst_order_key
@@ -144,6 +144,8 @@ class ReportSettings:
     zero_division: ZeroDivision = "skip"
     #: Also write ``facts.csv``: one row per fact of every document.
     csv: bool = False
+    #: Prices per million tokens: summary.json's usage then gives the run's ``cost``.
+    prices: Prices | None = None
 
 
 def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> RunManifest:
@@ -235,6 +237,11 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
                           m["tp_gold"] + m["tp_predicted"]))
     summary = agg.summary(settings.resamples, settings.seed)
     summary.usage.update({k: v for k, v in judge.run_info().items() if v is not None})
+    if settings.prices is not None:  # from the summed tokens the server reported, reused documents too
+        u = summary.usage
+        summary.usage.update(settings.prices.usage_fields(
+            int(u.get("prompt_tokens", 0)), int(u.get("cached_prompt_tokens", 0)),
+            int(u.get("completion_tokens", 0))))
     summary.bootstrap = {"resamples": settings.resamples, "seed": settings.seed, "level": 0.95}
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()

@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..models import Prices, money
 from .format import fmt, fmt_ci_diff, fmt_diff
 
 RATIO_KEYS = ("precision", "recall", "f1")
@@ -67,9 +68,17 @@ def setting_text(value: Any) -> str:
 
 
 def usage_text(usage: Mapping[str, Any]) -> list[tuple[str, str]]:
-    label = {"seconds": "seconds (per document, summed: overlaps under concurrency)"}
-    return [(label.get(k, k), f"{v:,.3f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v))
-            for k, v in usage.items()]
+    label = {"seconds": "seconds (per document, summed: overlaps under concurrency)",
+             "cost": "cost, from the tokens the server reported"}
+    return [(label.get(k, k), _usage_value(k, v)) for k, v in usage.items()]
+
+
+def _usage_value(key: str, value: Any) -> str:
+    if key == "cost" and isinstance(value, (int, float)):
+        return money(value)  # 3 decimals would show a small run's cost as 0.000
+    if key == "prices" and isinstance(value, dict):
+        return Prices.model_validate(value).describe()
+    return f"{value:,.3f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def rows_note(shown: int, total: int, rows_order: str) -> str:
