@@ -165,6 +165,9 @@ class Usage(CallUsage):
     token_counter: str | None = None
     #: The structured-output mode the LLM judge used (``auto`` settles on one), if any.
     structured_output: str | None = None
+    #: How the LLM judge's requests were adapted to what the server refused (``no_temperature``,
+    #: ``max_completion_tokens``, ``system_in_user``); absent when nothing was.
+    adapted: list[str] | None = None
     #: A jury's usage per juror (juror name -> its calls and tokens); absent for a single judge.
     jurors: dict[str, CallUsage] | None = None
 
@@ -178,8 +181,10 @@ class Usage(CallUsage):
     @model_serializer(mode="wrap")
     def _no_jurors_without_a_jury(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if self.jurors is None and isinstance(data, dict):  # single-judge outputs stay as they were
-            data.pop("jurors", None)
+        if isinstance(data, dict):  # outputs without a jury or an adaptation stay as they were
+            for name in ("jurors", "adapted"):
+                if getattr(self, name) is None:
+                    data.pop(name, None)
         return data
 
 
