@@ -6,9 +6,9 @@ import json
 
 import pytest
 from evalkit import run_cli
-from scripted_server import Reply, answer, describe, refusal
+from scripted_server import Reply, ScriptedServer, answer, describe, refusal
 
-from factjudge import LLMJudge, ResponseCache, run_judge
+from factjudge import JuryJudge, LLMJudge, ResponseCache, run_judge
 from factjudge.core.scope import compared_fields
 from factjudge.errors import JudgeSetupError
 from factjudge.evaluation.pipeline import task_factory
@@ -77,8 +77,11 @@ def test_refused_parameter_reads_param_else_the_message():
             error["param"] = param
         return json.dumps({"error": error})
 
-    assert refused_parameter(body("whatever", "max_tokens")) == "max_completion_tokens"
-    assert refused_parameter(body("whatever", "temperature")) == "no_temperature"
+    assert refused_parameter(body("Unsupported parameter: 'max_tokens'", "max_tokens")) == "max_completion_tokens"
+    assert refused_parameter(body("Unsupported value: 'temperature'", "temperature")) == "no_temperature"
+    # OpenAI's answer to a budget above the model's: the parameter is taken, its value is not
+    assert refused_parameter(body("max_tokens is too large: 100000. This model supports at most 16384 "
+                                  "completion tokens, whereas you provided 100000.", "max_tokens")) is None
     assert refused_parameter(body("does not support 'system'", "messages[0].role")) == "system_in_user"
     assert refused_parameter(body("does not support 'developer'", "messages[0].role")) is None
     assert refused_parameter(body("Invalid schema", "response_format")) is None
@@ -89,6 +92,18 @@ def test_refused_parameter_reads_param_else_the_message():
     assert refused_parameter(body("'max_tokens' or 'max_completion_tokens' is too large: 1024. This "
                                   "model's maximum context length is 2048 tokens")) is None
     assert refused_parameter(body("model 'm' does not support this request")) is None
+
+
+def test_a_jury_records_what_its_jurors_adapted(server):
+    server.truth = TRUTH
+    server.refuse = {"max_tokens"}
+    with ScriptedServer(TRUTH) as other:
+        other.refuse = {"temperature", "max_tokens"}
+        jurors = [LLMJudge("a", base_url=server.base_url, notify=lambda _: None),
+                  LLMJudge("b", base_url=other.base_url, notify=lambda _: None)]
+        result = run_judge(G, P, {}, JuryJudge(jurors))
+    assert statuses(result) == ALL_TP
+    assert result.usage.adapted == ["max_completion_tokens", "no_temperature"]  # each once
 
 
 def test_concurrent_questions_adapt_once_and_say_it_once(server):

@@ -93,7 +93,7 @@ REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 #: the first user message.
 NO_TEMPERATURE, COMPLETION_TOKENS, SYSTEM_IN_USER = "no_temperature", "max_completion_tokens", "system_in_user"
 _ROLE_PARAM = re.compile(r"^messages\[\d+\]\.role$")
-#: Without ``param`` (a proxy, another server), the message names what it refuses, and says so:
+#: A refusal says so; without ``param`` (a proxy, another server) its message names what it refuses.
 #: vLLM's "'max_tokens' or 'max_completion_tokens' is too large" names a parameter it takes.
 _REFUSES = re.compile(r"unsupported|not supported|does not support|not allowed|unrecognized|unknown",
                       re.IGNORECASE)
@@ -120,12 +120,12 @@ def refused_parameter(body: str) -> str | None:
     err = data.get("error") if isinstance(data, dict) else None
     err = err if isinstance(err, dict) else {}
     param, message = err.get("param"), str(err.get("message") or body)
+    if not _REFUSES.search(message):  # OpenAI's "max_tokens is too large: ..." has param max_tokens too
+        return None
     if isinstance(param, str) and param:
         if _ROLE_PARAM.match(param):
             return SYSTEM_IN_USER if "system" in message else None
         return {"max_tokens": COMPLETION_TOKENS, "temperature": NO_TEMPERATURE}.get(param)
-    if not _REFUSES.search(message):
-        return None
     return next((what for pattern, what in _NAMED if pattern.search(message)), None)
 
 
