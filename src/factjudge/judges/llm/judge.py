@@ -105,7 +105,7 @@ _ADAPTED_TO = {NO_TEMPERATURE: "sending no temperature (the model's default)",
                COMPLETION_TOKENS: "sending the budget as max_completion_tokens",
                SYSTEM_IN_USER: "putting the system message at the head of the first user message"}
 #: What asks again for an answer the budget cut (once).
-_BREVITY = ("Your answer was cut at {n} tokens, the most it may take. Answer again, much shorter: "
+_BREVITY = ("Your answer was cut at {at}, the most it may take. Answer again, much shorter: "
             "keep the reasoning to a few sentences.")
 
 
@@ -127,6 +127,12 @@ def refused_parameter(body: str) -> str | None:
             return SYSTEM_IN_USER if "system" in message else None
         return {"max_tokens": COMPLETION_TOKENS, "temperature": NO_TEMPERATURE}.get(param)
     return next((what for pattern, what in _NAMED if pattern.search(message)), None)
+
+
+def _cut_at(plan: _Plan, reply: ChatReply) -> str:
+    """Where an answer was cut: the budget sent, else what the server counted (its own limit)."""
+    at = plan.budget or reply.completion_tokens
+    return f"{at} tokens" if at else "the server's own limit"
 
 
 @dataclass(frozen=True)
@@ -474,8 +480,8 @@ class LLMJudge(JudgeBase):
                 if reply.problem:
                     raise InvalidAnswer(reply.problem)
                 if reply.finish_reason == "length":  # even parseable: its reasoning was cut short
-                    raise InvalidAnswer(f"the answer was cut at {plan.budget or reply.completion_tokens} "
-                                        "tokens (its budget: --max-tokens)")
+                    raise InvalidAnswer(f"the answer was cut at {_cut_at(plan, reply)} (its budget: "
+                                        "--max-tokens)")
                 verdict = parse_answer(task, reply.content)
             except InvalidAnswer as exc:
                 problem = str(exc)
@@ -483,8 +489,7 @@ class LLMJudge(JudgeBase):
                     if cut:
                         break
                     cut = True
-                    extra = [{"role": "user", "content": _BREVITY.format(
-                        n=plan.budget or reply.completion_tokens)}]
+                    extra = [{"role": "user", "content": _BREVITY.format(at=_cut_at(plan, reply))}]
                 else:
                     extra = reask_messages(reply.content, problem)
                 if time.monotonic() >= deadline:
