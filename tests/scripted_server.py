@@ -48,6 +48,7 @@ class Reply:
     endless: bool = False               # a 200 whose chunked body never ends
     gzip_bomb: int = 0                  # a 200 gzip body inflating to this many bytes of zeros
     cut: bool = False                   # a 200 announcing 1,000 bytes, closed after 10
+    finish_reason: str = "stop"         # "length": the answer was cut by the output budget
 
 
 def answer(direction: str, subject_id: str, matched: str | None, reasoning: str = "scripted",
@@ -67,13 +68,50 @@ def http_error(status: int, retry_after: str | None = None) -> Reply:
 
 def describe(request: dict[str, Any]) -> tuple[str, str, list[str]]:
     """(direction, subject id, candidate ids) of a judge request, read from its messages (the
-    response schema no longer names the subject, and mode ``none`` sends no schema at all)."""
-    last = request["messages"][2]["content"]
-    head, _, fact = last.partition("\n")
+    response schema no longer names the subject, and mode ``none`` sends no schema at all). The
+    system message may head the candidates' user message (a server that refuses the role)."""
+    messages = request["messages"]
+    at = 2 if messages[0]["role"] == "system" else 1
+    head, _, fact = messages[at]["content"].partition("\n")
     direction = "gold" if head.startswith("GOLD") else "predicted"
-    candidates = request["messages"][1]["content"].split("\n")[1:]
+    candidates = messages[at - 1]["content"].partition(", one JSON object per line:\n")[2].split("\n")
     ids = [json.loads(line)["id"] for line in candidates if line]
     return direction, json.loads(fact)["id"], ids
+
+
+#: OpenAI's HTTP 400 bodies for what its reasoning models refuse, word for word as the API returns
+#: them (https://platform.openai.com/docs/guides/reasoning lists the parameters these models do not
+#: take; the bodies as quoted in github.com/griptape-ai/ComfyUI-Griptape/issues/312 (gpt-5,
+#: max_tokens), github.com/gabrii/Cursor-Azure-GPT-5/issues/33 and QwenLM/qwen-code/issues/921
+#: (gpt-5-mini, temperature 0), microsoft/agent-framework/issues/1077 (o1-mini, the system role)).
+REFUSALS: dict[str, dict[str, str]] = {
+    "max_tokens": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                              "Use 'max_completion_tokens' instead.",
+                   "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"},
+    "temperature": {"message": "Unsupported value: 'temperature' does not support {value} with this "
+                               "model. Only the default (1) value is supported.",
+                    "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"},
+    "system": {"message": "Unsupported value: 'messages[0].role' does not support 'system' with this model.",
+               "type": "invalid_request_error", "param": "messages[0].role", "code": "unsupported_value"},
+}
+
+
+def refusal(body: dict[str, Any], refused: set[str], with_param: bool = True) -> str | None:
+    """The 400 body a reasoning model answers ``body`` with, if it sends something in ``refused``
+    (``max_tokens``, ``temperature`` other than 1, ``system`` as the first message's role)."""
+    for what in ("system", "max_tokens", "temperature"):
+        if what not in refused:
+            continue
+        if what == "system" and body["messages"][0]["role"] != "system":
+            continue
+        if what != "system" and (what not in body or (what == "temperature" and body[what] == 1)):
+            continue
+        error = dict(REFUSALS[what])
+        error["message"] = error["message"].format(value=body.get("temperature"))
+        if not with_param:
+            del error["param"]
+        return json.dumps({"error": error})
+    return None
 
 
 def mode_of(request: dict[str, Any]) -> str:
@@ -180,6 +218,11 @@ class ScriptedServer:
         self.faults: dict[tuple[str, str], list[Reply]] = {}
         #: Structured-output modes refused the way llama-cpp-python's server refuses json_schema.
         self.reject_modes: set[str] = set()
+        #: What the server refuses as OpenAI's reasoning models do, HTTP 400 with OpenAI's body
+        #: (:data:`REFUSALS`): ``max_tokens``, ``temperature`` (other than 1), ``system`` (the role).
+        self.refuse: set[str] = set()
+        #: Those bodies without ``param`` (a server or proxy that names it only in the message).
+        self.refuse_with_param = True
         #: A proxy that echoes the request's Authorization header: ``"body"`` answers HTTP 200 with
         #: it as plain text, ``"reasoning"`` quotes it in the reasoning of a valid answer,
         #: ``"401"`` in the message of an HTTP 401 error.
@@ -260,6 +303,9 @@ class ScriptedServer:
             self.paths.append(request.path_qs)
         if self.delay:
             await asyncio.sleep(self.delay)
+        refused = refusal(body, self.refuse, self.refuse_with_param) if self.refuse else None
+        if refused is not None:
+            return web.Response(status=400, content_type="application/json", text=refused)
         if mode_of(body) in self.reject_modes:
             return web.Response(status=500, content_type="application/json", text=json.dumps({
                 "error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
@@ -281,7 +327,7 @@ class ScriptedServer:
         payload = {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "finish_reason": "stop",
+            "choices": [{"index": 0, "finish_reason": reply.finish_reason,
                          "message": {"role": "assistant", "content": reply.content}}],
             "usage": self._usage(body),
         }

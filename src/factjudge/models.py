@@ -215,6 +215,9 @@ class Usage(CallUsage):
     token_counter: str | None = None
     #: The structured-output mode the LLM judge used (``auto`` settles on one), if any.
     structured_output: str | None = None
+    #: How the LLM judge's requests were adapted to what the server refused (``no_temperature``,
+    #: ``max_completion_tokens``, ``system_in_user``); absent when nothing was.
+    adapted: list[str] | None = None
     #: A jury's usage per juror (juror name -> its calls and tokens); absent for a single judge.
     jurors: dict[str, CallUsage] | None = None
     #: What the run cost at the prices given (:meth:`Prices.usage_fields`); absent without prices.
@@ -232,8 +235,8 @@ class Usage(CallUsage):
     @model_serializer(mode="wrap")
     def _absent_when_none(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict):  # single-judge outputs, runs without prices, stay as they were
-            for name in ("jurors", "cost", "prices"):
+        if isinstance(data, dict):  # outputs without a jury, prices or an adaptation stay as they were
+            for name in ("jurors", "cost", "prices", "adapted"):
                 if getattr(self, name) is None:
                     data.pop(name, None)
         return data

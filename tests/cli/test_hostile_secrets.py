@@ -243,7 +243,7 @@ BAD_SPECS = [
     ({"temperature": math.inf}, "--temperature"),
     ({"temperature": math.nan}, "--temperature"),
     ({"temperature": -0.5}, "--temperature"),
-    ({"max_tokens": 0}, "--max-tokens"),
+    ({"max_tokens": -1}, "--max-tokens"),
     ({"repeats": 0}, "--repeats"),
     ({"base_url": "http://h:99999/v1"}, "--base-url"),
 ]
@@ -261,7 +261,7 @@ def test_a_judge_spec_that_cannot_work_is_refused_naming_the_option(server, fiel
 BAD_JUDGES = [
     ({"sampling": Sampling(temperature=math.inf)}, "temperature"),
     ({"sampling": Sampling(temperature=3.0)}, "temperature"),
-    ({"sampling": Sampling(max_tokens=0)}, "max_tokens"),
+    ({"sampling": Sampling(max_tokens=-1)}, "max_tokens"),
     ({"transport": Transport(timeout=math.inf)}, "timeout"),
     ({"transport": Transport(timeout=math.nan)}, "timeout"),
     ({"transport": Transport(max_question_seconds=math.inf)}, "max_question_seconds"),

@@ -199,7 +199,7 @@ def test_both_backends_send_the_same_request(server, backend):
     result = run_judge(G, P, {}, judge_for(server, backend=backend))
     assert result.metrics.f1 == 1.0 and result.usage.llm_calls == 4
     req = server.requests[0]
-    assert set(req) == {"model", "temperature", "response_format", "prompt_cache_key", "messages"}
+    assert set(req) == {"model", "temperature", "max_tokens", "response_format", "prompt_cache_key", "messages"}
     assert result.usage.prompt_tokens > 0 and result.usage.cached_prompt_tokens > 0
 
 

@@ -16,7 +16,14 @@ from ..errors import InputError, JudgeSetupError
 from ..judges import Judge
 from ..judges.factory import JUDGE_KINDS, REPEATS, JudgeSpec, build_judge
 from ..judges.llm.backends import BACKENDS
-from ..judges.llm.judge import MAX_TOKENS, TEMPERATURE, TIMEOUT
+from ..judges.llm.judge import (
+    DEFAULT_MAX_TOKENS,
+    MAX_TOKENS,
+    REASONING_EFFORTS,
+    REASONING_MAX_TOKENS,
+    TEMPERATURE,
+    TIMEOUT,
+)
 from ..judges.prompts import STRUCTURED_OUTPUT_MODES
 from ..models import JudgeConfig, Prices
 
@@ -31,6 +38,7 @@ def _choice(name: str, names: Iterable[str]) -> Any:
 JudgeKindChoice = _choice("JudgeKindChoice", JUDGE_KINDS)
 BackendChoice = _choice("BackendChoice", BACKENDS)
 StructuredOutputChoice = _choice("StructuredOutputChoice", ("auto", *STRUCTURED_OUTPUT_MODES))
+ReasoningEffortChoice = _choice("ReasoningEffortChoice", REASONING_EFFORTS)
 
 
 def _plain(value: Any) -> Any:
@@ -74,6 +82,7 @@ class JudgeOptions:
     concurrency: int = 8
     temperature: float = 0.0
     max_tokens: int | None = None
+    reasoning_effort: str | None = None
     cache_dir: Path | None = None
     no_cache: bool = False
     warmup: bool = True
@@ -99,6 +108,7 @@ class JudgeOptions:
                          repeats=self.repeats, jury_rules=self.jury_rules, api_key_env=self.api_key_env,
                          backend=self.backend, structured_output=self.structured_output,
                          timeout=self.timeout, temperature=self.temperature, max_tokens=self.max_tokens,
+                         reasoning_effort=self.reasoning_effort,
                          cache=not self.no_cache, cache_dir=self.cache_dir, warmup=self.warmup,
                          prompt_cache_key=self.prompt_cache_key, dry_run=self.dry_run)
 
@@ -148,8 +158,14 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
                     "once (1 for single-slot servers such as llama-cpp-python's).")),
     "temperature": (float, typer.Option(0.0, "--temperature", min=0.0, max=TEMPERATURE.high,
                     help="Sampling temperature of the LLM judge.")),
-    "max_tokens": (int | None, typer.Option(None, "--max-tokens", min=1, max=int(MAX_TOKENS.high),
-                   help="Max completion tokens per LLM call.")),
+    "max_tokens": (int | None, typer.Option(None, "--max-tokens", min=0, max=int(MAX_TOKENS.high),
+                   help=f"Most tokens one LLM answer may take (default {DEFAULT_MAX_TOKENS}; "
+                   f"{REASONING_MAX_TOKENS} once the server asks for max_completion_tokens, as reasoning "
+                   "models do: their reasoning counts too). 0 sends no bound. An answer cut by it is "
+                   "asked again once, for brevity.")),
+    "reasoning_effort": (ReasoningEffortChoice | None, typer.Option(None, "--reasoning-effort",
+                         help="Sent as OpenAI's reasoning_effort (reasoning models; a server that "
+                         "does not take it refuses the run).")),
     "cache_dir": (Path | None, typer.Option(None, "--cache-dir", help="Response cache directory "
                   "(default: the user cache dir).")),
     "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not read or write the response cache.")),

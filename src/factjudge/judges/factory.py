@@ -50,7 +50,8 @@ class JudgeSpec:
     ``base_url``); several models, ``repeats`` above 1 (each model asked K times, at a temperature
     above 0) or ``jury_rules`` (the rules judge as one more juror) make a jury. ``structured_output``
     None takes the config's. ``cache`` off, or ``cache_dir`` (default: the user cache directory),
-    for the response cache. ``dry_run``: the judge only previews or exports questions, so it
+    for the response cache. ``max_tokens`` None is the judge's default budget, 0 no bound.
+    ``dry_run``: the judge only previews or exports questions, so it
     needs no API key."""
 
     kind: str | None = None
@@ -64,6 +65,7 @@ class JudgeSpec:
     timeout: float = 120.0
     temperature: float = 0.0
     max_tokens: int | None = None
+    reasoning_effort: str | None = None
     cache: bool = True
     cache_dir: Path | None = None
     warmup: bool = True
@@ -221,7 +223,7 @@ def _llm_judge(spec: JudgeSpec, model: str, url: str | None, repeat: int, cache:
     try:
         llm = LLMJudge(model, base_url=url or spec.base_url, api_key_env=spec.api_key_env,
                        api_key=_NO_KEY if spec.dry_run else None,  # a preview calls nothing
-                       sampling=Sampling(spec.temperature, spec.max_tokens, mode),
+                       sampling=Sampling(spec.temperature, spec.max_tokens, mode, spec.reasoning_effort),
                        transport=Transport(backend=spec.backend, timeout=spec.timeout,
                                            send_prompt_cache_key=spec.prompt_cache_key, warmup=spec.warmup),
                        retry=RetryPolicy(), cache=cache, notify=notify)

@@ -108,11 +108,16 @@ class JuryJudge(JudgeBase):
     def run_info(self) -> dict[str, Any]:
         """The jurors' run info, each key's distinct values joined (``tiktoken:o200k_base, estimate:...``)."""
         merged: dict[str, list[Any]] = {}
+        lists: set[str] = set()  # a list's items are merged (an LLM judge's ``adapted``)
         for juror in self.jurors:
             for key, value in juror.run_info().items():
-                if value is not None and value not in merged.setdefault(key, []):
-                    merged[key].append(value)
-        return {k: (_join(map(str, v)) if len(v) > 1 else v[0]) for k, v in merged.items() if v}
+                if isinstance(value, list):
+                    lists.add(key)
+                for item in value if isinstance(value, list) else [value]:
+                    if item is not None and item not in merged.setdefault(key, []):
+                        merged[key].append(item)
+        return {k: (v if k in lists else _join(map(str, v)) if len(v) > 1 else v[0])
+                for k, v in merged.items() if v}
 
     def estimate(self, task: JudgeTask) -> Estimate:
         """Refused: an :class:`Estimate` describes one call, a jury question makes one per juror."""

@@ -58,9 +58,81 @@ _PLANS_KEPT = 256
 TIMEOUT = Bound(0, 86_400, above=True)         # seconds per request: a day is beyond any server
 QUESTION_SECONDS = Bound(0, 3 * 86_400, above=True)
 TEMPERATURE = Bound(0, 2)                      # OpenAI's range
-MAX_TOKENS = Bound(1, 2**31 - 1, whole=True)   # what a server's int32 field holds
+MAX_TOKENS = Bound(0, 2**31 - 1, whole=True)   # what a server's int32 field holds; 0: no bound
 RETRIES = Bound(0, 100, whole=True)
 WAIT_SECONDS = Bound(0, 86_400)
+
+#: The output budget of one answer when none is given, sent as ``max_tokens``. Measured on
+#: llama.cpp's server with Qwen2.5-Coder-1.5B (issue #21): typical answers are 90-180 generated
+#: tokens; one ran away to 1,744+ tokens (~110 s at 16 tokens/s) until the client's timeout. The
+#: longest real reasoning at hand (models.REASONING_LIMIT: 10,845 characters, 99th percentile
+#: 7,292, over 2,399 answers) answers a whole question, not one fact's comparison. 1024 tokens is
+#: 5.7 times the longest typical answer and ~4,000 characters of reasoning; at the measured 16
+#: tokens/s it ends a runaway in 64 s, inside the default 120 s timeout (2048 would take 128 s: the
+#: timeout would end it first and the retry run away again). A cut answer is asked again once,
+#: for brevity.
+DEFAULT_MAX_TOKENS = 1024
+#: The default budget once the server asked for ``max_completion_tokens`` (OpenAI's reasoning
+#: models): it bounds "visible output tokens and reasoning tokens" together (API reference), an
+#: answer cut while reasoning comes back empty with finish_reason ``length``, and OpenAI
+#: "recommends reserving at least 25,000 tokens for reasoning and outputs when you start
+#: experimenting" (https://platform.openai.com/docs/guides/reasoning). A bound, not a cost: the
+#: model is billed for what it writes.
+REASONING_MAX_TOKENS = 25_000
+#: ``reasoning_effort`` values taken (openai-python's ReasoningEffort; not every model takes each).
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
+
+#: What a server may refuse before it answers once, and what is sent instead for the rest of the
+#: run (OpenAI's reasoning models; the 400 bodies are emulated in tests/scripted_server.py):
+#: temperature other than 1 ("Unsupported value: 'temperature' does not support 0 with this model.
+#: Only the default (1) value is supported.", param ``temperature``): none is sent; ``max_tokens``
+#: ("Unsupported parameter: 'max_tokens' is not supported with this model. Use
+#: 'max_completion_tokens' instead.", param ``max_tokens``): the budget goes as
+#: ``max_completion_tokens``; the system role (o1-mini: "Unsupported value: 'messages[0].role' does
+#: not support 'system' with this model.", param ``messages[0].role``): the system message heads
+#: the first user message.
+NO_TEMPERATURE, COMPLETION_TOKENS, SYSTEM_IN_USER = "no_temperature", "max_completion_tokens", "system_in_user"
+_ROLE_PARAM = re.compile(r"^messages\[\d+\]\.role$")
+#: A refusal says so; without ``param`` (a proxy, another server) its message names what it refuses.
+#: vLLM's "'max_tokens' or 'max_completion_tokens' is too large" names a parameter it takes.
+_REFUSES = re.compile(r"unsupported|not supported|does not support|not allowed|unrecognized|unknown",
+                      re.IGNORECASE)
+_NAMED = ((re.compile(r"\bmax_tokens\b"), COMPLETION_TOKENS),
+          (re.compile(r"\btemperature\b", re.IGNORECASE), NO_TEMPERATURE),
+          (re.compile(r"\bsystem\b.{0,60}\brole\b|\brole\b.{0,60}\bsystem\b", re.IGNORECASE | re.DOTALL),
+           SYSTEM_IN_USER))
+_ADAPTED_TO = {NO_TEMPERATURE: "sending no temperature (the model's default)",
+               COMPLETION_TOKENS: "sending the budget as max_completion_tokens",
+               SYSTEM_IN_USER: "putting the system message at the head of the first user message"}
+#: What asks again for an answer the budget cut (once).
+_BREVITY = ("Your answer was cut at {at}, the most it may take. Answer again, much shorter: "
+            "keep the reasoning to a few sentences.")
+
+
+def refused_parameter(body: str) -> str | None:
+    """The adaptation a server's error body asks for (:data:`NO_TEMPERATURE`...): by its
+    ``error.param`` when it has one, else by the parameter its message says it refuses; None when
+    it names nothing the judge can send otherwise."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    err = data.get("error") if isinstance(data, dict) else None
+    err = err if isinstance(err, dict) else {}
+    param, message = err.get("param"), str(err.get("message") or body)
+    if not _REFUSES.search(message):  # OpenAI's "max_tokens is too large: ..." has param max_tokens too
+        return None
+    if isinstance(param, str) and param:
+        if _ROLE_PARAM.match(param):
+            return SYSTEM_IN_USER if "system" in message else None
+        return {"max_tokens": COMPLETION_TOKENS, "temperature": NO_TEMPERATURE}.get(param)
+    return next((what for pattern, what in _NAMED if pattern.search(message)), None)
+
+
+def _cut_at(plan: _Plan, reply: ChatReply) -> str:
+    """Where an answer was cut: the budget sent, else what the server counted (its own limit)."""
+    at = plan.budget or reply.completion_tokens
+    return f"{at} tokens" if at else "the server's own limit"
 
 
 @dataclass(frozen=True)
@@ -70,6 +142,8 @@ class _Plan:
 
     prefix: list[dict[str, str]]     # the task's prefix object, kept alive so its id stays unique
     mode: str
+    adapted: tuple[str, ...]         # what the request was adapted to (refused_parameter)
+    budget: int | None               # the output budget sent, None for no bound
     head: str                        # the JSON body up to the messages after the prefix
     digest: str                      # hash of everything in the request but the last message
     tokens: int                      # prompt tokens of the prefix and schema, reply priming included
@@ -83,6 +157,9 @@ def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPol
     if mode != "auto" and mode not in STRUCTURED_OUTPUT_MODES:
         raise JudgeSetupError(f"structured output {mode!r} is not one of auto, "
                               + ", ".join(STRUCTURED_OUTPUT_MODES))
+    if sampling.reasoning_effort is not None and sampling.reasoning_effort not in REASONING_EFFORTS:
+        raise JudgeSetupError(f"reasoning effort {sampling.reasoning_effort!r} is not one of "
+                              + ", ".join(REASONING_EFFORTS))
     problem = numbers_problem([
         ("temperature", TEMPERATURE, sampling.temperature), ("timeout", TIMEOUT, transport.timeout),
         ("max_tokens", MAX_TOKENS, sampling.max_tokens), ("answer_retries", RETRIES, answer_retries),
@@ -189,10 +266,9 @@ class LLMJudge(JudgeBase):
         #: Whether the server has ever answered 200: until then a failure that would repeat for
         #: every question stops the run instead of marking every fact ERROR.
         self._answered = False
-        self._sampling: dict[str, Any] = {"temperature": sampling.temperature}
-        if sampling.max_tokens is not None:
-            self._sampling["max_tokens"] = sampling.max_tokens
-        self._plans: OrderedDict[tuple[int, str], _Plan] = OrderedDict()
+        #: What the server refused and how requests were adapted, in order (refused_parameter).
+        self._adapted: tuple[str, ...] = ()
+        self._plans: OrderedDict[tuple[int, str, tuple[str, ...]], _Plan] = OrderedDict()
 
     # ------------------------------------------------------------------ the contract
 
@@ -208,10 +284,13 @@ class LLMJudge(JudgeBase):
             ident["max_tokens"] = self.sampling.max_tokens
         if self.sampling.structured_output != "auto":
             ident["structured_output"] = self.sampling.structured_output
+        if self.sampling.reasoning_effort is not None:
+            ident["reasoning_effort"] = self.sampling.reasoning_effort
         return ident
 
     def run_info(self) -> dict[str, Any]:
-        return {"token_counter": self.tokens.name, "structured_output": self.mode}
+        return {"token_counter": self.tokens.name, "structured_output": self.mode,
+                "adapted": list(self._adapted) or None}
 
     def batch_target(self) -> LLMJudge:
         return self
@@ -297,21 +376,50 @@ class LLMJudge(JudgeBase):
 
     # ------------------------------------------------------------------ requests
 
+    def _budget(self, adapted: tuple[str, ...]) -> int | None:
+        """The output budget sent: the one given (0: none), else the default for the parameter
+        it goes in."""
+        given = self.sampling.max_tokens
+        if given is not None:
+            return given or None
+        return REASONING_MAX_TOKENS if COMPLETION_TOKENS in adapted else DEFAULT_MAX_TOKENS
+
+    def _sampling_params(self, adapted: tuple[str, ...]) -> dict[str, Any]:
+        """The request's sampling fields, as adapted to what the server refused."""
+        params: dict[str, Any] = {}
+        if NO_TEMPERATURE not in adapted:
+            params["temperature"] = self.sampling.temperature
+        budget = self._budget(adapted)
+        if budget is not None:
+            params["max_completion_tokens" if COMPLETION_TOKENS in adapted else "max_tokens"] = budget
+        if self.sampling.reasoning_effort is not None:
+            params["reasoning_effort"] = self.sampling.reasoning_effort
+        return params
+
+    @staticmethod
+    def _messages(task: JudgeTask, mode: str, adapted: tuple[str, ...]) -> list[dict[str, str]]:
+        """The prefix as sent: the schema in the system message for mode ``none``, the system
+        message folded into the first user message for a server that refuses the role."""
+        messages = list(task.prefix)
+        if mode == "none" and messages:  # the schema travels in the system message instead
+            messages[0] = {**messages[0], "content": messages[0]["content"]
+                           + schema_instruction(task.direction, task.candidate_ids)}
+        if SYSTEM_IN_USER in adapted and len(messages) > 1 and messages[0]["role"] == "system":
+            system, user = messages[0], messages[1]
+            messages[:2] = [{**user, "content": system["content"] + "\n\n" + user["content"]}]
+        return messages
+
     def _plan(self, task: JudgeTask, mode: str) -> _Plan:
-        key = (id(task.prefix), mode)
+        adapted = self._adapted
+        key = (id(task.prefix), mode, adapted)
         plan = self._plans.get(key)
         if plan is not None and plan.prefix is task.prefix:
             self._plans.move_to_end(key)
             return plan
-        prefix = task.prefix
-        if mode == "none" and prefix:  # the schema travels in the system message instead
-            first = {**prefix[0], "content": prefix[0]["content"]
-                     + schema_instruction(task.direction, task.candidate_ids)}
-            messages = [first, *prefix[1:]]
-        else:
-            messages = list(prefix)
+        messages = self._messages(task, mode, adapted)
+        sampling = self._sampling_params(adapted)
         fmt = response_format(task.direction, task.candidate_ids, mode)
-        request: dict[str, Any] = {"model": self.model, **self._sampling}
+        request: dict[str, Any] = {"model": self.model, **sampling}
         if fmt is not None:
             request["response_format"] = fmt
         if self.transport.send_prompt_cache_key and task.prompt_cache_key:
@@ -319,11 +427,15 @@ class LLMJudge(JudgeBase):
         request["messages"] = messages
         # '{...,"messages":[m1,m2]}' without its closing ']}': each call appends its own message
         head = json.dumps(request, ensure_ascii=False, separators=(",", ":"))[:-2]
-        material = canonical_json({"v": PROMPT_FORMAT_VERSION, "judge": self.name, "model": self.model,
-                                   "url": self.server_url, "mode": mode, "response_format": fmt,
-                                   "sampling": self._sampling, "prefix": messages})
+        key_parts: dict[str, Any] = {"v": PROMPT_FORMAT_VERSION, "judge": self.name, "model": self.model,
+                                     "url": self.server_url, "mode": mode, "response_format": fmt,
+                                     "sampling": sampling, "prefix": messages}
+        if adapted:  # an adapted request is another request: its answer has a key of its own
+            key_parts["adapted"] = list(adapted)
+        material = canonical_json(key_parts)
         tokens = self.tokens.messages(messages) + (self.tokens.text(canonical_json(fmt)) if fmt else 0)
-        plan = _Plan(prefix, mode, head, hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens)
+        plan = _Plan(task.prefix, mode, adapted, self._budget(adapted), head,
+                     hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens)
         self._plans[key] = plan
         if len(self._plans) > _PLANS_KEPT:
             self._plans.popitem(last=False)
@@ -351,6 +463,7 @@ class LLMJudge(JudgeBase):
         deadline = time.monotonic() + self.max_question_seconds
         extra: list[dict[str, str]] = []
         problem = ""
+        cut = False  # an answer was cut by the budget: asked again for brevity once, not twice
         plan = self._plan(task, self.mode)
         for ask in range(self.answer_retries + 1):
             if ask:
@@ -366,10 +479,19 @@ class LLMJudge(JudgeBase):
             try:
                 if reply.problem:
                     raise InvalidAnswer(reply.problem)
+                if reply.finish_reason == "length":  # even parseable: its reasoning was cut short
+                    raise InvalidAnswer(f"the answer was cut at {_cut_at(plan, reply)} (its budget: "
+                                        "--max-tokens)")
                 verdict = parse_answer(task, reply.content)
             except InvalidAnswer as exc:
                 problem = str(exc)
-                extra = reask_messages(reply.content, problem)
+                if reply.finish_reason == "length":
+                    if cut:
+                        break
+                    cut = True
+                    extra = [{"role": "user", "content": _BREVITY.format(at=_cut_at(plan, reply))}]
+                else:
+                    extra = reask_messages(reply.content, problem)
                 if time.monotonic() >= deadline:
                     break
                 continue
@@ -393,7 +515,7 @@ class LLMJudge(JudgeBase):
             except BackendError as exc:
                 if exc.status in FATAL_STATUSES:
                     raise self._setup_error(exc) from None
-                if not self._answered and self._switch_mode(plan.mode, exc):
+                if not self._answered and (self._adapt(plan, exc) or self._switch_mode(plan.mode, exc)):
                     usage.retries += 1
                     continue
                 delay = self.retry.wait(attempt, exc)
@@ -434,6 +556,32 @@ class LLMJudge(JudgeBase):
         self.notify(self.redact(f"factjudge: the server at {self.endpoint.host} refused structured "
                                 f"output {used!r} ({exc.message}); using {self.mode!r} from now on"))
         return True
+
+    def _adapt(self, plan: _Plan, exc: BackendError) -> bool:
+        """Before the server has answered once, a 400 refusing a parameter or the system role
+        changes the request for the rest of the run (each adaptation once, said once). True when
+        the request should be sent again."""
+        if exc.kind != "status" or exc.status not in (400, 422):
+            return False
+        what = refused_parameter(exc.body)
+        if what is None or what in plan.adapted or not self._sends(plan, what):
+            return False  # sent adapted and still refused: nothing more to change
+        if what not in self._adapted:  # else another question already adapted
+            self._adapted = (*self._adapted, what)
+            budget = self._budget(self._adapted)
+            tail = (f" ({budget} tokens: reasoning counts against it)"
+                    if what == COMPLETION_TOKENS and budget else "")
+            self.notify(self.redact(f"factjudge: the server at {self.endpoint.host} refused a request "
+                                    f"({exc.message}); {_ADAPTED_TO[what]}{tail} from now on"))
+        return True
+
+    @staticmethod
+    def _sends(plan: _Plan, what: str) -> bool:
+        """Whether ``plan``'s request (not yet adapted to ``what``) has what ``what`` changes:
+        a temperature is always sent, ``max_tokens`` unless there is no bound."""
+        if what == SYSTEM_IN_USER:
+            return bool(plan.prefix) and plan.prefix[0].get("role") == "system"
+        return what == NO_TEMPERATURE or plan.budget is not None
 
     def _stop_if_hopeless(self, exc: BackendError, last: bool, bodies: list[str]) -> None:
         """Before the server has answered once, an error that every question would get stops

@@ -15,11 +15,19 @@ class Sampling:
     identity and of its response-cache keys.
 
     ``structured_output``: ``auto`` (json_schema, falling back to json_object, then none when the
-    server refuses one), ``json_schema``, ``json_object`` or ``none`` (the schema in the prompt)."""
+    server refuses one), ``json_schema``, ``json_object`` or ``none`` (the schema in the prompt).
+
+    ``max_tokens`` bounds each answer: None is the default budget
+    (:data:`~factjudge.judges.llm.judge.DEFAULT_MAX_TOKENS`, or
+    :data:`~factjudge.judges.llm.judge.REASONING_MAX_TOKENS` once the server asked for
+    ``max_completion_tokens``), 0 sends no bound (the server's own limit applies).
+    ``reasoning_effort`` (``none``, ``minimal``, ``low``, ``medium``, ``high``) is sent as OpenAI's
+    ``reasoning_effort`` when given; a server that does not know it refuses the run."""
 
     temperature: float = 0.0
     max_tokens: int | None = None
     structured_output: str = "auto"
+    reasoning_effort: str | None = None
 
 
 @dataclass(frozen=True)

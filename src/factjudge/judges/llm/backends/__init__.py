@@ -40,6 +40,8 @@ class ChatReply:
     cached_prompt_tokens: int = 0
     #: Why there is no usable content (a refusal, a body that is not a chat completion).
     problem: str = ""
+    #: Why the model stopped (``stop``; ``length``: cut by the output budget), "" when not said.
+    finish_reason: str = ""
 
 
 class BackendError(Exception):
@@ -197,12 +199,16 @@ def parse_completion(data: Any) -> ChatReply:
     timings = _object(data.get("timings"))  # llama.cpp server
     cached = _int(details.get("cached_tokens")) or _int(timings.get("cache_n"))
 
+    choices = data.get("choices")
+    finish = choices[0].get("finish_reason") if isinstance(choices, list) and choices and isinstance(
+        choices[0], dict) else None
+
     def reply(content: str | None, problem: str = "") -> ChatReply:
         return ChatReply(content, prompt_tokens=_int(usage.get("prompt_tokens")),
                          completion_tokens=_int(usage.get("completion_tokens")),
-                         cached_prompt_tokens=cached, problem=problem)
+                         cached_prompt_tokens=cached, problem=problem,
+                         finish_reason=finish if isinstance(finish, str) else "")
 
-    choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return reply(None, "the server's reply has no choices")
     message = choices[0].get("message")
