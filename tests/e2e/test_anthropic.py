@@ -232,3 +232,27 @@ def test_the_key_and_url_come_from_anthropics_variables(server, files_and_datase
 def files_and_dataset(write_json, dataset):
     data, cfg = dataset
     return write_json("gold.json", G), write_json("pred.json", P), data, cfg
+
+
+@pytest.mark.parametrize("flag", [["--batch"], ["--batch-export", "questions.jsonl"]])
+def test_openais_batch_api_is_refused_with_the_anthropic_backend(server, dataset, tmp_path, flag):
+    data, cfg = dataset
+    proc = run_cli("eval", data, "-c", cfg, "--judge", "llm", "--model", "claude-test", "--backend", "anthropic",
+                   "--base-url", root(server), "-o", tmp_path / "out", *flag, env={"ANTHROPIC_API_KEY": KEY})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "OpenAI's Batch API" in proc.stderr and "--backend anthropic" in proc.stderr
+    assert server.batch_calls == [] and server.message_requests == []
+
+
+def test_ray_workers_get_anthropics_key_and_url(monkeypatch):
+    from factjudge.cli.options import JudgeOptions
+    from factjudge.cli.ray_cmd import _worker_env
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("FACTJUDGE_CACHE_DIR")
+    assert _worker_env(JudgeOptions(backend="anthropic")) == {"ANTHROPIC_API_KEY": KEY,
+                                                             "ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}
+    assert _worker_env(JudgeOptions()) == {"OPENAI_API_KEY": "sk-openai"}
