@@ -143,8 +143,9 @@ class LLMJudge(JudgeBase):
     ``transport`` how requests reach it (backend, client, time limits, provider prompt-cache
     hints), ``retry`` how failed requests are tried again; an invalid answer is asked again
     ``answer_retries`` times, with the reason it was refused. The API key is ``api_key``, else
-    the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``); a local server given by
-    ``base_url`` needs none.
+    the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``; ``ANTHROPIC_API_KEY``,
+    ``ANTHROPIC_BASE_URL`` and https://api.anthropic.com with the ``anthropic`` backend); a local
+    server given by ``base_url`` needs none.
     """
 
     name = "llm"
