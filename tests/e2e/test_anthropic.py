@@ -234,14 +234,17 @@ def files_and_dataset(write_json, dataset):
     return write_json("gold.json", G), write_json("pred.json", P), data, cfg
 
 
-@pytest.mark.parametrize("flag", [["--batch"], ["--batch-export", "questions.jsonl"]])
+@pytest.mark.parametrize("flag", [["--batch"], ["--batch-export"]])
 def test_openais_batch_api_is_refused_with_the_anthropic_backend(server, dataset, tmp_path, flag):
     data, cfg = dataset
+    if flag == ["--batch-export"]:
+        flag = [*flag, tmp_path / "questions.jsonl"]
     proc = run_cli("eval", data, "-c", cfg, "--judge", "llm", "--model", "claude-test", "--backend", "anthropic",
                    "--base-url", root(server), "-o", tmp_path / "out", *flag, env={"ANTHROPIC_API_KEY": KEY})
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "OpenAI's Batch API" in proc.stderr and "--backend anthropic" in proc.stderr
     assert server.batch_calls == [] and server.message_requests == []
+    assert not (tmp_path / "questions.jsonl").exists()
 
 
 def test_ray_workers_get_anthropics_key_and_url(monkeypatch):
