@@ -16,6 +16,11 @@ status per retrieve (validating, in_progress, finalizing, then completed) unless
 it in progress; ``batch_plan`` scripts the outcome of the batches in creation order
 (``{"status": "expired", "answered": k}``, ``{"status": "failed"}``, ``{"status": "cancelled",
 "answered": k}``). Batch lines are recorded in ``batch_requests``, never in ``requests`` (live calls).
+
+And Anthropic's Messages API (``POST /v1/messages``, see :meth:`ScriptedServer._messages`): headers,
+required fields and the documented shapes checked, the same faults and responder answering, prompt
+caching at the ``cache_control`` breakpoints reported as ``cache_read_input_tokens``. Its bodies are
+recorded in ``message_requests``, never in ``requests``.
 """
 from __future__ import annotations
 
@@ -49,6 +54,7 @@ class Reply:
     gzip_bomb: int = 0                  # a 200 gzip body inflating to this many bytes of zeros
     cut: bool = False                   # a 200 announcing 1,000 bytes, closed after 10
     finish_reason: str = "stop"         # "length": the answer was cut by the output budget
+    stop_reason: str | None = None      # Messages API: end_turn / tool_use unless given (max_tokens...)
 
 
 def answer(direction: str, subject_id: str, matched: str | None, reasoning: str = "scripted",
@@ -64,6 +70,30 @@ def http_error(status: int, retry_after: str | None = None) -> Reply:
     headers = {"retry-after": retry_after} if retry_after is not None else {}
     body = json.dumps({"error": {"message": f"scripted {status}", "type": "server_error"}})
     return Reply(status=status, headers=headers, body=body)
+
+
+def anthropic_error(status: int, kind: str, message: str, retry_after: str | None = None) -> Reply:
+    """An error as the Messages API answers it (https://docs.anthropic.com/en/api/errors):
+    ``{"type": "error", "error": {"type": ..., "message": ...}, "request_id": ...}``; 429
+    ``rate_limit_error`` with ``retry-after`` (https://docs.anthropic.com/en/api/rate-limits), 529
+    ``overloaded_error``."""
+    headers = {"retry-after": retry_after} if retry_after is not None else {}
+    body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_scripted"}
+    return Reply(status=status, headers=headers, body=json.dumps(body))
+
+
+def chat_view(body: dict[str, Any]) -> dict[str, Any]:
+    """A Messages API body as the chat-completions body it stands for (the system blocks as one
+    system message, each turn's text), so ``describe``, the faults and the responders serve both."""
+    def text(content: Any) -> str:
+        if isinstance(content, str):
+            return content
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+
+    system = body.get("system")
+    messages = [{"role": "system", "content": text(system)}] if system else []
+    messages += [{"role": m["role"], "content": text(m["content"])} for m in body["messages"]]
+    return {"model": body.get("model"), "messages": messages}
 
 
 def describe(request: dict[str, Any]) -> tuple[str, str, list[str]]:
@@ -260,6 +290,19 @@ class ScriptedServer:
         #: a hostile server: {real id: the id it hands out instead} for batch and file ids (say
         #: ``{"batch_1": "/tmp/x/evil"}``); requests for a handed-out id reach the real object
         self.hostile_ids: dict[str, str] = {}
+        # --- Anthropic's Messages API
+        #: the key ``x-api-key`` must hold (None: any, as a local server that checks none)
+        self.anthropic_key: str | None = None
+        #: the fewest prompt tokens a breakpoint caches: 1024 for Claude Sonnet and Opus 4, 2048 for
+        #: Haiku 3 and 3.5, 4096 for Opus 4.5 and Haiku 4.5 (prompt caching docs); shorter prefixes
+        #: are "processed without caching" and no error is given. 0: every prefix is cached.
+        self.anthropic_min_cache_tokens = 0
+        #: every Messages API body received (raw) and its headers
+        self.message_requests: list[dict[str, Any]] = []
+        self.message_headers: list[dict[str, str]] = []
+        #: (direction, prompt tokens, cache_read_input_tokens, cache_creation_input_tokens)
+        self.message_usage: list[tuple[str, int, int, int]] = []
+        self._cached_prefixes: set[str] = set()
 
     @property
     def base_url(self) -> str:
@@ -350,6 +393,186 @@ class ScriptedServer:
             queue = self.faults.get(key)
             reply = queue.pop(0) if queue else None
         return reply if reply is not None else self.routes.get(prefix or "", self.responder)(body)
+
+    # ------------------------------------------------------------------ Anthropic's Messages API
+    # https://docs.anthropic.com/en/api/messages (request and response), /en/api/versioning (the
+    # anthropic-version header), /en/api/errors (error bodies), and the guides on prompt caching
+    # (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching) and structured outputs
+    # (https://platform.claude.com/docs/en/build-with-claude/structured-outputs).
+
+    #: The request fields the Messages API takes; any other is "Extra inputs are not permitted".
+    MESSAGES_FIELDS = {"model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k",
+                       "stop_sequences", "stream", "metadata", "tools", "tool_choice", "thinking",
+                       "output_config", "service_tier", "container", "mcp_servers"}
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        with self._lock:
+            self.message_requests.append(body)
+            self.message_headers.append(dict(request.headers))
+        refused = self._check_headers(request) or self._check_message_body(body)
+        if refused is None and "json_schema" in self.reject_modes and "output_config" in body:
+            # a model without structured outputs; the message is ours, the docs give none
+            refused = anthropic_error(400, "invalid_request_error",
+                                      "output_config.format: structured outputs are not supported by this model")
+        if refused is not None:
+            return web.Response(status=refused.status, text=refused.body or "", headers=refused.headers,
+                                content_type="application/json")
+        chat = chat_view(body)
+        reply = self._reply_for(chat)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        if reply.hang:
+            await asyncio.sleep(reply.hang)
+        if reply.endless or reply.gzip_bomb or reply.cut:
+            return await _hostile_body(request, reply)
+        if reply.status != 200 or reply.body is not None:
+            headers = {k: v for k, v in reply.headers.items() if k.lower() != "content-type"}
+            return web.Response(status=reply.status, text=reply.body or "", headers=headers,
+                                content_type=reply.headers.get("content-type", "application/json"))
+        return web.json_response(self._message(body, chat, reply), headers=reply.headers)
+
+    def _check_headers(self, request: web.Request) -> Reply | None:
+        if self.anthropic_key is not None and request.headers.get("x-api-key") != self.anthropic_key:
+            return anthropic_error(401, "authentication_error", "invalid x-api-key")
+        if not request.headers.get("anthropic-version"):
+            return anthropic_error(400, "invalid_request_error", "anthropic-version: header is required")
+        return None
+
+    def _check_message_body(self, body: dict[str, Any]) -> Reply | None:
+        """The first thing the API would refuse in ``body``, as its error, or None."""
+        def bad(message: str) -> Reply:
+            return anthropic_error(400, "invalid_request_error", message)
+
+        extra = sorted(set(body) - self.MESSAGES_FIELDS)
+        if extra:
+            return bad(f"{extra[0]}: Extra inputs are not permitted")
+        for name in ("model", "max_tokens", "messages"):
+            if name not in body:
+                return bad(f"{name}: Field required")
+        if not isinstance(body["max_tokens"], int) or body["max_tokens"] < 1:
+            return bad("max_tokens: Input should be a valid integer greater than or equal to 1")
+        if not 0 <= body.get("temperature", 0) <= 1:
+            return bad("temperature: range: 0..1")
+        problem = self._check_turns(body["messages"]) or self._check_system(body.get("system"))
+        if problem:
+            return bad(problem)
+        marks = self._breakpoints(body)
+        if len(marks) > 4:
+            return bad(f"A maximum of 4 blocks with cache_control may be provided. Found {len(marks)}.")
+        if any(mark != {"type": "ephemeral"} and mark.get("ttl") not in ("5m", "1h") for mark in marks):
+            return bad("cache_control: only {\"type\": \"ephemeral\"} (with an optional ttl) is accepted")
+        return self._check_output(body)
+
+    @staticmethod
+    def _check_turns(messages: Any) -> str:
+        if not isinstance(messages, list) or not messages:
+            return "messages: at least one message is required"
+        for n, m in enumerate(messages):
+            if m.get("role") not in ("user", "assistant"):
+                return (f"messages.{n}: Unexpected role \"{m.get('role')}\". The Messages API accepts a "
+                        "top-level `system` parameter, not \"system\" as an input message role.")
+            content = m.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if not isinstance(blocks, list) or not blocks:
+                return f"messages.{n}.content: Input should be a valid list or string"
+            for block in blocks:
+                if block.get("type") == "text" and not block.get("text"):
+                    return f"messages.{n}: text content blocks must be non-empty"
+        return ""
+
+    @staticmethod
+    def _check_system(system: Any) -> str:
+        if system is None or isinstance(system, str):
+            return ""
+        if not isinstance(system, list) or not all(
+                isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"]
+                for b in system):
+            return "system: Input should be a valid string or a list of non-empty text blocks"
+        return ""
+
+    @staticmethod
+    def _check_output(body: dict[str, Any]) -> Reply | None:
+        def bad(message: str) -> Reply:
+            return anthropic_error(400, "invalid_request_error", message)
+
+        if "output_config" in body:
+            fmt = body["output_config"].get("format")
+            if fmt is not None and (fmt.get("type") != "json_schema" or not isinstance(fmt.get("schema"), dict)):
+                return bad("output_config.format: type must be json_schema, with a schema")
+        tools = body.get("tools", [])
+        names = [t.get("name") for t in tools]
+        if any(not isinstance(t.get("input_schema"), dict) or t["input_schema"].get("type") != "object"
+               for t in tools):
+            return bad("tools.0.input_schema: type must be object")
+        choice = body.get("tool_choice")
+        if choice is not None and choice.get("type") == "tool" and choice.get("name") not in names:
+            return bad(f"tool_choice: no tool named {choice.get('name')!r}")
+        return None
+
+    @staticmethod
+    def _segments(body: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
+        """The cacheable prompt in its order (tools, then system, then messages: the prompt caching
+        docs' "cache prefix" order) as (text, cache_control) pieces, one per block. The output
+        format is part of the first piece: changing it is a cache miss."""
+        head = json.dumps([body.get("tools"), body.get("tool_choice"), body.get("output_config")], sort_keys=True)
+        pieces: list[tuple[str, dict[str, Any] | None]] = [(head, None)]
+        system = body.get("system")
+        blocks = [{"type": "text", "text": system}] if isinstance(system, str) else (system or [])
+        pieces += [(b["text"], b.get("cache_control")) for b in blocks]
+        for m in body["messages"]:
+            content = m["content"]
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            pieces += [(m["role"] + ":" + b.get("text", ""), b.get("cache_control")) for b in blocks]
+        return pieces
+
+    def _breakpoints(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        return [mark for _, mark in self._segments(body) if mark is not None]
+
+    def _message_usage(self, body: dict[str, Any]) -> dict[str, int]:
+        """Usage as the API reports it: the longest prefix ending at a breakpoint that an earlier
+        request wrote is read (``cache_read_input_tokens``), the rest up to the last breakpoint is
+        written (``cache_creation_input_tokens``), and ``input_tokens`` counts only what follows the
+        last breakpoint: total = input + read + creation (prompt caching docs)."""
+        pieces = self._segments(body)
+        ends, total, key = [], 0, ""
+        for text, mark in pieces:
+            total += len(text) // 4 + 1
+            key += "\x00" + text
+            if mark is not None and total >= self.anthropic_min_cache_tokens:
+                ends.append((total, key))
+        with self._lock:
+            read = max((n for n, k in ends if k in self._cached_prefixes), default=0)
+            self._cached_prefixes.update(k for _, k in ends)
+        written = max((n for n, _ in ends), default=0) - read if ends else 0
+        written = max(written, 0)
+        return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read, "output_tokens": 20}
+
+    def _message(self, body: dict[str, Any], chat: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        """The Messages API's answer: the content as a text block, or as the forced tool's
+        ``tool_use`` block (its ``input`` an object) when ``tool_choice`` names a tool."""
+        choice = body.get("tool_choice") or {}
+        content: list[dict[str, Any]] = []
+        stop = "end_turn"
+        try:
+            data = json.loads(reply.content or "")
+        except ValueError:
+            data = None
+        if choice.get("type") == "tool" and isinstance(data, dict):
+            content.append({"type": "tool_use", "id": f"toolu_{len(self.message_requests)}",
+                            "name": choice["name"], "input": data})
+            stop = "tool_use"
+        elif reply.content:
+            content.append({"type": "text", "text": reply.content})
+        usage = self._message_usage(body)
+        with self._lock:
+            self.message_usage.append((describe(chat)[0], usage["input_tokens"] + usage["cache_read_input_tokens"]
+                                       + usage["cache_creation_input_tokens"], usage["cache_read_input_tokens"],
+                                       usage["cache_creation_input_tokens"]))
+        return {"id": f"msg_{len(self.message_requests)}", "type": "message", "role": "assistant",
+                "model": body.get("model"), "content": content, "stop_reason": reply.stop_reason or stop,
+                "stop_sequence": None, "usage": usage}
 
     # ------------------------------------------------------------------ Files and Batches
 
@@ -565,6 +788,7 @@ class ScriptedServer:
         app.middlewares.append(self._hostile)
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/{prefix}/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/files", self._upload)
         app.router.add_get("/v1/files/{file_id}", self._file)
         app.router.add_get("/v1/files/{file_id}/content", self._file_content)

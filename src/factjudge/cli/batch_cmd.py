@@ -73,6 +73,9 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
         raise fail(f"{flag} needs an LLM judge: add --model NAME (with --judge llm or hybrid)")
     if opts.no_cache:
         raise fail(f"{flag} needs the response cache (batch answers are imported into it): drop --no-cache")
+    if opts.backend == "anthropic":  # its lines are chat completions for OpenAI's Files and Batches
+        raise fail(f"{flag} speaks OpenAI's Batch API; --backend anthropic asks live only "
+                   "(Anthropic's Message Batches API is not supported): drop one of them")
     if b.export is not None and b.export.is_dir():
         raise fail(f"{b.export}: is a folder; --batch-export takes a file name")
     from ..runners.batch import STATE_FILE, BatchRunner, Imported, export_batch  # only for --batch runs

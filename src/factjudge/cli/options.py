@@ -144,10 +144,12 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
     "jury_rules": (bool, typer.Option(False, "--jury-rules", help="Seat the offline rules judge on "
                    "the jury as one more juror.")),
     "api_key_env": (str | None, typer.Option(None, "--api-key-env", help="Environment variable "
-                    "holding the API key (default OPENAI_API_KEY; a local server given by --base-url "
+                    "holding the API key (default OPENAI_API_KEY, ANTHROPIC_API_KEY with --backend "
+                    "anthropic; a local server given by --base-url "
                     "needs none).")),
     "backend": (BackendChoice, typer.Option("http", "--backend", help="How requests are sent: http "
-                "(lean, default) or openai-sdk (pip install 'factjudge[openai]').")),
+                "(lean, default), openai-sdk (pip install 'factjudge[openai]') or anthropic "
+                "(Anthropic's Messages API, default base URL https://api.anthropic.com).")),
     "structured_output": (StructuredOutputChoice | None, typer.Option(None, "--structured-output",
                           help="auto (default: json_schema, falling back to json_object, then none "
                           "when the server refuses it), json_schema, json_object (llama-cpp-python's "

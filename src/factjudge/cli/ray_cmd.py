@@ -29,6 +29,7 @@ from ..errors import FactJudgeError
 from ..evaluation.runner import ReportSettings, preview_dataset
 from ..io.config import load_config
 from ..io.datasets import Dataset
+from ..judges.llm.backends import provider_of
 from ..models import JudgeResult
 from .app import say
 from .evalrun import finish, scan
@@ -90,7 +91,8 @@ def _worker_env(opts: JudgeOptions) -> dict[str, str]:
     """What a judge reads from the environment, for the workers of a cluster started elsewhere
     (a local Ray's workers inherit this environment). Sent with the workers' arguments, not as
     the job's ``runtime_env``, which Ray shows on every worker's command line and in its logs."""
-    names = [opts.api_key_env or "OPENAI_API_KEY", "OPENAI_BASE_URL", "FACTJUDGE_CACHE_DIR"]
+    provider = provider_of(opts.backend)  # ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL for anthropic
+    names = [opts.api_key_env or provider.key_env, provider.url_env, "FACTJUDGE_CACHE_DIR"]
     return {n: os.environ[n] for n in names if os.environ.get(n)}
 
 

@@ -65,7 +65,7 @@ def test_the_command_line_offers_the_registries():
     assert [c.value for c in options.BackendChoice] == list(BACKENDS)
     register_commands(["judge"])
     result = CliRunner().invoke(app, ["judge", "--help"], env={"COLUMNS": "200"})
-    assert "<rules|llm|hybrid>" in result.output and "<http|openai-sdk>" in result.output
+    assert "<rules|llm|hybrid>" in result.output and "<http|openai-sdk|anthropic>" in result.output
 
 
 def test_one_retry_policy_for_live_calls_and_batches():

@@ -36,7 +36,7 @@ from ..prompts import (
     response_format,
     schema_instruction,
 )
-from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint
+from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint, provider_of
 from .cache import ResponseCache
 from .retry import RetryPolicy
 from .settings import Sampling, Transport
@@ -172,10 +172,11 @@ def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPol
         raise JudgeSetupError(f"backend {transport.backend!r} is not one of " + ", ".join(BACKENDS))
 
 
-def _api_key(api_key: str | None, api_key_env: str | None, base_url: str | None) -> str | None:
+def _api_key(api_key: str | None, api_key_env: str | None, base_url: str | None,
+             default_env: str = "OPENAI_API_KEY") -> str | None:
     """The key given, else the one in the environment; none is an error unless the server is a
     local one (``base_url``) and no variable was named on purpose."""
-    env = api_key_env or "OPENAI_API_KEY"
+    env = api_key_env or default_env
     key = api_key if api_key is not None else os.environ.get(env)
     if not key:
         if api_key_env is not None:  # named on purpose: its absence is a mistake
@@ -187,13 +188,13 @@ def _api_key(api_key: str | None, api_key_env: str | None, base_url: str | None)
     return key or None
 
 
-def _checked_url(base_url: str | None) -> str | None:
-    """The base URL given, else ``$OPENAI_BASE_URL``; one that cannot work is refused in words that
-    do not repeat it (it may hold a password)."""
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+def _checked_url(base_url: str | None, url_env: str = "OPENAI_BASE_URL") -> str | None:
+    """The base URL given, else ``$OPENAI_BASE_URL`` (``url_env``); one that cannot work is refused
+    in words that do not repeat it (it may hold a password)."""
+    url = base_url or os.environ.get(url_env) or None
     problem = url_problem(url) if url is not None else None
     if problem:
-        raise JudgeSetupError(f"{'base_url' if base_url else 'OPENAI_BASE_URL'} {problem}")
+        raise JudgeSetupError(f"{'base_url' if base_url else url_env} {problem}")
     return url
 
 
@@ -219,8 +220,9 @@ class LLMJudge(JudgeBase):
     ``transport`` how requests reach it (backend, client, time limits, provider prompt-cache
     hints), ``retry`` how failed requests are tried again; an invalid answer is asked again
     ``answer_retries`` times, with the reason it was refused. The API key is ``api_key``, else
-    the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``); a local server given by
-    ``base_url`` needs none.
+    the environment variable ``api_key_env`` (default ``OPENAI_API_KEY``; ``ANTHROPIC_API_KEY``,
+    ``ANTHROPIC_BASE_URL`` and https://api.anthropic.com with the ``anthropic`` backend); a local
+    server given by ``base_url`` needs none.
     """
 
     name = "llm"
@@ -243,7 +245,8 @@ class LLMJudge(JudgeBase):
         self.model, self.sampling, self.transport, self.retry = model, sampling, transport, retry
         # read here (not left to an SDK) so cache keys and messages name the real server: a
         # user's own client sends wherever its base_url says
-        self.base_url = _client_url(transport) or _checked_url(base_url)
+        provider = provider_of(transport.backend)  # the default server, key and URL variables
+        self.base_url = _client_url(transport) or _checked_url(base_url, provider.url_env)
         self.max_question_seconds = transport.max_question_seconds or 3 * transport.timeout
         self.answer_retries = answer_retries
         self.cache = cache
@@ -253,7 +256,8 @@ class LLMJudge(JudgeBase):
         self._mode_index = 0
         self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
         self.tokens = TokenCounter(model)
-        self.endpoint = endpoint(self.base_url, _api_key(api_key, api_key_env, self.base_url))
+        self.endpoint = endpoint(self.base_url, _api_key(api_key, api_key_env, self.base_url, provider.key_env),
+                                 provider.base_url)
         #: The server as answers are keyed on: the whole base URL (a gateway may route by path),
         #: without credentials.
         self.server_url = without_credentials(self.base_url or self.endpoint.base_url)

@@ -107,10 +107,10 @@ class Endpoint:
         return text
 
 
-def endpoint(base_url: str | None, api_key: str | None) -> Endpoint:
+def endpoint(base_url: str | None, api_key: str | None, default_url: str = "https://api.openai.com/v1") -> Endpoint:
     """Credentials in the URL's userinfo become Basic auth (else the key is a Bearer token) and are
-    kept out of the URL, the cache key and every message."""
-    url = urlsplit(base_url or "https://api.openai.com/v1")
+    kept out of the URL, the cache key and every message. No base URL: ``default_url``."""
+    url = urlsplit(base_url or default_url)
     secrets = [s for s in (api_key,) if s and s != "none"]
     headers = {"Content-Type": "application/json"}
     if url.username is not None or url.password is not None:
@@ -241,8 +241,35 @@ def _openai_sdk(ep: Endpoint, **kw: Any) -> ChatBackend:
     return OpenAISDKBackend(ep, **kw)
 
 
+def _anthropic(ep: Endpoint, **kw: Any) -> ChatBackend:
+    from .anthropic import AnthropicBackend
+    return AnthropicBackend(ep, **kw)
+
+
 #: Backend name -> factory(endpoint, **options). Imported lazily: the default never loads openai.
-BACKENDS: dict[str, Callable[..., ChatBackend]] = {"http": _http, "openai-sdk": _openai_sdk}
+BACKENDS: dict[str, Callable[..., ChatBackend]] = {"http": _http, "openai-sdk": _openai_sdk,
+                                                   "anthropic": _anthropic}
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Where a backend sends when no base URL is given, and the environment variables its API key
+    and base URL are read from."""
+
+    base_url: str = "https://api.openai.com/v1"
+    key_env: str = "OPENAI_API_KEY"
+    url_env: str = "OPENAI_BASE_URL"
+
+
+#: The backends whose provider is not OpenAI's (as the Anthropic SDK reads its key and URL).
+PROVIDERS: dict[str, Provider] = {
+    "anthropic": Provider("https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+
+
+def provider_of(backend: object) -> Provider:
+    """The provider of a backend given by name or as an object (by its ``name``)."""
+    name = backend if isinstance(backend, str) else getattr(backend, "name", "")
+    return PROVIDERS.get(name, Provider()) if isinstance(name, str) else Provider()
 
 
 def server_host(base_url: str | None) -> str:

@@ -74,6 +74,8 @@ def _failure(exc: BaseException, timeout: float, redact: Callable[[str], str]) -
 
 class HTTPBackend:
     name = "http"
+    #: How a 200's parsed body becomes a reply (a subclass speaking another API sets its own).
+    parse = staticmethod(parse_completion)
 
     def __init__(self, endpoint: Endpoint, **_: Any) -> None:
         self.endpoint = endpoint
@@ -119,7 +121,7 @@ class HTTPBackend:
             start = " ".join(raw[:80].decode("utf-8", "replace").split())
             what = "an empty body" if not raw.strip() else f"not JSON: {start!r}"
             return ChatReply(None, problem=f"the server answered HTTP 200 with {what}")
-        return parse_completion(data)
+        return self.parse(data)
 
     async def aclose(self) -> None:
         if self._session is not None and self._loop is asyncio.get_running_loop():
