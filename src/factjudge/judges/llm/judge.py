@@ -26,6 +26,7 @@ from ...util.redact import redact, secrets_to_hide
 from ...util.urls import url_credentials, url_problem, without_credentials
 from ..base import BatchRequest, Estimate, JudgeBase, error_verdict
 from ..prompts import (
+    PIN_ID_CHOICES,
     PROMPT_FORMAT_VERSION,
     STRUCTURED_OUTPUT_MODES,
     JudgeTask,
@@ -33,10 +34,11 @@ from ..prompts import (
     parse_answer,
     prepare_call,
     reask_messages,
+    refused_keywords,
     response_format,
     schema_instruction,
 )
-from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint
+from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint, self_hosted
 from .cache import ResponseCache
 from .retry import RetryPolicy
 from .settings import Sampling, Transport
@@ -73,6 +75,8 @@ class _Plan:
     head: str                        # the JSON body up to the messages after the prefix
     digest: str                      # hash of everything in the request but the last message
     tokens: int                      # prompt tokens of the prefix and schema, reply priming included
+    pin: bool = False                # the schema pins the judged id: response_format follows the messages
+    drop: frozenset[str] = frozenset()  # schema keywords left out (the server refused them)
 
 
 def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPolicy,
@@ -91,6 +95,8 @@ def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPol
         ("max_backoff", WAIT_SECONDS, retry.max_backoff)])
     if problem:
         raise JudgeSetupError(problem)
+    if sampling.pin_id not in PIN_ID_CHOICES:
+        raise JudgeSetupError(f"pin_id {sampling.pin_id!r} is not one of " + ", ".join(PIN_ID_CHOICES))
     if isinstance(transport.backend, str) and transport.backend not in BACKENDS:
         raise JudgeSetupError(f"backend {transport.backend!r} is not one of " + ", ".join(BACKENDS))
 
@@ -193,6 +199,10 @@ class LLMJudge(JudgeBase):
         if sampling.max_tokens is not None:
             self._sampling["max_tokens"] = sampling.max_tokens
         self._plans: OrderedDict[tuple[int, str], _Plan] = OrderedDict()
+        #: The judged id pinned in the schema (--pin-id; auto: a self-hosted server, by its address)
+        self._pin = sampling.pin_id == "always" or sampling.pin_id == "auto" and self_hosted(self.server_url)
+        #: Schema keywords the server refused by name, left out for the rest of the run
+        self._drop: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ the contract
 
@@ -208,6 +218,8 @@ class LLMJudge(JudgeBase):
             ident["max_tokens"] = self.sampling.max_tokens
         if self.sampling.structured_output != "auto":
             ident["structured_output"] = self.sampling.structured_output
+        if self._pin:
+            ident["pin_id"] = True
         return ident
 
     def run_info(self) -> dict[str, Any]:
@@ -304,15 +316,16 @@ class LLMJudge(JudgeBase):
             self._plans.move_to_end(key)
             return plan
         prefix = task.prefix
-        if mode == "none" and prefix:  # the schema travels in the system message instead
+        if mode in ("none", "json_object") and prefix:  # the schema travels in the system message
             first = {**prefix[0], "content": prefix[0]["content"]
-                     + schema_instruction(task.direction, task.candidate_ids)}
+                     + schema_instruction(task.direction, task.candidate_ids, self._drop)}
             messages = [first, *prefix[1:]]
         else:
             messages = list(prefix)
-        fmt = response_format(task.direction, task.candidate_ids, mode)
+        fmt = response_format(task.direction, task.candidate_ids, mode, drop=self._drop)
+        pin = self._pin and fmt is not None
         request: dict[str, Any] = {"model": self.model, **self._sampling}
-        if fmt is not None:
+        if fmt is not None and not pin:  # pinned, each question has its own: see _body
             request["response_format"] = fmt
         if self.transport.send_prompt_cache_key and task.prompt_cache_key:
             request["prompt_cache_key"] = task.prompt_cache_key
@@ -321,9 +334,11 @@ class LLMJudge(JudgeBase):
         head = json.dumps(request, ensure_ascii=False, separators=(",", ":"))[:-2]
         material = canonical_json({"v": PROMPT_FORMAT_VERSION, "judge": self.name, "model": self.model,
                                    "url": self.server_url, "mode": mode, "response_format": fmt,
-                                   "sampling": self._sampling, "prefix": messages})
+                                   "sampling": self._sampling, "prefix": messages,
+                                   **({"pin_id": True} if pin else {})})
         tokens = self.tokens.messages(messages) + (self.tokens.text(canonical_json(fmt)) if fmt else 0)
-        plan = _Plan(prefix, mode, head, hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens)
+        plan = _Plan(prefix, mode, head, hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens,
+                     pin, self._drop)
         self._plans[key] = plan
         if len(self._plans) > _PLANS_KEPT:
             self._plans.popitem(last=False)
@@ -342,7 +357,11 @@ class LLMJudge(JudgeBase):
     def _body(plan: _Plan, task: JudgeTask, extra: list[dict[str, str]]) -> RequestBody:
         tail = [task.last_message(), *extra]
         sep = "," if plan.head[-1] != "[" else ""
-        text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:] + "}"
+        text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:]
+        if plan.pin:  # the question's own schema, after the shared messages
+            fmt = response_format(task.direction, task.candidate_ids, plan.mode, task.subject_id, plan.drop)
+            text += ',"response_format":' + json.dumps(fmt, ensure_ascii=False, separators=(",", ":"))
+        text += "}"
         return RequestBody(text.encode("utf-8"))
 
     async def _ask(self, task: JudgeTask, usage: CallUsage) -> tuple[Verdict, str | None, _Plan]:
@@ -393,7 +412,7 @@ class LLMJudge(JudgeBase):
             except BackendError as exc:
                 if exc.status in FATAL_STATUSES:
                     raise self._setup_error(exc) from None
-                if not self._answered and self._switch_mode(plan.mode, exc):
+                if not self._answered and (self._drop_keywords(plan, exc) or self._switch_mode(plan.mode, exc)):
                     usage.retries += 1
                     continue
                 delay = self.retry.wait(attempt, exc)
@@ -433,6 +452,23 @@ class LLMJudge(JudgeBase):
         self._mode_index += 1
         self.notify(self.redact(f"factjudge: the server at {self.endpoint.host} refused structured "
                                 f"output {used!r} ({exc.message}); using {self.mode!r} from now on"))
+        return True
+
+    def _drop_keywords(self, plan: _Plan, exc: BackendError) -> bool:
+        """A refusal naming schema keywords the server does not know (Gemini's OpenAI-compatible
+        endpoint: ``additionalProperties``) leaves them out for the rest of the run, before any
+        fallback to a weaker structured-output mode. True when the request should be sent again."""
+        if exc.kind != "status" or exc.status != 400 or plan.mode == "none":
+            return False
+        refused = refused_keywords(exc.body)
+        if not refused or refused <= plan.drop:
+            return False
+        if plan.drop != self._drop:  # another question already dropped them
+            return True
+        self._drop |= refused
+        self._plans.clear()
+        self.notify(self.redact(f"factjudge: the server at {self.endpoint.host} refused the schema "
+                                f"keyword(s) {', '.join(sorted(refused))}; leaving them out from now on"))
         return True
 
     def _stop_if_hopeless(self, exc: BackendError, last: bool, bodies: list[str]) -> None:

@@ -15,11 +15,15 @@ class Sampling:
     identity and of its response-cache keys.
 
     ``structured_output``: ``auto`` (json_schema, falling back to json_object, then none when the
-    server refuses one), ``json_schema``, ``json_object`` or ``none`` (the schema in the prompt)."""
+    server refuses one), ``json_schema``, ``json_object`` or ``none`` (the schema in the prompt).
+    ``pin_id``: the judged fact's id in the response schema is a one-value enum (``always``), a
+    free string (``never``), or pinned where the base URL is a self-hosted server (``auto``:
+    loopback, private address, a name without a dot; see ``backends.self_hosted``)."""
 
     temperature: float = 0.0
     max_tokens: int | None = None
     structured_output: str = "auto"
+    pin_id: str = "auto"
 
 
 @dataclass(frozen=True)
