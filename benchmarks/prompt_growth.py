@@ -14,6 +14,7 @@ from _common import report, synthetic_document
 from factjudge import LLMJudge
 from factjudge.core.scope import compared_fields
 from factjudge.evaluation.pipeline import task_factory
+from factjudge.judges.llm import Sampling
 from factjudge.models import JudgeConfig
 
 
@@ -44,7 +45,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--top-k", type=int, default=20)
     args = ap.parse_args()
-    judge = LLMJudge("gpt-4o-mini", base_url="http://127.0.0.1:9/v1")  # never called
+    # never called; a hosted provider's requests (the id is pinned only on self-hosted servers)
+    judge = LLMJudge("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", sampling=Sampling(pin_id="never"))
     rows = []
     for n in (10, 100, 1000):
         full, full_same, cut = measure(n, JudgeConfig(), judge)

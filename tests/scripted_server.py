@@ -55,6 +55,9 @@ class Reply:
     cut: bool = False                   # a 200 announcing 1,000 bytes, closed after 10
     finish_reason: str = "stop"         # "length": the answer was cut by the output budget
     stop_reason: str | None = None      # Messages API: end_turn / tool_use unless given (max_tokens...)
+    #: more fields of the assistant message, as reasoning servers add them: ``reasoning`` (vLLM
+    #: now, Ollama), ``reasoning_content`` (older vLLM, DeepSeek, SGLang)
+    message: dict[str, Any] = field(default_factory=dict)
 
 
 def answer(direction: str, subject_id: str, matched: str | None, reasoning: str = "scripted",
@@ -253,6 +256,12 @@ class ScriptedServer:
         self.refuse: set[str] = set()
         #: Those bodies without ``param`` (a server or proxy that names it only in the message).
         self.refuse_with_param = True
+        #: Schema keywords refused the way Gemini's OpenAI-compatible endpoint refuses them
+        #: (``{"additionalProperties"}``): HTTP 400 with Google's error, wrapped in a list.
+        self.refuse_keywords: set[str] = set()
+        #: Speak DeepSeek's dialect of structured output (https://api-docs.deepseek.com/guides/json_mode):
+        #: json_schema refused, json_object only with the word "json" in the prompt.
+        self.deepseek = False
         #: A proxy that echoes the request's Authorization header: ``"body"`` answers HTTP 200 with
         #: it as plain text, ``"reasoning"`` quotes it in the reasoning of a valid answer,
         #: ``"401"`` in the message of an HTTP 401 error.
@@ -355,6 +364,9 @@ class ScriptedServer:
                           "'response_format', 'type'), 'msg': \"Input should be 'text' or "
                           "'json_object'\"}\n\n  File \"app.py\", line 376\n    POST /v1/chat/completions",
                           "type": "internal_server_error"}}))
+        dialect = self._dialect_refusal(body)
+        if dialect is not None:
+            return web.Response(status=400, content_type="application/json", text=json.dumps(dialect))
         reply = (self._echo_auth(request, body) if self.echo_auth
                  else self._reply_for(body, request.match_info.get("prefix")))
         if inspect.isawaitable(reply):  # a responder may wait, e.g. for other requests
@@ -371,10 +383,32 @@ class ScriptedServer:
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model", "scripted"),
             "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                         "message": {"role": "assistant", "content": reply.content}}],
+                         "message": {"role": "assistant", "content": reply.content, **reply.message}}],
             "usage": self._usage(body),
         }
         return web.json_response(payload, headers=reply.headers)
+
+    def _dialect_refusal(self, body: dict[str, Any]) -> Any:
+        """The error body a provider's dialect answers a request it refuses with, or None."""
+        fmt = body.get("response_format")
+        refused = sorted(k for k in self.refuse_keywords if f'"{k}"' in json.dumps(fmt))
+        if refused:
+            # Google's words, and its OpenAI-compatible endpoint's list around the error, as in
+            # https://github.com/QuantumNous/new-api/pull/1037 and
+            # https://github.com/MinLL/SkyrimNet-GamePlugin/issues/77
+            message = "\n".join(f'Invalid JSON payload received. Unknown name "{k}" at '
+                                 "'generation_config.response_schema': Cannot find field." for k in refused)
+            return [{"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}]
+        if not self.deepseek or fmt is None:
+            return None
+        if fmt.get("type") == "json_schema":  # https://github.com/llm-exe/llm-exe/issues/662
+            return {"error": {"message": "This response_format type is unavailable now",
+                              "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}
+        if "json" not in json.dumps([m.get("content") for m in body["messages"]]).lower():
+            return {"error": {"message": "Prompt must contain the word 'json' in some form to use "
+                              "'response_format' of type 'json_object'.", "type": "invalid_request_error",
+                              "param": None, "code": "invalid_request_error"}}
+        return None
 
     def _echo_auth(self, request: web.Request, body: dict[str, Any]) -> Reply:
         echoed = f"echo: Authorization: {request.headers.get('Authorization', '')}"

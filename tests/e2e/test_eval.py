@@ -82,7 +82,8 @@ def test_aggregates_equal_a_hand_computation(server, dataset, tmp_path):
     assert s["usage"]["completion_tokens"] == 20 * CALLS
     assert s["usage"]["seconds"] == round(sum(x["usage"]["seconds"] for x in lines), 3)
     assert s["config"]["entity_types"] == ["revenue", "ceo"]
-    assert s["judge"] == {"name": "llm", "model": "m", "temperature": 0.0,
+    # pin_id: a server at 127.0.0.1 is self-hosted, so the judged id is pinned (--pin-id auto)
+    assert s["judge"] == {"name": "llm", "model": "m", "temperature": 0.0, "pin_id": True,
                           "server": f"127.0.0.1:{server.port}", "base_url": server.base_url}
     assert s["skipped"] == [] and s["bootstrap"] == {"resamples": 1000, "seed": 0, "level": 0.95}
     for k in ("precision", "recall", "f1"):

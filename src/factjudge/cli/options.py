@@ -24,7 +24,7 @@ from ..judges.llm.judge import (
     TEMPERATURE,
     TIMEOUT,
 )
-from ..judges.prompts import STRUCTURED_OUTPUT_MODES
+from ..judges.prompts import PIN_ID_CHOICES, STRUCTURED_OUTPUT_MODES
 from ..models import JudgeConfig, Prices
 
 
@@ -39,6 +39,7 @@ JudgeKindChoice = _choice("JudgeKindChoice", JUDGE_KINDS)
 BackendChoice = _choice("BackendChoice", BACKENDS)
 StructuredOutputChoice = _choice("StructuredOutputChoice", ("auto", *STRUCTURED_OUTPUT_MODES))
 ReasoningEffortChoice = _choice("ReasoningEffortChoice", REASONING_EFFORTS)
+PinIdChoice = _choice("PinIdChoice", PIN_ID_CHOICES)
 
 
 def _plain(value: Any) -> Any:
@@ -88,6 +89,7 @@ class JudgeOptions:
     warmup: bool = True
     prompt_cache_key: bool = True
     dry_run: bool = False
+    pin_id: str = "auto"
     price_in: float | None = None
     price_cached: float | None = None
     price_out: float | None = None
@@ -110,7 +112,7 @@ class JudgeOptions:
                          timeout=self.timeout, temperature=self.temperature, max_tokens=self.max_tokens,
                          reasoning_effort=self.reasoning_effort,
                          cache=not self.no_cache, cache_dir=self.cache_dir, warmup=self.warmup,
-                         prompt_cache_key=self.prompt_cache_key, dry_run=self.dry_run)
+                         prompt_cache_key=self.prompt_cache_key, dry_run=self.dry_run, pin_id=self.pin_id)
 
     def build(self, config: JudgeConfig) -> Judge:
         """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
@@ -177,6 +179,11 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
                          help="Send OpenAI's prompt_cache_key (turn off for servers that reject it).")),
     "dry_run": (bool, typer.Option(False, "--dry-run", help="Print what the LLM calls would cost; call "
                 "nothing.")),
+    "pin_id": (PinIdChoice, typer.Option("auto", "--pin-id", help="Pin the judged fact's id in the "
+               "response schema (a one-value enum, so the model cannot write another id there): "
+               "auto (default: when the base URL is a self-hosted server, which compiles the schema "
+               "per request: loopback, a private address or a name without a dot), always, or never "
+               "(one schema per direction, which hosted providers cache with the prompt).")),
     "price_in": (float | None, typer.Option(None, "--price-in", min=0, max=MAX_PRICE, help="Price per million "
                  "prompt tokens: the dry run's estimate, and a live run's cost in its summary.")),
     "price_cached": (float | None, typer.Option(None, "--price-cached", min=0, max=MAX_PRICE, help="Price per "

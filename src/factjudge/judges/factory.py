@@ -52,7 +52,7 @@ class JudgeSpec:
     None takes the config's. ``cache`` off, or ``cache_dir`` (default: the user cache directory),
     for the response cache. ``max_tokens`` None is the judge's default budget, 0 no bound.
     ``dry_run``: the judge only previews or exports questions, so it
-    needs no API key."""
+    needs no API key. ``pin_id``: auto, always or never (``Sampling.pin_id``)."""
 
     kind: str | None = None
     models: tuple[str, ...] = ()
@@ -71,6 +71,7 @@ class JudgeSpec:
     warmup: bool = True
     prompt_cache_key: bool = True
     dry_run: bool = False
+    pin_id: str = "auto"
 
     @property
     def resolved_kind(self) -> str:
@@ -223,7 +224,8 @@ def _llm_judge(spec: JudgeSpec, model: str, url: str | None, repeat: int, cache:
     try:
         llm = LLMJudge(model, base_url=url or spec.base_url, api_key_env=spec.api_key_env,
                        api_key=_NO_KEY if spec.dry_run else None,  # a preview calls nothing
-                       sampling=Sampling(spec.temperature, spec.max_tokens, mode, spec.reasoning_effort),
+                       sampling=Sampling(spec.temperature, spec.max_tokens, mode, spec.reasoning_effort,
+                                         pin_id=spec.pin_id),
                        transport=Transport(backend=spec.backend, timeout=spec.timeout,
                                            send_prompt_cache_key=spec.prompt_cache_key, warmup=spec.warmup),
                        retry=RetryPolicy(), cache=cache, notify=notify)

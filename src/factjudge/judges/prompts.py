@@ -99,11 +99,22 @@ STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "none")
 StructuredOutput = Literal["auto", "json_schema", "json_object", "none"]
 
 
-def verdict_schema(direction: Direction, candidate_ids: list[str]) -> dict[str, Any]:
-    """The answer's JSON schema: one per document and direction (the judged fact's id is a plain
-    string, checked in code), so every call of a direction sends the same bytes and providers can
-    cache it with the prompt prefix. ``decision`` is one of two shapes, so a TP without a
-    candidate id, or a negative with one, cannot be written; ``reasoning`` comes first."""
+#: Pinning the judged fact's id (``--pin-id``): ``auto`` pins where the server is self-hosted.
+PIN_ID_CHOICES = ("auto", "always", "never")
+
+
+def verdict_schema(direction: Direction, candidate_ids: list[str], subject_id: str | None = None,
+                   drop: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The answer's JSON schema. Unpinned (``subject_id`` None), one per document and direction
+    (the judged fact's id is a plain string, checked in code), so every call of a direction sends
+    the same bytes and providers that cache the schema with the prompt prefix can. Pinned, the
+    id is a one-value enum: a server that compiles the schema into a grammar per request
+    (llama.cpp, vLLM, Ollama) then cannot let the model copy the matched id into it (measured
+    with Qwen2.5-Coder-1.5B on llama.cpp: 6 of 30 facts ERROR "gold_fact_id must be 'g2', got
+    'p7'", issue #21). ``decision`` is one of two shapes, so a TP without a candidate id, or a
+    negative with one, cannot be written; ``reasoning`` comes first. ``drop``: schema keywords
+    the server refused (Gemini's OpenAI-compatible endpoint: ``additionalProperties``), left out
+    everywhere."""
     _, _, negative, id_key, matched_key = _SIDES[direction]
 
     def shape(status: PassStatus, matched: dict[str, Any]) -> dict[str, Any]:
@@ -111,10 +122,11 @@ def verdict_schema(direction: Direction, candidate_ids: list[str]) -> dict[str, 
                 "properties": {"status": {"type": "string", "enum": [status]}, matched_key: matched},
                 "required": ["status", matched_key], "additionalProperties": False}
 
-    return {
+    judged: dict[str, Any] = {"type": "string"} if subject_id is None else {"type": "string", "enum": [subject_id]}
+    schema = {
         "type": "object",
         "properties": {
-            id_key: {"type": "string"},
+            id_key: judged,
             "reasoning": {"type": "string"},
             "decision": {"anyOf": [shape("TP", {"type": "string", "enum": list(candidate_ids)}),
                                    shape(negative, {"type": "null"})]},
@@ -122,11 +134,38 @@ def verdict_schema(direction: Direction, candidate_ids: list[str]) -> dict[str, 
         "required": [id_key, "reasoning", "decision"],
         "additionalProperties": False,
     }
+    return _without(schema, drop) if drop else schema
 
 
-def response_format(direction: Direction, candidate_ids: list[str], mode: str) -> dict[str, Any] | None:
+def _without(node: Any, drop: frozenset[str]) -> Any:
+    """``node`` with the schema keywords ``drop`` removed at every level (property names, the
+    keys under ``properties``, are data and stay)."""
+    if isinstance(node, list):
+        return [_without(n, drop) for n in node]
+    if not isinstance(node, dict):
+        return node
+    return {k: ({p: _without(v2, drop) for p, v2 in v.items()} if k == "properties" else _without(v, drop))
+            for k, v in node.items() if k not in drop or k == "properties"}
+
+
+#: JSON Schema keywords a provider's dialect may refuse by name, in what ``verdict_schema``
+#: writes or a provider complains about: Gemini's OpenAI-compatible endpoint answers HTTP 400
+#: ``Invalid JSON payload received. Unknown name "additionalProperties" at
+#: 'generation_config.response_schema': Cannot find field.`` (also for ``$schema``, ``$defs``).
+DROPPABLE_KEYWORDS = ("additionalProperties", "$schema", "$defs")
+
+
+def refused_keywords(error_body: str) -> frozenset[str]:
+    """The schema keywords a refusal names as unknown (``Unknown name "additionalProperties"``,
+    as Gemini words it), among those that can be dropped without changing what is asked."""
+    return frozenset(k for k in DROPPABLE_KEYWORDS
+                     if f'Unknown name \\"{k}\\"' in error_body or f'Unknown name "{k}"' in error_body)
+
+
+def response_format(direction: Direction, candidate_ids: list[str], mode: str, subject_id: str | None = None,
+                    drop: frozenset[str] = frozenset()) -> dict[str, Any] | None:
     """The request's ``response_format`` in structured-output ``mode`` (None for ``none``)."""
-    schema = verdict_schema(direction, candidate_ids)
+    schema = verdict_schema(direction, candidate_ids, subject_id, drop)
     if mode == "json_schema":
         return {"type": "json_schema",
                 "json_schema": {"name": f"{direction}_fact_verdict", "strict": True, "schema": schema}}
@@ -135,10 +174,14 @@ def response_format(direction: Direction, candidate_ids: list[str], mode: str) -
     return None
 
 
-def schema_instruction(direction: Direction, candidate_ids: list[str]) -> str:
-    """Appended to the system message when the server is given no schema (mode ``none``)."""
+def schema_instruction(direction: Direction, candidate_ids: list[str], drop: frozenset[str] = frozenset()) -> str:
+    """Appended to the system message when the server may not read the schema: mode ``none``,
+    and ``json_object``, which OpenAI and DeepSeek take without a schema (llama-cpp-python reads
+    the ``schema`` beside it). It names JSON: DeepSeek's JSON Output wants the word "json" in the
+    prompt (https://api-docs.deepseek.com/guides/json_mode); "JSON" is that word, as OpenAI
+    checks it (in any case)."""
     return ("\n\nAnswer with one JSON object and nothing else, following this JSON schema:\n"
-            + canonical_json(verdict_schema(direction, candidate_ids)))
+            + canonical_json(verdict_schema(direction, candidate_ids, drop=drop)))
 
 
 @dataclass(frozen=True)
@@ -193,7 +236,7 @@ class JudgeTask:
 def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
     """Validate an answer in code, whatever the server promised about structured output."""
     _, _, negative, id_key, matched_key = _SIDES[task.direction]
-    if not content:
+    if not content or not content.strip():  # DeepSeek's JSON Output may answer blank content
         raise InvalidAnswer("the answer was empty")
     try:
         data = json.loads(content)

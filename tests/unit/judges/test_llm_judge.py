@@ -7,7 +7,7 @@ from scripted_server import Reply, ScriptedServer, answer, describe, http_error
 
 from factjudge import LLMJudge, run_judge
 from factjudge.judges import JudgeSetupError
-from factjudge.judges.llm import RetryPolicy, Transport
+from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 from factjudge.models import JudgeConfig
 
 GOLD = [
@@ -37,7 +37,8 @@ def by_id(result):
 
 def test_prompt_layout_schema_and_scope(server):
     server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
-    result = run_judge(GOLD, PRED, CONFIG, judge_for(server))
+    # an OpenAI-style provider: one schema per direction (the id pinned is test_llm_answers.py's)
+    result = run_judge(GOLD, PRED, CONFIG, judge_for(server, sampling=Sampling(pin_id="never")))
     # out-of-scope facts are never asked about, nor shown as candidates
     assert sorted(server.subjects("gold")) == ["g1", "g2", "g3"]
     assert sorted(server.subjects("predicted")) == ["p1", "p2"]

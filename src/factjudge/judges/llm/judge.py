@@ -26,6 +26,7 @@ from ...util.redact import redact, secrets_to_hide
 from ...util.urls import url_credentials, url_problem, without_credentials
 from ..base import BatchRequest, Estimate, JudgeBase, error_verdict
 from ..prompts import (
+    PIN_ID_CHOICES,
     PROMPT_FORMAT_VERSION,
     STRUCTURED_OUTPUT_MODES,
     JudgeTask,
@@ -33,10 +34,20 @@ from ..prompts import (
     parse_answer,
     prepare_call,
     reask_messages,
+    refused_keywords,
     response_format,
     schema_instruction,
 )
-from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, RequestBody, endpoint, provider_of
+from .backends import (
+    BACKENDS,
+    BackendError,
+    ChatBackend,
+    ChatReply,
+    RequestBody,
+    endpoint,
+    provider_of,
+    self_hosted,
+)
 from .cache import ResponseCache
 from .retry import RetryPolicy
 from .settings import Sampling, Transport
@@ -147,6 +158,8 @@ class _Plan:
     head: str                        # the JSON body up to the messages after the prefix
     digest: str                      # hash of everything in the request but the last message
     tokens: int                      # prompt tokens of the prefix and schema, reply priming included
+    pin: bool = False                # the schema pins the judged id: response_format follows the messages
+    drop: frozenset[str] = frozenset()  # schema keywords left out (the server refused them)
 
 
 def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPolicy,
@@ -168,6 +181,8 @@ def _check(model: str, sampling: Sampling, transport: Transport, retry: RetryPol
         ("max_backoff", WAIT_SECONDS, retry.max_backoff)])
     if problem:
         raise JudgeSetupError(problem)
+    if sampling.pin_id not in PIN_ID_CHOICES:
+        raise JudgeSetupError(f"pin_id {sampling.pin_id!r} is not one of " + ", ".join(PIN_ID_CHOICES))
     if isinstance(transport.backend, str) and transport.backend not in BACKENDS:
         raise JudgeSetupError(f"backend {transport.backend!r} is not one of " + ", ".join(BACKENDS))
 
@@ -273,6 +288,11 @@ class LLMJudge(JudgeBase):
         #: What the server refused and how requests were adapted, in order (refused_parameter).
         self._adapted: tuple[str, ...] = ()
         self._plans: OrderedDict[tuple[int, str, tuple[str, ...]], _Plan] = OrderedDict()
+        #: The judged id pinned in the schema (--pin-id; auto: a self-hosted server, by its address)
+        self._pin = sampling.pin_id == "always" or (sampling.pin_id == "auto" and provider.auto_pin
+                                                    and self_hosted(self.server_url))
+        #: Schema keywords the server refused by name, left out for the rest of the run
+        self._drop: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ the contract
 
@@ -290,6 +310,8 @@ class LLMJudge(JudgeBase):
             ident["structured_output"] = self.sampling.structured_output
         if self.sampling.reasoning_effort is not None:
             ident["reasoning_effort"] = self.sampling.reasoning_effort
+        if self._pin:
+            ident["pin_id"] = True
         return ident
 
     def run_info(self) -> dict[str, Any]:
@@ -400,14 +422,15 @@ class LLMJudge(JudgeBase):
             params["reasoning_effort"] = self.sampling.reasoning_effort
         return params
 
-    @staticmethod
-    def _messages(task: JudgeTask, mode: str, adapted: tuple[str, ...]) -> list[dict[str, str]]:
-        """The prefix as sent: the schema in the system message for mode ``none``, the system
-        message folded into the first user message for a server that refuses the role."""
+    def _messages(self, task: JudgeTask, mode: str, adapted: tuple[str, ...]) -> list[dict[str, str]]:
+        """The prefix as sent: the schema in the system message for modes ``none`` and
+        ``json_object`` (OpenAI and DeepSeek read a json_object schema from the prompt only; DeepSeek
+        wants the word json there), the system message folded into the first user message for a
+        server that refuses the role."""
         messages = list(task.prefix)
-        if mode == "none" and messages:  # the schema travels in the system message instead
+        if mode in ("none", "json_object") and messages:
             messages[0] = {**messages[0], "content": messages[0]["content"]
-                           + schema_instruction(task.direction, task.candidate_ids)}
+                           + schema_instruction(task.direction, task.candidate_ids, self._drop)}
         if SYSTEM_IN_USER in adapted and len(messages) > 1 and messages[0]["role"] == "system":
             system, user = messages[0], messages[1]
             messages[:2] = [{**user, "content": system["content"] + "\n\n" + user["content"]}]
@@ -422,9 +445,10 @@ class LLMJudge(JudgeBase):
             return plan
         messages = self._messages(task, mode, adapted)
         sampling = self._sampling_params(adapted)
-        fmt = response_format(task.direction, task.candidate_ids, mode)
+        fmt = response_format(task.direction, task.candidate_ids, mode, drop=self._drop)
+        pin = self._pin and fmt is not None
         request: dict[str, Any] = {"model": self.model, **sampling}
-        if fmt is not None:
+        if fmt is not None and not pin:  # pinned, each question has its own: see _body
             request["response_format"] = fmt
         if self.transport.send_prompt_cache_key and task.prompt_cache_key:
             request["prompt_cache_key"] = task.prompt_cache_key
@@ -436,10 +460,12 @@ class LLMJudge(JudgeBase):
                                      "sampling": sampling, "prefix": messages}
         if adapted:  # an adapted request is another request: its answer has a key of its own
             key_parts["adapted"] = list(adapted)
+        if pin:
+            key_parts["pin_id"] = True
         material = canonical_json(key_parts)
         tokens = self.tokens.messages(messages) + (self.tokens.text(canonical_json(fmt)) if fmt else 0)
         plan = _Plan(task.prefix, mode, adapted, self._budget(adapted), head,
-                     hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens)
+                     hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens, pin, self._drop)
         self._plans[key] = plan
         if len(self._plans) > _PLANS_KEPT:
             self._plans.popitem(last=False)
@@ -458,7 +484,11 @@ class LLMJudge(JudgeBase):
     def _body(plan: _Plan, task: JudgeTask, extra: list[dict[str, str]]) -> RequestBody:
         tail = [task.last_message(), *extra]
         sep = "," if plan.head[-1] != "[" else ""
-        text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:] + "}"
+        text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:]
+        if plan.pin:  # the question's own schema, after the shared messages
+            fmt = response_format(task.direction, task.candidate_ids, plan.mode, task.subject_id, plan.drop)
+            text += ',"response_format":' + json.dumps(fmt, ensure_ascii=False, separators=(",", ":"))
+        text += "}"
         return RequestBody(text.encode("utf-8"))
 
     async def _ask(self, task: JudgeTask, usage: CallUsage) -> tuple[Verdict, str | None, _Plan]:
@@ -519,7 +549,8 @@ class LLMJudge(JudgeBase):
             except BackendError as exc:
                 if exc.status in FATAL_STATUSES:
                     raise self._setup_error(exc) from None
-                if not self._answered and (self._adapt(plan, exc) or self._switch_mode(plan.mode, exc)):
+                if not self._answered and (self._adapt(plan, exc) or self._drop_keywords(plan, exc)
+                                           or self._switch_mode(plan.mode, exc)):
                     usage.retries += 1
                     continue
                 delay = self.retry.wait(attempt, exc)
@@ -586,6 +617,23 @@ class LLMJudge(JudgeBase):
         if what == SYSTEM_IN_USER:
             return bool(plan.prefix) and plan.prefix[0].get("role") == "system"
         return what == NO_TEMPERATURE or plan.budget is not None
+
+    def _drop_keywords(self, plan: _Plan, exc: BackendError) -> bool:
+        """A refusal naming schema keywords the server does not know (Gemini's OpenAI-compatible
+        endpoint: ``additionalProperties``) leaves them out for the rest of the run, before any
+        fallback to a weaker structured-output mode. True when the request should be sent again."""
+        if exc.kind != "status" or exc.status != 400 or plan.mode == "none":
+            return False
+        refused = refused_keywords(exc.body)
+        if not refused or refused <= plan.drop:
+            return False
+        if plan.drop != self._drop:  # another question already dropped them
+            return True
+        self._drop |= refused
+        self._plans.clear()
+        self.notify(self.redact(f"factjudge: the server at {self.endpoint.host} refused the schema "
+                                f"keyword(s) {', '.join(sorted(refused))}; leaving them out from now on"))
+        return True
 
     def _stop_if_hopeless(self, exc: BackendError, last: bool, bodies: list[str]) -> None:
         """Before the server has answered once, an error that every question would get stops

@@ -22,12 +22,16 @@ class Sampling:
     :data:`~factjudge.judges.llm.judge.REASONING_MAX_TOKENS` once the server asked for
     ``max_completion_tokens``), 0 sends no bound (the server's own limit applies).
     ``reasoning_effort`` (``none``, ``minimal``, ``low``, ``medium``, ``high``) is sent as OpenAI's
-    ``reasoning_effort`` when given; a server that does not know it refuses the run."""
+    ``reasoning_effort`` when given; a server that does not know it refuses the run.
+    ``pin_id``: the judged fact's id in the response schema is a one-value enum (``always``), a
+    free string (``never``), or pinned where the base URL is a self-hosted server (``auto``:
+    loopback, private address, a name without a dot; see ``backends.self_hosted``)."""
 
     temperature: float = 0.0
     max_tokens: int | None = None
     structured_output: str = "auto"
     reasoning_effort: str | None = None
+    pin_id: str = "auto"
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import ipaddress
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -176,6 +178,8 @@ def error_message(status: int, text: str) -> str:
         data = json.loads(text)
     except ValueError:
         data = None
+    if isinstance(data, list) and len(data) == 1:  # Gemini's OpenAI-compatible endpoint: [{"error": ...}]
+        data = data[0]
     if isinstance(data, dict):
         err = data.get("error")
         if isinstance(err, dict) and err.get("message"):
@@ -219,7 +223,54 @@ def parse_completion(data: Any) -> ChatReply:
         return reply(None, f"the model refused: {one_line(str(message['refusal']))}")
     if content is not None and not isinstance(content, str):
         return reply(None, "the reply's content is not a string")
-    return reply(content)
+    return reply(answer_text(content, message))
+
+
+#: Where servers put a reasoning model's thinking beside ``content``: ``reasoning`` (vLLM now,
+#: which renamed ``reasoning_content``: https://docs.vllm.ai/en/stable/features/reasoning_outputs/;
+#: Ollama's OpenAI-compatible endpoint), ``reasoning_content`` (older vLLM, DeepSeek's
+#: deepseek-reasoner: https://api-docs.deepseek.com/guides/reasoning_model, SGLang).
+REASONING_FIELDS = ("reasoning", "reasoning_content")
+#: A leading thinking block in ``content`` (DeepSeek-R1 or Qwen3 served without a reasoning
+#: parser); an opened block never closed (an answer cut short) is all thinking.
+_THINK = re.compile(r"\A\s*<think>(?:.*?</think>|.*\Z)\s*", re.DOTALL)
+#: How much of the end of a reasoning field is searched for the answer: the answer closes it, and
+#: a decode attempt per "{" over a long text of them would be quadratic.
+_REASONING_TAIL = 64 * 1024
+
+
+def answer_text(content: str | None, message: dict[str, Any]) -> str | None:
+    """The answer of a chat-completions message, by one rule, so that reasoning models are read
+    where they put it and their thinking never reaches a verdict, the cache or a re-ask:
+
+    1. ``content`` without a leading ``<think>...</think>`` block;
+    2. when that is empty or blank (vLLM has shipped bugs leaving the answer JSON in the reasoning
+       field with ``content`` null; DeepSeek's JSON Output may return blank content), the last
+       top-level JSON object in the message's reasoning field (``reasoning``, else
+       ``reasoning_content``), as text, for the judge to validate like any answer;
+    3. else the (empty) content as it came."""
+    text = _THINK.sub("", content, count=1) if content and "<think>" in content[:64] else content
+    if text and text.strip():
+        return text
+    reasoning = next((message[f] for f in REASONING_FIELDS if isinstance(message.get(f), str) and message[f]), "")
+    found = last_json_object(reasoning[-_REASONING_TAIL:])
+    return found if found is not None else text
+
+
+def last_json_object(text: str) -> str | None:
+    """The last JSON object in ``text`` that is not inside another one, as it is written there."""
+    decoder = json.JSONDecoder()
+    found, start = None, text.find("{")
+    while start >= 0:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found = text[start:end]
+        start = text.find("{", end)
+    return found
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -259,11 +310,18 @@ class Provider:
     base_url: str = "https://api.openai.com/v1"
     key_env: str = "OPENAI_API_KEY"
     url_env: str = "OPENAI_BASE_URL"
+    #: ``--pin-id auto`` pins the judged id on a self-hosted server: an OpenAI-compatible one
+    #: (llama.cpp, vLLM, Ollama) compiles the schema per request and caches only the prompt.
+    #: Anthropic's Messages API caches the output schema with the prompt, so a schema per question
+    #: would cost the cached prefix ("changing output_format invalidates the prompt cache",
+    #: https://platform.claude.com/docs/en/build-with-claude/structured-outputs): never pinned on auto.
+    auto_pin: bool = True
 
 
 #: The backends whose provider is not OpenAI's (as the Anthropic SDK reads its key and URL).
 PROVIDERS: dict[str, Provider] = {
-    "anthropic": Provider("https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+    "anthropic": Provider("https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+                          auto_pin=False)}
 
 
 def provider_of(backend: object) -> Provider:
@@ -278,3 +336,22 @@ def server_host(base_url: str | None) -> str:
         return "api.openai.com"
     url = urlparse(base_url)
     return f"{url.hostname}:{url.port}" if url.port else str(url.hostname)
+
+
+def self_hosted(base_url: str | None) -> bool:
+    """Whether the server is one's own, by its address alone: a loopback, private or link-local
+    IP, ``localhost``, or a name without a dot (a container or machine on one's network:
+    ``http://vllm:8000/v1``). That is where llama.cpp, vLLM and Ollama run, which compile the
+    response schema into a grammar per request; a hosted provider is reached by a public name.
+    A gateway on one's own machine in front of a hosted provider is the exception
+    (``--pin-id never``)."""
+    host = (urlparse(base_url).hostname or "") if base_url else ""
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost") or "." not in host and ":" not in host:
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local
