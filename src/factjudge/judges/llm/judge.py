@@ -549,6 +549,12 @@ class LLMJudge(JudgeBase):
             except BackendError as exc:
                 if exc.status in FATAL_STATUSES:
                     raise self._setup_error(exc) from None
+                if exc.status in (400, 422) and (plan.mode, plan.adapted, plan.drop) != (
+                        self.mode, self._adapted, self._drop):
+                    # sent before another question adapted the request (which may have been answered
+                    # since): refused as that one was, so it goes again as it is now
+                    usage.retries += 1
+                    continue
                 if not self._answered and (self._adapt(plan, exc) or self._drop_keywords(plan, exc)
                                            or self._switch_mode(plan.mode, exc)):
                     usage.retries += 1
