@@ -9,8 +9,9 @@ cached (measured 90.8%: the questions of a direction share the candidate list); 
 hybrid`` with two slots and two requests at a time. The model's judgement itself is not asserted
 (a 1.5B model links nearly everything: see ``calibrate``).
 
-Marked ``real_server`` and ``slow``: minutes on 2 cores (about 8 for the 15+15 run, 43 requests,
-on idle cores). Without ``xllamacpp`` or the model's parts they skip with the reason.
+Marked ``real_server`` and ``slow``: minutes on 2 cores (the 15+15 run is about 43 requests of
+5-8 s each on idle cores with 2 threads, #21; the server here uses one, see ``realserver.threads``).
+Without ``xllamacpp`` or the model's parts they skip with the reason.
 """
 from __future__ import annotations
 
