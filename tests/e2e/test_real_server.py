@@ -26,8 +26,9 @@ from realserver import LlamaServer, ServerPool, check_exit, check_facts, check_u
 # every real-server test (one server at a time)
 pytestmark = [pytest.mark.real_server, pytest.mark.xdist_group("real_server")]
 
-#: The CLI options every run uses: one request at a time on the single slot, bounded answers.
-COMMON = ["--model", "smollm", "--concurrency", "1", "--max-tokens", "300"]
+#: The CLI options every run uses: one request at a time on the single slot, bounded answers, no
+#: retry by timeout on a loaded machine (it would be a request the judge does not count).
+COMMON = ["--model", "smollm", "--concurrency", "1", "--max-tokens", "300", "--timeout", "900"]
 
 
 @pytest.fixture
