@@ -6,6 +6,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import realserver  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
 
@@ -41,3 +42,37 @@ def dataset(tmp_path):
 
     (tmp_path / "cfg.json").write_text(json.dumps(CONFIG), encoding="utf-8")
     return write_jsonl(tmp_path / "data.jsonl", DOCS), tmp_path / "cfg.json"
+
+
+# --------------------------------------------------------------------------- a real llama.cpp server
+# tests/realserver.py: xllamacpp's server with SmolLM2-135M or Qwen2.5-Coder-1.5B; each fixture skips
+# with the reason when what it needs is not installed (.ci/run installs all of it).
+
+
+@pytest.fixture(scope="session")
+def real_servers(tmp_path_factory):
+    """The session's llama.cpp servers, one running at a time; ``.get(model, n_parallel)``."""
+    reason = realserver.server_missing()
+    if reason:
+        pytest.skip(reason)
+    pool = realserver.ServerPool(tmp_path_factory.mktemp("real_servers"), realserver.threads())
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="session")
+def smollm_gguf():
+    path = realserver.smollm_gguf()
+    if isinstance(path, str):
+        pytest.skip(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def qwen_gguf():
+    """Qwen's GGUF, joined from its 22 parts into the models cache once (16 s on 2 loaded cores)
+    and checked by size and sha256 in every session (2 s)."""
+    parts = realserver.qwen_parts()
+    if isinstance(parts, str):
+        pytest.skip(parts)
+    return realserver.assemble_qwen(parts, realserver.cache_dir())
