@@ -75,6 +75,9 @@ class JudgeConfig(BaseModel):
     shortlist_top_k: StrictInt | None = Field(default=None, ge=1)
     #: LLM judge: how the answer's schema reaches the server (see README); the CLI flag overrides it.
     structured_output: Literal["auto", "json_schema", "json_object", "none"] = "auto"
+    #: LLM judge: what the answer's ``reasoning`` holds: ``full`` (field by field), ``brief`` (one
+    #: sentence) or ``none`` (no reasoning field in the schema); the CLI's --reasoning overrides it.
+    reasoning: Literal["full", "brief", "none"] = "full"
 
     @field_validator("text_threshold")
     @classmethod

@@ -221,3 +221,85 @@ def test_both_dialects_at_once_drop_the_keyword_in_json_object_too(server):
     assert result.metrics.errors == 0 and result.usage.structured_output == "json_object"
     last = server.requests[-1]
     assert "additionalProperties" not in json.dumps(last["response_format"])
+
+
+# ------------------------------------------------------------------ item 4: --reasoning full|brief|none
+
+def schema_follower(request):
+    """A server that writes what the schema it received allows: no ``reasoning`` key when the
+    schema has none (as llama.cpp's grammar would make a model do)."""
+    direction, subject, _ = describe(request)
+    id_key, matched_key, _ = ID_KEYS[direction]
+    data = {id_key: subject, "reasoning": "segment and value agree",
+            "decision": {"status": "TP", matched_key: TRUTH[(direction, subject)]}}
+    if "reasoning" not in schema_of(request)["properties"]:
+        del data["reasoning"]
+    return Reply(content=json.dumps(data))
+
+
+def system_of(request):
+    return request["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("how", ["option", "config"])
+def test_reasoning_none_asks_for_no_reasoning_field_and_reads_answers_without_one(server, tmp_path, how):
+    server.responder = schema_follower
+    (tmp_path / "g.json").write_text(json.dumps(G))
+    (tmp_path / "p.json").write_text(json.dumps(P))
+    (tmp_path / "cfg.yaml").write_text("reasoning: none\n" if how == "config" else "reasoning: full\n")
+    flag = ["--reasoning", "none"] if how == "option" else []  # the option overrides the config key
+    proc = run_cli("judge", tmp_path / "g.json", tmp_path / "p.json", "--config", tmp_path / "cfg.yaml",
+                   "--model", "m", "--base-url", server.base_url, *flag, "-o", tmp_path / "out.json",
+                   cache_dir=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["metrics"]["f1"] == 1.0 and out["metrics"]["errors"] == 0
+    assert {f["reasoning"] for f in out["gold_facts"]} == {"(no reasoning asked: reasoning none)"}
+    for request in server.requests:
+        schema = schema_of(request)
+        assert "reasoning" not in schema["properties"] and "reasoning" not in schema["required"]
+        assert "without reasoning" in system_of(request) and "field by field" not in system_of(request)
+
+
+def test_reasoning_brief_asks_for_one_sentence_with_the_same_schema_and_another_cache_key(server, tmp_path):
+    server.responder = schema_follower
+    cache = tmp_path / "cache"
+    (tmp_path / "g.json").write_text(json.dumps(G))
+    (tmp_path / "p.json").write_text(json.dumps(P))
+
+    def run(*flag):
+        server.requests.clear()
+        proc = run_cli("judge", tmp_path / "g.json", tmp_path / "p.json", "--model", "m", "--base-url",
+                       server.base_url, *flag, "-o", tmp_path / "out.json", cache_dir=cache)
+        assert proc.returncode == 0, proc.stderr
+        return list(server.requests)
+
+    full = run()
+    assert all("field by field" in system_of(r) for r in full) and len(full) == 10
+    brief = run("--reasoning", "brief")
+    assert len(brief) == 10  # another prompt: not answered from the cache of the full run
+    assert all("one short sentence" in system_of(r) and "field by field" not in system_of(r) for r in brief)
+    by_question = {describe(r)[:2]: schema_of(r) for r in full}
+    assert {describe(r)[:2]: schema_of(r) for r in brief} == by_question
+    assert run("--reasoning", "brief") == []  # the same prompt again: the cache answers
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["gold_facts"][0]["reasoning"] == "segment and value agree"
+
+
+def test_an_answer_with_reasoning_when_none_was_asked_is_invalid_and_asked_again(server, tmp_path):
+    calls = []
+
+    def stubborn_once(request):
+        calls.append(request)
+        reply = schema_follower(request)
+        if len(calls) == 1:  # a server that ignored the schema: the key is there anyway
+            data = json.loads(reply.content)
+            data["reasoning"] = "extra"
+            return Reply(content=json.dumps(data))
+        return reply
+
+    server.responder = stubborn_once
+    config = JudgeConfig(reasoning="none")
+    result = run_judge(G[:1], P[:1], config, judge_for(server, structured_output="json_schema"))
+    assert result.metrics.errors == 0 and len(calls) == 3  # 2 questions, one asked twice
+    assert sum("unexpected ['reasoning']" in c["messages"][-1]["content"] for c in calls) == 1

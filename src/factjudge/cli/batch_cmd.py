@@ -11,7 +11,6 @@ from typing import Any
 
 import typer
 
-from ..io.config import load_config
 from ..io.datasets import Dataset
 from ..judges.factory import JUDGE_KINDS
 from ..judges.llm.cache import ResponseCache, default_cache_dir
@@ -80,7 +79,7 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
         raise fail(f"{b.export}: is a folder; --batch-export takes a file name")
     from ..runners.batch import STATE_FILE, BatchRunner, Imported, export_batch  # only for --batch runs
 
-    cfg = load_config(config)
+    cfg = opts.config(config)
     # an export calls nothing, so it needs no API key (the key is not part of any cache key)
     judge = (replace(opts, dry_run=True) if b.export is not None else opts).build(cfg)
     scan(data, name, cfg, judge, skip_invalid)

@@ -8,7 +8,6 @@ import typer
 
 from ..errors import InputError
 from ..evaluation.calibrate import CalibrationReport, builtin_labels_path, calibrate_async, format_report, load_labels
-from ..io.config import load_config
 from ..io.files import check_writable, write_atomic
 from .app import app, run_command, say
 from .options import CONFIG_OPT, JudgeOptions, output_opt, with_judge_options
@@ -37,7 +36,7 @@ def _calibrate(labels: Path | None, builtin: bool, config: Path | None, output: 
         raise InputError("give a LABELS.jsonl file or --builtin (not both)")
     if opts.dry_run:
         raise InputError("--dry-run is for judge and eval")
-    cfg = load_config(config)
+    cfg = opts.config(config)
     rows = load_labels(builtin_labels_path() if labels is None else labels)  # None: --builtin
     if output is not None:
         check_writable(output)

@@ -16,7 +16,6 @@ from ..evaluation.runner import (
     evaluate_async,
     preview_dataset,
 )
-from ..io.config import load_config
 from ..io.datasets import Dataset, JsonlDataset, SplitDataset
 from ..io.runfolder import RESULTS
 from .app import app, fail, run_command
@@ -104,7 +103,7 @@ def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_
                                                  gate, settings, overwrite))
     if ray_active():  # --ray: the documents are judged by Ray workers (cli/ray_cmd.py)
         return eval_on_ray(data, name, config, output_dir, skip_invalid, quiet, opts, gate, settings, overwrite)
-    cfg = load_config(config)
+    cfg = opts.config(config)
     judge = opts.build(cfg)
     problems = scan(data, name, cfg, judge, skip_invalid)
     if opts.dry_run:

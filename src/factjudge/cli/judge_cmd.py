@@ -11,7 +11,6 @@ import typer
 from ..core.scope import field_check, scope_check
 from ..errors import InputError
 from ..evaluation.pipeline import preview, run_judge_async
-from ..io.config import load_config
 from ..io.facts import load_facts
 from ..io.files import check_writable, same_file, write_atomic
 from ..models import JudgeResult
@@ -43,7 +42,7 @@ def judge_cmd(
 
 def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None, quiet: bool,
            opts: JudgeOptions, gate: Gate) -> int:
-    cfg = load_config(config)
+    cfg = opts.config(config)
     gold_facts, pred_facts = load_facts(gold), load_facts(predicted)
     gc.freeze()  # the facts live to the end: the collector's full passes need not walk them again
     if output is not None and not opts.dry_run:

@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from ..errors import InputError, JudgeSetupError
+from ..io.config import load_config
 from ..judges import Judge
 from ..judges.factory import JUDGE_KINDS, REPEATS, JudgeSpec, build_judge
 from ..judges.llm.backends import BACKENDS
@@ -24,7 +25,7 @@ from ..judges.llm.judge import (
     TEMPERATURE,
     TIMEOUT,
 )
-from ..judges.prompts import PIN_ID_CHOICES, STRUCTURED_OUTPUT_MODES
+from ..judges.prompts import PIN_ID_CHOICES, REASONING_CHOICES, STRUCTURED_OUTPUT_MODES
 from ..models import JudgeConfig, Prices
 
 
@@ -40,6 +41,7 @@ BackendChoice = _choice("BackendChoice", BACKENDS)
 StructuredOutputChoice = _choice("StructuredOutputChoice", ("auto", *STRUCTURED_OUTPUT_MODES))
 ReasoningEffortChoice = _choice("ReasoningEffortChoice", REASONING_EFFORTS)
 PinIdChoice = _choice("PinIdChoice", PIN_ID_CHOICES)
+ReasoningChoice = _choice("ReasoningChoice", REASONING_CHOICES)
 
 
 def _plain(value: Any) -> Any:
@@ -84,6 +86,7 @@ class JudgeOptions:
     temperature: float = 0.0
     max_tokens: int | None = None
     reasoning_effort: str | None = None
+    reasoning: str | None = None
     cache_dir: Path | None = None
     no_cache: bool = False
     warmup: bool = True
@@ -113,6 +116,13 @@ class JudgeOptions:
                          reasoning_effort=self.reasoning_effort,
                          cache=not self.no_cache, cache_dir=self.cache_dir, warmup=self.warmup,
                          prompt_cache_key=self.prompt_cache_key, dry_run=self.dry_run, pin_id=self.pin_id)
+
+    def config(self, path: Path | None) -> JudgeConfig:
+        """The config file (or the defaults), with what the command line overrides in it."""
+        config = load_config(path)
+        if self.reasoning is not None:
+            config = config.model_copy(update={"reasoning": self.reasoning})
+        return config
 
     def build(self, config: JudgeConfig) -> Judge:
         """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
@@ -170,6 +180,10 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
     "reasoning_effort": (ReasoningEffortChoice | None, typer.Option(None, "--reasoning-effort",
                          help="Sent as OpenAI's reasoning_effort (reasoning models; a server that "
                          "does not take it refuses the run).")),
+    "reasoning": (ReasoningChoice | None, typer.Option(None, "--reasoning", help="What the LLM judge's "
+                  "answer explains (config key reasoning): full (default: field by field), brief (one "
+                  "sentence) or none (no reasoning in the answer: fewest tokens, nothing to read in the "
+                  "report).")),
     "cache_dir": (Path | None, typer.Option(None, "--cache-dir", help="Response cache directory "
                   "(default: the user cache dir).")),
     "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not read or write the response cache.")),

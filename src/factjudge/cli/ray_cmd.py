@@ -27,7 +27,6 @@ import typer
 
 from ..errors import FactJudgeError
 from ..evaluation.runner import ReportSettings, preview_dataset
-from ..io.config import load_config
 from ..io.datasets import Dataset
 from ..judges.llm.backends import provider_of
 from ..models import JudgeResult
@@ -144,7 +143,7 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
     # only --ray runs load the Ray runner (and through it ray)
     from ..runners.ray_data import RayHooks, RayInput, RayPool, evaluate_ray, import_ray, init_ray
 
-    cfg = load_config(config)
+    cfg = opts.config(config)
     judge = opts.build(cfg)
     problems = scan(data, name, cfg, judge, skip_invalid)
     if opts.dry_run:  # a preview makes no call: nothing for Ray to do

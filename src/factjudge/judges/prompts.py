@@ -34,6 +34,17 @@ _SIDES: dict[Direction, tuple[str, str, NegativeStatus, str, str]] = {
 }
 
 
+#: What the system message asks of the answer's ``reasoning`` per ``JudgeConfig.reasoning``
+#: (``--reasoning``). ``full`` is the wording of every earlier prompt format, byte for byte.
+_REASONING_ASKED = {
+    "full": "Write your reasoning first, field by field, then decide.",
+    "brief": "Write your reasoning first, in one short sentence naming the fields that decide, then decide.",
+    "none": "Answer with the id and the decision only, without reasoning.",
+}
+#: A verdict's reasoning when none was asked for (``reasoning: none``).
+NO_REASONING = "(no reasoning asked: reasoning none)"
+
+
 def negative_status(direction: Direction) -> NegativeStatus:
     return _SIDES[direction][2]
 
@@ -50,8 +61,8 @@ def system_message(direction: Direction, config: JudgeConfig,
         f"- If exactly one candidate matches (or several do and one is clearly the best), answer "
         f"decision {{\"status\": \"TP\", \"{matched_key}\": <its id>}}.",
         f"- If no candidate matches, answer decision {{\"status\": \"{negative}\", \"{matched_key}\": null}}.",
-        f"Put the judged fact's id in {id_key}. Write your reasoning first, field by field, then "
-        "decide. Use only ids that appear in the candidate list.",
+        f"Put the judged fact's id in {id_key}. {_REASONING_ASKED[config.reasoning]} Use only ids "
+        "that appear in the candidate list.",
         "",
         "Matching rules:",
     ]
@@ -101,10 +112,12 @@ StructuredOutput = Literal["auto", "json_schema", "json_object", "none"]
 
 #: Pinning the judged fact's id (``--pin-id``): ``auto`` pins where the server is self-hosted.
 PIN_ID_CHOICES = ("auto", "always", "never")
+#: What the answer's ``reasoning`` holds (``--reasoning``, config key ``reasoning``).
+REASONING_CHOICES = ("full", "brief", "none")
 
 
 def verdict_schema(direction: Direction, candidate_ids: list[str], subject_id: str | None = None,
-                   drop: frozenset[str] = frozenset()) -> dict[str, Any]:
+                   drop: frozenset[str] = frozenset(), reasoning: str = "full") -> dict[str, Any]:
     """The answer's JSON schema. Unpinned (``subject_id`` None), one per document and direction
     (the judged fact's id is a plain string, checked in code), so every call of a direction sends
     the same bytes and providers that cache the schema with the prompt prefix can. Pinned, the
@@ -114,7 +127,8 @@ def verdict_schema(direction: Direction, candidate_ids: list[str], subject_id: s
     'p7'", issue #21). ``decision`` is one of two shapes, so a TP without a candidate id, or a
     negative with one, cannot be written; ``reasoning`` comes first. ``drop``: schema keywords
     the server refused (Gemini's OpenAI-compatible endpoint: ``additionalProperties``), left out
-    everywhere."""
+    everywhere. ``reasoning`` ``none``: no reasoning field at all (``brief`` asks for less in
+    the prompt, with the same schema: a length bound is a keyword not every provider takes)."""
     _, _, negative, id_key, matched_key = _SIDES[direction]
 
     def shape(status: PassStatus, matched: dict[str, Any]) -> dict[str, Any]:
@@ -123,17 +137,12 @@ def verdict_schema(direction: Direction, candidate_ids: list[str], subject_id: s
                 "required": ["status", matched_key], "additionalProperties": False}
 
     judged: dict[str, Any] = {"type": "string"} if subject_id is None else {"type": "string", "enum": [subject_id]}
-    schema = {
-        "type": "object",
-        "properties": {
-            id_key: judged,
-            "reasoning": {"type": "string"},
-            "decision": {"anyOf": [shape("TP", {"type": "string", "enum": list(candidate_ids)}),
-                                   shape(negative, {"type": "null"})]},
-        },
-        "required": [id_key, "reasoning", "decision"],
-        "additionalProperties": False,
-    }
+    properties: dict[str, Any] = {id_key: judged, "reasoning": {"type": "string"},
+                                  "decision": {"anyOf": [shape("TP", {"type": "string", "enum": list(candidate_ids)}),
+                                                         shape(negative, {"type": "null"})]}}
+    if reasoning == "none":
+        del properties["reasoning"]
+    schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
     return _without(schema, drop) if drop else schema
 
 
@@ -163,9 +172,9 @@ def refused_keywords(error_body: str) -> frozenset[str]:
 
 
 def response_format(direction: Direction, candidate_ids: list[str], mode: str, subject_id: str | None = None,
-                    drop: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+                    drop: frozenset[str] = frozenset(), reasoning: str = "full") -> dict[str, Any] | None:
     """The request's ``response_format`` in structured-output ``mode`` (None for ``none``)."""
-    schema = verdict_schema(direction, candidate_ids, subject_id, drop)
+    schema = verdict_schema(direction, candidate_ids, subject_id, drop, reasoning)
     if mode == "json_schema":
         return {"type": "json_schema",
                 "json_schema": {"name": f"{direction}_fact_verdict", "strict": True, "schema": schema}}
@@ -174,14 +183,15 @@ def response_format(direction: Direction, candidate_ids: list[str], mode: str, s
     return None
 
 
-def schema_instruction(direction: Direction, candidate_ids: list[str], drop: frozenset[str] = frozenset()) -> str:
+def schema_instruction(direction: Direction, candidate_ids: list[str], drop: frozenset[str] = frozenset(),
+                       reasoning: str = "full") -> str:
     """Appended to the system message when the server may not read the schema: mode ``none``,
     and ``json_object``, which OpenAI and DeepSeek take without a schema (llama-cpp-python reads
     the ``schema`` beside it). It names JSON: DeepSeek's JSON Output wants the word "json" in the
     prompt (https://api-docs.deepseek.com/guides/json_mode); "JSON" is that word, as OpenAI
     checks it (in any case)."""
     return ("\n\nAnswer with one JSON object and nothing else, following this JSON schema:\n"
-            + canonical_json(verdict_schema(direction, candidate_ids, drop=drop)))
+            + canonical_json(verdict_schema(direction, candidate_ids, drop=drop, reasoning=reasoning)))
 
 
 @dataclass(frozen=True)
@@ -246,14 +256,15 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer("the answer is nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidAnswer("the answer must be a JSON object")
-    expected = {id_key, "reasoning", "decision"}
+    asked = task.config.reasoning != "none"
+    expected = {id_key, "reasoning", "decision"} if asked else {id_key, "decision"}
     if set(data) != expected:
         missing, extra = sorted(expected - set(data)), sorted(set(data) - expected)
         raise InvalidAnswer(f"the answer must have exactly the keys {sorted(expected)}"
                             f" (missing {missing}, unexpected {extra})")
     if data[id_key] != task.subject_id:
         raise InvalidAnswer(f"{id_key} must be {task.subject_id!r}, got {quoted(data[id_key])}")
-    if not isinstance(data["reasoning"], str):
+    if asked and not isinstance(data["reasoning"], str):
         raise InvalidAnswer("reasoning must be a string")
     decision = data["decision"]
     if not isinstance(decision, dict) or set(decision) != {"status", matched_key}:
@@ -274,7 +285,7 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer(f"status must be \"TP\" or \"{negative}\", got {quoted(status)}")
     # the one place an LLM's reasoning enters a verdict: bounded here (see REASONING_LIMIT)
     return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
-                   reasoning=cut_text(data["reasoning"], REASONING_LIMIT))
+                   reasoning=cut_text(data["reasoning"], REASONING_LIMIT) if asked else NO_REASONING)
 
 
 def reask_messages(content: str | None, problem: str) -> list[dict[str, str]]:

@@ -430,7 +430,8 @@ class LLMJudge(JudgeBase):
         messages = list(task.prefix)
         if mode in ("none", "json_object") and messages:
             messages[0] = {**messages[0], "content": messages[0]["content"]
-                           + schema_instruction(task.direction, task.candidate_ids, self._drop)}
+                           + schema_instruction(task.direction, task.candidate_ids, self._drop,
+                                                task.config.reasoning)}
         if SYSTEM_IN_USER in adapted and len(messages) > 1 and messages[0]["role"] == "system":
             system, user = messages[0], messages[1]
             messages[:2] = [{**user, "content": system["content"] + "\n\n" + user["content"]}]
@@ -445,7 +446,8 @@ class LLMJudge(JudgeBase):
             return plan
         messages = self._messages(task, mode, adapted)
         sampling = self._sampling_params(adapted)
-        fmt = response_format(task.direction, task.candidate_ids, mode, drop=self._drop)
+        fmt = response_format(task.direction, task.candidate_ids, mode, drop=self._drop,
+                              reasoning=task.config.reasoning)
         pin = self._pin and fmt is not None
         request: dict[str, Any] = {"model": self.model, **sampling}
         if fmt is not None and not pin:  # pinned, each question has its own: see _body
@@ -486,7 +488,8 @@ class LLMJudge(JudgeBase):
         sep = "," if plan.head[-1] != "[" else ""
         text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:]
         if plan.pin:  # the question's own schema, after the shared messages
-            fmt = response_format(task.direction, task.candidate_ids, plan.mode, task.subject_id, plan.drop)
+            fmt = response_format(task.direction, task.candidate_ids, plan.mode, task.subject_id, plan.drop,
+                                  task.config.reasoning)
             text += ',"response_format":' + json.dumps(fmt, ensure_ascii=False, separators=(",", ":"))
         text += "}"
         return RequestBody(text.encode("utf-8"))
