@@ -33,7 +33,7 @@ from ..io.facts import validate_facts
 from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
-from ..models import JudgeConfig, JudgeResult
+from ..models import CallUsage, JudgeConfig, JudgeResult
 from ..util.aio import run_sync
 from .runner import judge_documents
 
@@ -225,6 +225,8 @@ class CalibrationReport(BaseModel):
     disagreements: list[Disagreement] = Field(default_factory=list)
     error_lines: list[LineError] = Field(default_factory=list)
     judge: str | None = None
+    #: The LLM calls and tokens the calibration took (absent when no LLM was asked).
+    usage: CallUsage | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -335,18 +337,24 @@ async def calibrate_async(
     index = {id(doc): i for i, doc in enumerate(documents)}  # ids may repeat in Python's labels
     decisions: list[Decision | None] = [None] * len(labels)
     done = 0
+    usage = CallUsage()
 
     def finished(doc: Document, result: JudgeResult) -> None:
         nonlocal done
         i = index[id(doc)]
         decisions[i] = decision_from_result(labels[i], result.gold_facts[0], result.predicted_facts[0])
+        usage.add(result.usage)
         done += 1
         if progress:
             progress(done, len(labels))
 
     # a failure (not an ERROR verdict) stops the run
     await judge_documents(documents, config, the_judge, finished, concurrency=concurrency)
-    return score([d for d in decisions if d is not None], judge=the_judge.name)
+    report = score([d for d in decisions if d is not None], judge=the_judge.name)
+    if usage.llm_calls or usage.cache_hits or usage.llm_calls_saved:
+        # what a calibration costs, and its answers' length (benchmarks/real_judge.py)
+        report.usage = usage
+    return report
 
 
 def calibrate(

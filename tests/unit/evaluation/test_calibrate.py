@@ -89,6 +89,7 @@ def test_calibrate_small_file_with_rules_judge(small_labels):
     assert o.f1 == pytest.approx(2 * 0.75 * 0.6 / 1.35)
     assert o.kappa == pytest.approx(0.25)
     assert report.labels == 8 and report.errors == 0 and report.judge == "rules"
+    assert report.usage is None  # no LLM asked
 
     nv = report.by_category["name_variants"]
     assert (nv.n, nv.tp, nv.fp, nv.fn, nv.tn) == (2, 0, 1, 1, 0)
@@ -476,3 +477,19 @@ def test_calibrate_command_prints_and_writes_the_report(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert proc.stderr.startswith(f"factjudge: error: {bad}: line 1 (id 'x'): missing 'match'")
+
+
+def test_an_llm_calibration_reports_its_calls_and_tokens(small_labels, tmp_path):
+    """What a calibration cost (calls, prompt and completion tokens) is in its JSON, as the
+    scripted server counted them: two questions per line."""
+    from evalkit import run_cli
+    from scripted_server import ScriptedServer
+
+    out = tmp_path / "cal.json"
+    with ScriptedServer() as server:
+        proc = run_cli("calibrate", small_labels, "--model", "m", "--base-url", server.base_url, "-o", out)
+        requests = len(server.requests)
+    assert proc.returncode == 0, proc.stderr
+    usage = json.loads(out.read_text())["usage"]
+    assert usage["llm_calls"] == requests == 16 and usage["cache_hits"] == 0
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
