@@ -75,6 +75,9 @@ class JudgeConfig(BaseModel):
     shortlist_top_k: StrictInt | None = Field(default=None, ge=1)
     #: LLM judge: how the answer's schema reaches the server (see README); the CLI flag overrides it.
     structured_output: Literal["auto", "json_schema", "json_object", "none"] = "auto"
+    #: Reconciliation: a link stands when ``either`` pass names it (the default), or only when
+    #: ``both`` do (stricter: a lenient pass cannot make a link alone; see the README).
+    link_policy: Literal["either", "both"] = "either"
 
     @field_validator("text_threshold")
     @classmethod

@@ -19,6 +19,7 @@ from factjudge.evaluation.calibrate import (
     load_labels,
     score,
 )
+from factjudge.io.config import parse_config
 
 C = "Contoso Robotics Inc."
 
@@ -476,3 +477,28 @@ def test_calibrate_command_prints_and_writes_the_report(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert proc.stderr.startswith(f"factjudge: error: {bad}: line 1 (id 'x'): missing 'match'")
+
+
+class LenientPredictedPass(JudgeBase):
+    """Links every pair in the predicted pass only: the gold pass says FN (the #23 case)."""
+
+    name = "lenient"
+
+    async def judge(self, task):
+        if task.direction == "predicted":
+            return Verdict(fact_id=task.subject_id, status="TP", matched_id=task.candidates[0]["id"])
+        return Verdict(fact_id=task.subject_id, status="FN")
+
+
+def test_link_policy_both_needs_both_passes(small_labels):
+    labels = load_labels(small_labels)
+    either = calibrate(labels, None, LenientPredictedPass())
+    both = calibrate(labels, {"link_policy": "both"}, LenientPredictedPass())
+    assert (either.overall.tp, either.overall.fp) == (5, 3)  # every pair linked
+    assert (both.overall.tp, both.overall.fp, both.overall.tn) == (0, 0, 3)
+    assert all("link_policy both" in d.description for d in both.disagreements)
+
+
+def test_link_policy_is_checked():
+    with pytest.raises(InputError, match="config key 'link_policy'"):
+        parse_config({"link_policy": "strict"})
