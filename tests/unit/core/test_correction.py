@@ -1,9 +1,8 @@
 """factjudge.core.correction: the extractor's figures corrected for the judge's measured link errors."""
-import random
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judge_simulation import simulation
 
 from factjudge.core.aggregate import bootstrap_ci, key_prf
 from factjudge.core.correction import (
@@ -13,7 +12,6 @@ from factjudge.core.correction import (
     corrected_prf,
     judge_corrected,
 )
-from factjudge.core.metrics import f1_score
 
 
 def test_worked_example_of_the_readme():
@@ -89,49 +87,17 @@ def test_another_judge_or_config_is_named():
 
 
 # --------------------------------------------------------------------------- coverage, simulated
-#
-# A synthetic extractor and a judge of known error rates. Per document: 2-10 gold facts, each
-# extracted right with probability R0; a gold fact missed has a near-miss prediction with
-# probability h; hallucinated predictions (like nothing in the gold), s per gold fact. The judge
-# links a true pair with probability r (its recall) and a near-miss pair with probability q. The
-# calibration labels 200 pairs drawn from the same population of pairs (true pairs and near-miss
-# pairs), so its precision and recall are the judge's on this data: the method's assumptions hold.
-# The true F1 is the extractor's: precision R0 / (R0 + h (1 - R0) + s), recall R0.
-
-
-def _binomial(rng, n, p):
-    return sum(rng.random() < p for _ in range(n))
-
-
-def _simulation(seed, docs=80, labels=200):
-    rng = random.Random(seed)
-    r0, h, s = rng.uniform(0.4, 0.9), rng.uniform(0.2, 0.8), rng.uniform(0.0, 0.3)
-    r, q = rng.uniform(0.6, 0.95), rng.uniform(0.05, 0.4)
-    keys = []
-    for _ in range(docs):
-        n = rng.randint(2, 10)
-        right = _binomial(rng, n, r0)
-        near = _binomial(rng, n - right, h)
-        made_up = _binomial(rng, n, s)
-        linked = _binomial(rng, right, r) + _binomial(rng, near, q)
-        keys.append((linked, right + near + made_up - linked, linked, n - linked))
-    share_true = r0 / (r0 + h * (1 - r0))  # true pairs among the pairs a judge could link
-    cells = [0, 0, 0, 0]  # tp, fp, fn, tn
-    for _ in range(labels):
-        match = rng.random() < share_true
-        link = rng.random() < (r if match else q)
-        cells[(not match) + 2 * (not link)] += 1
-    return keys, JudgeErrors(*cells), f1_score(r0 / (r0 + h * (1 - r0) + s), r0)
 
 
 @pytest.mark.slow
 def test_the_corrected_interval_covers_the_true_f1():
-    # 200 seeded simulations; 200 resamples each keep this near 6 s. The same check with 100
+    # 200 seeded simulations of a synthetic extractor and a judge of known error rates
+    # (tests/judge_simulation.py), 80 documents each; 200 resamples keep this near 6 s. With 100
     # documents and 1,000 resamples: benchmarks/judge_correction.py
     runs = 200
     covered = raw_covered = 0
     for seed in range(runs):
-        keys, errors, true_f1 = _simulation(seed)
+        keys, errors, true_f1, _ = simulation(seed)
         low, high = judge_corrected(keys, errors, resamples=200, seed=seed).ci95["f1"]
         covered += low <= true_f1 <= high
         raw_low, raw_high = bootstrap_ci(keys, 100, seed)["f1"]
