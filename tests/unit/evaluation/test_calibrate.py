@@ -500,5 +500,7 @@ def test_link_policy_both_needs_both_passes(small_labels):
 
 
 def test_link_policy_is_checked():
-    with pytest.raises(InputError, match="config key 'link_policy'"):
-        parse_config({"link_policy": "strict"})
+    assert parse_config({}).link_policy == "either"
+    with pytest.raises(InputError) as exc:
+        parse_config({"link_policy": "strict"}, "cfg.yaml")
+    assert str(exc.value) == "cfg.yaml: config key 'link_policy': Input should be 'either' or 'both'"
