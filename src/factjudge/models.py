@@ -78,6 +78,9 @@ class JudgeConfig(BaseModel):
     #: LLM judge: what the answer's ``reasoning`` holds: ``full`` (field by field), ``brief`` (one
     #: sentence) or ``none`` (no reasoning field in the schema); the CLI's --reasoning overrides it.
     reasoning: Literal["full", "brief", "none"] = "full"
+    #: Reconciliation: a link stands when ``either`` pass names it (the default), or only when
+    #: ``both`` do (stricter: a lenient pass cannot make a link alone; see the README).
+    link_policy: Literal["either", "both"] = "either"
 
     @field_validator("text_threshold")
     @classmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from ..core.scope import scope_check
 from ..errors import InputError
@@ -63,5 +64,16 @@ def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
         f"micro P {fmt(m.precision)} {fmt_ci(ci['precision'])} "
         f"R {fmt(m.recall)} {fmt_ci(ci['recall'])} F1 {fmt(m.f1)} {fmt_ci(ci['f1'])} | "
         f"errors {m.errors} | {calls}{seconds:.1f}s{cost_text(u)}")
+    if summary.judge_corrected is not None:
+        say(judge_corrected_line(summary.judge_corrected))
     csv = f", {FACTS_CSV}" if (output_dir / FACTS_CSV).exists() else ""
     say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}{csv}")
+
+
+def judge_corrected_line(jc: dict[str, Any]) -> str:
+    """The summary's second line with ``--judge-calibration``: the corrected figures."""
+    ci = jc["ci95"]
+    return (f"judge-corrected (judge link precision {fmt(jc['link_precision'])}, recall "
+            f"{fmt(jc['link_recall'])}, from {jc['calibration'].get('source')}) | "
+            f"P {fmt(jc['precision'])} {fmt_ci(ci['precision'])} R {fmt(jc['recall'])} {fmt_ci(ci['recall'])} "
+            f"F1 {fmt(jc['f1'])} {fmt_ci(ci['f1'])}")

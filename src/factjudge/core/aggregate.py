@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..models import Counts
 from .metrics import f1_score, prf, with_ratios
@@ -101,18 +101,26 @@ def bootstrap_ci(keys: Sequence[tuple[int, int, int, int]], resamples: int = 100
     ``keys`` are per-document (TP predicted, FP, TP gold, FN). A resample where a metric is
     undefined (zero denominator) does not count for that metric."""
     samples: dict[str, list[float]] = {k: [] for k in RATIOS}
-    n = len(keys)
-    if n:
-        rng = random.Random(seed)
-        columns = [list(c) for c in zip(*keys, strict=False)]
-        population = range(n)
-        for _ in range(resamples):
-            idx = rng.choices(population, k=n)
-            sums = [sum(map(col.__getitem__, idx)) for col in columns]
-            for k, v in key_prf(sums).items():
-                if v is not None:
-                    samples[k].append(v)
+    for sums in resampled_sums(keys, resamples, seed):
+        for k, v in key_prf(sums).items():
+            if v is not None:
+                samples[k].append(v)
     return {k: _interval(v, level) for k, v in samples.items()}
+
+
+def resampled_sums(keys: Sequence[Sequence[int]], resamples: int, seed: int) -> Iterator[list[int]]:
+    """The summed ``keys`` of each bootstrap resample of documents (drawn with replacement), the
+    same resamples for the same seed: what :func:`bootstrap_ci` and the judge-corrected interval
+    (:mod:`.correction`) are computed over."""
+    n = len(keys)
+    if not n:
+        return
+    rng = random.Random(seed)
+    columns = [list(c) for c in zip(*keys, strict=False)]
+    population = range(n)
+    for _ in range(resamples):
+        idx = rng.choices(population, k=n)
+        yield [sum(map(col.__getitem__, idx)) for col in columns]
 
 
 def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[int, int, int, int]],
@@ -183,6 +191,16 @@ class Summary(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     #: A jury's share of questions all jurors answered alike, over the dataset (None: no jury).
     jury_agreement: float | None = None
+    #: ``eval --judge-calibration``: the figures corrected for the judge's measured link errors
+    #: (:class:`~factjudge.core.correction.JudgeCorrected`); absent from summary.json without it.
+    judge_corrected: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _absent_when_not_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.judge_corrected is None:  # summaries stay as they were
+            data.pop("judge_corrected", None)
+        return data
 
 
 class Aggregator:

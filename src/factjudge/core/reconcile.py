@@ -10,14 +10,22 @@ The rules, in order (see the README for them in plain words):
    verdict named, else the earliest predicted fact. The others are dropped as duplicates.
 4. With ``one_to_one``, a predicted fact with several gold links likewise keeps one.
 5. ERROR stays ERROR; otherwise TP when a link remains, else FN (gold) / FP (predicted).
+
+With ``link_policy="both"`` rule 2 is stricter: every one-sided link is dropped, so a link needs
+both passes to name it (each fact of a dropped link then takes its negative status, with a note).
+The links kept are then exactly the mutual ones, a subset of those ``"either"`` keeps (a fact names
+one partner, so rules 3 and 4 never drop a mutual link): ``both`` never counts more TP.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from ..models import Direction, NegativeStatus, PassStatus
+
+#: ``either``: a link stands when either pass names it (rule 2); ``both``: only when both do.
+LinkPolicy = Literal["either", "both"]
 
 
 class PassVerdict(NamedTuple):
@@ -59,6 +67,7 @@ def reconcile(
     gold_verdicts: Mapping[str, Decided],
     predicted_verdicts: Mapping[str, Decided],
     one_to_one: bool = False,
+    link_policy: LinkPolicy = "either",
 ) -> Reconciliation:
     """Combine per-fact verdicts of both passes (in-scope facts only, ids in input order)."""
     g_order = {g: i for i, g in enumerate(gold_ids)}
@@ -103,6 +112,15 @@ def reconcile(
             note("gold_link_rejected_by_predicted",
                  f"gold {g} named predicted {p} as its match, but predicted {p} was judged "
                  f"{predicted_verdicts[p].status}; the predicted side decides, link dropped",
+                 ("gold", g), ("predicted", p))
+        elif link_policy == "both" and by_gold != by_pred:
+            links.discard((g, p))
+            namer, named = (f"gold {g}", f"predicted {p}") if by_gold else (f"predicted {p}", f"gold {g}")
+            other = predicted_verdicts[p] if by_gold else gold_verdicts[g]
+            answer = f"{other.status} -> {other.matched_id}" if other.status == "TP" else other.status
+            note("one_sided_link_dropped",
+                 f"{namer} named {named} as its match, but {named} was judged {answer}; "
+                 "link_policy both needs both passes to name a link, link dropped",
                  ("gold", g), ("predicted", p))
         elif by_pred and not by_gold and gold_verdicts[g].status == "FN":
             note("gold_promoted_by_predicted",

@@ -23,14 +23,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 
+from ..core.correction import JudgeCalibration, JudgeErrors
 from ..core.metrics import cohen_kappa, prf, ratio
 from ..errors import InputError
 from ..io.config import parse_config
 from ..io.datasets import Document
 from ..io.facts import validate_facts
-from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
+from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json, parse_json_line, read_text
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
 from ..models import CallUsage, JudgeConfig, JudgeResult
@@ -49,6 +50,7 @@ __all__ = [
     "calibrate_async",
     "decision_from_result",
     "format_report",
+    "load_judge_calibration",
     "load_labels",
     "score",
 ]
@@ -227,6 +229,10 @@ class CalibrationReport(BaseModel):
     judge: str | None = None
     #: The LLM calls and tokens the calibration took (absent when no LLM was asked).
     usage: CallUsage | None = None
+    #: What the judge and the config were (the judge's identity, the config as eval's summary.json
+    #: holds them): eval --judge-calibration warns when its run's differ.
+    judge_identity: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -354,6 +360,7 @@ async def calibrate_async(
     if usage.llm_calls or usage.cache_hits or usage.llm_calls_saved:
         # what a calibration costs, and its answers' length (benchmarks/real_judge.py)
         report.usage = usage
+    report.judge_identity, report.config = the_judge.identity(), config.model_dump(mode="json")
     return report
 
 
@@ -446,3 +453,45 @@ def format_report(report: CalibrationReport) -> str:
         for e in report.error_lines:
             lines.append(f"- {e.id} [{e.category or NO_CATEGORY}, {e.fact_type}]: {e.error}")
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- eval --judge-calibration
+
+
+class _Counts(BaseModel):
+    tp: StrictInt = Field(ge=0)
+    fp: StrictInt = Field(ge=0)
+    fn: StrictInt = Field(ge=0)
+    tn: StrictInt = Field(ge=0)
+
+
+class _CalibrationFile(BaseModel):
+    """What eval reads of a ``calibrate -o`` file (other keys are the report's, left unread)."""
+
+    overall: _Counts
+    judge: StrictStr | None = None
+    judge_identity: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+
+
+def load_judge_calibration(path: str | Path) -> JudgeCalibration:
+    """The counts and provenance of a ``factjudge calibrate -o`` file, for the judge-corrected
+    figures; every problem is a one-line :class:`InputError` naming the file."""
+    path = Path(path)
+    data = parse_json(read_text(path), path)
+    what = "not a calibration report written by 'factjudge calibrate -o'"
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: {what} (a JSON object), got {json_type(data)}")
+    try:
+        report = _CalibrationFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(part) for part in err["loc"])
+        raise InputError(f"{path}: {what}: '{where}': {err['msg']}") from None
+    c = report.overall
+    if c.tp == 0:
+        raise InputError(f"{path}: the judge made no link the labels confirm (tp 0 of {c.tp + c.fp + c.fn + c.tn} "
+                         "scored): its link precision and recall are 0 or undefined, so nothing can be "
+                         "corrected with it")
+    return JudgeCalibration(JudgeErrors(c.tp, c.fp, c.fn, c.tn), str(path), report.judge,
+                            report.judge_identity, report.config)

@@ -243,7 +243,7 @@ async def run_judge_async(
                          doc_id, progress, warm, fields)
         for direction, subjects, candidates in directions(gold_in, pred_in)))
     rec = reconcile([f["id"] for f in gold_in], [f["id"] for f in pred_in], gv, pv,
-                    one_to_one=config.one_to_one)
+                    one_to_one=config.one_to_one, link_policy=config.link_policy)
     usage = tally.usage.model_copy(update=judge.run_info())
     gold_out = _assemble(gold, gv, rec.gold, pv, in_place)
     pred_out = _assemble(predicted, pv, rec.predicted, gv, in_place)

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
+from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
 from ..core.scope import scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
@@ -146,6 +147,9 @@ class ReportSettings:
     csv: bool = False
     #: Prices per million tokens: summary.json's usage then gives the run's ``cost``.
     prices: Prices | None = None
+    #: A judge calibration (``eval --judge-calibration``): summary.json then gives the figures
+    #: corrected for the judge's measured link errors (``judge_corrected``).
+    judge_calibration: JudgeCalibration | None = None
 
 
 def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> RunManifest:
@@ -250,6 +254,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
                         *warnings]
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
+    if settings.judge_calibration is not None:
+        add_judge_corrected(summary, list(zip(*agg.keys, strict=True)), settings.judge_calibration, settings)
     lines = _report_lines(store, sorted(order), settings.report_rows)
     tp_rows = min(settings.report_rows, TP_ROWS)
     rows = select_rows(lines, settings.report_rows, tp_limit=tp_rows)
@@ -264,6 +270,22 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return summary
+
+
+def add_judge_corrected(summary: Summary, keys: Sequence[Sequence[int]], calibration: JudgeCalibration,
+                        settings: ReportSettings) -> None:
+    """Put the judge-corrected figures in ``summary``, and warn when the calibration was made with
+    another judge or config, or does not fit the data (a figure capped at 1)."""
+    corrected = judge_corrected(keys, calibration.errors, settings.resamples, settings.seed)
+    corrected.calibration = calibration.describe()
+    summary.judge_corrected = corrected.model_dump(mode="json")
+    summary.warnings += calibration_mismatch(calibration, summary.judge, summary.config)
+    if corrected.capped:
+        summary.warnings.append(
+            f"judge-corrected {' and '.join(corrected.capped)} capped at 1: the raw figure times the judge's "
+            f"link precision / recall ({corrected.link_precision:.3f} / {corrected.link_recall:.3f}) is above 1, "
+            f"so the calibration {calibration.source} does not describe this run's judge errors well "
+            "(are its labelled pairs like this run's?)")
 
 
 def _now() -> str:

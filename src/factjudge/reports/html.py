@@ -28,6 +28,7 @@ from .rows import ROW_STATUSES
 from .text import (
     BY_TYPE_HEADER,
     COMPARE_DOC,
+    JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
     TOTALS_HEADER,
@@ -36,6 +37,8 @@ from .text import (
     changed_counts,
     compare_only_text,
     fact_json,
+    judge_corrected_note,
+    judge_corrected_rows,
     judge_label,
     metric_label,
     metric_rows,
@@ -162,6 +165,14 @@ def _facts_table(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], 
             "docs": _unique(r["doc_id"] for r in rows)}
 
 
+def _judge_corrected(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What ``_judge_corrected.html.j2`` shows (None: the run had no judge calibration)."""
+    if not summary.get("judge_corrected"):
+        return None
+    return {"note": judge_corrected_note(summary["judge_corrected"]), "header": JUDGE_CORRECTED_HEADER,
+            "rows": judge_corrected_rows(summary)}
+
+
 def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
                 rows: Sequence[Mapping[str, Any]], rows_total: int, *,
                 rows_order: str = "dataset", documents: Iterable[Mapping[str, Any]] = (),
@@ -191,7 +202,7 @@ def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
         embedded=frozenset(p["doc_id"] for p in payloads), payloads=payloads, left_out=left_out,
         skipped=[[s["file"], s["line"], s["error"]] for s in summary.get("skipped") or []],
         facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary["usage"]),
-        provenance=provenance_rows(summary))
+        provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary))
 
 
 # --------------------------------------------------------------------------- compare.html

@@ -11,6 +11,7 @@ from .format import fmt, fmt_ci
 from .text import (
     BY_TYPE_HEADER,
     COMPARE_DOC,
+    JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
     TOTALS_HEADER,
@@ -19,6 +20,8 @@ from .text import (
     changed_counts,
     compare_only_text,
     fact_json,
+    judge_corrected_note,
+    judge_corrected_rows,
     judge_label,
     metric_rows,
     order_text,
@@ -99,6 +102,14 @@ def _md_headline(summary: Mapping[str, Any]) -> list[str]:
     ])
 
 
+def _md_judge_corrected(summary: Mapping[str, Any]) -> list[str]:
+    """The figures corrected for the judge (``eval --judge-calibration``), next to the raw ones."""
+    if not summary.get("judge_corrected"):
+        return []
+    return (["## Judge-corrected estimates", "", md_escape(judge_corrected_note(summary["judge_corrected"])), ""]
+            + _md_table(JUDGE_CORRECTED_HEADER, judge_corrected_rows(summary)))
+
+
 def _md_tables(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]]) -> list[str]:
     """Totals, by fact type, conflicts, worst documents and skipped lines."""
     out = ["## Totals", ""]
@@ -146,6 +157,7 @@ def render_markdown(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any
     number of FN/FP/ERROR facts of the whole run. ``rows_order``: ``"worst"`` when the rows were
     selected worst documents first (:func:`~.rows.select_rows`), ``"dataset"`` when in dataset order."""
     out = _md_headline(summary)
+    out += _md_judge_corrected(summary)
     out += _md_tables(summary, worst)
     out += _md_facts(summary["micro"], rows, rows_total, rows_order)
     out += ["## Usage", ""]

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..models import Prices, money
-from .format import fmt, fmt_ci_diff, fmt_diff
+from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 
 RATIO_KEYS = ("precision", "recall", "f1")
 
@@ -160,3 +160,33 @@ def changed_counts(changed: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     for c in changed:
         counts[c["change"]] = counts.get(c["change"], 0) + 1
     return counts
+
+
+# --------------------------------------------------------------------------- judge-corrected figures
+
+#: Header of the judge-corrected table of a report.
+JUDGE_CORRECTED_HEADER = ["", "precision", "recall", "F1"]
+
+
+def judge_corrected_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    """The raw micro figures and the judge-corrected ones, each with its 95% interval."""
+    jc, micro, ci = summary["judge_corrected"], summary["micro"], summary["ci95"]
+    return [["raw (as judged)", *(fmt(micro[k]) for k in RATIO_KEYS)],
+            ["raw 95% CI", *(fmt_ci(ci[k]) for k in RATIO_KEYS)],
+            ["judge-corrected", *(fmt(jc[k]) for k in RATIO_KEYS)],
+            ["judge-corrected 95% CI", *(fmt_ci(jc["ci95"][k]) for k in RATIO_KEYS)]]
+
+
+def judge_corrected_note(jc: Mapping[str, Any]) -> str:
+    """How the judge-corrected figures were made, in one paragraph."""
+    cal = jc.get("calibration") or {}
+    counts = ", ".join(f"{k} {cal[k]}" for k in ("tp", "fp", "fn", "tn") if k in cal)
+    capped = (f" Capped at 1: {' and '.join(jc['capped'])} (the calibration does not fit this run well)."
+              if jc.get("capped") else "")
+    return (f"Corrected for the judge's link errors measured in {cal.get('source', '?')} (judge "
+            f"{cal.get('judge') or '?'}: link precision {fmt(jc['link_precision'])}, recall "
+            f"{fmt(jc['link_recall'])}; {counts}): each figure is the raw one times precision / recall "
+            "of the judge, capped at 1. 95% intervals: the document bootstrap, with the judge's "
+            "precision and recall drawn from their posterior given the counts in each resample. "
+            "Assumes the labelled pairs are like this run's and the judge's errors do not depend on "
+            f"the extractor.{capped}")

@@ -144,3 +144,63 @@ def test_reconciliation_invariants(case):
                 "duplicate" in n for n in r.predicted[p].notes)
     again = reconcile(gold, pred, gv, pv, one_to_one)
     assert again == r  # deterministic
+
+
+# --------------------------------------------------------------------------- link_policy "both"
+
+
+def test_both_drops_a_predicted_only_link_instead_of_promoting():
+    # the #23 case: the gold pass said FN (correctly), the predicted pass named it
+    gv, pv = {"g1": V("FN")}, {"p1": V("TP", "g1")}
+    assert reconcile(["g1"], ["p1"], gv, pv).gold["g1"].status == "TP"
+    r = reconcile(["g1"], ["p1"], gv, pv, link_policy="both")
+    assert (r.gold["g1"].status, r.predicted["p1"].status) == ("FN", "FP")
+    assert r.gold["g1"].matched_ids == [] == r.predicted["p1"].matched_ids
+    assert r.conflicts == {"one_sided_link_dropped": 1}
+    assert r.gold["g1"].notes == r.predicted["p1"].notes == [
+        "predicted p1 named gold g1 as its match, but gold g1 was judged FN; link_policy both "
+        "needs both passes to name a link, link dropped"]
+
+
+def test_both_drops_a_gold_only_link_kept_by_either():
+    gv = {"g1": V("TP", "p1"), "g2": V("TP", "p1")}
+    pv = {"p1": V("TP", "g2")}
+    r = reconcile(["g1", "g2"], ["p1"], gv, pv, link_policy="both")
+    assert r.gold["g1"].status == "FN" and r.gold["g2"].status == "TP"
+    assert r.predicted["p1"].matched_ids == ["g2"]
+    assert "judged TP -> g2" in r.gold["g1"].notes[0]
+
+
+def test_both_drops_a_link_to_an_error_fact():
+    r = reconcile(["g1"], ["p1"], {"g1": V("TP", "p1")}, {"p1": V("ERROR")}, link_policy="both")
+    assert r.gold["g1"].status == "FN" and r.gold["g1"].matched_ids == []
+    assert r.predicted["p1"].status == "ERROR" and r.predicted["p1"].matched_ids == []
+
+
+def _tp(r):
+    return (sum(o.status == "TP" for o in r.gold.values()),
+            sum(o.status == "TP" for o in r.predicted.values()))
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None)
+@given(verdict_sets())
+def test_both_never_counts_more_tp_than_either(case):
+    gold, pred, gv, pv, one_to_one = case
+    either = reconcile(gold, pred, gv, pv, one_to_one)
+    both = reconcile(gold, pred, gv, pv, one_to_one, link_policy="both")
+    tp_e, tp_b = _tp(either), _tp(both)
+    assert tp_b[0] <= tp_e[0] and tp_b[1] <= tp_e[1]
+    links_e = {(g, p) for g, o in either.gold.items() for p in o.matched_ids}
+    links_b = {(g, p) for g, o in both.gold.items() for p in o.matched_ids}
+    assert links_b <= links_e
+    assert all(gv[g] == V("TP", p) and pv[p] == V("TP", g) for g, p in links_b)  # mutual only
+    one_sided = [(g, gv[g].matched_id) for g in gold if gv[g].status == "TP"
+                 if pv[gv[g].matched_id] != V("TP", g)]
+    one_sided += [(pv[p].matched_id, p) for p in pred if pv[p].status == "TP"
+                  if gv[pv[p].matched_id] != V("TP", p)]
+    if not one_sided:  # the passes agree: the policies give the very same outcome
+        assert both == either
+    else:
+        assert sum(both.conflicts.get(k, 0) for k in ("one_sided_link_dropped",
+                                                      "gold_link_rejected_by_predicted")) == len(one_sided)

@@ -19,6 +19,7 @@ from factjudge.evaluation.calibrate import (
     load_labels,
     score,
 )
+from factjudge.io.config import parse_config
 
 C = "Contoso Robotics Inc."
 
@@ -493,3 +494,30 @@ def test_an_llm_calibration_reports_its_calls_and_tokens(small_labels, tmp_path)
     usage = json.loads(out.read_text())["usage"]
     assert usage["llm_calls"] == requests == 16 and usage["cache_hits"] == 0
     assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+
+
+class LenientPredictedPass(JudgeBase):
+    """Links every pair in the predicted pass only: the gold pass says FN (the #23 case)."""
+
+    name = "lenient"
+
+    async def judge(self, task):
+        if task.direction == "predicted":
+            return Verdict(fact_id=task.subject_id, status="TP", matched_id=task.candidates[0]["id"])
+        return Verdict(fact_id=task.subject_id, status="FN")
+
+
+def test_link_policy_both_needs_both_passes(small_labels):
+    labels = load_labels(small_labels)
+    either = calibrate(labels, None, LenientPredictedPass())
+    both = calibrate(labels, {"link_policy": "both"}, LenientPredictedPass())
+    assert (either.overall.tp, either.overall.fp) == (5, 3)  # every pair linked
+    assert (both.overall.tp, both.overall.fp, both.overall.tn) == (0, 0, 3)
+    assert all("link_policy both" in d.description for d in both.disagreements)
+
+
+def test_link_policy_is_checked():
+    assert parse_config({}).link_policy == "either"
+    with pytest.raises(InputError) as exc:
+        parse_config({"link_policy": "strict"}, "cfg.yaml")
+    assert str(exc.value) == "cfg.yaml: config key 'link_policy': Input should be 'either' or 'both'"
