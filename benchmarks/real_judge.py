@@ -12,8 +12,12 @@ starts one: ``python tests/realserver.py GGUF PORT 1 4096 2``) with Qwen2.5-Code
 
 ``--per-category K`` judges K labels of each category (chosen by a seeded shuffle, the same every
 run): the whole set is 215 labels, 430 questions, about 45 minutes per setting at 5-8 s a question
-on 2 cores. The response cache is off, so every setting asks every question. Seconds depend on the
+on 2 cores. The response cache starts empty, so every setting asks every question. Seconds depend on the
 machine and its load; generated tokens and the agreement figures do not.
+
+``--link-policy either both`` scores each setting under each reconciliation policy (#23 item 4):
+the policy is not in the prompt, so the second is answered from this run's response cache (a
+temporary folder) and asks nothing.
 
 A 1.5B model on a CPU is a lower bound on what an LLM judge does, not a recommendation: read the
 figures as "what this model does", and calibrate the model you mean to use.
@@ -22,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import random
+import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from factjudge.evaluation.calibrate import Label, builtin_labels_path, calibrate, load_labels
 from factjudge.judges.factory import JudgeSpec, build_judge
@@ -32,6 +38,7 @@ from factjudge.models import JudgeConfig
 
 KINDS = ("llm", "hybrid")
 REASONING = ("full", "brief", "none")
+POLICIES = ("either", "both")
 
 
 def sample(labels: list[Label], per_category: int | None, seed: int = 21) -> list[Label]:
@@ -54,6 +61,7 @@ def sample(labels: list[Label], per_category: int | None, seed: int = 21) -> lis
 class Row:
     kind: str
     reasoning: str
+    policy: str
     labels: int
     errors: int
     precision: float | None
@@ -66,17 +74,17 @@ class Row:
     seconds: float
 
 
-def run_one(labels: list[Label], kind: str, reasoning: str, args: argparse.Namespace) -> Row:
-    spec = JudgeSpec(kind=kind, models=(args.model,), base_url=args.base_url, cache=False,
+def run_one(labels: list[Label], kind: str, reasoning: str, policy: str, args: argparse.Namespace) -> Row:
+    spec = JudgeSpec(kind=kind, models=(args.model,), base_url=args.base_url, cache_dir=args.cache_dir,
                      timeout=args.timeout, max_tokens=args.max_tokens, structured_output=args.structured_output)
-    config = JudgeConfig(reasoning=reasoning)
+    config = JudgeConfig(reasoning=reasoning, link_policy=policy)
     started = time.perf_counter()
     report = calibrate(labels, config, build_judge(spec, config), concurrency=args.concurrency)
     seconds = time.perf_counter() - started
     usage = report.usage
     calls = usage.llm_calls if usage else 0
     o = report.overall
-    return Row(kind, reasoning, report.labels, report.errors, o.precision, o.recall, o.kappa, calls,
+    return Row(kind, reasoning, policy, report.labels, report.errors, o.precision, o.recall, o.kappa, calls,
                usage.llm_calls_saved if usage else 0,
                (usage.completion_tokens / calls) if usage and calls else 0.0,
                seconds / calls if calls else 0.0, seconds)
@@ -92,21 +100,25 @@ def main() -> None:
     parser.add_argument("--model", default="qwen")
     parser.add_argument("--judge", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--reasoning", nargs="+", choices=REASONING, default=list(REASONING))
+    parser.add_argument("--link-policy", nargs="+", choices=POLICIES, default=["either"])
     parser.add_argument("--per-category", type=int, default=None)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--max-tokens", type=int, default=None)
     parser.add_argument("--structured-output", default="json_schema")
     args = parser.parse_args()
+    args.cache_dir = Path(tempfile.mkdtemp(prefix="real_judge-"))
     labels = sample(load_labels(builtin_labels_path()), args.per_category)
     print(f"{len(labels)} labels of the builtin calibration set; model {args.model} at {args.base_url}")
-    print("judge   reasoning  labels errors  precision recall kappa  requests saved  gen.tok/req  s/req   total s")
+    print("judge   reasoning  policy  labels errors  precision recall kappa  requests saved  gen.tok/req  s/req"
+          "   total s")
     for kind in args.judge:
         for reasoning in args.reasoning:
-            r = run_one(labels, kind, reasoning, args)
-            print(f"{r.kind:<7} {r.reasoning:<10} {r.labels:>6} {r.errors:>6}  {fmt(r.precision):>9} "
-                  f"{fmt(r.recall):>6} {fmt(r.kappa):>5}  {r.requests:>8} {r.saved:>5}  "
-                  f"{r.completion_per_request:>11.1f} {r.seconds_per_request:>6.2f} {r.seconds:>9.1f}", flush=True)
+            for policy in args.link_policy:
+                r = run_one(labels, kind, reasoning, policy, args)
+                print(f"{r.kind:<7} {r.reasoning:<10} {r.policy:<7} {r.labels:>6} {r.errors:>6}  "
+                      f"{fmt(r.precision):>9} {fmt(r.recall):>6} {fmt(r.kappa):>5}  {r.requests:>8} {r.saved:>5}  "
+                      f"{r.completion_per_request:>11.1f} {r.seconds_per_request:>6.2f} {r.seconds:>9.1f}", flush=True)
 
 
 if __name__ == "__main__":
