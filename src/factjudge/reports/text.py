@@ -54,13 +54,21 @@ def fact_json(fact: Mapping[str, Any]) -> str:
 
 
 def other_text(row: Mapping[str, Any]) -> str:
-    """The linked facts of a row, or its closest fact: "linked p01 {...}", "closest p05 (FP, 92.3) {...}"."""
+    """The linked facts of a row, or its closest fact: "linked p01 {...}", "closest p05 (FP, 92.3;
+    differs in: role) {...}"."""
     if row.get("linked"):
         return "; ".join(f"linked {x['id']} {fact_json(x['fact'])}" for x in row["linked"])
     near = row.get("closest")
     if near:
-        return f"closest {near['id']} ({near['status']}, {near['score']:g}) {fact_json(near['fact'])}"
+        return (f"closest {near['id']} ({near['status']}, {near['score']:g}{differ_text(near)}) "
+                f"{fact_json(near['fact'])}")
     return ""
+
+
+def differ_text(near: Mapping[str, Any]) -> str:
+    """``; differs in: role, city`` for a closest fact (empty when it names no field)."""
+    differ = near.get("differ") or []
+    return f"; differs in: {', '.join(map(str, differ))}" if differ else ""
 
 
 def setting_text(value: Any) -> str:
