@@ -17,6 +17,10 @@ ROW_STATUSES: tuple[Status, ...] = ("FN", "FP", "ERROR")
 _NOT_SHOWN = frozenset({"id", "fact_type", *OUTPUT_FIELDS})
 #: "Closest fact" search is skipped for a (document, side, fact_type) group with more pairs.
 CLOSEST_MAX_PAIRS = 1_000_000
+#: Candidates fully compared per fact for its "closest" fact, the most similar by the text of the
+#: whole fact first: normalising a fact for the rules judge's comparison costs about 0.2 ms, and with
+#: 20 the closest facts of 100 documents x 20 facts took 5 s against 0.3 s before (token_set_ratio).
+CLOSEST_POOL = 5
 #: Each side with the other one.
 _SIDE_PAIRS: tuple[tuple[Direction, Direction], ...] = (("gold", "predicted"), ("predicted", "gold"))
 
@@ -68,7 +72,7 @@ def _ranker(line: Mapping[str, Any]) -> Ranker:
         config = JudgeConfig()
     in_scope = [[f for f in line.get(f"{side}_facts") or [] if f.get("status") != "OUT_OF_SCOPE"
                  and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
-    return rules_ranker(config, compared_fields(in_scope[0], in_scope[1], config)[0])
+    return rules_ranker(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL)
 
 
 def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES

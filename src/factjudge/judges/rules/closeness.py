@@ -45,9 +45,17 @@ def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
     """A :data:`~factjudge.core.analysis.Ranker` comparing as the rules judge does with
     ``config``; ``fields``: the compared fields per fact_type (else :func:`fact_fields`)."""
 
+    # each fact normalised once per ranker (about 0.2 ms a fact): a report asks about both sides
+    cache: dict[int, tuple[Mapping[str, Any], Prepared]] = {}
+
+    def prepare(fact: Mapping[str, Any]) -> Prepared:
+        hit = cache.get(id(fact))
+        if hit is None or hit[0] is not fact:
+            hit = cache[id(fact)] = (fact, normalized(dict(fact), -1, config.ignore_company_suffixes))
+        return hit[1]
+
     def rank(subjects: Sequence[Mapping[str, Any]], candidates: Sequence[Mapping[str, Any]]
              ) -> list[list[tuple[int, Closeness]]]:
-        prepared = [normalized(dict(c), i, config.ignore_company_suffixes) for i, c in enumerate(candidates)]
         texts: dict[tuple[str, ...], list[str]] = {}
         out = []
         for subject in subjects:
@@ -58,8 +66,8 @@ def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
                 choices = texts.setdefault(tuple(names), [_text(c, names) for c in candidates])
                 shortlist = [i for _, _, i in process.extract(_text(subject, names), choices, scorer=fuzz.ratio,
                                                               limit=pool, processor=None)]
-            mine = normalized(dict(subject), -1, config.ignore_company_suffixes)
-            out.append(closest_first((i, closeness(mine, prepared[i], names, config)) for i in shortlist))
+            mine = prepare(subject)
+            out.append(closest_first((i, closeness(mine, prepare(candidates[i]), names, config)) for i in shortlist))
         return out
 
     return rank
