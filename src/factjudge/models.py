@@ -275,6 +275,111 @@ class Metrics(Counts):
         return data
 
 
+#: What an in-scope fact is to a scorer (see :mod:`factjudge.core.analysis`); out-of-scope and
+#: ERROR facts are ``out_of_scope`` and ``error``.
+FactCategory = Literal["correct", "near_miss", "missing", "spurious", "duplicate", "error", "out_of_scope"]
+#: The categories counted per fact type, in the order they are shown.
+CATEGORIES = ("correct", "near_miss", "missing", "spurious", "duplicate")
+
+
+class CategoryCounts(BaseModel):
+    """The categories of :mod:`factjudge.core.analysis`, counted for one fact type or overall.
+
+    ``correct`` counts the links kept (= TP gold facts); a near miss is one FN gold fact and one
+    FP prediction counted once, so ``near_miss + missing = FN`` and ``near_miss + spurious +
+    duplicate = FP``."""
+
+    correct: int = 0
+    near_miss: int = 0
+    missing: int = 0
+    spurious: int = 0
+    duplicate: int = 0
+    #: Predictions linked to several gold facts.
+    merges: int = 0
+    #: Gold facts whose other predictions were dropped as duplicates.
+    splits: int = 0
+    #: Near misses per compared field they differ in (one near miss may count in several fields).
+    near_miss_fields: dict[str, int] = Field(default_factory=dict)
+    #: Near misses that differ in one compared field only, per that field.
+    one_field: dict[str, int] = Field(default_factory=dict)
+
+    def add(self, other: CategoryCounts) -> None:
+        for name in (*CATEGORIES, "merges", "splits"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for mine, theirs in ((self.near_miss_fields, other.near_miss_fields), (self.one_field, other.one_field)):
+            for key, n in theirs.items():
+                mine[key] = mine.get(key, 0) + n
+
+
+class NearMiss(BaseModel):
+    """An FN gold fact and an FP prediction of the same type that pair up: they agree on at least
+    half of the compared fields (and on one at least) but not on all."""
+
+    fact_type: Any
+    gold: str
+    predicted: str
+    #: The closeness of the pair: the mean of the per-field similarities, 0-100 (the rules
+    #: judge's field scores, the scale of its reasoning).
+    score: float
+    agree: list[str]
+    differ: list[str]
+
+
+class Merge(BaseModel):
+    """A prediction linked to several gold facts (with ``one_to_one``, all but one were dropped)."""
+
+    fact_type: Any
+    predicted: str
+    gold: list[str]
+
+
+class Split(BaseModel):
+    """A gold fact that several predictions named: one link kept, the others dropped as duplicates."""
+
+    fact_type: Any
+    gold: str
+    kept: str | None
+    dropped: list[str]
+
+
+class Analysis(BaseModel):
+    """Where one document's errors are: near misses, merges and splits (:mod:`factjudge.core.analysis`)."""
+
+    near_misses: list[NearMiss] = Field(default_factory=list)
+    merges: list[Merge] = Field(default_factory=list)
+    splits: list[Split] = Field(default_factory=list)
+
+    def marks(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """(side, id) -> what this says of the fact: ``partner`` (the near-miss partner, or for a
+        duplicate the prediction kept), ``differ`` and ``closeness`` (near misses), ``near_miss``
+        / ``duplicate`` flags and ``granularity`` (``merge`` or ``split``)."""
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for m in self.merges:
+            for key in (("predicted", m.predicted), *(("gold", g) for g in m.gold)):
+                out.setdefault(key, {})["granularity"] = "merge"
+        for s in self.splits:
+            out.setdefault(("gold", s.gold), {})["granularity"] = "split"
+            for p in s.dropped:
+                out.setdefault(("predicted", p), {}).update(granularity="split", duplicate=True, partner=s.kept)
+        for n in self.near_misses:
+            for key, partner in ((("gold", n.gold), n.predicted), (("predicted", n.predicted), n.gold)):
+                out.setdefault(key, {}).update(near_miss=True, partner=partner, differ=list(n.differ),
+                                               closeness=n.score)
+        return out
+
+
+def fact_category(side: str, status: Any, mark: Mapping[str, Any] | None) -> FactCategory:
+    """A fact's category from its final status and its :meth:`Analysis.marks` entry."""
+    if status in ("TP", "ERROR", "OUT_OF_SCOPE"):
+        return "correct" if status == "TP" else "error" if status == "ERROR" else "out_of_scope"
+    mark = mark or {}
+    if mark.get("near_miss"):
+        return "near_miss"
+    if side == "gold":
+        return "missing"
+    return "duplicate" if mark.get("duplicate") else "spurious"
+
+
 class JudgeResult(BaseModel):
     """The result of judging one document; ``to_json()`` is the documented output format."""
 
@@ -288,6 +393,8 @@ class JudgeResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     usage: Usage
     config: dict[str, Any]
+    #: Near misses, merges and splits (:mod:`factjudge.core.analysis`).
+    analysis: Analysis = Field(default_factory=Analysis)
 
     def __repr__(self) -> str:
         # Short: a notebook cell should not print every fact, and asyncio (3.11) reprs the result
@@ -333,9 +440,11 @@ class JudgeResult(BaseModel):
 
 # --------------------------------------------------------------------------- DataFrames of results
 
+#: The columns of :meth:`Analysis.marks` and the category (:func:`fact_category`), per fact.
+ANALYSIS_COLUMNS = ("category", "partner", "differ", "closeness", "granularity")
 #: The fixed columns of the output tables, in order; the facts' own fields follow.
 FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matched_ids",
-                "description", "reasoning", "linked_reasoning", "votes")
+                "description", "reasoning", "linked_reasoning", "votes", *ANALYSIS_COLUMNS)
 
 
 #: The fixed columns that do not come from the fact itself (a fact may have fields of these names).
@@ -376,21 +485,36 @@ def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, An
         if doc_id is None:
             doc_id = line.get("doc_id")
     else:
-        line = {"gold_facts": result.gold_facts, "predicted_facts": result.predicted_facts}
+        line = {"gold_facts": result.gold_facts, "predicted_facts": result.predicted_facts,
+                "analysis": result.analysis}
+    marks = line_analysis(line).marks()
     for side in ("gold", "predicted"):
         for fact in line.get(f"{side}_facts") or ():
+            mark = marks.get((side, str(fact.get("id"))), {})
             row: dict[str, Any] = {
                 "doc_id": doc_id, "side": side, "id": fact.get("id"),
                 "fact_type": fact.get("fact_type"), "status": fact.get("status"),
                 "in_scope": fact.get("in_scope"), "matched_ids": list(fact.get("matched_ids") or ()),
                 "description": fact.get("description"), "reasoning": fact.get("reasoning"),
                 "linked_reasoning": fact.get("linked_reasoning"), "votes": fact.get("votes"),
+                "category": fact_category(side, fact.get("status"), mark), "partner": mark.get("partner"),
+                "differ": mark.get("differ"), "closeness": mark.get("closeness"),
+                "granularity": mark.get("granularity"),
             }
             for key, value in fact.items():
                 if key in ("id", "fact_type") or key in OUTPUT_FIELDS:
                     continue
                 row[fact_column(key)] = value
             yield row
+
+
+def line_analysis(line: Mapping[str, Any]) -> Analysis:
+    """The :class:`Analysis` of a result line (or of a dict holding one); empty when the line has
+    none (a line of an older version: its FN and FP facts then count as missing / spurious)."""
+    found = line.get("analysis")
+    if isinstance(found, Analysis):
+        return found
+    return Analysis.model_validate(found) if isinstance(found, Mapping) else Analysis()
 
 
 def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:

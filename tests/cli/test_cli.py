@@ -25,7 +25,7 @@ def test_llm_run_writes_json_to_stdout_and_summary_to_stderr(server, files):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out) == {"gold_facts", "predicted_facts", "metrics", "dedup_notes", "conflicts",
-                        "warnings", "usage", "config"}
+                        "warnings", "usage", "config", "analysis"}
     assert [f["status"] for f in out["gold_facts"]] == ["TP", "OUT_OF_SCOPE"]
     assert out["gold_facts"][1]["id"] == "2"
     assert out["metrics"]["f1"] == 1.0 and out["usage"]["llm_calls"] == 2

@@ -16,7 +16,7 @@ from ..models import JudgeConfig
 from ..reports.format import fmt, fmt_ci
 from .app import say
 from .gate import Gate
-from .output import cost_text
+from .output import categories_text, cost_text
 
 MAX_PROBLEMS_SHOWN = 20
 
@@ -63,7 +63,8 @@ def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
     say(f"{summary.documents} documents ({outcome.judged} judged, {outcome.reused} reused) | "
         f"micro P {fmt(m.precision)} {fmt_ci(ci['precision'])} "
         f"R {fmt(m.recall)} {fmt_ci(ci['recall'])} F1 {fmt(m.f1)} {fmt_ci(ci['f1'])} | "
-        f"errors {m.errors} | {calls}{seconds:.1f}s{cost_text(u)}")
+        f"errors {m.errors} | {calls}{seconds:.1f}s{cost_text(u)}"
+        f"{categories_text(summary.categories, summary.judge.get('name') == 'rules')}")
     if summary.judge_corrected is not None:
         say(judge_corrected_line(summary.judge_corrected))
     csv = f", {FACTS_CSV}" if (output_dir / FACTS_CSV).exists() else ""

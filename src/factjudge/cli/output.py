@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from ..models import Direction, JudgeResult, Prices, Usage, Verdict, money
+from ..core.analysis import count_categories, total_categories
+from ..models import CategoryCounts, Direction, JudgeResult, Prices, Usage, Verdict, money
 from ..reports.format import fmt
 
 
@@ -31,12 +32,37 @@ def cost_text(usage: Mapping[str, Any]) -> str:
     return f" | cost {money(usage['cost'])} from the tokens the server reported; {prices.describe()}"
 
 
+#: Fields named in the summary line's near-miss clause, at most (summary.json has them all).
+SHOWN_FIELDS = 3
+
+
+def categories_text(c: CategoryCounts, rules_judge: bool) -> str:
+    """``| 18 correct, 6 near misses (one field only: role 4, city 1), 4 missing, 3 spurious,
+    1 duplicate``, and when there are near misses what to do about them: review them, or with the
+    rules judge (strict: it misses synonyms) try the hybrid judge. Empty with nothing judged."""
+    if not (c.correct or c.near_miss or c.missing or c.spurious or c.duplicate):
+        return ""
+    one = ", ".join(f"{name} {n}" for name, n in list(c.one_field.items())[:SHOWN_FIELDS])
+    more = ", ..." if len(c.one_field) > SHOWN_FIELDS else ""
+    near = f"{c.near_miss} near miss{'es' if c.near_miss != 1 else ''}" + (
+        f" (one field only: {one}{more})" if one else "")
+    text = (f" | {c.correct} correct, {near}, {c.missing} missing, {c.spurious} spurious, "
+            f"{c.duplicate} duplicate{'s' if c.duplicate != 1 else ''}")
+    if c.near_miss:
+        text += ": review the near misses" + (" or try --judge hybrid" if rules_judge else "")
+    return text
+
+
 def summary_line(result: JudgeResult) -> str:
     m, u = result.metrics, result.usage
+    by_type = count_categories({"gold_facts": result.gold_facts, "predicted_facts": result.predicted_facts,
+                                "analysis": result.analysis})
+    rules_judge = not (u.llm_calls or u.cache_hits or u.llm_calls_saved)  # no LLM asked: the rules judge
     return (f"gold: {m.tp_gold} TP, {m.fn} FN | predicted: {m.tp_predicted} TP, {m.fp} FP | "
             f"errors {m.errors} | out of scope {m.out_of_scope_gold}+{m.out_of_scope_predicted} | "
             f"P {fmt(m.precision)} R {fmt(m.recall)} F1 {fmt(m.f1)} | {usage_text(u)} | "
-            f"{u.seconds:.2f}s{cost_text(u.model_dump())}")
+            f"{u.seconds:.2f}s{cost_text(u.model_dump())}"
+            f"{categories_text(total_categories(by_type), rules_judge)}")
 
 
 def price_usage(usage: Usage, prices: Prices | None) -> Usage:

@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from ..models import Counts
+from ..models import CategoryCounts, Counts
+from .analysis import count_categories, sorted_counts, total_categories
 from .metrics import f1_score, prf, with_ratios
 
 #: How a document's undefined precision or recall counts in the macro average, as scikit-learn's
@@ -38,6 +39,8 @@ class DocStats:
     jury_unanimous: int = 0
     #: A jury's usage per juror.
     jurors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: The categories per fact type (:func:`factjudge.core.analysis.count_categories`).
+    categories: Mapping[str, CategoryCounts] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[int, int, int, int]:
@@ -70,6 +73,7 @@ def doc_stats(line: Mapping[str, Any]) -> DocStats:
         jury_unanimous=sum(len(set(v.values())) == 1 and "ERROR" not in v.values() for v in votes),
         jurors={name: {k: v for k, v in u.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
                 for name, u in jurors.items() if isinstance(u, dict)},
+        categories=count_categories(line),
     )
 
 
@@ -191,6 +195,11 @@ class Summary(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     #: A jury's share of questions all jurors answered alike, over the dataset (None: no jury).
     jury_agreement: float | None = None
+    #: Correct, near miss, missing, spurious, duplicate, merges, splits and the fields near misses
+    #: differ in, over the dataset (:mod:`factjudge.core.analysis`) ...
+    categories: CategoryCounts = Field(default_factory=CategoryCounts)
+    #: ... and per fact type.
+    categories_by_fact_type: dict[str, CategoryCounts] = Field(default_factory=dict)
     #: ``eval --judge-calibration``: the figures corrected for the judge's measured link errors
     #: (:class:`~factjudge.core.correction.JudgeCorrected`); absent from summary.json without it.
     judge_corrected: dict[str, Any] | None = None
@@ -215,6 +224,7 @@ class Aggregator:
         self.conflicts: dict[str, int] = {}
         self.jury_questions = self.jury_unanimous = 0
         self.jurors: dict[str, dict[str, float]] = {}
+        self.categories: dict[str, CategoryCounts] = {}
         self.usage: dict[str, float] = {}
         self.macro_sum = {k: 0.0 for k in RATIOS}
         self.macro_defined = {k: 0 for k in RATIOS}
@@ -233,6 +243,8 @@ class Aggregator:
         self.jury_unanimous += s.jury_unanimous
         for name, used in s.jurors.items():
             _add(self.jurors.setdefault(name, {}), used)
+        for t, cats in s.categories.items():
+            self.categories.setdefault(t, CategoryCounts()).add(cats)
         for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
         r = key_prf(s.key)
@@ -280,10 +292,13 @@ class Aggregator:
         if self.jurors:
             usage["jurors"] = {name: dict(sorted(u.items())) for name, u in sorted(self.jurors.items())}
         agreement = self.jury_unanimous / self.jury_questions if self.jury_questions else None
+        categories = sorted_counts(self.categories)
         return Summary(documents=self.documents, micro=micro, macro=macro, by_fact_type=by_type,
                        ci95=bootstrap_ci(list(zip(*self.keys, strict=False)), resamples, seed),
                        conflicts=dict(sorted(self.conflicts.items())), usage=usage,
-                       jury_agreement=agreement)
+                       jury_agreement=agreement,
+                       categories=sorted_counts({"": total_categories(categories)})[""],
+                       categories_by_fact_type=categories)
 
 
 def aggregate(stats: Iterable[DocStats], resamples: int = 1000, seed: int = 0,

@@ -59,6 +59,9 @@ class Reconciliation:
     notes: list[str]
     #: How many times each rule changed something, by kind (for aggregate reports).
     conflicts: dict[str, int]
+    #: Links dropped as duplicates (rules 3 and 4): (side of the dropped fact, its id, the id of
+    #: the fact of the other side that kept another link), in the order they were dropped.
+    dropped: list[tuple[Direction, str, str]] = field(default_factory=list)
 
 
 def reconcile(
@@ -75,6 +78,7 @@ def reconcile(
     notes: list[str] = []
     fact_notes: dict[tuple[Direction, str], list[str]] = {}
     conflicts: dict[str, int] = {}
+    dropped: list[tuple[Direction, str, str]] = []
 
     def note(kind: str, text: str, *facts: tuple[Direction, str]) -> None:
         notes.append(text)
@@ -155,6 +159,7 @@ def reconcile(
         for x in partners:
             if x != kept:
                 links.discard(pair(x))
+                dropped.append((other, x, owner))
                 note(f"duplicate_{other}", f"{other} {x} dropped: duplicate of {kept} for {side} {owner}",
                      (other, x), (side, owner))
 
@@ -179,4 +184,4 @@ def reconcile(
     gold = {g: outcome("gold", g, gold_verdicts[g], gold_links.get(g, []), "FN") for g in gold_ids}
     predicted = {p: outcome("predicted", p, predicted_verdicts[p], pred_links.get(p, []), "FP")
                  for p in predicted_ids}
-    return Reconciliation(gold, predicted, notes, conflicts)
+    return Reconciliation(gold, predicted, notes, conflicts, dropped)

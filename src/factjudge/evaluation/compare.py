@@ -7,10 +7,12 @@ from typing import Any
 
 from .._version import __version__
 from ..core.aggregate import paired_bootstrap
+from ..core.analysis import count_categories, sorted_counts, total_categories
 from ..errors import InputError
 from ..io.files import write_atomic
 from ..io.run_models import CompareResult
 from ..io.runfolder import RunFolder, read_eval_dir
+from ..models import CategoryCounts
 from ..reports.format import fmt
 from ..reports.html import render_compare_html
 from ..reports.markdown import render_compare_markdown
@@ -45,7 +47,7 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
     if differ:
         warnings.append(f"the gold facts differ in {differ} of the {len(common)} shared documents; "
                         "the comparison may not be fair")
-    keys_a, keys_b, changed, total = _by_document(dir_a, dir_b, set(common))
+    keys_a, keys_b, changed, total, categories = _by_document(dir_a, dir_b, set(common))
     types = sorted({t for k in (*keys_a.values(), *keys_b.values()) for t in k})
     zero = (0, 0, 0, 0)
     return CompareResult(
@@ -57,21 +59,22 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
                                           [keys_b[d].get(t, zero) for d in common], resamples, seed)
                       for t in types},
         changed=changed, changed_total=total,
-        provenance={"factjudge": __version__},
+        provenance={"factjudge": __version__}, categories=categories,
     )
 
 
 def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
         dict[str, dict[str, tuple[int, int, int, int]]], dict[str, dict[str, tuple[int, int, int, int]]],
-        list[dict[str, Any]], int]:
-    """Per fact type keys of both runs and the changed facts, one document in memory at a time:
-    B's lines are streamed, A's line of the same document is read at its offset."""
+        list[dict[str, Any]], int, dict[str, dict[str, CategoryCounts]]]:
+    """Per fact type keys of both runs, the changed facts and each run's categories, one document
+    in memory at a time: B's lines are streamed, A's line of the same document is read at its offset."""
     run_a = RunFolder(dir_a)
     index_a = run_a.index(finished=True)
     keys_a: dict[str, dict[str, tuple[int, int, int, int]]] = {}
     keys_b: dict[str, dict[str, tuple[int, int, int, int]]] = {}
     changed: list[dict[str, Any]] = []
     total = 0
+    categories: dict[str, dict[str, CategoryCounts]] = {"a": {}, "b": {}}
     with run_a.results.open("rb") as fa:
         for line_b in RunFolder(dir_b).lines(finished=True):
             doc_id = line_b["doc_id"]
@@ -79,10 +82,13 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
                 continue
             line_a = run_a.line_at(fa, index_a[doc_id])
             keys_a[doc_id], keys_b[doc_id] = fact_type_keys(line_a), fact_type_keys(line_b)
+            for run, line in (("a", line_a), ("b", line_b)):
+                for t, counts in count_categories(line).items():
+                    categories[run].setdefault(t, CategoryCounts()).add(counts)
             rows = changed_facts(line_a, line_b)
             total += len(rows)
             changed.extend(rows[:max(0, MAX_CHANGED - len(changed))])
-    return keys_a, keys_b, changed, total
+    return keys_a, keys_b, changed, total, {run: sorted_counts(c) for run, c in categories.items()}
 
 
 def _signed(x: float | None) -> str:
@@ -104,7 +110,30 @@ def compare_text(cmp: dict[str, Any]) -> str:
     boot = cmp["bootstrap"]
     lines.append(f"paired bootstrap over {cmp['documents']} documents, {boot['resamples']} resamples, "
                  f"seed {boot['seed']}; {cmp['changed_total']} facts changed status")
+    near = near_miss_text(cmp)
+    if near:
+        lines.append(near)
     return "\n".join(lines)
+
+
+def near_miss_text(cmp: dict[str, Any]) -> str:
+    """``near misses: A 14 (value 5, location 4, ...), B 9 (value 2)``: each run's near misses and
+    the fields they differ in most (empty when neither run has any)."""
+    totals = {run: run_categories(cmp, run) for run in ("a", "b")}
+    if not any(t.near_miss for t in totals.values()):
+        return ""
+    parts = []
+    for run, total in totals.items():
+        fields = ", ".join(f"{name} {n}" for name, n in list(total.near_miss_fields.items())[:3])
+        more = ", ..." if len(total.near_miss_fields) > 3 else ""
+        parts.append(f"{run.upper()} {total.near_miss}" + (f" ({fields}{more})" if fields else ""))
+    return "near misses: " + ", ".join(parts)
+
+
+def run_categories(cmp: dict[str, Any], run: str) -> CategoryCounts:
+    """One run's categories over every fact type of a compare (``run``: ``a`` or ``b``)."""
+    by_type = {t: CategoryCounts.model_validate(c) for t, c in (cmp.get("categories") or {}).get(run, {}).items()}
+    return sorted_counts({"": total_categories(by_type)})[""]
 
 
 def write_compare_pages(cmp: dict[str, Any], out_dir: Path) -> None:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from ..core.analysis import analyse
 from ..core.metrics import compute_metrics
 from ..core.reconcile import Outcome, reconcile
 from ..core.scope import compared_fields, in_scope_facts
@@ -16,6 +17,7 @@ from ..judges.base import Judge, candidate_types, error_verdict, verdict_problem
 from ..judges.prompts import JudgeTask, negative_status, prefix_messages
 from ..models import (
     VERDICT_TEXT_LIMIT,
+    Analysis,
     Direction,
     JudgeConfig,
     JudgeResult,
@@ -247,6 +249,7 @@ async def run_judge_async(
     usage = tally.usage.model_copy(update=judge.run_info())
     gold_out = _assemble(gold, gv, rec.gold, pv, in_place)
     pred_out = _assemble(predicted, pv, rec.predicted, gv, in_place)
+    analysis = _analysis(gold_out, pred_out, rec.dropped, config, fields)
     metrics = compute_metrics(((f["fact_type"], f["status"]) for f in gold_out),
                               ((f["fact_type"], f["status"]) for f in pred_out))
     if tally.asked:
@@ -255,7 +258,22 @@ async def run_judge_async(
     # built from checked parts: validating would copy every output fact once more
     return JudgeResult.model_construct(
         gold_facts=gold_out, predicted_facts=pred_out, metrics=metrics, dedup_notes=rec.notes,
-        conflicts=rec.conflicts, warnings=warnings, usage=usage, config=config.model_dump(mode="json"))
+        conflicts=rec.conflicts, warnings=warnings, usage=usage, config=config.model_dump(mode="json"),
+        analysis=analysis)
+
+
+def _analysis(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
+              dropped: list[tuple[Direction, str, str]], config: JudgeConfig,
+              fields: dict[str, tuple[str, ...]] | None) -> Analysis:
+    """Near misses, merges and splits (:func:`factjudge.core.analysis.analyse`), with the rules
+    judge's field comparison whichever judge ran: one closeness measure everywhere."""
+    fn_types = {f["fact_type"] for f in gold if f["status"] == "FN"}
+    if not any(f["status"] == "FP" and f["fact_type"] in fn_types for f in predicted):
+        return analyse(gold, predicted, dropped, lambda subjects, candidates: [])  # no pair to look for
+    # only now: a run without an FN and an FP of one type never loads the rules judge
+    from ..judges.rules.closeness import rules_ranker
+
+    return analyse(gold, predicted, dropped, rules_ranker(config, fields))
 
 
 def _assemble(facts: list[dict[str, Any]], answers: Mapping[str, _Answer],

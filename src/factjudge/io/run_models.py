@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from ..models import JudgeResult
+from ..models import CategoryCounts, JudgeResult
 
 
 class ResultLine(JudgeResult):
@@ -151,6 +151,9 @@ class CompareResult(BaseModel):
     changed: list[dict[str, Any]] = Field(default_factory=list)
     changed_total: int = 0
     provenance: dict[str, Any] = Field(default_factory=dict)
+    #: Per run (``a``, ``b``), the categories per fact type over the shared documents
+    #: (:mod:`factjudge.core.analysis`): near misses and the fields they differ in, and the rest.
+    categories: dict[str, dict[str, CategoryCounts]] = Field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``cmp`` dict the pages and the CLI read."""

@@ -27,6 +27,9 @@ from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 from .rows import ROW_STATUSES
 from .text import (
     BY_TYPE_HEADER,
+    CATEGORY_HEADER,
+    CATEGORY_NOTE,
+    COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
@@ -34,7 +37,9 @@ from .text import (
     TOTALS_HEADER,
     TYPE_HEADER,
     by_type_rows,
+    category_rows,
     changed_counts,
+    compare_category_rows,
     compare_only_text,
     fact_json,
     judge_corrected_note,
@@ -202,7 +207,8 @@ def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
         embedded=frozenset(p["doc_id"] for p in payloads), payloads=payloads, left_out=left_out,
         skipped=[[s["file"], s["line"], s["error"]] for s in summary.get("skipped") or []],
         facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary["usage"]),
-        provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary))
+        provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),
+        categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE)
 
 
 # --------------------------------------------------------------------------- compare.html
@@ -231,7 +237,8 @@ def render_compare_html(cmp: Mapping[str, Any]) -> str:
         type_rows=type_rows(cmp["by_fact_type"]) if cmp.get("by_fact_type") else [],
         changed=changed, counts=changed_counts(changed), total=cmp.get("changed_total", len(changed)),
         types=sorted({str(c["fact_type"]) for c in changed}), docs=_unique(c["doc_id"] for c in changed),
-        prov=cmp.get("provenance") or {})
+        prov=cmp.get("provenance") or {}, categories=compare_category_rows(cmp),
+        category_header=COMPARE_CATEGORY_HEADER, category_note=CATEGORY_NOTE)
 
 
 render_compare_html.__doc__ = (render_compare_html.__doc__ or "") + "\n\n" + COMPARE_DOC

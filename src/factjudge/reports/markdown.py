@@ -10,6 +10,9 @@ from typing import Any
 from .format import fmt, fmt_ci
 from .text import (
     BY_TYPE_HEADER,
+    CATEGORY_HEADER,
+    CATEGORY_NOTE,
+    COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
@@ -17,7 +20,9 @@ from .text import (
     TOTALS_HEADER,
     TYPE_HEADER,
     by_type_rows,
+    category_rows,
     changed_counts,
+    compare_category_rows,
     compare_only_text,
     fact_json,
     judge_corrected_note,
@@ -110,12 +115,21 @@ def _md_judge_corrected(summary: Mapping[str, Any]) -> list[str]:
             + _md_table(JUDGE_CORRECTED_HEADER, judge_corrected_rows(summary)))
 
 
+def _md_categories(summary: Mapping[str, Any]) -> list[str]:
+    """Where the errors are: the categories per fact type and the fields near misses differ in."""
+    rows = category_rows(summary)
+    if not rows:
+        return []
+    return ["## Where the errors are", "", md_escape(CATEGORY_NOTE), "", *_md_table(CATEGORY_HEADER, rows)]
+
+
 def _md_tables(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]]) -> list[str]:
     """Totals, by fact type, conflicts, worst documents and skipped lines."""
     out = ["## Totals", ""]
     out += _md_table(TOTALS_HEADER, [totals_row(summary["micro"])])
     out += ["## By fact type", ""]
     out += _md_table(BY_TYPE_HEADER, by_type_rows(summary["by_fact_type"]))
+    out += _md_categories(summary)
     out += ["## Reconciliation conflicts", ""]
     out += (_md_table(["rule", "count"], list(summary["conflicts"].items()))
             if summary["conflicts"] else ["None.", ""])
@@ -200,6 +214,10 @@ def render_compare_markdown(cmp: Mapping[str, Any]) -> str:
     out += ["## By fact type", ""]
     out += (_md_table(TYPE_HEADER, type_rows(cmp["by_fact_type"]))
             if cmp.get("by_fact_type") else ["None.", ""])
+    categories = compare_category_rows(cmp)
+    if categories:
+        out += ["## Where the errors are", "", md_escape(CATEGORY_NOTE), ""]
+        out += _md_table(COMPARE_CATEGORY_HEADER, categories)
     out += _md_changed(cmp)
     prov = cmp.get("provenance") or {}
     if prov:

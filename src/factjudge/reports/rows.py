@@ -8,13 +8,19 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..models import DIRECTIONS, OUTPUT_FIELDS, QUOTE_LIMIT, Direction, Status, cut_text
+from ..core.analysis import Closeness, Ranker
+from ..core.scope import compared_fields
+from ..models import DIRECTIONS, OUTPUT_FIELDS, QUOTE_LIMIT, Direction, JudgeConfig, Status, cut_text
 
 #: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
 ROW_STATUSES: tuple[Status, ...] = ("FN", "FP", "ERROR")
 _NOT_SHOWN = frozenset({"id", "fact_type", *OUTPUT_FIELDS})
 #: "Closest fact" search is skipped for a (document, side, fact_type) group with more pairs.
 CLOSEST_MAX_PAIRS = 1_000_000
+#: Candidates fully compared per fact for its "closest" fact, the most similar by the text of the
+#: whole fact first: normalising a fact for the rules judge's comparison costs about 0.2 ms, and with
+#: 20 the closest facts of 100 documents x 20 facts took 5 s against 0.3 s before (token_set_ratio).
+CLOSEST_POOL = 5
 #: Each side with the other one.
 _SIDE_PAIRS: tuple[tuple[Direction, Direction], ...] = (("gold", "predicted"), ("predicted", "gold"))
 
@@ -48,11 +54,32 @@ def shown_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
 def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES
                   ) -> dict[tuple[Direction, str], tuple[Mapping[str, Any], float]]:
     """(side, id) -> (closest fact of the other side, score) for the facts of ``line`` with one of
-    ``statuses``: the fact of the same document and ``fact_type`` on the other side with the
-    highest rapidfuzz ``token_set_ratio`` of the field values (see :func:`_similarity_text`;
-    earliest on ties; none when every
-    score is 0, or the group has more than :data:`CLOSEST_MAX_PAIRS` pairs)."""
-    out: dict[tuple[Direction, str], tuple[Mapping[str, Any], float]] = {}
+    ``statuses``: the fact of the same document and ``fact_type`` on the other side that is
+    closest by the one closeness measure of :mod:`factjudge.core.analysis` (most compared fields
+    agreeing, then the mean per-field similarity, 0-100, as the rules judge scores fields; earliest
+    on ties; none when no field agrees and every similarity is 0, or the group has more than
+    :data:`CLOSEST_MAX_PAIRS` pairs). :func:`closest_detail` gives the fields that differ too."""
+    return {key: (fact, round(near.score, 1)) for key, (fact, near) in closest_detail(line, statuses).items()}
+
+
+def _ranker(line: Mapping[str, Any]) -> Ranker:
+    """The rules judge's comparison with the line's config, over the fields it compared."""
+    from ..judges.rules.closeness import rules_ranker  # when first needed: the run starts faster
+
+    try:
+        config = JudgeConfig.model_validate(line.get("config") or {})
+    except ValueError:  # a line of another version: compare with the defaults
+        config = JudgeConfig()
+    in_scope = [[f for f in line.get(f"{side}_facts") or [] if f.get("status") != "OUT_OF_SCOPE"
+                 and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
+    return rules_ranker(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL)
+
+
+def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES
+                   ) -> dict[tuple[Direction, str], tuple[Mapping[str, Any], Closeness]]:
+    """:func:`closest_facts` with each pair's :class:`~factjudge.core.analysis.Closeness`."""
+    out: dict[tuple[Direction, str], tuple[Mapping[str, Any], Closeness]] = {}
+    rank: Ranker | None = None
     for side, other in _SIDE_PAIRS:
         subjects: dict[Any, list[Mapping[str, Any]]] = {}
         for f in line.get(f"{side}_facts") or []:
@@ -68,14 +95,10 @@ def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STAT
             cands = candidates.get(fact_type, [])
             if not cands or len(subs) * len(cands) > CLOSEST_MAX_PAIRS:
                 continue
-            from rapidfuzz import fuzz, process  # when first needed: the run starts faster
-
-            choices = [_similarity_text(c) for c in cands]
-            for f in subs:
-                best = process.extractOne(_similarity_text(f), choices,
-                                          scorer=fuzz.token_set_ratio, processor=None)
-                if best is not None and best[1] > 0:
-                    out[(side, str(f["id"]))] = (cands[best[2]], round(float(best[1]), 1))
+            rank = rank or _ranker(line)
+            for f, best in zip(subs, rank(subs, cands), strict=True):
+                if best and (best[0][1].agree or best[0][1].score > 0):
+                    out[(side, str(f["id"]))] = (cands[best[0][0]], best[0][1])
     return out
 
 
@@ -86,12 +109,13 @@ def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict
     ``doc_id, side, id, fact_type, status, fact`` (its own fields), ``reasoning``, ``note``
     (the reconciliation description), ``matched_ids``, ``linked`` (the matched facts of the other
     side: ``[{"id", "status", "fact"}]``, what a TP row is checked against) and ``closest``
-    (for a fact that is not TP: ``{"id", "status", "fact", "score"}`` of the most similar fact of
-    the other side with the same fact_type, see :func:`closest_facts`, else ``None``)."""
+    (for a fact that is not TP: ``{"id", "status", "fact", "score", "differ"}`` of the closest fact
+    of the other side with the same fact_type and the compared fields they differ in, see
+    :func:`closest_facts`, else ``None``)."""
     statuses: tuple[Status, ...] = ROW_STATUSES + (("TP",) if include_tp else ())
     facts = {side: line.get(f"{side}_facts") or [] for side in ("gold", "predicted")}
     by_id = {side: {str(f.get("id")): f for f in fs} for side, fs in facts.items()}
-    closest = closest_facts(line)
+    closest = closest_detail(line)
     rows = []
     for side, other in _SIDE_PAIRS:
         for fact in facts[side]:
@@ -108,7 +132,8 @@ def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict
                 "matched_ids": matched, "linked": linked,
                 "closest": None if near is None else {
                     "id": near[0]["id"], "status": near[0].get("status"),
-                    "fact": shown_fields(near[0]), "score": near[1]},
+                    "fact": shown_fields(near[0]), "score": round(near[1].score, 1),
+                    "differ": near[1].differ},
                 "reasoning": fact.get("reasoning") or "", "note": fact.get("description") or "",
             })
     return rows

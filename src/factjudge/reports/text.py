@@ -7,7 +7,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..models import Prices, money
+from ..core.analysis import sorted_counts, total_categories
+from ..models import CategoryCounts, Prices, money
 from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 
 RATIO_KEYS = ("precision", "recall", "f1")
@@ -26,7 +27,8 @@ COMPARE_DOC = """The ``cmp`` dict of :func:`render_compare_markdown` / :func:`re
 - ``changed``: rows of :func:`changed_facts` (over the shared documents);
   ``changed_total`` (int, optional): how many there were when ``changed`` was cut short;
 - optional: ``bootstrap`` ``{"resamples", "seed"}``, ``warnings`` (list of str),
-  ``provenance`` ``{"factjudge", "created"}``.
+  ``provenance`` ``{"factjudge", "created"}``, ``categories`` ``{"a"|"b": {fact_type:
+  CategoryCounts as a dict}}`` (:mod:`factjudge.core.analysis`).
 """
 
 #: Header of the per-fact-type table of a compare.
@@ -54,13 +56,21 @@ def fact_json(fact: Mapping[str, Any]) -> str:
 
 
 def other_text(row: Mapping[str, Any]) -> str:
-    """The linked facts of a row, or its closest fact: "linked p01 {...}", "closest p05 (FP, 92.3) {...}"."""
+    """The linked facts of a row, or its closest fact: "linked p01 {...}", "closest p05 (FP, 92.3;
+    differs in: role) {...}"."""
     if row.get("linked"):
         return "; ".join(f"linked {x['id']} {fact_json(x['fact'])}" for x in row["linked"])
     near = row.get("closest")
     if near:
-        return f"closest {near['id']} ({near['status']}, {near['score']:g}) {fact_json(near['fact'])}"
+        return (f"closest {near['id']} ({near['status']}, {near['score']:g}{differ_text(near)}) "
+                f"{fact_json(near['fact'])}")
     return ""
+
+
+def differ_text(near: Mapping[str, Any]) -> str:
+    """``; differs in: role, city`` for a closest fact (empty when it names no field)."""
+    differ = near.get("differ") or []
+    return f"; differs in: {', '.join(map(str, differ))}" if differ else ""
 
 
 def setting_text(value: Any) -> str:
@@ -117,6 +127,60 @@ def totals_row(micro: Mapping[str, Any]) -> list[Any]:
 def by_type_rows(by_type: Mapping[str, Mapping[str, Any]]) -> list[list[Any]]:
     return [[t, c["tp_gold"], c["fn"], c["tp_predicted"], c["fp"], c["errors"],
              fmt(c["precision"]), fmt(c["recall"]), fmt(c["f1"])] for t, c in by_type.items()]
+
+
+#: Header of the categories table (:mod:`factjudge.core.analysis`).
+CATEGORY_HEADER = ["fact_type", "correct", "near miss", "missing", "spurious", "duplicate", "merges", "splits",
+                   "near misses differ in"]
+#: What the categories mean, under their table (the README has them in full, with sources).
+CATEGORY_NOTE = ("correct: TP links; near miss: an FN gold fact and an FP prediction of the same type "
+                 "that agree on at least half of the compared fields, counted once; missing: other FN; "
+                 "duplicate: an FP prediction dropped because another one kept its gold fact (a split); "
+                 "spurious: other FP; merge: a prediction linked to several gold facts. A near miss "
+                 "differing in two fields counts under both.")
+
+
+def differ_cell(c: Mapping[str, Any]) -> str:
+    """``role 6 of 16, city 2 of 16`` (one field only: 5): the fields near misses differ in."""
+    fields = c.get("near_miss_fields") or {}
+    if not fields:
+        return ""
+    n = c.get("near_miss", 0)
+    text = ", ".join(f"{name} {k} of {n}" for name, k in fields.items())
+    one = sum((c.get("one_field") or {}).values())
+    return text + (f" ({one} in one field only)" if one else "")
+
+
+def category_rows(summary: Mapping[str, Any]) -> list[list[Any]]:
+    """One row per fact type and one for all, from summary.json's categories (none without)."""
+    by_type = summary.get("categories_by_fact_type") or {}
+    total = summary.get("categories")
+    if not by_type or not total:
+        return []
+    keys = ("correct", "near_miss", "missing", "spurious", "duplicate", "merges", "splits")
+    rows = [[t, *(c.get(k, 0) for k in keys), differ_cell(c)] for t, c in by_type.items()]
+    return rows + [["all", *(total.get(k, 0) for k in keys), differ_cell(total)]]
+
+
+#: Header of a compare's categories table.
+COMPARE_CATEGORY_HEADER = ["fact_type", "run", *CATEGORY_HEADER[1:]]
+
+
+def compare_category_rows(cmp: Mapping[str, Any]) -> list[list[Any]]:
+    """Rows A and B per fact type, then for all, of a compare's ``categories`` (none without)."""
+    runs = cmp.get("categories") or {}
+    if not any(runs.values()):
+        return []
+    keys = ("correct", "near_miss", "missing", "spurious", "duplicate", "merges", "splits")
+    by_run = {run: {t: CategoryCounts.model_validate(c) for t, c in runs.get(run, {}).items()} for run in ("a", "b")}
+    types = sorted({t for counts in by_run.values() for t in counts})
+    rows = []
+    for t in [*types, None]:
+        for run, counts in by_run.items():
+            c = sorted_counts({"": total_categories(counts)})[""] if t is None else counts.get(t, CategoryCounts())
+            data = c.model_dump()
+            rows.append(["all" if t is None else t, run.upper(), *(data[k] for k in keys), differ_cell(data)])
+    return rows
 
 
 def worst_cells(w: Mapping[str, Any]) -> list[Any]:

@@ -57,7 +57,7 @@ def test_a_symlink_keeps_its_link_and_its_target_is_replaced(tmp_path):
         assert w.rows == 0
     assert link.is_symlink() and os.readlink(link) == str(real)
     assert real.read_bytes() == b"doc_id,side,id,fact_type,status,in_scope,matched_ids,description," \
-                                b"reasoning,linked_reasoning,votes\r\n"
+                                b"reasoning,linked_reasoning,votes,category,partner,differ,closeness,granularity\r\n"
     assert mode_of(real) == 0o600
 
 
