@@ -354,7 +354,7 @@ def test_agree_page_shows_the_figures_and_hostile_values_as_text(tmp_path):
     # the hostile fact id, field and doc_ids are text, never an element
     assert "<img" not in dom
     assert f"<td>d {IMG.replace('<', '&lt;').replace('>', '&gt;')}</td>" in diffs
-    assert f"<td>g{IMG.replace('<', '&lt;').replace('>', '&gt;')}</td>" in diffs
+    assert f"<span class=\"fid\">g{IMG.replace('<', '&lt;').replace('>', '&gt;')}</span>" in diffs
     assert "1 only in B (0 facts): <code>only &lt;img src=x onerror=alert(1)&gt;</code>" in dom
     assert external_references(dom) == []
 
