@@ -77,6 +77,7 @@ def test_eval_logs_params_metrics_and_reports_to_a_local_store(tmp_path, store):
     assert metrics["usage_llm_calls"] == summary["usage"]["llm_calls"] > 0
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"summary.json", "report.html", "report.md", "run.json"} <= names
+    (tmp_path / "back").mkdir()
     got = client.download_artifacts(run.info.run_id, "summary.json", str(tmp_path / "back"))
     assert json.loads(open(got, encoding="utf-8").read()) == summary
 
