@@ -349,11 +349,190 @@ def test_agree_page_shows_the_figures_and_hostile_values_as_text(tmp_path):
     # 2 facts judged in both runs (the gold one and the predicted one), neither agrees
     assert re.search(r'id="overall">Per-fact agreement [^<]*<strong>0\.000</strong> over 2 facts', dom)
     diffs = dom.split('id="diffs"')[1].split("</table>")[0]
-    assert diffs.count("<tr>") == 1 + 2  # the head and the two differing facts
+    assert diffs.count("<tr>") == 1 and diffs.count("<tr data-type") == 2  # the head, the two differing facts
     assert '<span class="status-FN">FN</span>' in diffs and '<span class="status-TP">TP</span>' in diffs
     # the hostile fact id, field and doc_ids are text, never an element
     assert "<img" not in dom
     assert f"<td>d {IMG.replace('<', '&lt;').replace('>', '&gt;')}</td>" in diffs
-    assert f"<td>g{IMG.replace('<', '&lt;').replace('>', '&gt;')}</td>" in diffs
+    assert f"<span class=\"fid\">g{IMG.replace('<', '&lt;').replace('>', '&gt;')}</span>" in diffs
     assert "1 only in B (0 facts): <code>only &lt;img src=x onerror=alert(1)&gt;</code>" in dom
     assert external_references(dom) == []
+
+
+# --------------------------------------------------------------------------- widths and the ERROR banner (#24)
+
+#: Runs in the page after its own script: every word of every table cell that the layout split
+#: over two lines (a cell narrower than the word), and whether the page itself scrolls sideways.
+#: A word is a run of non-space characters, split after a hyphen (a line may end there).
+MEASURE_JS = """<script>(function () {
+  var broken = [], cells = document.querySelectorAll("td, th");
+  cells.forEach(function (cell) {
+    var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node, m;
+    while ((node = walker.nextNode())) {
+      var words = /[^\\s-]+-?/g;
+      while ((m = words.exec(node.data))) {
+        var range = document.createRange();
+        range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+        var tops = new Set(Array.from(range.getClientRects()).filter(function (r) { return r.width > 0; })
+                           .map(function (r) { return Math.round(r.top); }));
+        if (tops.size > 1) {
+          broken.push({word: m[0].slice(0, 40), cell: Math.round(cell.getBoundingClientRect().width)});
+        }
+      }
+    }
+  });
+  var out = document.createElement("pre");
+  out.id = "measure";
+  out.textContent = JSON.stringify({broken: broken, cells: cells.length, width: window.innerWidth,
+                                    scroll: document.documentElement.scrollWidth,
+                                    banner: !!document.getElementById("banners")});
+  document.body.appendChild(out);
+})();</script>"""
+
+BANNER_RGB = (0xFD, 0xEC, 0xEA)  # .banner's background in report.css
+
+
+def measure(page: Path, width: int, tmp_path: Path, extra: str = "") -> dict:
+    """The layout of ``page`` at ``width`` px, measured by :data:`MEASURE_JS` in Chromium."""
+    probe = tmp_path / f"probe-{width}-{page.name}"
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", extra + MEASURE_JS + "</body>"),
+                     encoding="utf-8")
+    dom, console = load(probe.as_uri(), tmp_path, f"--window-size={width},1000", "--virtual-time-budget=2000")
+    assert console == []
+    match = re.search(r'<pre id="measure">([^<]*)</pre>', dom)
+    assert match, "the measuring script did not run"
+    import html
+    return json.loads(html.unescape(match.group(1)))
+
+
+def png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and the rows of RGB(A) bytes of an 8-bit, non-interlaced PNG (as Chromium writes)."""
+    import zlib
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, head = 8, b"", b""
+    while pos < len(png):
+        size, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        body = png[pos + 8:pos + 8 + size]
+        head, idat = (body, idat) if kind == b"IHDR" else (head, idat + body if kind == b"IDAT" else idat)
+        pos += 12 + size
+    width, height, depth, color = struct.unpack(">IIBB", head[:10])
+    assert depth == 8 and color in (2, 6) and head[12] == 0, "only 8-bit RGB/RGBA, not interlaced"
+    bpp = 3 if color == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - bpp] if i >= bpp else 0
+            up, corner = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, [bytes(r) for r in rows] if bpp == 3 else [
+        b"".join(r[i:i + 3] for i in range(0, len(r), 4)) for r in rows]
+
+
+def banner_pixels(page: Path, width: int, tmp_path: Path) -> int:
+    """How many pixels of a ``width`` x 900 screenshot of ``page`` have the banner's colour."""
+    shot = tmp_path / f"shot-{width}-{page.parent.name}.png"
+    proc = chromium(page.as_uri(), tmp_path, f"--window-size={width},900", "--virtual-time-budget=2000",
+                    "--hide-scrollbars", f"--screenshot={shot}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    w, h, rows = png_pixels(shot.read_bytes())
+    assert (w, h) == (width, 900)
+    target = bytes(BANNER_RGB)
+    return sum(row[i:i + 3] == target for row in rows for i in range(0, len(row), 3))
+
+
+@pytest.fixture(scope="module")
+def error_run(tmp_path_factory):
+    """An LLM-judged run (the scripted server) where 4 of 42 in-scope facts end ERROR (9.5%), with a
+    worst document that has no prediction, and the rules run of the same facts to compare against."""
+    from example_truth import TRUTH
+    from scripted_server import Reply, ScriptedServer
+
+    tmp = tmp_path_factory.mktemp("errors")
+    gold = json.loads((ROOT / "examples" / "report_gold.json").read_text(encoding="utf-8"))
+    pred = [json.loads(x) for x in (ROOT / "examples" / "report_predicted.jsonl").read_text().splitlines() if x]
+    docs = [{"doc_id": "contoso-robotics-ar-2023", "gold_facts": gold, "predicted_facts": pred},
+            {"doc_id": "no-predictions-at-all", "gold_facts": gold[:3], "predicted_facts": []}]
+    data = tmp / "data.jsonl"
+    data.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    with ScriptedServer(truth=TRUTH) as server:
+        for g in ("g01", "g02", "g03", "g04"):
+            server.faults[("gold", g)] = [Reply(content="nonsense")] * 20
+        proc = subprocess.run([sys.executable, "-m", "factjudge", "eval", str(data), "-o", str(tmp / "llm"),
+                               "--model", "m", "--base-url", server.base_url, "--no-cache", "-q"],
+                              capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 1 and "4 fact(s) could not be judged" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "eval", str(data), "-o", str(tmp / "rules"), "-q"],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    for command in ("compare", "agree"):
+        proc = subprocess.run([sys.executable, "-m", "factjudge", command, str(tmp / "rules"), str(tmp / "llm"),
+                               "-o", str(tmp / command)], capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr
+    return tmp
+
+
+PAGES = ["llm/report.html", "rules/report.html", "compare/compare.html", "agree/agree.html"]
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+@pytest.mark.parametrize("name", PAGES)
+def test_no_cell_is_narrower_than_a_word(error_run, name, width, tmp_path):
+    got = measure(error_run / name, width, tmp_path)
+    assert got["width"] == width and got["cells"] > 20
+    assert got["broken"] == [], got["broken"][:10]
+    assert got["scroll"] <= width  # a wide table scrolls in its own box, the page does not
+
+
+def test_the_width_check_catches_a_cell_that_breaks_words(error_run, tmp_path):
+    """Without this, a measuring script that found nothing would pass every page."""
+    got = measure(error_run / "llm/report.html", 800, tmp_path, "<style>td{word-break:break-all}</style>")
+    assert got["broken"]
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_the_error_banner_shows_over_five_percent(error_run, width, tmp_path):
+    summary = json.loads((error_run / "llm" / "summary.json").read_text())
+    m = summary["micro"]
+    assert m["errors"] / (m["tp_gold"] + m["fn"] + m["tp_predicted"] + m["fp"] + m["errors"]) > 0.05
+    assert measure(error_run / "llm/report.html", width, tmp_path)["banner"]
+    assert banner_pixels(error_run / "llm/report.html", width, tmp_path) > 2000  # on screen, above the fold
+    assert not measure(error_run / "rules/report.html", width, tmp_path)["banner"]
+    assert banner_pixels(error_run / "rules/report.html", width, tmp_path) == 0
+
+
+def test_the_document_view_opens_on_a_document_with_both_sides(error_run, tmp_path):
+    dom, console = load((error_run / "llm/report.html").as_uri(), tmp_path, "--window-size=1280,1000",
+                        "--virtual-time-budget=2000")
+    assert console == []
+    worst = dom.split('id="worst"')[1].split("</table>")[0]
+    assert re.findall(r'href="#doc=([^"]*)"', worst)[0] == "no-predictions-at-all"  # the worst one...
+    pred = dom.split('id="doc-pred-facts"')[1].split("</div></div>")[0]
+    assert pred.count('class="fact-id"') > 0  # ...is not the one it opens on
+    assert 'data-links-drawn="0"' not in links_svg(dom)
+
+
+def test_agree_filters_by_side_and_hides_facts_left_out(error_run, tmp_path):
+    page = (error_run / "agree/agree.html").as_uri()
+    rows = lambda dom: [r for r in re.findall(r"<tr [^>]*>", dom.split('id="diffs"')[1].split("</table>")[0])  # noqa: E731
+                        if "hidden" not in r]
+    dom, console = load(page, tmp_path)
+    assert console == []
+    every = rows(dom)
+    assert any('data-left-out="true"' in r for r in every) and int(text_of(dom, "shown")) == len(every)
+    dom, _ = load(page + "#side=gold&leftOut=1", tmp_path)
+    kept = rows(dom)
+    assert kept and all('data-side="gold"' in r and 'data-left-out="false"' in r for r in kept)
+    assert len(kept) < len(every) and int(text_of(dom, "shown")) == len(kept)

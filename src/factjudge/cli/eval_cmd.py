@@ -5,6 +5,7 @@ import asyncio
 import dataclasses
 import sys
 import time
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from .app import app, fail, run_command
 from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
 from .evalrun import finish, scan
 from .gate import Gate, with_gate
+from .mlflow_hook import tracking, with_mlflow
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
 from .output import ProgressBar, print_plan
 from .ray_cmd import eval_on_ray, ray_active, with_ray
@@ -41,6 +43,7 @@ _ZERO_DIVISION: dict[ZeroDivisionOpt, ZeroDivision] = {
 
 
 @app.command("eval")
+@with_mlflow
 @with_ray
 @with_gate
 @with_batch
@@ -74,6 +77,7 @@ def eval_cmd(
     opts: JudgeOptions,
     gate: Gate,
     batch_opts: BatchOptions,
+    mlflow: bool = False,
 ) -> None:
     """Judge a whole dataset: results per document, aggregate metrics with 95% intervals, reports.
 
@@ -93,8 +97,9 @@ def eval_cmd(
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
                               zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
     name = str(dataset or gold)
-    run_command(lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts, gate,
-                              with_calibration(settings, judge_calibration), overwrite, batch_opts),
+    run_command(lambda: _tracked(mlflow, lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts,
+                                                        gate, with_calibration(settings, judge_calibration),
+                                                        overwrite, batch_opts)),
                 interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
                 "command again to judge the rest", after=f"; finished documents are in {output_dir / RESULTS}")
 
@@ -107,6 +112,12 @@ def with_calibration(settings: ReportSettings, path: Path | None) -> ReportSetti
     from ..evaluation.calibrate import load_judge_calibration
 
     return dataclasses.replace(settings, judge_calibration=load_judge_calibration(path))
+
+
+def _tracked(mlflow: bool, work: Callable[[], int]) -> int:
+    """``work`` with ``--mlflow`` in force: the finished run is logged (cli/mlflow_hook.py)."""
+    with tracking(mlflow):
+        return work()
 
 
 def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_invalid: bool, quiet: bool,

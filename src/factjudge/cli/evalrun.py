@@ -16,6 +16,7 @@ from ..models import JudgeConfig
 from ..reports.format import fmt, fmt_ci
 from .app import say
 from .gate import Gate
+from .mlflow_hook import after_run
 from .output import categories_text, cost_text
 
 MAX_PROBLEMS_SHOWN = 20
@@ -45,6 +46,7 @@ def finish(outcome: EvalRun, output_dir: Path, quiet: bool, problems: list[Probl
         say(f"factjudge: warning: {warning}")
     if problems:
         say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
+    after_run(output_dir, quiet)  # eval --mlflow
     micro = outcome.summary.micro
     if micro.errors:
         say(f"factjudge: {micro.errors} fact(s) could not be judged (status ERROR); they are "

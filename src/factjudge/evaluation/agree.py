@@ -33,6 +33,7 @@ from ..io.jsonl import check_json_value, json_type
 from ..io.runfolder import SUMMARY, LineRef, RunFolder
 from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
 from ..reports.html import render_page
+from ..reports.text import config_hash
 
 AGREE_HTML = "agree.html"
 SIDES: tuple[Direction, ...] = DIRECTIONS
@@ -135,6 +136,32 @@ def judge_label(identity: Any) -> str:
     return label
 
 
+def _differing(a: Any, b: Any) -> list[str]:
+    """The keys whose values differ between two mappings (a non-mapping differs as a whole)."""
+    if not isinstance(a, Mapping) or not isinstance(b, Mapping):
+        return []
+    return sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+
+
+def run_labels(sum_a: Mapping[str, Any], sum_b: Mapping[str, Any]) -> tuple[str, str]:
+    """How agree names the two runs: the judge, and what else tells them apart. Two rules-judge
+    runs with other tolerances were both "(rules)" (#24); now the judge settings that differ when
+    the judges' names alone are equal, and the config's hash and differing keys when configs differ."""
+    labels = [judge_label(s.get("judge")) for s in (sum_a, sum_b)]
+    if labels[0] == labels[1]:
+        keys = [k for k in _differing(sum_a.get("judge"), sum_b.get("judge")) if k not in ("name", "model", "server")]
+        for i, s in enumerate((sum_a, sum_b)):
+            judge = s.get("judge")
+            values = judge if isinstance(judge, Mapping) else {}
+            labels[i] += "".join(f", {k} {json.dumps(values.get(k), ensure_ascii=False)}" for k in keys)
+    if sum_a.get("config") != sum_b.get("config"):
+        keys = _differing(sum_a.get("config"), sum_b.get("config"))
+        what = f" ({', '.join(keys)} differ)" if keys else ""
+        for i, s in enumerate((sum_a, sum_b)):
+            labels[i] += f", config {config_hash(s.get('config'))}{what}"
+    return labels[0], labels[1]
+
+
 def _summary(run: RunFolder) -> dict[str, Any]:
     """``summary.json`` of ``run``, checked for what agree prints of it (the judge's name)."""
     summary = run.summary()
@@ -220,8 +247,7 @@ def agree(dir_a: Path, dir_b: Path, max_rows: int = 1000) -> Agreement:
     for a folder that is not one, a bad line, or no document in common."""
     run_a, run_b = RunFolder(dir_a).require(), RunFolder(dir_b).require()
     sum_a, sum_b = _summary(run_a), _summary(run_b)
-    result = Agreement(str(dir_a), str(dir_b), judge_label(sum_a.get("judge")),
-                       judge_label(sum_b.get("judge")),
+    result = Agreement(str(dir_a), str(dir_b), *run_labels(sum_a, sum_b),
                        configs_differ=sum_a.get("config") != sum_b.get("config"))
     index_a, index_b = run_a.index(finished=True), run_b.index(finished=True)
     seen_b: set[str] = set()
@@ -408,13 +434,15 @@ def _only_in(ag: Agreement) -> list[dict[str, Any]]:
 
 
 def render_html(ag: Agreement) -> str:
-    """agree.html from the template ``agree.html.j2``: a self-contained page (no script, no
-    external resource); the template's autoescape escapes every value."""
+    """agree.html from the template ``agree.html.j2``: a self-contained page (its one script
+    filters the differing facts; no external resource); the template's autoescape escapes every
+    value."""
     shown = len(ag.differences)
     note = (f" The table holds the first {shown:,} of {ag.differences_total:,}."
             if shown < ag.differences_total else "")
-    fields = [json.dumps({k: v for k, v in d.fact.items() if k not in ("id", "fact_type")}, ensure_ascii=False)
-              for d in ag.differences]
+    fields = [{k: v for k, v in d.fact.items() if k not in ("id", "fact_type")} for d in ag.differences]
     return render_page("agree.html.j2", ag=ag, only=_only_in(ag), warnings=warnings(ag),
                        sides_header=SIDES_HEADER, sides=_side_rows(ag), note=note,
-                       differences=list(zip(ag.differences, fields, strict=True)))
+                       differences=list(zip(ag.differences, fields, strict=True)),
+                       types=sorted({d.fact_type for d in ag.differences}),
+                       docs=list(dict.fromkeys(d.doc_id for d in ag.differences)))

@@ -92,3 +92,9 @@ def embed_documents(documents: Iterable[Mapping[str, Any]], max_documents: int =
         out.append(payload)
         size += n
     return out, left_out
+
+
+def first_with_both_sides(payloads: list[dict[str, Any]]) -> int:
+    """Where the document view opens: the worst document with facts on both sides (the worst one
+    may have no prediction at all: an empty right half, no line to follow), else the worst."""
+    return next((i for i, p in enumerate(payloads) if p["gold"] and p["predicted"]), 0)

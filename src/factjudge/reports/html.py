@@ -22,7 +22,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from .docview import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, embed_documents, json_for_script
+from .docview import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, embed_documents, first_with_both_sides, json_for_script
 from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 from .rows import ROW_STATUSES
 from .text import (
@@ -36,8 +36,10 @@ from .text import (
     RATIO_KEYS,
     TOTALS_HEADER,
     TYPE_HEADER,
+    banners,
     by_type_rows,
     category_rows,
+    change_text,
     changed_counts,
     compare_category_rows,
     compare_only_text,
@@ -87,7 +89,7 @@ def environment() -> jinja2.Environment:
         script_json=lambda data: Markup(json_for_script(data)),  # the document view's data, inert
         urlquote=lambda value: quote(str(value), safe=""),  # a doc_id in a "#doc=" link
         thousands=lambda n: f"{n:,}", compact=lambda x: f"{x:g}", fmt=fmt,
-        fact_json=fact_json, setting=setting_text, status_text=status_text)
+        fact_json=fact_json, setting=setting_text, status_text=status_text, change_text=change_text)
     env.tests["string_list"] = _is_string_list
     return env
 
@@ -121,22 +123,40 @@ def _report_cards(summary: Mapping[str, Any]) -> list[dict[str, str]]:
 LABEL_W, BAR_W, BAR_H, GAP, LEGEND_H = 170, 360, 11, 10, 24
 
 
+SHORT = {"precision": "P", "recall": "R", "f1": "F1"}
+
+
 def _bars(figures: Mapping[str, Any], y0: int) -> list[dict[str, Any]]:
-    """The P, R and F1 bars of one fact type (``value`` None: undefined, shown as "n/a")."""
+    """The P, R and F1 bars of one fact type (``value`` None: undefined, shown as "n/a"). Zero bars
+    share one label, on the first of them ("0.00 (P, F1)"): three "0.00" on empty bars stacked
+    into one smudge (#24)."""
+    zeros = [m for m in COLORS if figures.get(m) == 0]
     bars = []
     for j, (metric, color) in enumerate(COLORS.items()):
         y, v = y0 + j * BAR_H, figures.get(metric)
         bar: dict[str, Any] = {"metric": metric, "color": color, "y": y, "text_y": y + BAR_H - 2, "value": None}
         if v is not None:
-            bar.update(value=f"{v:.3f}", short=f"{v:.2f}", width=f"{v * BAR_W:.1f}",
+            short = f"{v:.2f}"
+            if v == 0:
+                short = f"0.00 ({', '.join(SHORT[m] for m in zeros)})" if metric == zeros[0] else ""
+            bar.update(value=f"{v:.3f}", short=short, width=f"{v * BAR_W:.1f}",
                        text_x=f"{LABEL_W + v * BAR_W + 4:.1f}")
         bars.append(bar)
     return bars
 
 
+def _support(item: tuple[str, Mapping[str, Any]]) -> tuple[int, int, str]:
+    """Sort key of a fact type in the chart: most gold facts first, then most predicted, then name."""
+    name, c = item
+    return (-(int(c.get("tp_gold") or 0) + int(c.get("fn") or 0)),
+            -(int(c.get("tp_predicted") or 0) + int(c.get("fp") or 0)), name)
+
+
 def bar_chart(by_type: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Where ``_bar_chart.html.j2`` draws the P/R/F1-per-fact-type chart (horizontal grouped bars,
-    inline SVG): legend, ticks, and per fact type its label and bars."""
+    inline SVG): legend, ticks, and per fact type its label and bars, the most supported type first
+    (alphabetical put a type with one fact above one with a thousand)."""
+    by_type = dict(sorted(by_type.items(), key=_support))
     group_h = 3 * BAR_H + GAP
     height = LEGEND_H + max(1, len(by_type)) * group_h + 20
     groups = [{"name": name, "label": name if len(name) <= 24 else name[:23] + "\u2026",
@@ -195,6 +215,7 @@ def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
       of them, within ``max_document_bytes`` of JSON, are embedded for the document view);
     - summary: ``summary.json``, whose ``provenance``, ``judge`` and ``config`` are shown."""
     payloads, left_out = embed_documents(documents, max_documents, max_document_bytes)
+    start = first_with_both_sides(payloads)
     prov = summary.get("provenance") or {}
     return render_page(
         "report.html.j2", summary=summary, boot=summary.get("bootstrap", {}), judge=judge_label(summary),
@@ -204,7 +225,8 @@ def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
         by_type_header=BY_TYPE_HEADER, by_type=by_type_rows(summary["by_fact_type"]),
         chart=bar_chart(summary["by_fact_type"]),
         worst=[(w["doc_id"], worst_cells(w)) for w in worst],
-        embedded=frozenset(p["doc_id"] for p in payloads), payloads=payloads, left_out=left_out,
+        embedded=frozenset(p["doc_id"] for p in payloads), payloads=payloads, left_out=left_out, start=start,
+        banners=banners(summary),
         skipped=[[s["file"], s["line"], s["error"]] for s in summary.get("skipped") or []],
         facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary["usage"]),
         provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),

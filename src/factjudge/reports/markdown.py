@@ -19,11 +19,14 @@ from .text import (
     RATIO_KEYS,
     TOTALS_HEADER,
     TYPE_HEADER,
+    banners,
     by_type_rows,
     category_rows,
+    change_text,
     changed_counts,
     compare_category_rows,
     compare_only_text,
+    counts_text,
     fact_json,
     judge_corrected_note,
     judge_corrected_rows,
@@ -38,6 +41,7 @@ from .text import (
     totals_row,
     type_rows,
     usage_text,
+    versions_text,
     worst_cells,
 )
 
@@ -94,8 +98,9 @@ def _md_rows(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 def _md_headline(summary: Mapping[str, Any]) -> list[str]:
     micro, macro, ci = summary["micro"], summary["macro"], summary["ci95"]
     boot = summary.get("bootstrap", {})
-    out = ["# factjudge evaluation report", "",
-           (f"{summary['documents']:,} documents, judge {md_escape(judge_label(summary))}. "
+    out = ["# factjudge evaluation report", ""]
+    out += [line for b in banners(summary) for line in (f"> **Warning:** {md_escape(b)}", "")]
+    out += [(f"{summary['documents']:,} documents, judge {md_escape(judge_label(summary))}. "
             f"95% intervals: bootstrap over documents ({md_escape(boot.get('resamples', '?'))} "
             f"resamples, seed {md_escape(boot.get('seed', '?'))}). Provenance, judge settings and "
             "config are at the end."), ""]
@@ -188,13 +193,13 @@ def _md_changed(cmp: Mapping[str, Any]) -> list[str]:
     counts = changed_counts(changed)
     total = cmp.get("changed_total", len(changed))
     out = ["## Facts whose status changed", "",
-           f"{counts['fixed']:,} fixed, {counts['broke']:,} broke, {counts['other']:,} other"
+           counts_text(counts)
            + (f" (showing {len(changed):,} of {total:,})" if total > len(changed) else "") + ".", ""]
     out += (_md_table(["doc_id", "side", "id", "fact_type", "A", "B", "change", "fact", "B reasoning"],
                       [[c["doc_id"], c["side"], c["id"], c["fact_type"], status_text(c["status_a"]),
                         status_text(c["status_b"]),
-                        c["change"] + ("" if c.get("same_fact", True) else " (different fact, same id)"),
-                        fact_json(c["fact"]), c.get("reasoning_b") or ""] for c in changed])
+                        change_text(c["change"]) + ("" if c.get("same_fact", True) else " (different fact, same id)"),
+                        versions_text(c), c.get("reasoning_b") or ""] for c in changed])
             if changed else ["None.", ""])
     return out
 

@@ -187,10 +187,13 @@ def changed_facts(line_a: Mapping[str, Any], line_b: Mapping[str, Any]) -> list[
     have the id with different fields: two extractors may reuse a predicted id for different
     facts), ``reasoning_a``, ``reasoning_b``, ``note_b``.
 
-    ``change``: ``"fixed"`` when B is better (FN/FP/ERROR -> TP, an FP gone, a new TP),
-    ``"broke"`` when worse (TP -> FN/FP/ERROR, a TP gone, a new FP/FN/ERROR), ``"other"``
-    otherwise (FN -> ERROR, scope changes). A status ranks TP > absent = OUT_OF_SCOPE >
-    FN = FP = ERROR."""
+    ``fact_a``: A's fields (``None`` when A lacks the id), shown beside B's when ``same_fact`` is
+    False.
+
+    ``change``: ``"new"`` when run A lacks the fact (a new prediction is neither fixed nor broken:
+    nothing in A was), ``"fixed"`` when B is better (FN/FP/ERROR -> TP, an FP gone), ``"broke"``
+    when worse (TP -> FN/FP/ERROR, a TP gone), ``"other"`` otherwise (FN -> ERROR, scope changes).
+    A status ranks TP > absent = OUT_OF_SCOPE > FN = FP = ERROR."""
     out: list[dict[str, Any]] = []
     for side in DIRECTIONS:
         a = {str(f.get("id")): f for f in line_a.get(f"{side}_facts") or []}
@@ -202,13 +205,13 @@ def changed_facts(line_a: Mapping[str, Any], line_b: Mapping[str, Any]) -> list[
             if sa == sb:
                 continue
             ra, rb = _badness(sa), _badness(sb)
-            change = "fixed" if rb > ra else "broke" if rb < ra else "other"
+            change = "new" if fa is None else "fixed" if rb > ra else "broke" if rb < ra else "other"
             base = fb if fb is not None else fa
             assert base is not None
             out.append({
                 "doc_id": line_b.get("doc_id", line_a.get("doc_id")), "side": side, "id": base["id"],
                 "fact_type": base.get("fact_type"), "status_a": sa, "status_b": sb, "change": change,
-                "fact": shown_fields(base),
+                "fact": shown_fields(base), "fact_a": None if fa is None else shown_fields(fa),
                 "same_fact": fa is None or fb is None or _own_fields(fa) == _own_fields(fb),
                 "reasoning_a": (fa or {}).get("reasoning") or "",
                 "reasoning_b": (fb or {}).get("reasoning") or "",

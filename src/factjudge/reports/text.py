@@ -3,12 +3,14 @@ facts table, the usage, provenance and settings rows, and the rows of the compar
 Plain strings; each format escapes them its own way (``md_escape``, Jinja2's autoescape)."""
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.analysis import sorted_counts, total_categories
 from ..models import CategoryCounts, Prices, money
+from ..util.jsonutil import canonical_json
 from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 
 RATIO_KEYS = ("precision", "recall", "f1")
@@ -219,8 +221,16 @@ def status_text(s: str | None) -> str:
     return "absent" if s is None else s
 
 
+#: A change kind as the compare pages name it (``"new"``: a fact run A did not have).
+CHANGE_LABELS = {"fixed": "fixed", "broke": "broke", "new": "new in B", "other": "other"}
+
+
+def change_text(change: str) -> str:
+    return CHANGE_LABELS.get(change, change)
+
+
 def changed_counts(changed: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    counts = {"fixed": 0, "broke": 0, "other": 0}
+    counts = dict.fromkeys(CHANGE_LABELS, 0)
     for c in changed:
         counts[c["change"]] = counts.get(c["change"], 0) + 1
     return counts
@@ -254,3 +264,45 @@ def judge_corrected_note(jc: Mapping[str, Any]) -> str:
             "precision and recall drawn from their posterior given the counts in each resample. "
             "Assumes the labelled pairs are like this run's and the judge's errors do not depend on "
             f"the extractor.{capped}")
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """"3 fixed, 1 broke, 2 new in B, 0 other"."""
+    return ", ".join(f"{n:,} {change_text(k)}" for k, n in counts.items())
+
+
+def versions_text(change: Mapping[str, Any]) -> str:
+    """A changed fact's fields; both versions when the two runs have another fact under its id."""
+    if change.get("same_fact", True) or change.get("fact_a") is None:
+        return fact_json(change["fact"])
+    return f"A: {fact_json(change['fact_a'])}; B: {fact_json(change['fact'])}"
+
+
+# --------------------------------------------------------------------------- banners and labels
+
+#: ERROR facts above this share of the in-scope facts put a banner on top of the report: the
+#: figures then rest on a fraction of the facts (#24: 49 of 52 ERROR showed P 0.000 and no warning).
+ERROR_BANNER_SHARE = 0.05
+
+
+def in_scope_facts(micro: Mapping[str, Any]) -> int:
+    """Facts judged or failed on both sides: TP, FN, FP and ERROR (not OUT_OF_SCOPE)."""
+    return sum(int(micro.get(k) or 0) for k in ("tp_gold", "fn", "tp_predicted", "fp", "errors"))
+
+
+def banners(summary: Mapping[str, Any]) -> list[str]:
+    """What a reader must see before the figures: the summary's own ``banners`` (if it lists any),
+    then the ERROR share when it is over :data:`ERROR_BANNER_SHARE` of the in-scope facts."""
+    out = [str(b.get("message", b)) if isinstance(b, Mapping) else str(b) for b in summary.get("banners") or []]
+    micro = summary.get("micro") or {}
+    errors, total = int(micro.get("errors") or 0), in_scope_facts(micro)
+    if total and errors / total > ERROR_BANNER_SHARE:
+        out.append(f"{errors:,} of {total:,} in-scope facts ({100 * errors / total:.0f}%) are ERROR: the judge "
+                   "gave no verdict on them and P, R and F1 leave them out. Check usage and the ERROR rows "
+                   "before reading the figures.")
+    return out
+
+
+def config_hash(config: Any) -> str:
+    """8 hex digits naming a config: the same keys and values give the same hash, in any order."""
+    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:8]

@@ -139,11 +139,20 @@ def test_cli_agree_prints_the_figures_and_writes_an_escaped_offline_page(runs, t
     assert "d2 gold b_g2 (ceo): A TP [b_p2] | B ERROR" in text and "  B note: no valid answer" in text
     assert f"wrote {html_dir / 'agree.html'}" in proc.stderr
     page = (html_dir / "agree.html").read_text(encoding="utf-8")
-    assert "<script" not in page and "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co" in page
+    assert page.count("<script") == 1  # the page's own filters; hostile text stays text:
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co" in page
     assert "A thinks &lt;b&gt;so&lt;/b&gt;" in page and "<b>so</b>" not in page
     assert not re.search(r"(src|href)=|@import|url\(", page)          # nothing to fetch: opens offline
     assert "<strong>0.364</strong> over 11 facts" in page and "0.167" in page and "-0.500" in page
-    assert page.count("<tr>") == 2 + 2 + 3 + 8   # A/B, two table heads, gold/predicted/all, 8 facts
+    assert page.count("<tr>") == 2 + 2 + 3   # A/B, two table heads, gold/predicted/all
+    diffs = page.split('id="diffs"')[1].split("</table>")[0]
+    head = re.findall(r"<th>", diffs.split("</thead>")[0])
+    rows = re.findall(r"<tr data-type=.*?</tr>", diffs, re.S)
+    assert len(rows) == 8 and all(r.count("<td>") == len(head) for r in rows)  # no extra column
+    assert "<td></td>" not in diffs and 'data-left-out="true"' in diffs
+    assert '<dl class="fields"><dt>value</dt><dd>2</dd></dl>' in diffs  # fields, not JSON
+    for ident in ("filter-type", "filter-side", "filter-doc", "filter-judged"):
+        assert f'id="{ident}"' in page
 
 
 def test_cli_agree_caps_the_listed_facts_but_counts_them_all(runs):
@@ -202,3 +211,19 @@ def test_a_broken_results_line_and_no_common_document_are_one_line_errors(runs, 
     assert proc.stderr.strip() == f"factjudge: error: {out_a} and {out_c} have no document in common"
     with pytest.raises(InputError, match="no document in common"):
         agree(out_a, out_c)
+
+
+def test_runs_are_labelled_by_what_differs():
+    from factjudge.evaluation.agree import run_labels
+    from factjudge.reports.text import config_hash
+
+    rules = {"judge": {"name": "rules"}, "config": {"tolerances": {"value": {"relative": 0.01}}, "x": 1}}
+    loose = {"judge": {"name": "rules"}, "config": {"tolerances": {"value": {"relative": 0.5}}, "x": 1}}
+    a, b = run_labels(rules, loose)
+    assert a == f"rules, config {config_hash(rules['config'])} (tolerances differ)"
+    assert b == f"rules, config {config_hash(loose['config'])} (tolerances differ)" and a != b
+    hot = {"judge": {"name": "llm", "model": "m", "temperature": 0.7}, "config": {}}
+    cold = {"judge": {"name": "llm", "model": "m", "temperature": 0.0}, "config": {}}
+    assert run_labels(hot, cold) == ("llm m, temperature 0.7", "llm m, temperature 0.0")
+    other = {"judge": {"name": "llm", "model": "n", "temperature": 0.0}, "config": {}}
+    assert run_labels(hot, other) == ("llm m", "llm n")  # the names tell them apart already

@@ -8,7 +8,7 @@ from evalkit import ROOT
 
 from factjudge import run_judge
 from factjudge.reports.docview import embed_documents, json_for_script
-from factjudge.reports.html import render_compare_html, render_html
+from factjudge.reports.html import bar_chart, render_compare_html, render_html
 from factjudge.reports.markdown import md_escape, render_compare_markdown, render_markdown
 from factjudge.reports.rows import (
     changed_facts,
@@ -18,6 +18,7 @@ from factjudge.reports.rows import (
     select_rows,
     worst_order_key,
 )
+from factjudge.reports.text import banners, config_hash
 
 HOSTILE_MODEL = 'm <img src=x onerror="alert(1)">'
 HOSTILE_TEXT = ("[x](javascript:alert(1)) ![i](http://e/x.png) <javascript:alert(2)> "
@@ -321,7 +322,7 @@ def test_changed_facts_by_side_and_id():
         ("predicted", "p1", "FP", "TP", "fixed", False),  # same id, another fact
         ("predicted", "p2", "TP", None, "broke", True),
         ("predicted", "p3", "FP", None, "fixed", True),
-        ("predicted", "p4", None, "FP", "broke", True),
+        ("predicted", "p4", None, "FP", "new", True),  # not in A: neither fixed nor broken
     ]
     g1 = changed[0]
     assert (g1["doc_id"], g1["fact_type"], g1["fact"], g1["reasoning_a"], g1["reasoning_b"], g1["note_b"]) == (
@@ -355,14 +356,14 @@ def test_compare_pages():
     cmp = make_cmp([a], [b])
     kinds = sorted((c["id"], c["change"]) for c in cmp["changed"])
     assert kinds == [("g1", "fixed"), ("g3", "broke"), ("p2", "fixed"), ("p4", "fixed"), ("p5", "broke"),
-                     ("p9", "broke")]
+                     ("p9", "new")]
 
     md = render_compare_markdown(cmp)
     assert "A: runs/a &lt;x&gt;" in md and r"B: runs/\[b\]\(javascript:x\)" in md
     assert "| precision | 0.500 | 0.700 | +0.200 | \\[+0.050, +0.300\\] | yes |" in md
     assert "| recall | 0.600 | 0.550 | -0.050 | \\[-0.200, +0.100\\] | no |" in md
     assert "| rev&lt;i&gt; | 0.500 | 1.000 | +0.500 |  | n/a | 1.000 | n/a | \\[+0.100, +0.200\\] |" in md
-    assert "2 fixed" not in md and "3 fixed, 3 broke, 0 other (showing 6 of 11)." in md
+    assert "2 fixed" not in md and "3 fixed, 2 broke, 1 new in B, 0 other (showing 6 of 11)." in md
     assert "(100 resamples, seed 3)" in md and "(1 only in A and 0 only in B left out)" in md
     assert "| doc &lt;1&gt; | gold | g1 | revenue | FN | TP | fixed |" in md
     assert "| predicted | p5 | revenue | TP | absent | broke |" in md
@@ -374,13 +375,134 @@ def test_compare_pages():
     assert '<code id="path-b">runs/[b](javascript:x)</code>' in page
     assert 'id="diff-precision">+0.200</div>' in page and 'class="card good"' in page
     assert re.findall(r'<option value="([^"]*)">', page.split('id="filter-change"')[1].split("</select>")[0]) == [
-        "", "fixed", "broke", "other"]
+        "", "fixed", "broke", "new", "other"]
     assert re.findall(r'<option value="([^"]*)">', page.split('id="filter-doc"')[1].split("</select>")[0]) == [
         "", "doc &lt;1&gt;"]
-    assert len(re.findall(r'<tr data-type="[^"]*" data-change="broke" data-doc="doc &lt;1&gt;">', page)) == 3
+    assert len(re.findall(r'<tr data-type="[^"]*" data-change="broke" data-doc="doc &lt;1&gt;">', page)) == 2
     assert "(the table holds 6 of 11)" in page
 
 
 def test_fact_type_keys():
     line = line_of("d", NEAR, NEAR_PRED)
     assert fact_type_keys(line) == {"ceo": (1, 0, 1, 0), "headcount": (0, 1, 0, 0), "revenue": (1, 2, 1, 1)}
+
+
+# --------------------------------------------------------------------------- reading the pages (#24)
+
+
+def facts_table(page: str) -> str:
+    return page.split('<table id="facts">')[1].split("</tbody></table>")[0]
+
+
+def test_facts_are_field_tables_not_json():
+    line = line_of("d", NEAR, NEAR_PRED)
+    rows = collect_rows(line)
+    table = facts_table(render_html(summary_of([line]), [], rows, len(rows)))
+    assert "{&#34;entity&#34;: " not in table and "{&#34;name&#34;: " not in table  # no raw JSON left
+    # the FN gold fact g1: its own fields, then the closest fact p2's fields, each a name/value row
+    assert '<dl class="fields"><dt>entity</dt><dd>Contoso</dd><dt>period</dt><dd>FY2023</dd>' in table
+    assert "<dt>value</dt><dd>9.8%</dd>" in table and "<dt>value</dt><dd>9.9%</dd>" in table
+    head = re.findall(r"<th>([^<]*)</th>", table.split("</thead>")[0])
+    assert len(head) <= 5, head  # 9 columns were cramped at 1400 px and broke words at 800 px
+
+
+def one_sided_first():
+    """Worst first: a document with no predictions at all, then one with both sides."""
+    empty = line_of("no predictions", NEAR, [])
+    both = line_of("both sides", NEAR, NEAR_PRED)
+    return [empty, both]
+
+
+def test_document_view_opens_on_the_worst_document_with_both_sides():
+    lines = one_sided_first()
+    page = render_html(summary_of(lines), [], [], 0, documents=lines)
+    assert 'data-start="1"' in page.split('id="docview"')[1].split(">")[0]
+    # no document has both sides: the worst one
+    page = render_html(summary_of(lines[:1]), [], [], 0, documents=lines[:1])
+    assert 'data-start="0"' in page.split('id="docview"')[1].split(">")[0]
+
+
+def test_bar_chart_sorted_by_support_and_a_zero_labelled_once():
+    by_type = {"alpha": {"tp_gold": 0, "fn": 1, "precision": 0.0, "recall": 0.0, "f1": 0.0},
+               "beta": {"tp_gold": 5, "fn": 3, "precision": 0.5, "recall": 0.625, "f1": 0.55},
+               "gamma": {"tp_gold": 2, "fn": 0, "precision": 0.0, "recall": 1.0, "f1": 0.0}}
+    chart = bar_chart(by_type)
+    assert [g["name"] for g in chart["groups"]] == ["beta", "gamma", "alpha"]
+    labels = {g["name"]: [b.get("short") for b in g["bars"] if b.get("short")] for g in chart["groups"]}
+    assert labels["alpha"] == ["0.00 (P, R, F1)"]
+    assert labels["gamma"] == ["0.00 (P, F1)", "1.00"]
+    assert labels["beta"] == ["0.50", "0.62", "0.55"]
+
+
+def error_summary(errors: int, **extra):
+    lines = [line_of("d", NEAR, NEAR_PRED)]
+    summary = summary_of(lines, **extra)
+    summary["micro"]["errors"] = errors
+    return summary
+
+
+def in_scope(summary) -> int:
+    m = summary["micro"]
+    return m["tp_gold"] + m["fn"] + m["tp_predicted"] + m["fp"] + m["errors"]
+
+
+def test_error_banner_above_five_percent_in_both_reports():
+    summary = error_summary(1)  # 1 of 9 in-scope facts
+    n = in_scope(summary)
+    assert banners(summary) == [f"1 of {n} in-scope facts ({100 / n:.0f}%) are ERROR: the judge gave no "
+                                "verdict on them and P, R and F1 leave them out. Check usage and the "
+                                "ERROR rows before reading the figures."]
+    page = render_html(summary, [], [], 0)
+    banner = page.split('<div class="banners" id="banners">')[1].split("</div>")[0]
+    assert "1 of " in banner and page.index('id="banners"') < page.index('class="cards"')
+    md = render_markdown(summary, [], [], 0)
+    assert md.splitlines()[2].startswith(f"> **Warning:** 1 of {n} in-scope facts")
+    # at most 5%: no banner
+    quiet = error_summary(0)
+    assert banners(quiet) == [] and 'id="banners"' not in render_html(quiet, [], [], 0)
+    assert "**Warning:**" not in render_markdown(quiet, [], [], 0)
+
+
+def test_banners_listed_by_the_summary_are_shown_too():
+    summary = error_summary(0, banners=["an empty predicted file <b>"])
+    assert banners(summary) == ["an empty predicted file <b>"]
+    page = render_html(summary, [], [], 0)
+    assert "an empty predicted file &lt;b&gt;" in page.split('id="banners"')[1]
+    assert "> **Warning:** an empty predicted file &lt;b&gt;" in render_markdown(summary, [], [], 0)
+
+
+def test_compare_shows_both_versions_and_new_predictions_apart():
+    a = line_of("d", NEAR, NEAR_PRED)
+    b = line_of("d", NEAR, [{**NEAR_PRED[0], "value": "2"}, *NEAR_PRED[1:4],
+                            {"id": "p9", "fact_type": "ceo", "name": "Maria Lopez"}])
+    b["gold_facts"][1]["status"] = "FN"  # so p9 is not matched by g2 in both runs
+    changed = changed_facts(a, b)
+    by_id = {c["id"]: c for c in changed}
+    assert by_id["p9"]["change"] == "new" and by_id["p9"]["status_a"] is None
+    p1 = by_id.get("p1")
+    assert p1 is None or p1["fact_a"] == {"entity": "Fabrikam", "period": "FY2021", "value": "1"}
+    cmp = make_cmp([a], [b])
+    page = render_compare_html(cmp)
+    assert re.findall(r'<option value="([^"]*)">', page.split('id="filter-change"')[1].split("</select>")[0]) == [
+        "", "fixed", "broke", "new", "other"]
+    assert '<td class="new">new in B</td>' in page
+    md = render_compare_markdown(cmp)
+    assert re.search(r"\d+ fixed, \d+ broke, 1 new in B, \d+ other", md)
+
+
+def test_compare_a_different_fact_with_the_same_id_shows_a_and_b():
+    a = {"doc_id": "d", "gold_facts": [], "predicted_facts": [
+        {"id": "p1", "fact_type": "t", "v": "old", "status": "FP"}]}
+    b = {"doc_id": "d", "gold_facts": [], "predicted_facts": [
+        {"id": "p1", "fact_type": "t", "v": "new", "status": "TP"}]}
+    (c,) = changed_facts(a, b)
+    assert (c["same_fact"], c["fact_a"], c["fact"]) == (False, {"v": "old"}, {"v": "new"})
+    cmp = make_cmp([a], [b])
+    row = render_compare_html(cmp).split('data-change="fixed"')[1].split("</tr>")[0]
+    assert "<dt>v</dt><dd>old</dd>" in row and "<dt>v</dt><dd>new</dd>" in row
+    assert '| A: {"v": "old"}; B: {"v": "new"} |' in render_compare_markdown(cmp)
+
+
+def test_config_hash_is_stable_and_tells_configs_apart():
+    assert config_hash({"a": 1, "b": [1, 2]}) == config_hash({"b": [1, 2], "a": 1})
+    assert config_hash({"a": 1}) != config_hash({"a": 2}) and len(config_hash({})) == 8

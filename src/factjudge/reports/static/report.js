@@ -223,6 +223,7 @@
     if (!pending) { pending = true; requestAnimationFrame(function () { pending = false; draw(); }); }
   });
   window.addEventListener("hashchange", function () { fromHash(true); });
-  show(0);
+  // the worst document with facts on both sides (reports/docview.py first_with_both_sides)
+  show(Number(view.dataset.start) || 0);
   fromHash(true);
 })();

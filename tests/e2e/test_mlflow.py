@@ -1,0 +1,94 @@
+"""``eval --mlflow`` against a real local MLflow file store (MLFLOW_TRACKING_URI a temporary folder),
+read back with MLflow's own client: no mock. Skipped, with the reason, where the mlflow extra is
+missing; there, ``--mlflow`` is one line and exit 2."""
+import importlib.util
+import json
+
+import pytest
+from evalkit import ROOT, run_cli
+from example_truth import TRUTH
+from scripted_server import Reply, ScriptedServer
+
+from factjudge.reports.text import config_hash
+
+HAS_MLFLOW = importlib.util.find_spec("mlflow") is not None
+NO_MLFLOW = "needs the mlflow extra: pip install 'factjudge[mlflow]' (or mlflow-skinny)"
+
+
+def dataset(tmp_path):
+    gold = json.loads((ROOT / "examples" / "report_gold.json").read_text(encoding="utf-8"))
+    pred = [json.loads(x) for x in (ROOT / "examples" / "report_predicted.jsonl").read_text().splitlines() if x]
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"doc_id": "contoso", "gold_facts": gold, "predicted_facts": pred}) + "\n",
+                    encoding="utf-8")
+    return data
+
+
+@pytest.mark.skipif(HAS_MLFLOW, reason="mlflow is installed: the run is logged instead (test below)")
+def test_without_the_extra_mlflow_is_one_line_and_nothing_is_judged(tmp_path):
+    proc = run_cli("eval", dataset(tmp_path), "-o", tmp_path / "out", "--mlflow")
+    assert proc.returncode == 2
+    assert proc.stderr == ("factjudge: error: --mlflow needs MLflow, which is not installed: "
+                           "pip install 'factjudge[mlflow]' (or pip install mlflow-skinny)\n")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A local MLflow file store in a temporary folder, as MLflow's environment variables name it."""
+    pytest.importorskip("mlflow", reason=NO_MLFLOW)
+    uri = (tmp_path / "mlruns").as_uri()
+    # MLflow 3 refuses a folder store unless told to (it prefers a database, which needs SQLAlchemy)
+    return {"MLFLOW_TRACKING_URI": uri, "MLFLOW_ALLOW_FILE_STORE": "true", "MLFLOW_EXPERIMENT_NAME": "factjudge-test"}
+
+
+def logged_runs(store):
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=store["MLFLOW_TRACKING_URI"])
+    experiment = client.get_experiment_by_name(store["MLFLOW_EXPERIMENT_NAME"])
+    return client, client.search_runs([experiment.experiment_id]) if experiment else []
+
+
+def test_eval_logs_params_metrics_and_reports_to_a_local_store(tmp_path, store):
+    out = tmp_path / "out"
+    with ScriptedServer(truth=TRUTH) as server:
+        server.faults[("gold", "g01")] = [Reply(content="nonsense")] * 20  # one ERROR fact
+        proc = run_cli("eval", dataset(tmp_path), "-o", out, "--model", "m", "--base-url", server.base_url,
+                       "--price-in", "2", "--price-out", "8", "--mlflow", env=store)
+    assert proc.returncode == 1, proc.stderr  # the ERROR fact; the run is logged all the same
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    client, runs = logged_runs(store)
+    assert len(runs) == 1 and f"logged to MLflow: run {runs[0].info.run_id}" in proc.stderr
+    run = runs[0]
+    params, metrics = run.data.params, run.data.metrics
+    assert (params["judge"], params["model"]) == ("llm", "m")
+    assert params["config_hash"] == config_hash(summary["config"]) and params["dataset"].endswith("data.jsonl")
+    assert params["judge.temperature"] == json.dumps(summary["judge"]["temperature"])
+    micro, ci = summary["micro"], summary["ci95"]
+    for k in ("precision", "recall", "f1"):
+        assert metrics[f"micro_{k}"] == pytest.approx(micro[k])
+        assert metrics[f"macro_{k}"] == pytest.approx(summary["macro"][k])
+        assert [metrics[f"micro_{k}_ci95_low"], metrics[f"micro_{k}_ci95_high"]] == pytest.approx(ci[k])
+    assert metrics["errors"] == micro["errors"] == 1 and metrics["error_share"] > 0
+    assert metrics["type/revenue/f1"] == pytest.approx(summary["by_fact_type"]["revenue"]["f1"])
+    assert metrics["type/revenue/fn"] == summary["by_fact_type"]["revenue"]["fn"]
+    assert metrics["usage_cost"] == pytest.approx(summary["usage"]["cost"]) and metrics["usage_cost"] > 0
+    assert metrics["usage_llm_calls"] == summary["usage"]["llm_calls"] > 0
+    names = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"summary.json", "report.html", "report.md", "run.json"} <= names
+    (tmp_path / "back").mkdir()
+    got = client.download_artifacts(run.info.run_id, "summary.json", str(tmp_path / "back"))
+    assert json.loads(open(got, encoding="utf-8").read()) == summary
+
+
+def test_a_store_mlflow_refuses_is_one_line_after_the_outputs(tmp_path, store):
+    out = tmp_path / "out"
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the store's folder should be", encoding="utf-8")
+    env = {**store, "MLFLOW_TRACKING_URI": blocked.as_uri()}
+    proc = run_cli("eval", dataset(tmp_path), "-o", out, "--mlflow", "-q", env=env)
+    assert proc.returncode == 2 and (out / "report.html").exists()
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("factjudge: error:")]
+    assert len(errors) == 1 and "--mlflow: logging to MLflow failed" in errors[0], proc.stderr
+    assert f"the outputs are in {out}" in errors[0] and "Traceback" not in proc.stderr
