@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..models import Counts
+from .alerts import Alert
 from .metrics import f1_score, prf, with_ratios
 
 #: How a document's undefined precision or recall counts in the macro average, as scikit-learn's
@@ -183,6 +184,10 @@ class Summary(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     #: A jury's share of questions all jurors answered alike, over the dataset (None: no jury).
     jury_agreement: float | None = None
+    #: Likely mistakes behind the figures, each shown as a banner above them in the reports
+    #: (:mod:`factjudge.core.alerts`: kind ``errors``, ``entity_types``, ``empty_side``,
+    #: ``fact_type_case``); each is also in ``warnings``.
+    alerts: list[Alert] = Field(default_factory=list)
 
 
 class Aggregator:

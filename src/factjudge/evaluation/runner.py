@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
+from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.scope import scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
@@ -58,7 +59,7 @@ from ..reports.markdown import render_markdown
 from ..reports.rows import select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
-from .pipeline import PREVIEW_STATS, ProgressObserver, preview, run_judge_async
+from .pipeline import PREVIEW_STATS, ProgressObserver, preview, run_judge_async, warn_user
 
 
 class RunProgress(ProgressObserver, Protocol):
@@ -227,8 +228,10 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             from ..reports.facts_csv import FactsCsvWriter  # only with --csv
             facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
         warnings: dict[str, None] = {}
+        shape = InputShape()
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line))
+            shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
             warnings.update(dict.fromkeys(line.get("warnings", ())))
             if facts_csv is not None:
                 facts_csv.add(line)
@@ -246,8 +249,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    summary.warnings = [*scope_check(config, dataset.fact_types, "the dataset"), *dataset.warnings,
-                        *warnings]
+    _flag(summary, config, shape, [*dataset.warnings, *warnings], dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
     lines = _report_lines(store, sorted(order), settings.report_rows)
@@ -264,6 +266,15 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return summary
+
+
+def _flag(summary: Summary, config: JudgeConfig, shape: InputShape, warnings: list[str],
+          fact_types: set[str]) -> None:
+    """The run's warnings and alerts (the banners of the reports): scope first, then the inputs'
+    likely mistakes, then the dataset's and the documents' own."""
+    micro = summary.micro
+    summary.alerts = run_alerts(config, shape, micro, micro.out_of_scope_gold + micro.out_of_scope_predicted)
+    summary.warnings = [*scope_check(config, fact_types, "the dataset"), *input_warnings(shape), *warnings]
 
 
 def _now() -> str:
@@ -390,10 +401,12 @@ def evaluate_dataset(
                                         settings=settings, skipped=problems, overwrite=overwrite)
 
     if out_dir is not None:
-        return run_sync(lambda: run(Path(out_dir)))
-    with tempfile.TemporaryDirectory(prefix="factjudge-eval-") as tmp:
-        outcome = run_sync(lambda: run(Path(tmp)))
-        outcome.results = list(RunFolder(tmp).lines(finished=True))
+        outcome = run_sync(lambda: run(Path(out_dir)))
+    else:
+        with tempfile.TemporaryDirectory(prefix="factjudge-eval-") as tmp:
+            outcome = run_sync(lambda: run(Path(tmp)))
+            outcome.results = list(RunFolder(tmp).lines(finished=True))
+    warn_user([*outcome.summary.warnings, *(a.message for a in outcome.summary.alerts)])
     return outcome
 
 
