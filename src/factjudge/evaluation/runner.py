@@ -134,6 +134,19 @@ class EvalRun:
     #: The result lines (as in results.jsonl), when :func:`evaluate_dataset` wrote no folder.
     results: list[dict[str, Any]] | None = None
 
+    def __repr__(self) -> str:
+        # one line: the dataclass repr printed the whole summary (and every result line)
+        from ..reports.notebook import summary_line  # Jinja2 and the pages only when shown
+
+        line = summary_line(self.summary.model_dump(mode="json"))
+        return f"EvalRun({line}; judged {self.judged}, reused {self.reused})"
+
+    def _repr_html_(self) -> str:
+        """The headline table in a notebook (Jupyter calls this)."""
+        from ..reports.notebook import summary_html
+
+        return summary_html(self.summary.model_dump(mode="json"))
+
 
 @dataclass(frozen=True)
 class ReportSettings:

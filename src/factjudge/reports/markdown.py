@@ -91,6 +91,8 @@ def _md_headline(summary: Mapping[str, Any]) -> list[str]:
             f"95% intervals: bootstrap over documents ({md_escape(boot.get('resamples', '?'))} "
             f"resamples, seed {md_escape(boot.get('seed', '?'))}). Provenance, judge settings and "
             "config are at the end."), ""]
+    # summary.alerts (factjudge.core.alerts): likely mistakes, above the figures they concern
+    out += [f"> **Alert:** {md_escape(a['message'])}\n" for a in summary.get("alerts") or ()]
     return out + _md_table(["", "precision", "recall", "F1"], [
         ["micro", *(fmt(micro[k]) for k in RATIO_KEYS)],
         ["micro 95% CI", *(fmt_ci(ci[k]) for k in RATIO_KEYS)],
