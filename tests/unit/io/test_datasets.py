@@ -74,7 +74,7 @@ def test_bad_lines_of_the_gold_predicted_form_name_file_and_line(tmp_path):
     (["data.jsonl", "--gold", "g.jsonl", "--predicted", "p.jsonl"], "give either DATASET.jsonl"),
     (["--gold", "g.jsonl"], "--gold and --predicted go together"),
     (["missing.jsonl"], "missing.jsonl: cannot read file"),
-    (["empty.jsonl"], "empty.jsonl: no documents to judge"),
+    (["empty.jsonl"], "empty.jsonl: empty file: expected one document per line"),
     (["data.jsonl", "-c", "bad.yaml"], "bad.yaml: unknown config key 'entity_typs'"),
     (["data.jsonl", "--judge", "llm"], "--model"),
     (["data.jsonl", "--model", "gpt-4o-mini"], "OPENAI_API_KEY"),
