@@ -45,11 +45,12 @@ class InputShape:
     facts: dict[Direction, int] = field(default_factory=lambda: dict.fromkeys(DIRECTIONS, 0))
 
     def add(self, gold: Iterable[Mapping[str, Any]], predicted: Iterable[Mapping[str, Any]]) -> None:
-        for side, facts in (("gold", gold), ("predicted", predicted)):
-            seen = self.types[side]  # type: ignore[index]
+        sides: tuple[tuple[Direction, Iterable[Mapping[str, Any]]], ...] = (("gold", gold), ("predicted", predicted))
+        for side, facts in sides:
+            seen = self.types[side]
             for fact in facts:
                 seen[fact["fact_type"]] = None
-                self.facts[side] += 1  # type: ignore[index]
+                self.facts[side] += 1
 
 
 def shape_of(gold: Iterable[Mapping[str, Any]], predicted: Iterable[Mapping[str, Any]]) -> InputShape:
@@ -83,8 +84,10 @@ def empty_sides(shape: InputShape) -> list[str]:
     """A side without any fact while the other has some: every fact of the other side is missed
     (or spurious) because of the input, not the system."""
     out = []
-    for side, other, outcome in (("predicted", "gold", "missed (FN)"), ("gold", "predicted", "spurious (FP)")):
-        if not shape.facts[side] and shape.facts[other]:  # type: ignore[index]
+    cases: tuple[tuple[Direction, Direction, str], ...] = (("predicted", "gold", "missed (FN)"),
+                                                           ("gold", "predicted", "spurious (FP)"))
+    for side, other, outcome in cases:
+        if not shape.facts[side] and shape.facts[other]:
             out.append(f"no {side} facts at all: every {other} fact counts as {outcome}; check that "
                        f"the {side} input is the right one and is complete")
     return out
