@@ -8,6 +8,7 @@ from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from .errors import FactJudgeError as FactJudgeError
+    from .errors import FactJudgeWarning as FactJudgeWarning
     from .errors import InputError as InputError
     from .errors import JudgeSetupError as JudgeSetupError
     from .evaluation.pipeline import run_judge as run_judge
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 #: modules its command needs (an LLM run never imports the rules judge, a judge run no reports).
 _HOMES = {
     "EvalRun": "evaluation.runner", "ReportSettings": "evaluation.runner", "evaluate_dataset": "evaluation.runner",
-    "FactJudgeError": "errors", "InputError": "errors", "JudgeSetupError": "errors",
+    "FactJudgeError": "errors", "FactJudgeWarning": "errors", "InputError": "errors", "JudgeSetupError": "errors",
     "HybridJudge": "judges", "Judge": "judges", "JudgeBase": "judges", "JuryJudge": "judges",
     "LLMJudge": "judges", "RulesJudge": "judges", "JudgeConfig": "models", "JudgeResult": "models",
     "Verdict": "models", "JudgeTask": "judges.prompts", "ResponseCache": "judges.llm.cache", "load_config": "io.config",

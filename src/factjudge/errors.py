@@ -19,6 +19,12 @@ class JudgeSetupError(FactJudgeError):
     server refuses, a server never reached): it stops the run instead of failing every fact."""
 
 
+class FactJudgeWarning(UserWarning):
+    """A likely mistake in the inputs or a run (the ``warnings`` of a result or summary), issued
+    through Python's :mod:`warnings` by the library calls (``run_judge``, ``evaluate_dataset``):
+    filter it with ``warnings.simplefilter("ignore", FactJudgeWarning)``."""
+
+
 class InvalidAnswer(FactJudgeError):
     """A judge's answer breaks the schema or the rules; the message is told back to the model."""
 

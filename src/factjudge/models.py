@@ -1,9 +1,10 @@
 """Data models shared by every stage: config, per-pass verdicts, usage and the result."""
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, get_args
 
 from pydantic import (
     BaseModel,
@@ -48,6 +49,11 @@ class Tolerance(BaseModel):
     absolute: Number | None = Field(default=None, ge=0)
 
 
+#: What the config key ``columns`` can rename: a fact's identity and type, a document's id and
+#: its two lists of facts.
+ColumnName = Literal["doc_id", "id", "fact_type", "gold_facts", "predicted_facts"]
+
+
 class JudgeConfig(BaseModel):
     """The judge config file. Unknown keys are rejected so typos never pass silently."""
 
@@ -81,6 +87,34 @@ class JudgeConfig(BaseModel):
     #: Reconciliation: a link stands when ``either`` pass names it (the default), or only when
     #: ``both`` do (stricter: a lenient pass cannot make a link alone; see the README).
     link_policy: Literal["either", "both"] = "either"
+    #: factjudge's names for the input's own column or field names, e.g. ``{"doc_id":
+    #: "document_id", "id": "fact_id", "fact_type": "type"}`` (fact files, datasets, tables).
+    columns: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+
+    @field_validator("columns")
+    @classmethod
+    def _columns_distinct(cls, value: dict[str, str]) -> dict[str, str]:
+        known = get_args(ColumnName)
+        for key in value:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(known)
+                raise ValueError(f"{key!r} is not a name factjudge reads ({hint}); map it as "
+                                 f"{{FACTJUDGE_NAME: YOUR_NAME}}, e.g. {{id: {key}}}")
+        theirs = [v for v in value.values() if v.strip()]
+        if len(theirs) < len(value):
+            raise ValueError("a column name must be a non-empty string")
+        if len(set(theirs)) < len(theirs):
+            raise ValueError(f"two names are mapped to the same column: {value}")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _no_columns_when_none(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # a run without the key keeps its outputs and its input hashes (resume) as they were
+        data = handler(self)
+        if not self.columns and isinstance(data, dict):
+            data.pop("columns", None)
+        return data
 
     @field_validator("text_threshold")
     @classmethod

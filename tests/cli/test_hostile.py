@@ -271,7 +271,8 @@ def test_yaml_anchors_without_aliases_and_merge_free_configs_still_load(tmp_path
                              "'entity_types'?)"),
     ({"tolerances": {"value": {"relativ": 0.1}}},
      "cfg.yaml: unknown config key 'tolerances.value.relativ' (did you mean 'relative'?)"),
-    ({"colour": 1}, "cfg.yaml: unknown config key 'colour' (known keys: entity_types, "
+    # (no known key is close to it; 'colour' was, once the key 'columns' came)
+    ({"banana": 1}, "cfg.yaml: unknown config key 'banana' (known keys: entity_types, "
                     "matching_rules, fields, tolerances, one_to_one, text_threshold, "
                     "ignore_company_suffixes, max_prompt_tokens, shortlist_top_k)"),
 ])

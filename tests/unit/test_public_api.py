@@ -7,7 +7,7 @@ import sys
 import factjudge
 
 PUBLIC = [
-    "EvalRun", "FactJudgeError", "HybridJudge", "InputError", "Judge", "JudgeBase", "JudgeConfig",
+    "EvalRun", "FactJudgeError", "FactJudgeWarning", "HybridJudge", "InputError", "Judge", "JudgeBase", "JudgeConfig",
     "JudgeResult", "JudgeSetupError", "JudgeTask", "JuryJudge", "LLMJudge", "ReportSettings",
     "ResponseCache", "RulesJudge", "Verdict", "evaluate_dataset", "load_config", "load_facts",
     "run_judge", "run_judge_async",

@@ -42,7 +42,9 @@ def finish(outcome: EvalRun, output_dir: Path, quiet: bool, problems: list[Probl
     """What every way of running eval prints at the end, and its exit code."""
     if not quiet:
         _print_summary(outcome, output_dir, time.perf_counter() - started)
-    for warning in outcome.summary.warnings:
+    summary = outcome.summary
+    # the alerts (the reports' banners) that say more than a warning did: scope, ERROR share
+    for warning in dict.fromkeys([*summary.warnings, *(a.message for a in summary.alerts)]):
         say(f"factjudge: warning: {warning}")
     if problems:
         say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
@@ -66,7 +68,8 @@ def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
         f"micro P {fmt(m.precision)} {fmt_ci(ci['precision'])} "
         f"R {fmt(m.recall)} {fmt_ci(ci['recall'])} F1 {fmt(m.f1)} {fmt_ci(ci['f1'])} | "
         f"errors {m.errors} | {calls}{seconds:.1f}s{cost_text(u)}"
-        f"{categories_text(summary.categories, summary.judge.get('name') == 'rules')}")
+        f"{categories_text(summary.categories, summary.judge.get('name') == 'rules')}"
+        + (f" | {len(summary.alerts)} alert(s): see the warnings below" if summary.alerts else ""))
     if summary.judge_corrected is not None:
         say(judge_corrected_line(summary.judge_corrected))
     csv = f", {FACTS_CSV}" if (output_dir / FACTS_CSV).exists() else ""

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
+from ..core.alerts import input_warnings, shape_of
 from ..core.scope import field_check, scope_check
 from ..errors import InputError
 from ..evaluation.pipeline import preview, run_judge_async
-from ..io.facts import load_facts
+from ..io.facts import load_facts, one_document
 from ..io.files import check_writable, same_file, write_atomic
 from ..models import JudgeResult
 from .app import app, run_command, say
@@ -43,7 +44,9 @@ def judge_cmd(
 def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None, quiet: bool,
            opts: JudgeOptions, gate: Gate) -> int:
     cfg = opts.config(config)
-    gold_facts, pred_facts = load_facts(gold), load_facts(predicted)
+    gold_facts, pred_facts = load_facts(gold, cfg.columns), load_facts(predicted, cfg.columns)
+    for path, facts in ((gold, gold_facts), (predicted, pred_facts)):
+        one_document(facts, path, f"factjudge eval --gold {gold} --predicted {predicted} -o OUT")
     gc.freeze()  # the facts live to the end: the collector's full passes need not walk them again
     if output is not None and not opts.dry_run:
         for source in (gold, predicted, config):
@@ -54,6 +57,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
                                  f"{gold} and {predicted}")
     scope_warnings += field_check(cfg, {k for f in (*gold_facts, *pred_facts) for k in f},
                                   f"{gold} and {predicted}")
+    scope_warnings += input_warnings(shape_of(gold_facts, pred_facts))
     judge = opts.build(cfg)
     if opts.dry_run:
         print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.prices, opts.max_tokens)

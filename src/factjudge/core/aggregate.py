@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..models import CategoryCounts, Counts
+from .alerts import Alert
 from .analysis import count_categories, sorted_counts, total_categories
 from .metrics import f1_score, prf, with_ratios
 
@@ -203,6 +204,11 @@ class Summary(BaseModel):
     #: ``eval --judge-calibration``: the figures corrected for the judge's measured link errors
     #: (:class:`~factjudge.core.correction.JudgeCorrected`); absent from summary.json without it.
     judge_corrected: dict[str, Any] | None = None
+
+    #: Likely mistakes behind the figures, each shown as a banner above them in the reports
+    #: (:mod:`factjudge.core.alerts`: kind ``errors``, ``entity_types``, ``empty_side``,
+    #: ``fact_type_case``); each is also in ``warnings``.
+    alerts: list[Alert] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _absent_when_not_asked(self, handler: SerializerFunctionWrapHandler) -> Any:

@@ -4,13 +4,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from ..core.alerts import document_warnings
 from ..core.analysis import analyse
 from ..core.metrics import compute_metrics
 from ..core.reconcile import Outcome, reconcile
 from ..core.scope import compared_fields, in_scope_facts
+from ..errors import FactJudgeWarning
 from ..io.config import parse_config
 from ..io.facts import coerce_facts
 from ..judges.base import Judge, candidate_types, error_verdict, verdict_problem
@@ -308,16 +311,30 @@ def run_judge(
 ) -> JudgeResult:
     """Synchronous :func:`run_judge_async`; also works inside a running loop (e.g. Jupyter)."""
 
+    config = parse_config(judge_config)
+    gold, predicted = coerce_facts(gold_facts, "gold facts"), coerce_facts(predicted_facts, "predicted facts")
+    before = document_warnings(config, gold, predicted, "the facts")
+
     async def once() -> JudgeResult:
         try:
-            return await run_judge_async(gold_facts, predicted_facts, judge_config, judge, **kwargs)
+            return await run_judge_async(gold, predicted, config, judge, **kwargs)
         finally:
             # This loop ends with the call: release the judge's connections while it still runs
             # (an LLM judge opens new ones on its next use).
             if judge is not None:
                 await judge.aclose()
 
-    return run_sync(once)
+    result = run_sync(once)
+    result.warnings[:0] = before
+    warn_user(result.warnings)
+    return result
+
+
+def warn_user(messages: Iterable[str]) -> None:
+    """Each message once through Python's :mod:`warnings` (a script or notebook sees them where it
+    looks, not only in ``warnings`` of the result), as :class:`FactJudgeWarning`."""
+    for message in dict.fromkeys(messages):
+        warnings.warn(message, FactJudgeWarning, stacklevel=3)
 
 
 #: OpenAI caches prompt prefixes of at least this many tokens.

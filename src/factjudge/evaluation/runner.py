@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
+from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
 from ..core.scope import scope_check
 from ..errors import InputError
@@ -59,7 +60,7 @@ from ..reports.markdown import render_markdown
 from ..reports.rows import select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
-from .pipeline import PREVIEW_STATS, ProgressObserver, preview, run_judge_async
+from .pipeline import PREVIEW_STATS, ProgressObserver, preview, run_judge_async, warn_user
 
 
 class RunProgress(ProgressObserver, Protocol):
@@ -133,6 +134,19 @@ class EvalRun:
     reused: int
     #: The result lines (as in results.jsonl), when :func:`evaluate_dataset` wrote no folder.
     results: list[dict[str, Any]] | None = None
+
+    def __repr__(self) -> str:
+        # one line: the dataclass repr printed the whole summary (and every result line)
+        from ..reports.notebook import summary_line  # Jinja2 and the pages only when shown
+
+        line = summary_line(self.summary.model_dump(mode="json"))
+        return f"EvalRun({line}; judged {self.judged}, reused {self.reused})"
+
+    def _repr_html_(self) -> str:
+        """The headline table in a notebook (Jupyter calls this)."""
+        from ..reports.notebook import summary_html
+
+        return summary_html(self.summary.model_dump(mode="json"))
 
 
 @dataclass(frozen=True)
@@ -231,8 +245,10 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             from ..reports.facts_csv import FactsCsvWriter  # only with --csv
             facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
         warnings: dict[str, None] = {}
+        shape = InputShape()
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line))
+            shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
             warnings.update(dict.fromkeys(line.get("warnings", ())))
             if facts_csv is not None:
                 facts_csv.add(line)
@@ -250,8 +266,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    summary.warnings = [*scope_check(config, dataset.fact_types, "the dataset"), *dataset.warnings,
-                        *warnings]
+    _flag(summary, config, shape, [*dataset.warnings, *warnings], dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
     if settings.judge_calibration is not None:
@@ -286,6 +301,15 @@ def add_judge_corrected(summary: Summary, keys: Sequence[Sequence[int]], calibra
             f"link precision / recall ({corrected.link_precision:.3f} / {corrected.link_recall:.3f}) is above 1, "
             f"so the calibration {calibration.source} does not describe this run's judge errors well "
             "(are its labelled pairs like this run's?)")
+
+
+def _flag(summary: Summary, config: JudgeConfig, shape: InputShape, warnings: list[str],
+          fact_types: set[str]) -> None:
+    """The run's warnings and alerts (the banners of the reports): scope first, then the inputs'
+    likely mistakes, then the dataset's and the documents' own."""
+    micro = summary.micro
+    summary.alerts = run_alerts(config, shape, micro, micro.out_of_scope_gold + micro.out_of_scope_predicted)
+    summary.warnings = [*scope_check(config, fact_types, "the dataset"), *input_warnings(shape), *warnings]
 
 
 def _now() -> str:
@@ -412,10 +436,12 @@ def evaluate_dataset(
                                         settings=settings, skipped=problems, overwrite=overwrite)
 
     if out_dir is not None:
-        return run_sync(lambda: run(Path(out_dir)))
-    with tempfile.TemporaryDirectory(prefix="factjudge-eval-") as tmp:
-        outcome = run_sync(lambda: run(Path(tmp)))
-        outcome.results = list(RunFolder(tmp).lines(finished=True))
+        outcome = run_sync(lambda: run(Path(out_dir)))
+    else:
+        with tempfile.TemporaryDirectory(prefix="factjudge-eval-") as tmp:
+            outcome = run_sync(lambda: run(Path(tmp)))
+            outcome.results = list(RunFolder(tmp).lines(finished=True))
+    warn_user([*outcome.summary.warnings, *(a.message for a in outcome.summary.alerts)])
     return outcome
 
 

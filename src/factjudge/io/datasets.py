@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..models import DIRECTIONS, Direction, JudgeConfig
 from ..util.jsonutil import canonical_json
 from .facts import validate_facts
+from .inputs import check_input_kind, empty_file_error, is_empty, rename_fields
 from .jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
 from .tables import DATASET_REQUIRED, is_table, iter_table_rows
 
@@ -90,9 +91,26 @@ def _parse_line(raw: bytes, path: Path, lineno: int, unit: str = "line") -> dict
     return rec
 
 
+def _not_json_lines(path: Path, problems: list[Problem], objects: int) -> None:
+    """A file none of whose lines is a JSON object is not JSON lines at all (a spreadsheet or
+    another file given by mistake): one error, no ``--skip-invalid`` hint, as skipping every line
+    would score nothing on that side with exit 0."""
+    mine = [p for p in problems if p.file == str(path)]
+    if mine and not objects:
+        first = mine[0].message.removeprefix(f"{path}: ")
+        raise InputError(f"{path}: not a JSON-lines file: none of its {len(mine)} line(s) is a JSON "
+                         f"object ({first})")
+
+
 def _field_names(doc: Document, into: set[str]) -> None:
     for fact in (*doc.gold, *doc.predicted):
         into.update(fact)
+
+
+def _is_object(raw: bytes) -> bool:
+    """Whether a line looks like a JSON object (what a JSON-lines file of facts or documents
+    holds), before it is parsed."""
+    return raw.lstrip(b"\xef\xbb\xbf \t\r").startswith(b"{")
 
 
 def _read_at(fh: IO[bytes], offset: int) -> bytes:
@@ -110,11 +128,13 @@ class JsonlDataset:
         #: Every fact_type the valid documents hold (set by ``scan``).
         self.fact_types: set[str] = set()
         self.warnings: list[str] = []
+        #: The config key ``columns`` (set by ``scan``).
+        self.columns: dict[str, str] = {}
         self._offsets, self._lines = array("q"), array("q")
 
     def _document(self, raw: bytes, lineno: int) -> Document:
         prefix = f"{self.path}: line {lineno}"
-        rec = _parse_line(raw, self.path, lineno)
+        rec = rename_fields(_parse_line(raw, self.path, lineno), self.columns, prefix)
         if "gold_facts" not in rec and "predicted_facts" not in rec and "fact_type" in rec:
             raise InputError(f"{prefix}: this is a fact, not a document {{doc_id, gold_facts, "
                              "predicted_facts}: give fact files as --gold G --predicted P (each fact "
@@ -125,18 +145,25 @@ class JsonlDataset:
             facts = rec.get(key)
             if not isinstance(facts, list):
                 raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r} must be a list of facts")
-            sides.append(validate_facts(((f"record {i}", f) for i, f in enumerate(facts, start=1)),
-                                        f"{prefix}: {key}", checked=True))
+            where = f"{prefix}: {key}"
+            sides.append(validate_facts(((f"record {i}", rename_fields(f, self.columns, f"{where}: record {i}"))
+                                         for i, f in enumerate(facts, start=1)), where, checked=True))
         return Document(doc_id, *sides)
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
         self.infos, self._offsets, self._lines = [], array("q"), array("q")  # a re-scan starts over
-        self.fact_types = set()
+        self.fact_types, self.columns = set(), dict(config.columns)
+        check_input_kind(self.path)
+        if is_empty(self.path):
+            raise empty_file_error(self.path, "one document per line, {\"doc_id\", \"gold_facts\", "
+                                   "\"predicted_facts\"}")
         problems: list[Problem] = []
         seen: dict[str, int] = {}
         names: set[str] = set()
+        objects = 0
         for lineno, offset, raw in jsonl_lines(self.path):
             try:
+                objects += _is_object(raw)
                 doc = self._document(raw, lineno)
                 if doc.doc_id in seen:
                     raise InputError(f"{self.path}: line {lineno}: duplicate doc_id {doc.doc_id!r}, "
@@ -150,6 +177,7 @@ class JsonlDataset:
             _field_names(doc, names)
             self._offsets.append(offset)
             self._lines.append(lineno)
+        _not_json_lines(self.path, problems, objects)
         self.warnings = field_check(config, names, str(self.path))
         return problems
 
@@ -187,15 +215,23 @@ class SplitDataset:
         self._files = dict(self.paths)
         self._unit: dict[Direction, str] = {"gold": "line", "predicted": "line"}
         self._spool: tempfile.TemporaryDirectory[str] | None = None
+        #: The config key ``columns`` (set by ``scan``).
+        self.columns: dict[str, str] = {}
 
     def _fact(self, side: Direction, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
         fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
         where = f"{self._unit[side]} {lineno}"
         return validate_facts([(where, fact)], str(self.paths[side]), checked=True)[0]
 
-    def _load(self, side: Direction, where: _Side, fh: IO[bytes]) -> list[tuple[int, dict[str, Any]]]:
+    def _record(self, side: Direction, raw: bytes, lineno: int) -> dict[str, Any]:
+        """One line parsed, with the config key ``columns`` applied (a table's copy has its
+        header renamed already)."""
         path, unit = self.paths[side], self._unit[side]
-        return [(n, _parse_line(_read_at(fh, off), path, n, unit))
+        rec = _parse_line(raw, path, lineno, unit)
+        return rec if unit == "row" else rename_fields(rec, self.columns, f"{path}: {unit} {lineno}")
+
+    def _load(self, side: Direction, where: _Side, fh: IO[bytes]) -> list[tuple[int, dict[str, Any]]]:
+        return [(n, self._record(side, _read_at(fh, off), n))
                 for off, n in zip(where.offsets, where.lines, strict=False)]
 
     def _spool_tables(self) -> None:
@@ -210,7 +246,7 @@ class SplitDataset:
             copy = Path(self._spool.name) / f"{side}.jsonl"
             with copy.open("w", encoding="utf-8") as out:
                 line = 1
-                for row, rec in iter_table_rows(path, DATASET_REQUIRED):
+                for row, rec in iter_table_rows(path, DATASET_REQUIRED, self.columns):
                     out.write("\n" * (row - line))  # blank lines for rows the table skipped
                     out.write(json.dumps(rec, ensure_ascii=False) + "\n")
                     line = row + 1
@@ -218,16 +254,21 @@ class SplitDataset:
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
         self.infos, self._index = [], {}  # a re-scan starts over
-        self.fact_types = set()
+        self.fact_types, self.columns = set(), dict(config.columns)
+        self._files, self._unit = dict(self.paths), {"gold": "line", "predicted": "line"}
+        for path in self.paths.values():
+            check_input_kind(path)
         problems: list[Problem] = []
         names: set[str] = set()
         self._spool_tables()
         # pass 1: each line on its own, and where each document's lines are
         for side, path in self.paths.items():
+            objects = 0
             for lineno, offset, raw in jsonl_lines(self._files[side]):
                 prefix = f"{path}: {self._unit[side]} {lineno}"
+                objects += _is_object(raw)
                 try:
-                    rec = _parse_line(raw, path, lineno, self._unit[side])
+                    rec = self._record(side, raw, lineno)
                     doc_id = _doc_id(rec, prefix)
                     self._fact(side, lineno, rec)
                 except InputError as exc:
@@ -236,6 +277,7 @@ class SplitDataset:
                 sides = self._index.setdefault(doc_id, {"gold": _Side(), "predicted": _Side()})
                 sides[side].offsets.append(offset)
                 sides[side].lines.append(lineno)
+            _not_json_lines(path, problems, objects)
         # pass 2: one document at a time, for duplicate ids and the input hash
         handles = {side: path.open("rb") for side, path in self._files.items()}
         try:

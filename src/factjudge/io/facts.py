@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import OUTPUT_FIELDS
+from .inputs import check_input_kind, empty_file_error, rename_fields
 from .jsonl import (
     check_json_value,
     coerce_id,
@@ -23,21 +24,28 @@ from .jsonl import (
 from .tables import is_table, read_table_records
 
 
-def read_fact_records(path: str | Path) -> Iterable[tuple[str, Any]]:
+def read_fact_records(path: str | Path, columns: Mapping[str, str] | None = None) -> Iterable[tuple[str, Any]]:
     """Raw records of a ``.json`` / ``.jsonl`` file, each with a label naming where it sits
     (``record N`` or ``line N``, both counted from 1), each checked by :func:`check_json_value`.
-    A ``.jsonl`` file is read one line at a time, when the records are drawn."""
+    A ``.jsonl`` file is read one line at a time, when the records are drawn. ``columns`` (the
+    config key) renames the file's own field names to factjudge's (``{"id": "fact_id"}``)."""
     path = Path(path)
+    check_input_kind(path)
     if is_table(path):
         # a Parquet cell can hold NaN, Infinity or deep nesting: checked here, where the file and
         # the row are known (later checks could only say "gold facts: record N")
-        records = read_table_records(path)
+        records = read_table_records(path, columns=columns)
         for where, rec in records:
             check_json_value(rec, f"{path}: {where}")
         return records
+    if columns:
+        return ((where, rename_fields(rec, columns, f"{path}: {where}"))
+                for where, rec in read_fact_records(path))
     if path.suffix.lower() == ".jsonl":
         return _jsonl_records(path)
     text = read_text(path)
+    if not text.strip():
+        raise empty_file_error(path, "a JSON list of facts ([] for none) or an object {\"facts\": [...]}")
     data = parse_json(text, path)
     if isinstance(data, dict) and set(data) == {"facts"}:
         data = data["facts"]
@@ -72,7 +80,7 @@ def validate_facts(records: Iterable[tuple[str, Any]], source: str, *,
     :func:`read_fact_records` returns them), so it is not run a second time.
     """
     facts: list[dict[str, Any]] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, Any]] = {}
     for where, rec in records:
         prefix = f"{source}: {where}"
         if not checked:
@@ -82,28 +90,59 @@ def validate_facts(records: Iterable[tuple[str, Any]], source: str, *,
         if "id" not in rec and ("gold_facts" in rec or "predicted_facts" in rec):
             raise InputError(f"{prefix}: this is a document of an eval dataset (doc_id, gold_facts, "
                              "predicted_facts), not a fact: score it with factjudge eval FILE")
+        if "id" not in rec:
+            _missing_key(rec, prefix, "id", "(a non-empty string or an integer)")
         fact_id = coerce_id(rec.get("id"), "id", prefix)
         prefix = f"{prefix} (id {fact_id!r})"
         fact_type = rec.get("fact_type")
         if fact_type is not None and not isinstance(fact_type, str):
             raise InputError(f"{prefix}: 'fact_type' must be a string, "
                              f"got {json_type(fact_type)} {json.dumps(fact_type)}")
+        if "fact_type" not in rec:
+            _missing_key(rec, prefix, "fact_type", "(a non-empty string)")
         if not isinstance(fact_type, str) or not fact_type.strip():
             raise InputError(f"{prefix}: missing or empty 'fact_type' (a non-empty string)")
         reserved = [k for k in OUTPUT_FIELDS if k in rec]
         if reserved:
             raise InputError(f"{prefix}: field {reserved[0]!r} is reserved for factjudge's output")
         if fact_id in seen:
-            raise InputError(f"{prefix}: duplicate id, first seen at {seen[fact_id]}")
-        seen[fact_id] = where
+            raise InputError(f"{prefix}: duplicate id, first seen at {seen[fact_id][0]}"
+                             f"{_other_document(seen[fact_id][1], rec.get('doc_id'))}")
+        seen[fact_id] = (where, rec.get("doc_id"))
         # facts are never changed in place: the record itself is kept unless its id was coerced
         facts.append(rec if rec.get("id") is fact_id else {**rec, "id": fact_id})
     return facts
 
 
-def load_facts(path: str | Path) -> list[dict[str, Any]]:
-    """Load and validate a fact file (``.json`` list, ``{"facts": [...]}``, or ``.jsonl``)."""
-    return validate_facts(read_fact_records(path), str(path), checked=True)
+def _missing_key(rec: dict[str, Any], prefix: str, name: str, what: str) -> None:
+    """A fact without ``id`` or ``fact_type``: the one-line error names the fields it has, so
+    fields named otherwise (``fact_id``, ``type``) show at once, and how to map them."""
+    found = ", ".join(list(rec)[:12]) + (", ..." if len(rec) > 12 else "") or "none"
+    raise InputError(f"{prefix}: missing or empty {name!r} {what}; fields found: {found} (map yours "
+                     f"with the config key columns: {{{name}: YOUR_FIELD}})")
+
+
+def _other_document(first: Any, this: Any) -> str:
+    if first is None or this is None or first == this:
+        return ""
+    return (f" (doc_id {first!r} there, {this!r} here): this file holds several documents; score them "
+            "with factjudge eval --gold GOLD --predicted PREDICTED -o OUT (factjudge judge scores one)")
+
+
+def one_document(facts: list[dict[str, Any]], path: str | Path, command: str) -> None:
+    """Refuse facts of several documents (``doc_id`` values) given as one document: facts of one
+    would be matched against another's."""
+    doc_ids = list(dict.fromkeys(f["doc_id"] for f in facts if f.get("doc_id") is not None))
+    if len(doc_ids) > 1:
+        shown = ", ".join(repr(d) for d in doc_ids[:3]) + (", ..." if len(doc_ids) > 3 else "")
+        raise InputError(f"{path}: the facts carry {len(doc_ids)} doc_ids ({shown}): judge scores one "
+                         f"document; score a file of many documents with {command}")
+
+
+def load_facts(path: str | Path, columns: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Load and validate a fact file (``.json`` list, ``{"facts": [...]}``, ``.jsonl`` or a table);
+    ``columns`` maps the file's own field names to factjudge's (the config key ``columns``)."""
+    return validate_facts(read_fact_records(path, columns), str(path), checked=True)
 
 
 def coerce_facts(facts: Iterable[Mapping[str, Any]] | None, source: str) -> list[dict[str, Any]]:

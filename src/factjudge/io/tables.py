@@ -28,12 +28,13 @@ import decimal
 import io
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import InputError, missing_dependency
 from ..models import import_pandas, result_rows, results_frame
+from .inputs import check_input_kind, empty_file_error, missing_column, rename_header
 from .jsonl import read_error
 from .runfolder import RESULTS, RunFolder
 
@@ -54,8 +55,8 @@ def is_table(path: str | Path) -> bool:
 # --------------------------------------------------------------------------- tables in
 
 
-def read_table_records(path: str | Path,
-                       required: Sequence[str] = FACT_REQUIRED) -> list[tuple[str, dict[str, Any]]]:
+def read_table_records(path: str | Path, required: Sequence[str] = FACT_REQUIRED,
+                       columns: Mapping[str, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Every row of a ``.csv`` / ``.tsv`` / ``.parquet`` fact file as ``(label, record)``.
 
     The label says where the row sits, for :func:`factjudge.io.facts.validate_facts`:
@@ -77,38 +78,45 @@ def read_table_records(path: str | Path,
     Raises :class:`~factjudge.errors.InputError`: unreadable file, invalid UTF-8, a duplicate or
     missing ``required`` column, a ragged row, an unreadable Parquet file, or
     :class:`OptionalDependencyError` when a ``.parquet`` file is given without pyarrow.
+
+    ``columns`` (the config key): factjudge's names for the file's own column names
+    (``{"id": "fact_id"}``), applied to the header before anything else. A ``.csv`` whose header
+    reads as one column with ``,`` but as several with ``;``, a tab or ``|`` (a European Excel
+    export) is read with that delimiter.
     """
-    return list(iter_table_records(path, required))
+    return list(iter_table_records(path, required, columns))
 
 
-def iter_table_records(path: str | Path,
-                       required: Sequence[str] = FACT_REQUIRED) -> Iterator[tuple[str, dict[str, Any]]]:
+def iter_table_records(path: str | Path, required: Sequence[str] = FACT_REQUIRED,
+                       columns: Mapping[str, str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """:func:`read_table_records`, lazily (the file is read as the rows are taken)."""
     path = Path(path)
     if path.suffix.lower() == ".parquet":
-        for row, rec in _parquet_rows(path, required):
+        for row, rec in _parquet_rows(path, required, columns or {}):
             yield f"row {row}", rec
     else:
-        for row, line, rec in _delimited_rows(path, required):
+        for row, line, rec in _delimited_rows(path, required, columns or {}):
             yield f"row {row} (line {line})", rec
 
 
-def iter_table_rows(path: str | Path,
-                    required: Sequence[str] = FACT_REQUIRED) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_table_rows(path: str | Path, required: Sequence[str] = FACT_REQUIRED,
+                    columns: Mapping[str, str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(row number, record)`` of every row, lazily, row numbers from 1 (the header is not a row).
 
     For a split dataset pass ``required=DATASET_REQUIRED`` so a missing ``doc_id`` column is
     reported once, by name. Same rules and errors as :func:`read_table_records`."""
     path = Path(path)
     if path.suffix.lower() == ".parquet":
-        yield from _parquet_rows(path, required)
+        yield from _parquet_rows(path, required, columns or {})
     else:
-        for row, _line, rec in _delimited_rows(path, required):
+        for row, _line, rec in _delimited_rows(path, required, columns or {}):
             yield row, rec
 
 
-def _check_header(path: Path, names: Sequence[str], required: Sequence[str],
-                  where: str = "header") -> None:
+def _check_header(path: Path, original: Sequence[str], required: Sequence[str],
+                  columns: Mapping[str, str], where: str = "header") -> list[str]:
+    """The header's names with ``columns`` applied, checked: no name twice, every required one."""
+    names = rename_header(path, original, columns, where)
     seen: dict[str, int] = {}
     for col, name in enumerate(names, start=1):
         if name == "":
@@ -121,7 +129,8 @@ def _check_header(path: Path, names: Sequence[str], required: Sequence[str],
         if name not in seen:
             near = [n for n in seen if n.strip().casefold() == name]
             hint = f" (found {near[0]!r}: check spaces and case)" if near else ""
-            raise InputError(f"{path}: {where}: missing column {name!r}{hint}")
+            raise missing_column(path, where, name, original, required, hint)
+    return names
 
 
 def _decoded_lines(path: Path, fh: BinaryIO) -> Iterator[str]:
@@ -145,22 +154,43 @@ def _decoded_lines(path: Path, fh: BinaryIO) -> Iterator[str]:
         yield line
 
 
-def _delimited_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+def _sniffed(fh: BinaryIO, default: str) -> str:
+    """The delimiter of a delimited file: ``default`` (``,`` for .csv, tab for .tsv) unless its
+    header reads as one column with it but as several with what :class:`csv.Sniffer` finds among
+    ``,`` ``;`` tab ``|`` (Excel writes ``;`` where the decimal separator is a comma)."""
+    sample = fh.read(65536).decode("utf-8-sig", "replace")
+    fh.seek(0)
+    lines = [line for line in sample.splitlines() if line.strip()]
+    if not lines or len(next(csv.reader(lines[:1], delimiter=default), [])) > 1:
+        return default
+    try:
+        found = csv.Sniffer().sniff("\n".join(lines[:20]), delimiters=",;\t|").delimiter
+    except csv.Error:  # one line only, or no consistent delimiter: count them in the header
+        counts = {d: lines[0].count(d) for d in ",;\t|"}
+        found = max(counts, key=lambda d: counts[d])
+        if not counts[found]:
+            return default
+    return found
+
+
+def _delimited_rows(path: Path, required: Sequence[str],
+                    columns: Mapping[str, str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """``(row, first line, record)`` of a CSV (``,``) or TSV (tab) file, with the csv module."""
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    check_input_kind(path)
     try:
         fh = path.open("rb")
     except OSError as exc:
         raise read_error(path, exc) from None
     with fh:
+        delimiter = _sniffed(fh, "\t" if path.suffix.lower() == ".tsv" else ",")
         reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter)
         try:
             header = next(reader, None)
             while header is not None and not any(header):  # blank lines before the header
                 header = next(reader, None)
             if header is None:
-                raise InputError(f"{path}: empty file: expected a header row naming the columns")
-            _check_header(path, header, required)
+                raise empty_file_error(path, "a header row naming the columns")
+            header = _check_header(path, header, required, columns)
             width = len(header)
             row, end = 0, reader.line_num
             for cells in reader:
@@ -202,7 +232,8 @@ def _import_pyarrow() -> Any:
     return pq
 
 
-def _parquet_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _parquet_rows(path: Path, required: Sequence[str],
+                  renames: Mapping[str, str]) -> Iterator[tuple[int, dict[str, Any]]]:
     pq = _import_pyarrow()
     import pyarrow as pa
 
@@ -217,7 +248,7 @@ def _parquet_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, di
         names = list(pf.schema_arrow.names)
     except failures as exc:
         raise unreadable(exc) from None
-    _check_header(path, names, required, "schema")
+    names = _check_header(path, names, required, renames, "schema")
     # the index pandas stores as columns when it is not a plain 0..n-1 range: not a fact field
     keep = [not re.fullmatch(r"__index_level_\d+__", name) for name in names]
     row = 0

@@ -291,12 +291,14 @@ def in_scope_facts(micro: Mapping[str, Any]) -> int:
 
 
 def banners(summary: Mapping[str, Any]) -> list[str]:
-    """What a reader must see before the figures: the summary's own ``banners`` (if it lists any),
-    then the ERROR share when it is over :data:`ERROR_BANNER_SHARE` of the in-scope facts."""
-    out = [str(b.get("message", b)) if isinstance(b, Mapping) else str(b) for b in summary.get("banners") or []]
+    """What a reader must see before the figures: the summary's ``alerts`` (likely mistakes,
+    :mod:`factjudge.core.alerts`), then the ERROR share when it is over :data:`ERROR_BANNER_SHARE`
+    of the in-scope facts and no alert says so already (a summary written before alerts existed)."""
+    alerts = [a for a in summary.get("alerts") or [] if isinstance(a, Mapping)]
+    out = [str(a.get("message", "")) for a in alerts]
     micro = summary.get("micro") or {}
     errors, total = int(micro.get("errors") or 0), in_scope_facts(micro)
-    if total and errors / total > ERROR_BANNER_SHARE:
+    if total and errors / total > ERROR_BANNER_SHARE and not any(a.get("kind") == "errors" for a in alerts):
         out.append(f"{errors:,} of {total:,} in-scope facts ({100 * errors / total:.0f}%) are ERROR: the judge "
                    "gave no verdict on them and P, R and F1 leave them out. Check usage and the ERROR rows "
                    "before reading the figures.")

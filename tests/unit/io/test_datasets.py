@@ -22,7 +22,7 @@ def test_bad_lines_stop_the_run_before_any_call(server, tmp_path):
     assert err == [
         f"factjudge: error: {data}: line 2 column 2: invalid JSON: Expecting property name enclosed in double quotes",
         f"factjudge: error: {data}: line 3: gold_facts: record 1 (id '1'): missing or empty 'fact_type' "
-        "(a non-empty string)",
+        "(a non-empty string); fields found: id (map yours with the config key columns: {fact_type: YOUR_FIELD})",
         f"factjudge: error: {data}: line 6: duplicate doc_id 'A', first seen at line 1",
         f"factjudge: error: {data}: line 7 (doc_id 'Y'): 'gold_facts' must be a list of facts",
         f"factjudge: error: {data}: line 8: expected a JSON object, got array",
@@ -57,7 +57,8 @@ def test_bad_lines_of_the_gold_predicted_form_name_file_and_line(tmp_path):
         f"factjudge: error: {g}: line 2: missing or empty 'doc_id' (a non-empty string or an integer)",
         f"factjudge: error: {g}: line 4 (id '1'): duplicate id in document 'a', first seen at line 1",
         f"factjudge: error: {g}: line 5 (id '3'): field 'status' is reserved for factjudge's output",
-        f"factjudge: error: {p}: line 1 (id 'x'): missing or empty 'fact_type' (a non-empty string)",
+        f"factjudge: error: {p}: line 1 (id 'x'): missing or empty 'fact_type' (a non-empty string); "
+        "fields found: id (map yours with the config key columns: {fact_type: YOUR_FIELD})",
         "factjudge: error: 4 bad line(s); nothing was judged (--skip-invalid scores the rest)",
     ]
     proc = run_cli("eval", "--gold", g, "--predicted", p, "-o", tmp_path / "out",
@@ -73,7 +74,7 @@ def test_bad_lines_of_the_gold_predicted_form_name_file_and_line(tmp_path):
     (["data.jsonl", "--gold", "g.jsonl", "--predicted", "p.jsonl"], "give either DATASET.jsonl"),
     (["--gold", "g.jsonl"], "--gold and --predicted go together"),
     (["missing.jsonl"], "missing.jsonl: cannot read file"),
-    (["empty.jsonl"], "empty.jsonl: no documents to judge"),
+    (["empty.jsonl"], "empty.jsonl: empty file: expected one document per line"),
     (["data.jsonl", "-c", "bad.yaml"], "bad.yaml: unknown config key 'entity_typs'"),
     (["data.jsonl", "--judge", "llm"], "--model"),
     (["data.jsonl", "--model", "gpt-4o-mini"], "OPENAI_API_KEY"),

@@ -168,15 +168,20 @@ def test_iter_table_rows_for_datasets(tmp_path):
         (1, {"doc_id": "d1", "id": "g1", "fact_type": "revenue"}),
         (2, {"doc_id": "d2", "id": "g1", "fact_type": "revenue"})]
     path.write_text("id,fact_type\ng1,revenue\n", encoding="utf-8")
-    assert error_of(lambda: list(iter_table_rows(path, DATASET_REQUIRED))) == \
-        f"{path}: header: missing column 'doc_id'"
+    assert error_of(lambda: list(iter_table_rows(path, DATASET_REQUIRED))) == (
+        f"{path}: header: missing column 'doc_id' (columns found: id, fact_type; expected: doc_id, id, "
+        "fact_type; map yours with the config key columns: {doc_id: YOUR_COLUMN})")
 
 
 @pytest.mark.parametrize("text, expected", [
     ("id,fact_type,value,value\ng1,r,1,2\n", "header: duplicate column 'value' (columns 3 and 4)"),
-    ("fact_type,value\nr,1\n", "header: missing column 'id'"),
-    ("id,value\ng1,1\n", "header: missing column 'fact_type'"),
-    ("id, fact_type\ng1,r\n", "header: missing column 'fact_type' (found ' fact_type': check spaces and case)"),
+    ("fact_type,value\nr,1\n", "header: missing column 'id' (columns found: fact_type, value; expected: id, "
+     "fact_type; map yours with the config key columns: {id: YOUR_COLUMN})"),
+    ("id,value\ng1,1\n", "header: missing column 'fact_type' (columns found: id, value; expected: id, "
+     "fact_type; map yours with the config key columns: {fact_type: YOUR_COLUMN})"),
+    ("id, fact_type\ng1,r\n", "header: missing column 'fact_type' (found ' fact_type': check spaces and case) "
+     "(columns found: id,  fact_type; expected: id, fact_type; map yours with the config key columns: "
+     "{fact_type: YOUR_COLUMN})"),
     ("id,fact_type\ng1,r\ng2,r,extra\n",
      "row 2 (line 3): 3 cells but the header has 2 columns (value 'extra' in column 3, which has no header)"),
     (",id,fact_type\n0,g1,r\n",
@@ -216,7 +221,9 @@ def test_parquet_errors_name_the_column(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     path = tmp_path / "f.parquet"
     pq.write_table(pa.table({"id": ["g1"], "kind": ["r"]}), path)
-    assert error_of(read_table_records, path) == f"{path}: schema: missing column 'fact_type'"
+    assert error_of(read_table_records, path) == (
+        f"{path}: schema: missing column 'fact_type' (columns found: id, kind; expected: id, fact_type; "
+        "map yours with the config key columns: {fact_type: YOUR_COLUMN})")
     pq.write_table(pa.Table.from_arrays([pa.array(["g1"]), pa.array(["r"]), pa.array(["x"])],
                                         names=["id", "fact_type", "id"]), path)
     assert error_of(read_table_records, path) == \

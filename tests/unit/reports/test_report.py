@@ -453,7 +453,7 @@ def test_error_banner_above_five_percent_in_both_reports():
                                 "verdict on them and P, R and F1 leave them out. Check usage and the "
                                 "ERROR rows before reading the figures."]
     page = render_html(summary, [], [], 0)
-    banner = page.split('<div class="banners" id="banners">')[1].split("</div>")[0]
+    banner = page.split('id="banners"')[1].split("</div>")[0]
     assert "1 of " in banner and page.index('id="banners"') < page.index('class="cards"')
     md = render_markdown(summary, [], [], 0)
     assert md.splitlines()[2].startswith(f"> **Warning:** 1 of {n} in-scope facts")
@@ -463,12 +463,14 @@ def test_error_banner_above_five_percent_in_both_reports():
     assert "**Warning:**" not in render_markdown(quiet, [], [], 0)
 
 
-def test_banners_listed_by_the_summary_are_shown_too():
-    summary = error_summary(0, banners=["an empty predicted file <b>"])
+def test_the_summary_alerts_are_banners_and_an_errors_alert_is_not_repeated():
+    summary = error_summary(0, alerts=[{"kind": "empty_side", "message": "an empty predicted file <b>"}])
     assert banners(summary) == ["an empty predicted file <b>"]
     page = render_html(summary, [], [], 0)
     assert "an empty predicted file &lt;b&gt;" in page.split('id="banners"')[1]
     assert "> **Warning:** an empty predicted file &lt;b&gt;" in render_markdown(summary, [], [], 0)
+    errors = error_summary(1, alerts=[{"kind": "errors", "message": "1 of 9 in-scope facts could not be judged"}])
+    assert banners(errors) == ["1 of 9 in-scope facts could not be judged"]  # not said twice
 
 
 def test_compare_shows_both_versions_and_new_predictions_apart():
