@@ -6,6 +6,7 @@ byte-identical for every call of one direction in one document; the single fact 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -54,18 +55,16 @@ TABLE_LEGEND = ('Facts are tables per fact_type: a line "fact_type: <name>", the
                 "field; null, true, false and numbers are JSON.")
 
 
+#: What ``json.loads`` reads as a number or constant (ASCII digits only, as its C scanner).
+_JSON_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _bare(text: str) -> bool:
     """Whether a string may stand in a cell unquoted: it cannot be read as anything else (an empty
     cell, JSON, a separator, a line break, spaces that vanish when read, a table's first line)."""
-    if not text or text != text.strip() or "|" in text or text[0] in '"[{' or text.startswith(_TYPE_LINE.rstrip()):
-        return False
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
-        return False
-    try:
-        json.loads(text)  # "12", "true", "null", "NaN": would read as a number or a constant
-    except ValueError:
-        return True
-    return False
+    return not (not text or text != text.strip() or "|" in text or text[0] in '"[{'
+                or text.startswith(_TYPE_LINE.rstrip()) or _CONTROL.search(text) or _JSON_SCALAR.fullmatch(text))
 
 
 def fact_cell(value: Any) -> str:
@@ -73,11 +72,18 @@ def fact_cell(value: Any) -> str:
     return value if isinstance(value, str) and _bare(value) else canonical_json(value)
 
 
+def _columns(facts: list[dict[str, Any]]) -> list[str]:
+    return ["id", *sorted({k for f in facts for k in f} - {"id", "fact_type"})]
+
+
+def _row(fact: dict[str, Any], columns: list[str]) -> str:
+    return CELL_SEPARATOR.join(fact_cell(fact[k]) if k in fact else "" for k in columns)
+
+
 def _table(fact_type: Any, facts: list[dict[str, Any]]) -> list[str]:
-    columns = ["id", *sorted({k for f in facts for k in f} - {"id", "fact_type"})]
+    columns = _columns(facts)
     head = _TYPE_LINE + ("" if fact_type is _NO_TYPE else fact_cell(fact_type))
-    rows = [CELL_SEPARATOR.join(fact_cell(f[k]) if k in f else "" for k in columns) for f in facts]
-    return [head, CELL_SEPARATOR.join(map(fact_cell, columns)), *rows]
+    return [head, CELL_SEPARATOR.join(map(fact_cell, columns)), *(_row(f, columns) for f in facts)]
 
 
 _NO_TYPE = object()
@@ -410,8 +416,8 @@ def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
         if len(kept) == MAX_CANDIDATE_ENUM:
             break
         # the candidate's line in the prompt (the first one's with its table head) plus its id in the enum
-        table = fact_tables([cand])
-        cost = count_text(table if not kept else table.rsplit("\n", 1)[1]) + count_text(canonical_json(cand["id"])) + 2
+        line = fact_tables([cand]) if not kept else _row(cand, _columns([cand]))
+        cost = count_text(line) + count_text(canonical_json(cand["id"])) + 2
         if used + cost > budget or not _enum_size_fits(len(kept) + 1, id_chars + len(cand["id"])):
             continue  # a smaller candidate further down may still fit
         kept.append(cand)

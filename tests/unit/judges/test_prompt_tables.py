@@ -24,7 +24,8 @@ from factjudge.util.jsonutil import canonical_json
 # text likely to collide with the format: separators, quotes, brackets, JSON literals, the table head
 tricky = st.sampled_from(["", " ", "|", " | ", "a | b", '"', '"x"', "[", "{}", "[1]", "12", "-0.5", "1e5", "true",
                           "null", "NaN", "fact_type: x", "fact_type:", "id", "\n", "a\nb", "\t", " x", "x ",
-                          "é", "\u2028"])
+                          "é", "\u2028",
+                          "01", "1.", "-", "-0", "1E+5", "-Infinity", "Infinity", "\u0663", "\x7f", "truex"])
 text = st.one_of(tricky, st.text(max_size=12), st.text(alphabet="ab |\"'[]{}:\\\n0123.-e", max_size=8))
 scalar = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
                    st.floats(allow_nan=False, allow_infinity=False), text)
