@@ -49,7 +49,7 @@ def negative_status(direction: Direction) -> NegativeStatus:
 CELL_SEPARATOR = " | "
 #: How a table starts (then the fact_type, as a cell); no bare cell starts with its word and colon.
 _TYPE_LINE = "fact_type: "
-#: How to read the tables, said once in the system message.
+#: How to read the tables, said once, before the candidates.
 TABLE_LEGEND = ('Facts are tables per fact_type: a line "fact_type: <name>", the field names, then one fact '
                 'per line, cells separated by " | ". A quoted cell is a JSON string, an empty cell a missing '
                 "field; null, true, false and numbers are JSON.")
@@ -101,7 +101,7 @@ def fact_tables(facts: list[dict[str, Any]]) -> str:
 
 def system_message(direction: Direction, config: JudgeConfig,
                    fields: dict[str, tuple[str, ...]] | None = None) -> str:
-    # worded tightly: on a document of 3+3 facts (WebNLG) this message was a third of each prompt
+    # worded tightly: on a document of 3+3 facts (WebNLG) this message is a third of each prompt
     subject, other, negative, id_key, matched_key = _SIDES[direction]
     rules = config.matching_rules
     lines = [
@@ -109,20 +109,22 @@ def system_message(direction: Direction, config: JudgeConfig,
         f"candidates) state the same fact as the {subject} fact given last"
         f"{', under the matching rules below' if rules else ''}? Compare meaning, not formatting: units, "
         "number formats, date formats and wording may differ; facts of different fact_type never match.",
-        f"- One candidate matches (or several do and one is clearly the best): decision "
-        f"{{\"status\": \"TP\", \"{matched_key}\": <its id>}}.",
-        f"- None matches: decision {{\"status\": \"{negative}\", \"{matched_key}\": null}}.",
-        f"Put the judged fact's id in {id_key}. Reason field by field first, then decide. Use only ids "
-        "from the candidate list.",
-        TABLE_LEGEND,
+        f"- If exactly one candidate matches (or several do and one is clearly the best), answer "
+        f"decision {{\"status\": \"TP\", \"{matched_key}\": <its id>}}.",
+        f"- If no candidate matches, answer decision {{\"status\": \"{negative}\", \"{matched_key}\": null}}.",
+        f"Put the judged fact's id in {id_key}. Write your reasoning first, field by field, then "
+        "decide. Use only ids that appear in the candidate list.",
+        "",
+        "Matching rules:",
     ]
-    if rules:
-        lines += ["", "Matching rules:"]
-        lines += [f"- {r if isinstance(r, str) else canonical_json(r)}" for r in rules]
+    if config.matching_rules:
+        lines += [f"- {r if isinstance(r, str) else canonical_json(r)}" for r in config.matching_rules]
+    else:
+        del lines[-2:]  # no rules: no heading either
     if config.fields:
         lines += ["", "Fields to compare: " + ", ".join(config.fields)]
     elif fields:
-        lines += ["", "Fields to compare per fact_type (other fields are metadata: ignore them):"]
+        lines += ["", "Fields to compare, per fact_type (any other field is metadata: ignore it):"]
         lines += [f"- {t}: {', '.join(f) or '(none)'}" for t, f in sorted(fields.items())]
     if config.tolerances:
         lines += ["", "Numeric tolerances per field (a value matches when within either bound):"]
@@ -133,7 +135,7 @@ def system_message(direction: Direction, config: JudgeConfig,
 
 def candidates_message(direction: Direction, candidates: list[dict[str, Any]]) -> str:
     other = _SIDES[direction][1]
-    return f"{other} facts (candidates):\n{fact_tables(candidates)}"
+    return f"{TABLE_LEGEND}\n{other} facts (candidates):\n{fact_tables(candidates)}"
 
 
 def subject_message(direction: Direction, fact: dict[str, Any]) -> str:

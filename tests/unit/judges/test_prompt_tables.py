@@ -12,6 +12,7 @@ from scripted_server import describe, prompt_facts, read_tables
 
 from factjudge.judges.prompts import (
     CELL_SEPARATOR,
+    TABLE_LEGEND,
     JudgeTask,
     candidates_message,
     fact_tables,
@@ -79,6 +80,7 @@ def test_field_names_are_written_once_per_fact_type_and_values_bare_where_they_c
              {"id": "p3", "fact_type": "revenue", "entity": "Contoso", "value": None, "year": "2023"},
              {"id": "p4", "fact_type": "revenue", "entity": "Northwind"}]
     assert candidates_message("gold", cands) == "\n".join([
+        TABLE_LEGEND,
         "PREDICTED facts (candidates):",
         "fact_type: revenue",
         "id | entity | value | year",
