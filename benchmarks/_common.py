@@ -43,12 +43,13 @@ async def handle(request):
     raw = await request.read()
     body = json.loads(raw)
     messages = body["messages"]
-    head, _, fact = messages[-1]["content"].partition("\\n")
+    # prompt format 4: a header line, "fact_type: ...", the field names, then "id | ..." per fact
+    head, *table = messages[-1]["content"].split("\\n")
     direction = "gold" if head.startswith("GOLD") else "predicted"
-    subject = json.loads(fact)["id"]
+    subject = table[2].split(" | ")[0]
     want = ("p" if direction == "gold" else "g") + subject[1:]
     lines = messages[1]["content"].split("\\n")[1:]
-    match = want if any(json.loads(line)["id"] == want for line in lines if line) else None
+    match = want if any(line.split(" | ")[0] == want for line in lines) else None
     if delay:
         await asyncio.sleep(delay)
     tokens = len(raw) // 4

@@ -99,17 +99,70 @@ def chat_view(body: dict[str, Any]) -> dict[str, Any]:
     return {"model": body.get("model"), "messages": messages}
 
 
-def describe(request: dict[str, Any]) -> tuple[str, str, list[str]]:
-    """(direction, subject id, candidate ids) of a judge request, read from its messages (the
+#: An empty cell: the fact has no such field.
+MISSING = object()
+_JSON = json.JSONDecoder()
+
+
+def read_cells(line: str) -> list[Any]:
+    """The cells of one table line of a judge prompt (prompt format 4), read independently of the
+    code that writes them: JSON where a cell starts with a quote or bracket, or reads as JSON
+    (numbers, true, false, null); else the bare text up to the next " | "; empty: MISSING."""
+    cells: list[Any] = []
+    at = 0
+    while True:
+        if line[at:at + 1] in ('"', "[", "{"):
+            value, at = _JSON.raw_decode(line, at)
+        else:
+            end = line.find(" | ", at)
+            end = len(line) if end < 0 else end
+            text, at = line[at:end], end
+            try:
+                value = json.loads(text) if text else MISSING
+            except ValueError:
+                value = text
+        cells.append(value)
+        if at == len(line):
+            return cells
+        if not line.startswith(" | ", at):
+            raise ValueError(f"no separator at {at} in {line!r}")
+        at += 3
+
+
+def read_tables(text: str) -> list[dict[str, Any]]:
+    """Facts written as tables: "fact_type: <cell>", a line of field names (the first is id), then
+    one fact per line; a missing fact_type or field stays missing."""
+    facts: list[dict[str, Any]] = []
+    columns: list[Any] | None = None
+    fact_type: Any = MISSING
+    for line in text.split("\n") if text else []:
+        if line.startswith("fact_type: "):  # no cell starts so unquoted
+            fact_type, columns = read_cells(line[len("fact_type: "):])[0], None
+        elif columns is None:
+            columns = read_cells(line)
+        else:
+            fact = {} if fact_type is MISSING else {"fact_type": fact_type}
+            fact.update((c, v) for c, v in zip(columns, read_cells(line), strict=True) if v is not MISSING)
+            facts.append(fact)
+    return facts
+
+
+def prompt_facts(request: dict[str, Any]) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """(direction, subject fact, candidate facts) of a judge request, read from its messages (the
     response schema no longer names the subject, and mode ``none`` sends no schema at all). The
     system message may head the candidates' user message (a server that refuses the role)."""
     messages = request["messages"]
     at = 2 if messages[0]["role"] == "system" else 1
     head, _, fact = messages[at]["content"].partition("\n")
     direction = "gold" if head.startswith("GOLD") else "predicted"
-    candidates = messages[at - 1]["content"].partition(", one JSON object per line:\n")[2].split("\n")
-    ids = [json.loads(line)["id"] for line in candidates if line]
-    return direction, json.loads(fact)["id"], ids
+    candidates = messages[at - 1]["content"].partition(" facts (candidates):\n")[2]
+    return direction, read_tables(fact)[0], read_tables(candidates)
+
+
+def describe(request: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """(direction, subject id, candidate ids) of a judge request (see :func:`prompt_facts`)."""
+    direction, subject, candidates = prompt_facts(request)
+    return direction, subject["id"], [c["id"] for c in candidates]
 
 
 #: OpenAI's HTTP 400 bodies for what its reasoning models refuse, word for word as the API returns

@@ -62,8 +62,8 @@ def test_a_reasoning_models_refusals_adapt_the_request_once_each(server, backend
         assert "temperature" not in body and "max_tokens" not in body
         assert body["max_completion_tokens"] == REASONING_MAX_TOKENS
         assert [m["role"] for m in body["messages"]] == ["user", "user"]
-        assert body["messages"][0]["content"].startswith("You judge the output of a fact-extraction")
-        assert "facts (candidates), one JSON object per line:\n" in body["messages"][0]["content"]
+        assert body["messages"][0]["content"].startswith("You judge a fact-extraction system")
+        assert "facts (candidates):\nfact_type: " in body["messages"][0]["content"]
     # the folded prefix is still one byte-identical prefix per direction (provider prompt caching)
     for direction in ("gold", "predicted"):
         prefixes = {json.dumps(b["messages"][:-1]) for b in answered(server) if describe(b)[0] == direction}

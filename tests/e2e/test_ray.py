@@ -15,7 +15,7 @@ import tempfile
 
 import pytest
 from evalkit import ROOT
-from scripted_server import ScriptedServer, answer, describe, http_error
+from scripted_server import ScriptedServer, answer, http_error, prompt_facts
 
 from factjudge import JudgeBase, ResponseCache, RulesJudge
 from factjudge.errors import InputError, JudgeSetupError
@@ -122,9 +122,8 @@ GENERATED_CONFIG = {"entity_types": ["revenue", "ceo"]}
 
 def same_fields(body):
     """A deterministic LLM: TP with the first candidate of the subject's type and equal fields."""
-    direction, subject, _ = describe(body)
-    fact = json.loads(body["messages"][2]["content"].partition("\n")[2])
-    candidates = [json.loads(line) for line in body["messages"][1]["content"].split("\n")[1:] if line]
+    direction, fact, candidates = prompt_facts(body)
+    subject = fact["id"]
 
     def strip(f):
         return {k: v for k, v in f.items() if k != "id"}

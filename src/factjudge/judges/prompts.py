@@ -6,6 +6,7 @@ byte-identical for every call of one direction in one document; the single fact 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,8 +25,9 @@ from ..models import (
 )
 from ..util.jsonutil import canonical_json
 
-#: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys).
-PROMPT_FORMAT_VERSION = "3"
+#: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys and of
+#: eval's resume hash). 4: facts as tables, the field names once per fact_type (issue #25).
+PROMPT_FORMAT_VERSION = "4"
 
 # Per direction: (subject side, candidate side, negative status, id key, matched key)
 _SIDES: dict[Direction, tuple[str, str, NegativeStatus, str, str]] = {
@@ -49,15 +51,75 @@ def negative_status(direction: Direction) -> NegativeStatus:
     return _SIDES[direction][2]
 
 
+# --- how facts are written: tables ------------------------------------------------------------
+# A candidate written as a JSON object repeats every key and its quotes: ~38 tokens a fact on the
+# 100+100 shape of issue #25, 98% of the prompt. Written as a table (the field names once per
+# fact_type, then one line per fact) it is about half.
+
+#: Between the cells of a table line.
+CELL_SEPARATOR = " | "
+#: How a table starts (then the fact_type, as a cell); no bare cell starts with its word and colon.
+_TYPE_LINE = "fact_type: "
+#: How to read the tables, said once, before the candidates.
+TABLE_LEGEND = ('Facts are tables per fact_type: a line "fact_type: <name>", the field names, then one fact '
+                'per line, cells separated by " | ". A quoted cell is a JSON string, an empty cell a missing '
+                "field; null, true, false and numbers are JSON.")
+
+
+#: What ``json.loads`` reads as a number or constant (ASCII digits only, as its C scanner).
+_JSON_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _bare(text: str) -> bool:
+    """Whether a string may stand in a cell unquoted: it cannot be read as anything else (an empty
+    cell, JSON, a separator, a line break, spaces that vanish when read, a table's first line)."""
+    return not (not text or text != text.strip() or "|" in text or text[0] in '"[{'
+                or text.startswith(_TYPE_LINE.rstrip()) or _CONTROL.search(text) or _JSON_SCALAR.fullmatch(text))
+
+
+def fact_cell(value: Any) -> str:
+    """One value as a table cell: a string bare where it cannot be misread, else JSON."""
+    return value if isinstance(value, str) and _bare(value) else canonical_json(value)
+
+
+def _columns(facts: list[dict[str, Any]]) -> list[str]:
+    return ["id", *sorted({k for f in facts for k in f} - {"id", "fact_type"})]
+
+
+def _row(fact: dict[str, Any], columns: list[str]) -> str:
+    return CELL_SEPARATOR.join(fact_cell(fact[k]) if k in fact else "" for k in columns)
+
+
+def _table(fact_type: Any, facts: list[dict[str, Any]]) -> list[str]:
+    columns = _columns(facts)
+    head = _TYPE_LINE + ("" if fact_type is _NO_TYPE else fact_cell(fact_type))
+    return [head, CELL_SEPARATOR.join(map(fact_cell, columns)), *(_row(f, columns) for f in facts)]
+
+
+_NO_TYPE = object()
+
+
+def fact_tables(facts: list[dict[str, Any]]) -> str:
+    """``facts`` as tables, one per fact_type in order of first appearance, rows in input order;
+    the columns of a table are ``id`` and then its facts' other fields, sorted."""
+    groups: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
+    for fact in facts:
+        ft = fact.get("fact_type", _NO_TYPE)
+        groups.setdefault("" if ft is _NO_TYPE else canonical_json(ft), (ft, []))[1].append(fact)
+    return "\n".join(line for ft, group in groups.values() for line in _table(ft, group))
+
+
 def system_message(direction: Direction, config: JudgeConfig,
                    fields: dict[str, tuple[str, ...]] | None = None) -> str:
+    # worded tightly: on a document of 3+3 facts (WebNLG) this message is a third of each prompt
     subject, other, negative, id_key, matched_key = _SIDES[direction]
+    rules = config.matching_rules
     lines = [
-        "You judge the output of a fact-extraction system against a reference.",
-        f"You are given a list of {other} facts (the candidates) and then one {subject} fact.",
-        f"Decide whether one of the {other} candidates states the same fact as the {subject} fact,",
-        "under the matching rules below. Compare meaning, not formatting: units, number formats,",
-        "date formats and wording may differ; facts of different fact_type never match.",
+        f"You judge a fact-extraction system against a reference: does one of the {other} facts (the "
+        f"candidates) state the same fact as the {subject} fact given last"
+        f"{', under the matching rules below' if rules else ''}? Compare meaning, not formatting: units, "
+        "number formats, date formats and wording may differ; facts of different fact_type never match.",
         f"- If exactly one candidate matches (or several do and one is clearly the best), answer "
         f"decision {{\"status\": \"TP\", \"{matched_key}\": <its id>}}.",
         f"- If no candidate matches, answer decision {{\"status\": \"{negative}\", \"{matched_key}\": null}}.",
@@ -69,7 +131,7 @@ def system_message(direction: Direction, config: JudgeConfig,
     if config.matching_rules:
         lines += [f"- {r if isinstance(r, str) else canonical_json(r)}" for r in config.matching_rules]
     else:
-        lines.append("- (none beyond the above)")
+        del lines[-2:]  # no rules: no heading either
     if config.fields:
         lines += ["", "Fields to compare: " + ", ".join(config.fields)]
     elif fields:
@@ -84,12 +146,11 @@ def system_message(direction: Direction, config: JudgeConfig,
 
 def candidates_message(direction: Direction, candidates: list[dict[str, Any]]) -> str:
     other = _SIDES[direction][1]
-    body = "\n".join(canonical_json(c) for c in candidates)
-    return f"{other} facts (candidates), one JSON object per line:\n{body}"
+    return f"{TABLE_LEGEND}\n{other} facts (candidates):\n{fact_tables(candidates)}"
 
 
 def subject_message(direction: Direction, fact: dict[str, Any]) -> str:
-    return f"{_SIDES[direction][0]} fact to judge:\n{canonical_json(fact)}"
+    return f"{_SIDES[direction][0]} fact to judge:\n{fact_tables([fact])}"
 
 
 def prefix_messages(
@@ -367,8 +428,9 @@ def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
     for cand in rank_candidates(task.subject, same_type)[: top_k or n]:
         if len(kept) == MAX_CANDIDATE_ENUM:
             break
-        # the candidate's line in the prompt plus its id in the schema enum
-        cost = count_text(canonical_json(cand)) + count_text(canonical_json(cand["id"])) + 1
+        # the candidate's line in the prompt (the first one's with its table head) plus its id in the enum
+        line = fact_tables([cand]) if not kept else _row(cand, _columns([cand]))
+        cost = count_text(line) + count_text(canonical_json(cand["id"])) + 2
         if used + cost > budget or not _enum_size_fits(len(kept) + 1, id_chars + len(cand["id"])):
             continue  # a smaller candidate further down may still fit
         kept.append(cand)
@@ -380,10 +442,13 @@ def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
         raise PromptTooLarge(f"prompt does not fit max_prompt_tokens={budget} even with one candidate "
                              f"({used} tokens without any)")
     order = {id(c): i for i, c in enumerate(task.candidates)}
-    kept.sort(key=lambda c: order[id(c)])
+    short = task.with_candidates(sorted(kept, key=lambda c: order[id(c)]))
+    # a table's columns are its facts' fields together: a row may hold empty cells its own count missed
+    while len(kept) > 1 and count_prompt(short) > budget:
+        kept.pop()  # the lowest ranked
+        short = task.with_candidates(sorted(kept, key=lambda c: order[id(c)]))
     why = (f"shortlist_top_k={top_k}" if top_k is not None and len(kept) == min(top_k, n)
            else f"max_prompt_tokens={budget}" if tokens > budget else "the schema's enum limit")
-    short = task.with_candidates(kept)
     note = (f"context truncated: {len(kept)} of {n} candidates kept ({why}): its fact_type, by "
             "lexical similarity")
     return PreparedCall(short, count_prompt(short), note)

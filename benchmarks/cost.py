@@ -1,0 +1,277 @@
+"""What judging costs per 1,000 questions, at list prices, before and after prompt format 4 (facts
+as tables, issue #25). No call is made: the questions are counted as the dry run counts them.
+
+For 10, 100 and 1,000 facts per side (one document, 5 fact types, 3 fields: the shape of issue
+#25) and for the WebNLG 2020 shape (each gold entry a document, its triples against a real
+submission's, from ../shared/realdata), for the `llm` and `hybrid` judges: calls, prompt tokens,
+the share a provider's prefix cache serves, and $ per 1,000 questions live and through the batch
+API, at the prices below. "Before" is the code of BEFORE_COMMIT (prompt format 3, a JSON object
+per fact), taken with `git archive` and measured in its own process; "after" is this checkout.
+
+Assumptions, printed with the figures: every answer takes --completion-tokens output tokens (200 by
+default, the dry run's own estimate; answers measured on a local Qwen2.5-Coder-1.5B took 90-180,
+issue #21); a direction's first question writes the shared prefix to the provider's cache and the
+others read it when the prefix reaches the provider's minimum (OpenAI 1,024 tokens; Claude Haiku
+4.5 4,096); the batch discount applies to every rate, cached reads included; questions the hybrid
+judge settles by rules cost nothing. Tokens are counted with factjudge's counter: tiktoken's
+o200k_base when its encoding file is cached locally, else the UTF-8 bytes / 3 estimate (the
+counter's name is printed); Claude's tokenizer counts somewhat differently.
+
+Run: python benchmarks/cost.py [--completion-tokens N] [--realdata PATH] [--webnlg-docs N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import ROOT, synthetic_document
+
+#: The last commit before issue #25: prompt format 3, one JSON object per fact.
+BEFORE_COMMIT = "9daed84efc27b6e4ca8872f16ff3ae1c9b03bfd6"
+SIZES = (10, 100, 1000)
+JUDGES = ("llm", "hybrid")
+#: The goal of issue #25 at 100 facts per side, gpt-4o-mini, $ per 1,000 questions.
+GOAL_LIVE, GOAL_BATCH = 0.15, 0.08
+
+
+@dataclass(frozen=True)
+class Price:
+    """List prices in USD per million tokens, and what the provider's prompt cache needs."""
+
+    model: str
+    input: float
+    cached: float        # a cache read
+    output: float
+    cache_write: float   # writing the prefix to the cache (OpenAI: no surcharge)
+    min_cached: int      # the shortest prefix the provider caches
+    batch_discount: float
+    source: str
+
+
+#: Checked 2026-11-24. OpenAI: https://developers.openai.com/api/docs/pricing (gpt-4o-mini $0.15
+#: input, $0.075 cached input, $0.60 output; gpt-4.1-mini $0.40 / $0.10 / $1.60; Batch API 50% off
+#: input and output), prompt caching from 1,024 tokens
+#: (https://platform.openai.com/docs/guides/prompt-caching). Anthropic:
+#: https://platform.claude.com/docs/en/about-claude/pricing (Claude Haiku 4.5: $1 input, $1.25 5-minute
+#: cache write, $0.10 cache hit, $5 output; Message Batches 50% off, stacking with cache reads),
+#: caching from 4,096 tokens on Haiku 4.5 (https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
+PRICES = (
+    Price("gpt-4o-mini", 0.15, 0.075, 0.60, 0.15, 1024, 0.5, "developers.openai.com/api/docs/pricing"),
+    Price("gpt-4.1-mini", 0.40, 0.10, 1.60, 0.40, 1024, 0.5, "developers.openai.com/api/docs/pricing"),
+    Price("claude-haiku-4-5", 1.00, 0.10, 5.00, 1.25, 4096, 0.5, "platform.claude.com/docs/en/about-claude/pricing"),
+)
+
+
+# --- measuring (runs in this process for "after", in a process on the old code for "before") ---
+
+def synthetic(n: int) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """One document of n+n facts, 5 fact types, 3 fields (entity, period, value)."""
+    gold, pred = synthetic_document(n)
+    for fact in gold + pred:
+        del fact["unit"]
+    return [(gold, pred)]
+
+
+def webnlg(realdata: Path, limit: int | None) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] | None:
+    """Each gold entry of WebNLG 2020's test set a document, against Amazon_AI's primary submission."""
+    from webnlg_realdata import GOLD_FILE, align, facts, read_entries, to_triples
+
+    gold_path, sub_path = realdata / GOLD_FILE, realdata / "submissions" / "Amazon_AI_(Shanghai)_primary.xml"
+    if not gold_path.exists() or not sub_path.exists():
+        return None
+    gold = read_entries(gold_path, "mtriple")
+    gold.entries = gold.entries[:limit]
+    texts, _ = align(gold, read_entries(sub_path, "gtriple"))
+    gold_triples = to_triples([t for _, t in gold.entries])[0]
+    pred_triples = to_triples(texts)[0]
+    return [(facts(g), facts(p)) for g, p in zip(gold_triples, pred_triples, strict=True)]
+
+
+def measure_docs(docs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], kind: str) -> dict[str, Any]:
+    """Per direction of every document, (prompt tokens, cacheable prefix tokens) of each call;
+    and how many questions there were, how many the rules settled."""
+    from factjudge.evaluation.pipeline import questions
+    from factjudge.judges.factory import JudgeSpec, build_judge
+    from factjudge.models import JudgeConfig
+
+    # never called; a hosted provider's requests (the judged id is pinned only on self-hosted servers)
+    judge = build_judge(JudgeSpec(kind=kind, models=("gpt-4o-mini",), base_url="http://127.0.0.1:9/v1",
+                                  cache=False, dry_run=True, pin_id="never"))
+    config = JudgeConfig()
+    out: dict[str, Any] = {"questions": 0, "by_rules": 0, "too_large": 0, "directions": []}
+    for doc_id, (gold, pred) in enumerate(docs):
+        for _, subjects, make_task in questions(gold, pred, config, str(doc_id)):
+            out["questions"] += len(subjects)
+            if make_task is None:
+                continue
+            calls = []
+            for fact in subjects:
+                est = judge.estimate(make_task(fact))
+                if est.outcome == "call":
+                    calls.append((est.prompt_tokens, est.shared_prefix_tokens))
+                elif est.outcome == "decided_by_rules":
+                    out["by_rules"] += 1
+                elif est.outcome == "too_large":
+                    out["too_large"] += 1
+            out["directions"].append(calls)
+    out["counter"] = judge.run_info().get("token_counter")
+    return out
+
+
+def measure_all(realdata: Path, webnlg_docs: int | None) -> dict[str, Any]:
+    from factjudge.judges.prompts import PROMPT_FORMAT_VERSION
+
+    shapes: dict[str, Any] = {f"{n} facts per side": synthetic(n) for n in SIZES}
+    real = webnlg(realdata, webnlg_docs)
+    if real is not None:
+        shapes["WebNLG 2020"] = real
+    return {"format": PROMPT_FORMAT_VERSION,
+            "shapes": {name: {kind: measure_docs(docs, kind) for kind in JUDGES} for name, docs in shapes.items()}}
+
+
+def measure_before(args: argparse.Namespace) -> dict[str, Any] | str:
+    """The same measurement on the code of BEFORE_COMMIT, in a process of its own."""
+    with tempfile.TemporaryDirectory(prefix="factjudge-before-") as tmp:
+        try:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", BEFORE_COMMIT, "src"],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            return f"unavailable (git archive {BEFORE_COMMIT[:7]} failed: {exc})"
+        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
+        cmd = [sys.executable, __file__, "--measure-only", "--realdata", str(args.realdata)]
+        if args.webnlg_docs is not None:
+            cmd += ["--webnlg-docs", str(args.webnlg_docs)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            return f"unavailable (the old code failed: {done.stderr.strip()[-300:]})"
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+
+# --- pricing --------------------------------------------------------------------------------------
+
+@dataclass
+class Bill:
+    calls: int = 0
+    prompt: int = 0
+    cached: int = 0
+    dollars_live: float = 0.0
+    dollars_batch: float = 0.0
+
+
+def bill(m: dict[str, Any], price: Price, completion: int) -> Bill:
+    """What the calls of one measurement cost at ``price``: a direction's first call writes the
+    shared prefix to the cache, the others read it (when it is long enough to be cached)."""
+    b = Bill()
+    per_million = 0.0
+    for calls in m["directions"]:
+        warm = False
+        for prompt, prefix in calls:
+            b.calls += 1
+            b.prompt += prompt
+            cacheable = prefix >= price.min_cached
+            if warm and cacheable:
+                b.cached += prefix
+                per_million += prefix * price.cached + (prompt - prefix) * price.input
+            elif cacheable:
+                per_million += prefix * price.cache_write + (prompt - prefix) * price.input
+            else:
+                per_million += prompt * price.input
+            warm = warm or prefix > 0  # a shortlisted call (no shared prefix) warms nothing
+    per_million += b.calls * completion * price.output
+    b.dollars_live = per_million / 1e6
+    b.dollars_batch = b.dollars_live * (1 - price.batch_discount)
+    return b
+
+
+def per_1000(dollars: float, questions: int) -> float:
+    return dollars / questions * 1000 if questions else 0.0
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+def row(label: str, m: dict[str, Any], completion: int) -> str:
+    openai = bill(m, PRICES[0], completion)
+    q = m["questions"]
+    money = "  ".join(f"{per_1000(b.dollars_live, q):>7.3f} {per_1000(b.dollars_batch, q):>6.3f}"
+                      for b in (bill(m, p, completion) for p in PRICES))
+    settled = f"{m['by_rules'] / m['questions']:>5.0%}" if m["questions"] else "   - "
+    per_call = openai.prompt / openai.calls if openai.calls else 0
+    return (f"  {label:<16} {openai.calls:>6,} {settled} {openai.prompt:>12,} {per_call:>8,.0f} "
+            f"{openai.cached / openai.prompt if openai.prompt else 0:>6.1%}  {money}")
+
+
+def print_shape(name: str, before: dict[str, Any] | None, after: dict[str, Any], completion: int) -> None:
+    print(f"\n== {name}")
+    heads = "  ".join(f"{p.model:>14}" for p in PRICES)
+    print(f"  {'':<16} {'calls':>6} {'rules':>5} {'prompt tokens':>12} {'tok/call':>8} {'cached':>6}  {heads}")
+    print(f"  {'':<16} {'':>6} {'':>5} {'':>12} {'':>8} {'':>6}  " + "  ".join(f"{'live':>7} {'batch':>6}"
+                                                                        for _ in PRICES))
+    for kind in JUDGES:
+        if before is not None:
+            print(row(f"{kind} before", before["shapes"][name][kind], completion))
+        print(row(f"{kind} after", after["shapes"][name][kind], completion))
+        if before is not None:
+            a, b = before["shapes"][name][kind], after["shapes"][name][kind]
+            pa, pb = bill(a, PRICES[0], completion).prompt, bill(b, PRICES[0], completion).prompt
+            if pa:
+                print(f"  {'':<16} prompt tokens {pb / pa - 1:+.1%}")
+
+
+def print_goals(after: dict[str, Any], completion: int) -> None:
+    m = after["shapes"]["100 facts per side"]["llm"]
+    b = bill(m, PRICES[0], completion)
+    live, batch = per_1000(b.dollars_live, m["questions"]), per_1000(b.dollars_batch, m["questions"])
+    print(f"\n== goal of issue #25 at 100 facts per side, llm judge, {PRICES[0].model}, $ per 1,000 questions")
+    print(f"  live  {live:.3f}  (goal <= {GOAL_LIVE:.2f}: {'met' if live <= GOAL_LIVE else 'NOT met'})")
+    print(f"  batch {batch:.3f}  (goal <= {GOAL_BATCH:.2f}: {'met' if batch <= GOAL_BATCH else 'NOT met'})")
+    output = b.calls * completion * PRICES[0].output / 1e6
+    print(f"  of which output ({completion} tokens per answer): {per_1000(output, m['questions']):.3f} live")
+    if "WebNLG 2020" in after["shapes"]:
+        w = after["shapes"]["WebNLG 2020"]["hybrid"]
+        print(f"  WebNLG 2020: hybrid settles {w['by_rules']:,} of {w['questions']:,} questions "
+              f"({w['by_rules'] / w['questions']:.0%}) without a model")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--completion-tokens", type=int, default=200,
+                    help="output tokens per answer (default 200, the dry run's estimate)")
+    ap.add_argument("--realdata", type=Path, default=ROOT.parent / "shared" / "realdata" / "webnlg2020")
+    ap.add_argument("--webnlg-docs", type=int, default=None, help="only the first N WebNLG entries")
+    ap.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    after = measure_all(args.realdata, args.webnlg_docs)
+    if args.measure_only:
+        print(json.dumps(after))
+        return
+    before = measure_before(args)
+    counter = after["shapes"]["10 facts per side"]["llm"]["counter"]
+    print(f"cost per 1,000 questions (USD), tokens counted with {counter}; {args.completion_tokens} output "
+          f"tokens per answer; prices: " + "; ".join(
+              f"{p.model} {p.input}/{p.cached}/{p.output} (in/cached/out per M, batch -{p.batch_discount:.0%})"
+              for p in PRICES))
+    if isinstance(before, str):
+        print(f"before (format 3): {before}")
+        before = None
+    else:
+        print(f"before: prompt format {before['format']} (commit {BEFORE_COMMIT[:7]}); after: format {after['format']}")
+    print("calls: questions asked of a model; rules: share of questions the hybrid judge settles without one;"
+          f" cached: share of prompt tokens read from {PRICES[0].model}'s prompt cache")
+    for name in after["shapes"]:
+        print_shape(name, before if before and name in before["shapes"] else None, after, args.completion_tokens)
+    if "WebNLG 2020" not in after["shapes"]:
+        print(f"\n(WebNLG 2020 shape skipped: no data at {args.realdata}; see ../shared/realdata/SOURCES.md)")
+    print_goals(after, args.completion_tokens)
+
+
+if __name__ == "__main__":
+    main()

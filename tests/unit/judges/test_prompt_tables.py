@@ -1,0 +1,133 @@
+"""Facts are written in prompts as tables (prompt format 4, issue #25): the field names once per
+fact_type, values bare where they cannot be misread. Read back by the scripted server's own parser,
+the tables give back the facts exactly: ids, missing fields vs nulls, numbers vs strings, values
+holding the separator, quotes or line breaks."""
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scripted_server import describe, prompt_facts, read_tables
+
+from factjudge.judges.prompts import (
+    CELL_SEPARATOR,
+    TABLE_LEGEND,
+    JudgeTask,
+    candidates_message,
+    fact_tables,
+    prefix_messages,
+    subject_message,
+)
+from factjudge.models import JudgeConfig
+from factjudge.util.jsonutil import canonical_json
+
+# text likely to collide with the format: separators, quotes, brackets, JSON literals, the table head
+tricky = st.sampled_from(["", " ", "|", " | ", "a | b", '"', '"x"', "[", "{}", "[1]", "12", "-0.5", "1e5", "true",
+                          "null", "NaN", "fact_type: x", "fact_type:", "id", "\n", "a\nb", "\t", " x", "x ",
+                          "é", "\u2028",
+                          "01", "1.", "-", "-0", "1E+5", "-Infinity", "Infinity", "\u0663", "\x7f", "truex"])
+text = st.one_of(tricky, st.text(max_size=12), st.text(alphabet="ab |\"'[]{}:\\\n0123.-e", max_size=8))
+scalar = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
+                   st.floats(allow_nan=False, allow_infinity=False), text)
+value = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                     st.dictionaries(text, inner, max_size=3)), max_leaves=4)
+field_name = text.filter(lambda k: k not in ("id", "fact_type"))
+
+
+@st.composite
+def fact_lists(draw):
+    types = draw(st.lists(st.one_of(text, st.none()), min_size=1, max_size=3))
+    facts = []
+    for i in range(draw(st.integers(0, 8))):
+        fact = {"id": draw(st.one_of(text, st.just(f"c{i}")))}
+        fact_type = draw(st.sampled_from(types))
+        if fact_type is not None:  # None here: a fact without any fact_type
+            fact["fact_type"] = fact_type
+        fact.update(draw(st.dictionaries(field_name, value, max_size=4)))
+        facts.append(fact)
+    return facts
+
+
+def grouped(facts):
+    """The facts in the order the tables show them: by fact_type in order of first appearance."""
+    order = {}
+    for f in facts:
+        order.setdefault(canonical_json(f.get("fact_type")) if "fact_type" in f else None, len(order))
+    return sorted(facts, key=lambda f: order[canonical_json(f.get("fact_type")) if "fact_type" in f else None])
+
+
+@settings(max_examples=150, deadline=None)
+@given(fact_lists())
+def test_tables_read_back_as_the_facts_they_were_written_from(facts):
+    written = fact_tables(facts)
+    assert read_tables(written) == grouped(facts)
+    # one line per fact and two per table: a value never breaks a line
+    assert len(written.split("\n")) == (len(facts) + 2 * len({canonical_json(f.get("fact_type", [None]))
+                                                              for f in facts}) if facts else 1)
+
+
+@settings(max_examples=50, deadline=None)
+@given(fact_lists(), fact_lists())
+def test_different_facts_are_written_differently(a, b):
+    if grouped(a) != grouped(b):
+        assert fact_tables(a) != fact_tables(b)
+
+
+def test_field_names_are_written_once_per_fact_type_and_values_bare_where_they_can_be():
+    cands = [{"id": "p1", "fact_type": "revenue", "entity": "Contoso", "value": "1,200", "year": 2023},
+             {"id": "p2", "fact_type": "ceo", "entity": "Fabrikam", "person": "A | B"},
+             {"id": "p3", "fact_type": "revenue", "entity": "Contoso", "value": None, "year": "2023"},
+             {"id": "p4", "fact_type": "revenue", "entity": "Northwind"}]
+    assert candidates_message("gold", cands) == "\n".join([
+        TABLE_LEGEND,
+        "PREDICTED facts (candidates):",
+        "fact_type: revenue",
+        "id | entity | value | year",
+        "p1 | Contoso | 1,200 | 2023",          # the number 2023
+        'p3 | Contoso | null | "2023"',         # null, and the string "2023"
+        "p4 | Northwind |  | ",                 # no value, no year
+        "fact_type: ceo",
+        "id | entity | person",
+        'p2 | Fabrikam | "A | B"'])
+    assert subject_message("predicted", cands[1]) == ('PREDICTED fact to judge:\nfact_type: ceo\nid | entity | person\n'
+                                                      'p2 | Fabrikam | "A | B"')
+    assert CELL_SEPARATOR == " | "
+
+
+def test_a_judge_request_reads_back_through_the_scripted_server():
+    cfg = JudgeConfig()
+    cands = [{"id": "12", "fact_type": "t", "v": 12}, {"id": "p | 2", "fact_type": "t", "v": "x"}]
+    subject = {"id": "fact_type: g", "fact_type": "t", "v": "12"}
+    task = JudgeTask("gold", subject, cands, cfg, prefix_messages("gold", cands, cfg))
+    body = {"messages": task.messages()}
+    assert prompt_facts(body) == ("gold", subject, cands)
+    assert describe(body) == ("gold", "fact_type: g", ["12", "p | 2"])
+    # the legend that tells the model how to read them is in the shared prefix, said once
+    assert json.dumps(body).count("A quoted cell is a JSON string") == 1
+
+
+def test_answers_and_finished_documents_of_another_prompt_format_are_not_reused(server, tmp_path, monkeypatch):
+    """The format version is part of the response-cache key and of eval's input hash: an answer
+    given to a prompt written the old way is never taken for the new prompt's."""
+    import factjudge.judges.llm.judge as llm_judge
+    from factjudge import LLMJudge, ResponseCache, run_judge
+    from factjudge.evaluation.runner import input_salt
+    from factjudge.judges.llm import RetryPolicy
+
+    gold = [{"id": "g1", "fact_type": "t", "v": "a"}]
+    pred = [{"id": "p1", "fact_type": "t", "v": "a"}]
+    server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
+    cache = ResponseCache(tmp_path / "c")
+
+    def judge():
+        return LLMJudge("m", base_url=server.base_url, retry=RetryPolicy(backoff=0.01), cache=cache)
+
+    assert run_judge(gold, pred, {}, judge()).usage.llm_calls == 2
+    assert run_judge(gold, pred, {}, judge()).usage.cache_hits == 2
+    salt = input_salt(JudgeConfig(), judge())
+    monkeypatch.setattr(llm_judge, "PROMPT_FORMAT_VERSION", "3")
+    assert run_judge(gold, pred, {}, judge()).usage.llm_calls == 2
+    import factjudge.evaluation.runner as runner
+    monkeypatch.setattr(runner, "PROMPT_FORMAT_VERSION", "3")
+    assert input_salt(JudgeConfig(), judge()) != salt
