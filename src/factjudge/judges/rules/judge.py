@@ -51,6 +51,8 @@ from ...models import (
 )
 from ..base import JudgeBase
 from ..prompts import JudgeTask, negative_status
+from . import variants
+from .knowledge import Knowledge, build_knowledge, qualifiers
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -67,6 +69,8 @@ from .normalize import (
     format_decimal,
     is_unit_field,
     normalize_fact,
+    sorted_tokens,
+    text_numbers,
     unit_physical,
 )
 from .units import common_values
@@ -168,14 +172,42 @@ def _in_percent(q: Quantity) -> Decimal:
     return q.value if q.percent else q.value.scaleb(2)
 
 
-def _compare_texts(a: Text, b: Text, threshold: float) -> _Outcome:
+def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
+                   knowledge: Knowledge | None = None) -> _Outcome:
     shown = _shown(a, b)
     if a.norm == b.norm:
         return True, True, 100.0, f"{shown}: equal after normalisation ({quoted(a.norm)})"
-    score = float(fuzz.ratio(a.sorted, b.sorted))
+    if knowledge is not None:
+        return _compare_known_texts(a, b, threshold, name, knowledge)
+    return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, shown)
+
+
+def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge) -> _Outcome:
+    """Texts read with the config's aliases and the built-in knowledge (knowledge.py, variants.py)."""
+    shown = _shown(a, b)
+    ca, cb = knowledge.canon(name, a.raw, a.norm), knowledge.canon(name, b.raw, b.norm)
+    used = list(dict.fromkeys((*ca.used, *cb.used)))
+    by = f" by {'; '.join(used)}" if used else ""
+    qa, qb = qualifiers(ca.tokens), qualifiers(cb.tokens)
+    if qa != qb:
+        return False, False, 0.0, (f"{shown}: qualifier words differ ({', '.join(qa) or 'none'} vs "
+                                   f"{', '.join(qb) or 'none'}), and they change what is meant")
+    if ca.norm == cb.norm:
+        return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})"
+    decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
+    if decision is not None:
+        return decision.ok, False, decision.score, f"{shown}: {decision.detail}{by}"
+    ok, exact, score, detail = _similar_texts(sorted_tokens(ca.norm), sorted_tokens(cb.norm),
+                                              text_numbers(ca.norm), text_numbers(cb.norm),
+                                              threshold, shown)
+    return ok, exact, score, detail + (f" (read{by})" if used else "")
+
+
+def _similar_texts(sa: str, sb: str, numbers_a: tuple[str, ...], numbers_b: tuple[str, ...],
+                   threshold: float, shown: str) -> _Outcome:
+    score = float(fuzz.ratio(sa, sb))
     if score < threshold:
         return False, False, score, f"{shown}: similarity {score:.0f} < {threshold:g}"
-    numbers_a, numbers_b = a.numbers, b.numbers
     if numbers_a != numbers_b:
         return False, False, score, (f"{shown}: similarity {score:.0f} but the numbers differ "
                                      f"({', '.join(numbers_a) or 'none'} vs "
@@ -264,7 +296,8 @@ def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
 
 
 def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
-                  cur_a: str | None = None, cur_b: str | None = None) -> FieldResult:
+                  cur_a: str | None = None, cur_b: str | None = None,
+                  knowledge: Knowledge | None = None) -> FieldResult:
     """Compare one field of the subject (``a``) with the same field of a candidate (``b``)."""
     if is_unit_field(name):
         ok, exact, score, detail = _compare_units(a, b, cur_a, cur_b, config.text_threshold)
@@ -278,7 +311,7 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
     elif isinstance(a, Quantity) and isinstance(b, Quantity):
         ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(name))
     elif isinstance(a, Text) and isinstance(b, Text):
-        ok, exact, score, detail = _compare_texts(a, b, config.text_threshold)
+        ok, exact, score, detail = _compare_texts(a, b, config.text_threshold, name, knowledge)
     elif isinstance(a, Period) and isinstance(b, Period):
         ok = exact = a.key == b.key
         score = 100.0 if ok else 0.0
@@ -311,10 +344,10 @@ class CandidateResult:
 
 
 def compare_facts(subject: Prepared, candidate: Prepared, fields: list[str],
-                  config: JudgeConfig) -> CandidateResult:
+                  config: JudgeConfig, knowledge: Knowledge | None = None) -> CandidateResult:
     return CandidateResult(candidate, [
         compare_field(name, subject.get(name), candidate.get(name), config,
-                      subject.currency, candidate.currency)
+                      subject.currency, candidate.currency, knowledge)
         for name in fields
     ])
 
@@ -343,16 +376,20 @@ def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
 class CandidateIndex:
     """Prepared candidates of one list, with lazily built per-(fact_type, field) look-ups."""
 
-    def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool) -> None:
+    def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool,
+                 knowledge: Knowledge | None = None, config: JudgeConfig | None = None) -> None:
         self.size = len(candidates)
         self.ignore_company_suffixes = ignore_company_suffixes
+        self.knowledge = knowledge
+        #: The config the knowledge was built from (an index is rebuilt for another one).
+        self.config = config
         self.prepared = [normalized(c, i, ignore_company_suffixes) for i, c in enumerate(candidates)]
         self.by_type: dict[Any, list[int]] = {}
         for p in self.prepared:
             self.by_type.setdefault(_type_key(p.fact_type), []).append(p.position)
         self._exact: dict[tuple[Any, str], dict[Hashable, list[int]]] = {}
         self._numbers: dict[tuple[Any, str], tuple[list[float], list[int]]] = {}
-        self._texts: dict[tuple[Any, str], tuple[list[str], list[list[int]]]] = {}
+        self._texts: dict[tuple[Any, str], tuple[list[str], list[list[int]], dict[Hashable, list[int]]]] = {}
         self._signatures: dict[Any, list[str]] = {}
 
     def bucket(self, fact_type: Any) -> list[int]:
@@ -397,21 +434,43 @@ class CandidateIndex:
         lo, hi = bisect.bisect_left(values, low), bisect.bisect_right(values, high)
         return set(positions[lo:hi])
 
-    def similar_texts(self, fact_type: Any, name: str, query: str, threshold: float) -> set[int]:
+    def _text_table(self, fact_type: Any, name: str
+                    ) -> tuple[list[str], list[list[int]], dict[Hashable, list[int]]]:
         entry = self._texts.get((_type_key(fact_type), name))
         if entry is None:
             by_text: dict[str, list[int]] = {}
+            by_key: dict[Hashable, list[int]] = {}
             for i in self.bucket(fact_type):
                 t = self.prepared[i].get(name)
                 if isinstance(t, Text):
-                    by_text.setdefault(t.sorted, []).append(i)
-            entry = (list(by_text), list(by_text.values()))
+                    by_text.setdefault(self.searched(name, t), []).append(i)
+                    for key in self.variant_keys(name, t):
+                        by_key.setdefault(key, []).append(i)
+            entry = (list(by_text), list(by_text.values()), by_key)
             self._texts[(_type_key(fact_type), name)] = entry
-        choices, postings = entry
+        return entry
+
+    def searched(self, name: str, t: Text) -> str:
+        """What a text's similarity is computed on: its words sorted, as the knowledge reads them."""
+        if self.knowledge is None:
+            return t.sorted
+        return sorted_tokens(self.knowledge.canon(name, t.raw, t.norm).norm)
+
+    def variant_keys(self, name: str, t: Text) -> tuple[Hashable, ...]:
+        if self.knowledge is None:
+            return ()
+        return variants.keys(t.raw, t.norm, self.knowledge.canon(name, t.raw, t.norm), self.knowledge)
+
+    def similar_texts(self, fact_type: Any, name: str, subject: Text, threshold: float) -> set[int]:
+        """The candidates whose text may match ``subject``'s: similar enough, or sharing a key of
+        a variant rule (a superset of the matches: variants.keys)."""
+        choices, postings, by_key = self._text_table(fact_type, name)
         found: set[int] = set()
-        for _, _, k in process.extract(query, choices, scorer=fuzz.ratio, score_cutoff=threshold,
-                                       limit=None):
+        for _, _, k in process.extract(self.searched(name, subject), choices, scorer=fuzz.ratio,
+                                       score_cutoff=threshold, limit=None):
             found.update(postings[k])
+        for key in self.variant_keys(name, subject):
+            found.update(by_key.get(key, ()))
         return found
 
     def closest_overall(self, subject: Prepared, fields: list[str]) -> int:
@@ -422,6 +481,13 @@ class CandidateIndex:
         best = process.extractOne(_signature(subject, fields), self._signatures[ft],
                                   scorer=fuzz.ratio)
         return self.by_type[ft][best[2]] if best else self.by_type[ft][0]
+
+
+def _knowledge_key(config: JudgeConfig | None) -> Any:
+    """What of a config the knowledge is built from."""
+    if config is None:
+        return None
+    return ([g.model_dump() for g in config.aliases], config.rules_knowledge.model_dump())
 
 
 def _type_key(fact_type: Any) -> Any:
@@ -484,7 +550,7 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
     for name, t in texts:
         if pool is not None and len(pool) <= _SMALL_POOL:
             break
-        s = index.similar_texts(ft, name, t.sorted, config.text_threshold)
+        s = index.similar_texts(ft, name, t, config.text_threshold)
         pool = s if pool is None else pool & s
         if not pool:
             return []
@@ -518,9 +584,12 @@ class RulesJudge(JudgeBase):
     def _index(task: JudgeTask) -> CandidateIndex:
         # kept with the direction's tasks (not in the judge), so it is freed as soon as they are
         index: CandidateIndex | None = task.shared.get("rules_index")
-        if index is None or index.ignore_company_suffixes != task.config.ignore_company_suffixes:
-            index = task.shared["rules_index"] = CandidateIndex(task.candidates,
-                                                               task.config.ignore_company_suffixes)
+        if index is None or (index.config is not task.config and (
+                index.ignore_company_suffixes != task.config.ignore_company_suffixes
+                or _knowledge_key(index.config) != _knowledge_key(task.config))):
+            index = task.shared["rules_index"] = CandidateIndex(
+                task.candidates, task.config.ignore_company_suffixes, build_knowledge(task.config),
+                task.config)
         return index
 
     def decide(self, task: JudgeTask) -> tuple[Verdict, bool]:
@@ -540,7 +609,7 @@ class RulesJudge(JudgeBase):
         if not bucket:
             return verdict(negative, f"{negative}: none of the {index.size} {other} facts has "
                                      f"fact_type {quoted(subject.fact_type)}."), False
-        results = [compare_facts(subject, index.prepared[i], fields, config)
+        results = [compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
                    for i in shortlist(index, subject, fields, config)]
         matches = [r for r in results if r.ok]
         if matches:
@@ -552,7 +621,7 @@ class RulesJudge(JudgeBase):
             how = ""
         else:
             i = index.closest_overall(subject, fields)
-            closest = compare_facts(subject, index.prepared[i], fields, config)
+            closest = compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
             how = " (by overall similarity: none agrees on the indexed fields)"
         return verdict(negative, _negative_reasoning(negative, other, subject, closest, len(bucket),
                                                      how)), False

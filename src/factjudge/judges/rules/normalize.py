@@ -811,6 +811,10 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
         return _apply_unit(q, unit) if unit is not None else q
     if (measure := parse_measure(bare)) is not None:
         return measure
+    # identifiers write spaces as underscores ("1.8_g" in RDF, as WebNLG does): a measure too, so
+    # that "1.8_g" never matches "1.8_mg" by similarity (91)
+    if "_" in bare and " " not in bare and (measure := parse_measure(bare.replace("_", " "))) is not None:
+        return measure
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
 
 
