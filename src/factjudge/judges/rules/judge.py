@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -147,7 +147,10 @@ def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Out
     va, vb = (_in_percent(a), _in_percent(b)) if a.percent or b.percent else (a.value, b.value)
     if va == vb:
         how = " (a percentage is its number / 100)" if mixed else ""
-        return True, True, 100.0, f"{shown}: equal{how}"
+        approx = "; approximate, as one side says" if a.approx != b.approx else ""
+        return True, not approx and a.approx == b.approx, 100.0, f"{shown}: equal{how}{approx}"
+    if (rounding := _rounds_to(a, b, va, vb)) is not None:
+        return True, False, 100.0 * (1 - float(abs(va - vb) / max(abs(va), abs(vb)))), f"{shown}: {rounding}"
     diff = abs(va - vb)
     rel = diff / max(abs(va), abs(vb))
     score = max(0.0, 100.0 * (1 - float(rel)))
@@ -166,6 +169,22 @@ def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Out
             return True, False, score, (f"{shown}: within tolerance (rel. diff {_pct(rel)} <= "
                                         f"{_pct(Decimal(str(tol.relative)))})")
     return False, False, score, f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})"
+
+
+def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal) -> str | None:
+    """Why one figure is the other written rounded (guideline G8: the less precise one is the
+    finer one rounded to the digits it shows; a hedged one too), or None."""
+    for coarse, fine, vc, vf in ((a, b, va, vb), (b, a, vb, va)):
+        step = coarse.step
+        if not coarse.rounded or step is None or coarse.percent != fine.percent:
+            continue
+        if not (coarse.approx or fine.step is None or fine.step < step):
+            continue
+        if (vf / step).to_integral_value(ROUND_HALF_UP) * step == vc:
+            how = "a hedged figure" if coarse.approx else "rounded"
+            return (f"{how}: {fine.source or format_decimal(vf)} rounds to "
+                    f"{coarse.source or format_decimal(vc)} at the digits shown")
+    return None
 
 
 def _in_percent(q: Quantity) -> Decimal:
@@ -362,8 +381,8 @@ def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
     """
     if isinstance(norm, Missing):
         return (("missing",),)
-    if isinstance(norm, Quantity):
-        return (("n", norm.number),)
+    if isinstance(norm, Quantity):  # a rounded figure may also equal others: filed under "~" too
+        return (("n", norm.number), ("n~",)) if norm.rounded else (("n", norm.number),)
     if isinstance(norm, Period):
         if norm.year is not None:  # a year also equals the bare integer
             return (("d", norm.key), ("n", Decimal(norm.year)))
@@ -524,6 +543,9 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
             windows.append((name, value))
         elif isinstance(value, Text):
             texts.append((name, value))
+        elif isinstance(value, Quantity):
+            if not value.rounded:  # a rounded subject may equal many figures: not narrowed on
+                exact.append((name, (("n", value.number), ("n~",))))
         else:
             keys = _exact_keys(value)
             if keys is not None:
@@ -541,7 +563,10 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
     for name, q in windows:
         if pool is not None and len(pool) <= _SMALL_POOL:
             break
+        if q.rounded:
+            continue  # a rounded subject may equal figures outside the tolerance's window
         s = index.number_window(ft, name, *_window(q, config.tolerances[name]))
+        s |= index.exact_postings(ft, name, [("n~",)])  # rounded candidates
         if q.plain:  # an integer may equal a year, which has no number to window on
             s |= index.exact_postings(ft, name, [("n", q.value)])
         pool = s if pool is None else pool & s

@@ -39,7 +39,12 @@ _GENERATION_WORDS = frozenset({"sr", "jr", "senior", "junior"})
 
 #: The most words of one phrase in a group (longer phrases are never looked up).
 _MAX_PHRASE = 8
-_FAMILIES = ("titles", "companies")
+#: Phrase lists (data/rules/<name>.txt) and the family switch each belongs to.
+_FAMILIES = {"titles": "titles", "companies": "companies", "cities": "places"}
+#: Country short forms read as the country inside a text when written in capitals ("US Naval
+#: Academy" = "United States Naval Academy"); other codes are words too (IN, OR, ME).
+_COUNTRY_SHORT = {"US": "united states", "USA": "united states", "UK": "united kingdom",
+                  "UAE": "united arab emirates"}
 _PAREN = re.compile(r"^(?P<head>.*?)[\s_]*\((?P<inner>[^()]*)\)[\s_]*$")
 
 
@@ -263,7 +268,7 @@ class Knowledge:
             head, used = rewrite(table, normalize_text(paren["head"], ignore_company_suffixes=True))
             inner = normalize_text(paren["inner"])
             return Canon(norm=f"{head} {inner}".strip(), head=head, disambiguator=inner, used=used)
-        text, used = rewrite(table, norm)
+        text, used = rewrite(table, _countries_in(raw, norm) if self.families.places else norm)
         return Canon(norm=text, head=text, used=used)
 
 
@@ -281,6 +286,13 @@ def _qualified(table: dict[tuple[str, ...], Rewrite], raw: str) -> Canon | None:
     written = [normalize_text(p) for p in parts[1:]]
     used += tuple(f"places: {p.name}" for p, w in zip(found, written, strict=True) if p.key != w)
     return Canon(norm=" ".join([head, *(p.key for p in found)]), head=head, places=found, used=used)
+
+
+def _countries_in(raw: str, norm: str) -> str:
+    capitals = {w for w in re.split(r"[\W_]+", raw) if w in _COUNTRY_SHORT}
+    if not capitals:
+        return norm
+    return " ".join(_COUNTRY_SHORT[w.upper()] if w.upper() in capitals else w for w in norm.split())
 
 
 def rewrite(table: dict[tuple[str, ...], Rewrite], norm: str) -> tuple[str, tuple[str, ...]]:
@@ -310,8 +322,8 @@ def build_knowledge(config: JudgeConfig) -> Knowledge:
     """The knowledge a config asks for (its aliases join the built-in groups they share a
     phrase with)."""
     families = config.rules_knowledge
-    base: list[_Group] = [g for family in _FAMILIES if getattr(families, family)
-                          for g in _family_groups(family)]
+    base: list[_Group] = [g for name, family in _FAMILIES.items() if getattr(families, family)
+                          for g in _family_groups(name)]
     aliases: list[_Group] = [(g.values, "alias", f"alias '{g.label()}'") for g in config.aliases
                              if g.fields is None]
     everywhere = _rewrites([*base, *aliases])

@@ -244,13 +244,22 @@ def stem(word: str) -> str:
     return word
 
 
+#: Words of a relation name that add nothing to it (DBpedia's leaderName = leader,
+#: populationTotal = population, placeOfBirth = birthPlace).
+_RELATION_FILLER = frozenset({"of", "the", "name", "total", "a", "an"})
+
+
+def relation_stems(tokens: list[str]) -> str:
+    return " ".join(sorted(stem(w) for w in tokens if w not in _RELATION_FILLER))
+
+
 def _relation_rule(ca: Canon, cb: Canon, field_name: str) -> Decision | None:
     if not is_relation_field(field_name):
         return None
-    sa, sb = sorted(stem(w) for w in ca.tokens), sorted(stem(w) for w in cb.tokens)
-    if sa != sb:
+    sa, sb = relation_stems(ca.tokens), relation_stems(cb.tokens)
+    if sa != sb or not sa:
         return None
-    return Decision(True, f"the same relation (word stems {' '.join(sa)})", VARIANT_SCORE)
+    return Decision(True, f"the same relation (word stems '{sa}')", VARIANT_SCORE)
 
 
 def decide(a_raw: str, a_norm: str, ca: Canon, b_raw: str, b_norm: str, cb: Canon,
@@ -280,7 +289,7 @@ def keys(raw: str, norm: str, canon: Canon, kn: Knowledge) -> tuple[tuple[str, s
     if tokens:
         found += [("first", tokens[0]), ("last", tokens[-1]),
                   ("initials", "".join(w[0] for w in tokens if w not in _ACRONYM_STOP)),
-                  ("stems", " ".join(sorted(stem(w) for w in tokens)))]
+                  ("stems", relation_stems(tokens))]
     written = raw.strip()
     letters = "".join(ch for ch in written if ch.isupper())
     if len(letters) >= 2 and " " not in written:
