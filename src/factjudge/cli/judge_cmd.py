@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ..core.scope import field_check, scope_check
+from ..core.scope import field_check, matching_rules_check, scope_check
 from ..errors import InputError
 from ..evaluation.pipeline import preview, run_judge_async
 from ..io.config import load_config
@@ -56,6 +56,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
     scope_warnings += field_check(cfg, {k for f in (*gold_facts, *pred_facts) for k in f},
                                   f"{gold} and {predicted}")
     judge = opts.build(cfg)
+    scope_warnings += matching_rules_check(cfg, judge.reads_prompts)
     if opts.dry_run:
         print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.prices, opts.max_tokens)
         return 0

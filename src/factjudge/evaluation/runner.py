@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
-from ..core.scope import scope_check
+from ..core.scope import matching_rules_check, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset, _doc_hash
@@ -247,7 +247,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
     summary.warnings = [*scope_check(config, dataset.fact_types, "the dataset"), *dataset.warnings,
-                        *warnings]
+                        *warnings, *matching_rules_check(config, judge.reads_prompts)]
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
     lines = _report_lines(store, sorted(order), settings.report_rows)

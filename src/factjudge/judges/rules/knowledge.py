@@ -142,9 +142,13 @@ def _rewrites(groups: Iterable[_Group]) -> dict[tuple[str, ...], Rewrite]:
 
     labels: dict[tuple[str, ...], str] = {}
     for values, family, label in groups:
-        phrases = [tuple(normalize_text(v).split()) for v in values]
-        phrases = [p for p in phrases if p and len(p) <= _MAX_PHRASE]
-        for value, words in zip(values, phrases, strict=False):
+        # a value is read with and without legal suffixes ("Widget Co" is "widget" in a text)
+        written = [(v, tuple(normalize_text(v, ignore_company_suffixes=strip).split()))
+                   for v in values for strip in (False, True)]
+        phrases = [p for _, p in written if p and len(p) <= _MAX_PHRASE]
+        if not phrases:
+            continue
+        for value, words in [(v, p) for v, p in written if p in phrases]:
             if label is not None or words not in labels:
                 labels[words] = label if label is not None else f"{family}: {value} = {values[0]}"
             first, other = root(phrases[0]), root(words)
