@@ -341,7 +341,8 @@ def test_header_is_skipped_and_integer_ids(tmp_path):
 
 CATEGORIES = {"numbers_and_scales", "percentages", "currencies", "dates_and_fiscal_periods",
               "company_names", "near_misses", "synonymous_relations", "name_variants",
-              "missing_qualifiers"}
+              "missing_qualifiers", "title_variants", "place_variants", "approximate_numbers",
+              "qualifier_traps"}
 
 
 def test_builtin_set_loads():
