@@ -381,8 +381,10 @@ def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
     """
     if isinstance(norm, Missing):
         return (("missing",),)
-    if isinstance(norm, Quantity):  # a rounded figure may also equal others: filed under "~" too
-        return (("n", norm.number), ("n~",)) if norm.rounded else (("n", norm.number),)
+    if isinstance(norm, Quantity):  # a rounded figure also under its value and last digit's place
+        if norm.rounded and norm.step is not None:
+            return (("n", norm.number), ("n~", norm.percent, norm.value, norm.step))
+        return (("n", norm.number),)
     if isinstance(norm, Period):
         if norm.year is not None:  # a year also equals the bare integer
             return (("d", norm.key), ("n", Decimal(norm.year)))
@@ -463,7 +465,7 @@ class CandidateIndex:
                 t = self.prepared[i].get(name)
                 if isinstance(t, Text):
                     by_text.setdefault(self.searched(name, t), []).append(i)
-                    for key in self.variant_keys(name, t):
+                    for key in self.variant_keys(name, t, query=False):
                         by_key.setdefault(key, []).append(i)
             entry = (list(by_text), list(by_text.values()), by_key)
             self._texts[(_type_key(fact_type), name)] = entry
@@ -475,10 +477,11 @@ class CandidateIndex:
             return t.sorted
         return sorted_tokens(self.knowledge.canon(name, t.raw, t.norm).norm)
 
-    def variant_keys(self, name: str, t: Text) -> tuple[Hashable, ...]:
+    def variant_keys(self, name: str, t: Text, query: bool) -> tuple[Hashable, ...]:
         if self.knowledge is None:
             return ()
-        return variants.keys(t.raw, t.norm, self.knowledge.canon(name, t.raw, t.norm), self.knowledge)
+        return variants.keys(t.raw, t.norm, self.knowledge.canon(name, t.raw, t.norm), self.knowledge,
+                             name, query)
 
     def similar_texts(self, fact_type: Any, name: str, subject: Text, threshold: float) -> set[int]:
         """The candidates whose text may match ``subject``'s: similar enough, or sharing a key of
@@ -488,7 +491,7 @@ class CandidateIndex:
         for _, _, k in process.extract(self.searched(name, subject), choices, scorer=fuzz.ratio,
                                        score_cutoff=threshold, limit=None):
             found.update(postings[k])
-        for key in self.variant_keys(name, subject):
+        for key in self.variant_keys(name, subject, query=True):
             found.update(by_key.get(key, ()))
         return found
 
@@ -525,12 +528,15 @@ def _signature(p: Prepared, fields: list[str] | None = None) -> str:
     return "|".join(parts)
 
 
-def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
-              config: JudgeConfig) -> list[int]:
-    """Positions of the same-type candidates that may match; a superset of the true matches."""
-    ft = subject.fact_type
+_Lookups = tuple[list[tuple[str, tuple[Hashable, ...]]],
+                 list[tuple[str, tuple[float, float], tuple[Hashable, ...]]], list[tuple[str, Text]]]
+
+
+def _lookups(subject: Prepared, fields: list[str], config: JudgeConfig) -> _Lookups:
+    """How each field of the subject narrows the candidates: exact keys, a number window (with
+    the keys found outside it), or a text search."""
     exact: list[tuple[str, tuple[Hashable, ...]]] = []
-    windows: list[tuple[str, Quantity]] = []
+    windows: list[tuple[str, tuple[float, float], tuple[Hashable, ...]]] = []
     texts: list[tuple[str, Text]] = []
     for name in fields:
         if is_unit_field(name):
@@ -538,18 +544,25 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         value = subject.get(name)
         if isinstance(value, Quantity) and value.metric:
             continue  # "183 m" may be metres and match a measure, which is filed under no key
-        tol = config.tolerances.get(name)
-        if isinstance(value, Quantity) and tol is not None and (tol.relative or tol.absolute):
-            windows.append((name, value))
-        elif isinstance(value, Text):
+        if isinstance(value, Text):
             texts.append((name, value))
         elif isinstance(value, Quantity):
-            if not value.rounded:  # a rounded subject may equal many figures: not narrowed on
-                exact.append((name, (("n", value.number), ("n~",))))
-        else:
-            keys = _exact_keys(value)
-            if keys is not None:
-                exact.append((name, tuple(keys)))
+            keys = (("n", value.number), *_coarser_keys(value))
+            bounds = _bounds(value, config.tolerances.get(name))
+            if bounds is None:
+                exact.append((name, keys))
+            else:
+                windows.append((name, bounds, keys))
+        elif (found := _exact_keys(value)) is not None:
+            exact.append((name, tuple(found)))
+    return exact, windows, texts
+
+
+def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
+              config: JudgeConfig) -> list[int]:
+    """Positions of the same-type candidates that may match; a superset of the true matches."""
+    ft = subject.fact_type
+    exact, windows, texts = _lookups(subject, fields, config)
     pool: set[int] | None = None
     if exact:  # the rarest value's candidates, then each other field checked on those only
         exact.sort(key=lambda nk: index.exact_count(ft, *nk))
@@ -560,15 +573,11 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
             pool = index.exact_filter(pool, name, keys)
         if not pool:
             return []
-    for name, q in windows:
+    for name, bounds, keys in windows:
         if pool is not None and len(pool) <= _SMALL_POOL:
             break
-        if q.rounded:
-            continue  # a rounded subject may equal figures outside the tolerance's window
-        s = index.number_window(ft, name, *_window(q, config.tolerances[name]))
-        s |= index.exact_postings(ft, name, [("n~",)])  # rounded candidates
-        if q.plain:  # an integer may equal a year, which has no number to window on
-            s |= index.exact_postings(ft, name, [("n", q.value)])
+        # with the keys: a year equal to a plain integer, coarser figures the subject rounds to
+        s = index.number_window(ft, name, *bounds) | index.exact_postings(ft, name, keys)
         pool = s if pool is None else pool & s
         if not pool:
             return []
@@ -580,6 +589,31 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         if not pool:
             return []
     return sorted(pool) if pool is not None else list(index.bucket(ft))
+
+
+#: Places of the last shown digit a rounded figure may have (1e-6 to 1e15), for its index keys.
+_STEPS = tuple(Decimal(1).scaleb(e) for e in range(-6, 16))
+
+
+def _coarser_keys(q: Quantity) -> tuple[Hashable, ...]:
+    """The keys of the rounded figures ``q`` may round to (each filed by _exact_keys under its
+    value and the place of its last digit)."""
+    return tuple(("n~", q.percent, (q.value / step).to_integral_value(ROUND_HALF_UP) * step, step)
+                 for step in _STEPS if q.step is None or step > q.step)
+
+
+def _bounds(q: Quantity, tol: Tolerance | None) -> tuple[float, float] | None:
+    """The number window of the candidates ``q`` may match by tolerance or by rounding (a
+    rounded subject equals the finer figures within half its last digit); None for neither."""
+    low = high = None
+    if tol is not None and (tol.relative or tol.absolute):
+        low, high = _window(q, tol)
+    if q.rounded and q.step is not None:
+        half = float(q.step) / (200 if q.percent else 2)
+        v, slack = float(q.number), 1e-9 * max(1.0, abs(float(q.number)))
+        low = min(low if low is not None else v, v - half - slack)
+        high = max(high if high is not None else v, v + half + slack)
+    return (low, high) if low is not None and high is not None else None
 
 
 def _window(q: Quantity, tol: Tolerance) -> tuple[float, float]:

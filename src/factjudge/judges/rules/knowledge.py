@@ -246,6 +246,8 @@ class Knowledge:
     everywhere: dict[tuple[str, ...], Rewrite]
     per_field: dict[str, dict[tuple[str, ...], Rewrite]]
     _cache: dict[tuple[str | None, str], Canon] = field(default_factory=dict)
+    #: What other modules work out once per field and value (variants: index keys).
+    memo: dict[tuple[str, str, str], frozenset[tuple[str, ...]]] = field(default_factory=dict)
 
     def table(self, name: str) -> dict[tuple[str, ...], Rewrite]:
         return self.per_field.get(name, self.everywhere)
@@ -256,6 +258,7 @@ class Knowledge:
         if found is None:
             if len(self._cache) > 200_000:  # a bound for huge documents; entries are cheap
                 self._cache.clear()
+                self.memo.clear()
             found = self._cache[key] = self._read(self.table(name), raw, norm)
         return found
 

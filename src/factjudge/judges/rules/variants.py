@@ -25,6 +25,7 @@ candidate of the document that fits better wins.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -121,6 +122,11 @@ class _Name:
 
 def _read_name(raw: str, norm: str, kn: Knowledge) -> _Name | None:
     """A value written as a person's name, or None."""
+    return _read_name_with(raw, norm, kn.families.honorifics)
+
+
+@functools.lru_cache(maxsize=65536)  # each value is read for every candidate it meets
+def _read_name_with(raw: str, norm: str, drop_honorifics: bool) -> _Name | None:
     words = [w for w in _SPLIT.split(raw.strip()) if w and w not in ("&",)]
     if not 1 <= len(words) <= 6 or not all(_NAME_WORD.fullmatch(w) for w in words):
         return None
@@ -129,12 +135,11 @@ def _read_name(raw: str, norm: str, kn: Knowledge) -> _Name | None:
     tokens = norm.split()
     honorifics, suffixes = honorific_words()
     dropped: list[str] = []
-    if kn.families.honorifics:
+    if drop_honorifics:
         while tokens and tokens[0] in honorifics and len(tokens) > 1:
             dropped.append(tokens.pop(0))
     generation = None
-    while len(tokens) > 1 and tokens[-1] in suffixes and (kn.families.honorifics
-                                                          or tokens[-1] in _GENERATIONS):
+    while len(tokens) > 1 and tokens[-1] in suffixes and (drop_honorifics or tokens[-1] in _GENERATIONS):
         word = tokens.pop()
         if word in _GENERATIONS:
             generation = {"junior": "jr", "senior": "sr"}.get(word, word)
@@ -262,9 +267,20 @@ def _relation_rule(ca: Canon, cb: Canon, field_name: str) -> Decision | None:
     return Decision(True, f"the same relation (word stems '{sa}')", VARIANT_SCORE)
 
 
+def _filed(raw: str, norm: str, canon: Canon, kn: Knowledge, field_name: str) -> frozenset[tuple[str, ...]]:
+    key = (field_name, raw, norm)
+    found = kn.memo.get(key)
+    if found is None:
+        found = kn.memo[key] = frozenset(keys(raw, norm, canon, kn, field_name))
+    return found
+
+
 def decide(a_raw: str, a_norm: str, ca: Canon, b_raw: str, b_norm: str, cb: Canon,
            field_name: str, kn: Knowledge) -> Decision | None:
-    """A match or a definite mismatch by one of the rules (module docs), or None."""
+    """A match or a definite mismatch by one of the rules (module docs), or None. Every rule
+    needs the two texts to share an index key (:func:`keys`): without one, none is asked."""
+    if _filed(a_raw, a_norm, ca, kn, field_name).isdisjoint(_filed(b_raw, b_norm, cb, kn, field_name)):
+        return None
     rules = [
         _place_rule(ca, cb) if kn.families.places else None,
         _disambiguator_rule(ca, cb),
@@ -281,20 +297,54 @@ def decide(a_raw: str, a_norm: str, ca: Canon, b_raw: str, b_norm: str, cb: Cano
     return max(matches, key=lambda r: r.score) if matches else None
 
 
-def keys(raw: str, norm: str, canon: Canon, kn: Knowledge) -> tuple[tuple[str, str], ...]:
-    """Index keys of a text: two texts that a rule above may match share one (the head of a
-    place or a disambiguated name, a surname, the first or last word, initials, word stems)."""
+def _core(tokens: list[str]) -> str:
+    """An organisation's name without leading club words and trailing generic words: two names
+    the organisation rule matches have the same core."""
+    start = 0
+    while start < len(tokens) - 1 and tokens[start] in LEADING_ORG_WORDS:
+        start += 1
+    end = len(tokens)
+    while end > start + 1 and tokens[end - 1] in GENERIC_ORG_WORDS:
+        end -= 1
+    return " ".join(tokens[start:end])
+
+
+def _given_initial(name: _Name) -> str:
+    return nicknames().get(name.given[0], name.given[0])[0] if name.given else ""
+
+
+def keys(raw: str, norm: str, canon: Canon, kn: Knowledge, field_name: str,
+         query: bool = False) -> tuple[tuple[str, ...], ...]:
+    """Index keys of a text (``query``: the keys it looks up): two texts that a rule above may
+    match share one -- the head of a place or a disambiguated name, the core of an organisation's
+    name, a surname and the initial of the given name (its full form's: Bob files under R),
+    initials, word stems. Narrow on purpose: a key shared by most texts (a first word) would
+    make the judge compare every candidate."""
     tokens = canon.tokens
-    found = [("head", canon.head)]
+    found: list[tuple[str, ...]] = [("head", canon.head)]
     if tokens:
-        found += [("first", tokens[0]), ("last", tokens[-1]),
-                  ("initials", "".join(w[0] for w in tokens if w not in _ACRONYM_STOP)),
-                  ("stems", relation_stems(tokens))]
+        found.append(("core", _core(tokens)))
+        content = [w for w in tokens if w not in _ACRONYM_STOP]
+        if len(content) >= 2:
+            found.append(("initials", "".join(w[0] for w in content)))
+        if is_relation_field(field_name):
+            found.append(("stems", relation_stems(tokens)))
     written = raw.strip()
     letters = "".join(ch for ch in written if ch.isupper())
-    if len(letters) >= 2 and " " not in written:
+    if len(letters) >= 2 and " " not in written and "_" not in written:
         found.append(("initials", letters.casefold()))
     name = _read_name(raw, norm, kn)
     if name is not None:
-        found.append(("surname", name.surname))
+        found += _name_keys(name, query)
     return tuple(found)
+
+
+def _name_keys(name: _Name, query: bool) -> list[tuple[str, ...]]:
+    """A name files under its surname and initial, and under its surname alone; a query for a
+    bare surname looks up every name of that surname, a query with a given name that name's
+    initial and the bare surname."""
+    if not query:
+        return [("surname", name.surname, _given_initial(name)), ("surname", name.surname)]
+    if not name.given:
+        return [("surname", name.surname)]
+    return [("surname", name.surname, _given_initial(name)), ("surname", name.surname, "")]
