@@ -52,7 +52,7 @@ from ...models import (
 from ..base import JudgeBase
 from ..prompts import JudgeTask, negative_status
 from . import variants
-from .knowledge import Knowledge, build_knowledge, qualifiers
+from .knowledge import Knowledge, knowledge_for, qualifiers
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -647,7 +647,7 @@ class RulesJudge(JudgeBase):
                 index.ignore_company_suffixes != task.config.ignore_company_suffixes
                 or _knowledge_key(index.config) != _knowledge_key(task.config))):
             index = task.shared["rules_index"] = CandidateIndex(
-                task.candidates, task.config.ignore_company_suffixes, build_knowledge(task.config),
+                task.candidates, task.config.ignore_company_suffixes, knowledge_for(task.config),
                 task.config)
         return index
 
