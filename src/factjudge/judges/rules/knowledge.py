@@ -246,6 +246,8 @@ class Knowledge:
     families: RulesKnowledge
     everywhere: dict[tuple[str, ...], Rewrite]
     per_field: dict[str, dict[tuple[str, ...], Rewrite]]
+    #: The config's ignore_company_suffixes: how the head of a qualified value is normalised.
+    strip_suffixes: bool = True
     _cache: dict[tuple[str | None, str], Canon] = field(default_factory=dict)
     #: What other modules work out once per field and value (variants: index keys).
     memo: dict[tuple[str, str, str], frozenset[tuple[str, ...]]] = field(default_factory=dict)
@@ -268,19 +270,19 @@ class Knowledge:
             if (whole := _place(raw, whole=True)) is not None:
                 return Canon(norm=whole.key, head=whole.key, place=whole,
                              used=(f"places: {whole.name}",) if whole.key != norm else ())
-            qualified = _qualified(table, raw)
+            qualified = _qualified(table, raw, self.strip_suffixes)
             if qualified is not None:
                 return qualified
         paren = _PAREN.match(raw)
         if paren and paren["head"].strip():
-            head, used = rewrite(table, normalize_text(paren["head"], ignore_company_suffixes=True))
+            head, used = rewrite(table, normalize_text(paren["head"], ignore_company_suffixes=self.strip_suffixes))
             inner = normalize_text(paren["inner"])
             return Canon(norm=f"{head} {inner}".strip(), head=head, disambiguator=inner, used=used)
         text, used = rewrite(table, _countries_in(raw, norm) if self.families.places else norm)
         return Canon(norm=text, head=text, used=used)
 
 
-def _qualified(table: dict[tuple[str, ...], Rewrite], raw: str) -> Canon | None:
+def _qualified(table: dict[tuple[str, ...], Rewrite], raw: str, strip: bool) -> Canon | None:
     """``Austin, TX`` -> head ``austin``, places (Texas,); None unless every part after the first
     comma is a place."""
     parts = raw.replace("_", " ").split(",")
@@ -290,7 +292,7 @@ def _qualified(table: dict[tuple[str, ...], Rewrite], raw: str) -> Canon | None:
     if any(p is None for p in places):
         return None
     found = tuple(p for p in places if p is not None)
-    head, used = rewrite(table, normalize_text(parts[0], ignore_company_suffixes=True))
+    head, used = rewrite(table, normalize_text(parts[0], ignore_company_suffixes=strip))
     written = [normalize_text(p) for p in parts[1:]]
     used += tuple(f"places: {p.name}" for p, w in zip(found, written, strict=True) if p.key != w)
     return Canon(norm=" ".join([head, *(p.key for p in found)]), head=head, places=found, used=used)
@@ -340,7 +342,8 @@ def build_knowledge(config: JudgeConfig) -> Knowledge:
         own: list[_Group] = [(g.values, "alias", f"alias '{g.label()}'") for g in config.aliases
                              if name in (g.fields or ())]
         per_field[name] = _rewrites([*base, *aliases, *own])
-    return Knowledge(families=families, everywhere=everywhere, per_field=per_field)
+    return Knowledge(families=families, everywhere=everywhere, per_field=per_field,
+                     strip_suffixes=config.ignore_company_suffixes)
 
 
 #: Knowledge already built, by what it is built from: a run of many small documents builds
@@ -350,8 +353,8 @@ _BUILT: dict[str, Knowledge] = {}
 
 def knowledge_for(config: JudgeConfig) -> Knowledge:
     """:func:`build_knowledge`, once per alias groups and families."""
-    key = json.dumps([[g.model_dump() for g in config.aliases], config.rules_knowledge.model_dump()],
-                     sort_keys=True)
+    key = json.dumps([[g.model_dump() for g in config.aliases], config.rules_knowledge.model_dump(),
+                      config.ignore_company_suffixes], sort_keys=True)
     found = _BUILT.get(key)
     if found is None:
         if len(_BUILT) >= 8:
