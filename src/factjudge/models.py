@@ -38,7 +38,7 @@ OUTPUT_FIELDS = ("in_scope", "status", "matched_ids", "description", "reasoning"
 Number = StrictInt | StrictFloat
 
 #: Config keys whose null value means the same as leaving them out.
-_NULL_IS_DEFAULT = ("entity_types", "matching_rules", "tolerances")
+_NULL_IS_DEFAULT = ("entity_types", "matching_rules", "tolerances", "aliases")
 
 
 class Tolerance(BaseModel):
@@ -52,6 +52,61 @@ class Tolerance(BaseModel):
 #: What the config key ``columns`` can rename: a fact's identity and type, a document's id and
 #: its two lists of facts.
 ColumnName = Literal["doc_id", "id", "fact_type", "gold_facts", "predicted_facts"]
+
+
+def alias_values(text: str) -> list[str]:
+    """The values of an alias group written as one string: ``CEO = chief executive officer``."""
+    return [part.strip() for part in text.split("=") if part.strip()]
+
+
+class AliasGroup(BaseModel):
+    """Values that name the same thing, for the rules judge (``aliases`` in the config): for the
+    fields listed, or for every field when ``field`` is None."""
+
+    model_config = ConfigDict(extra="forbid")
+    field: StrictStr | list[StrictStr] | None = None
+    values: list[StrictStr]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        # "CEO = chief executive officer = chief executive": a group for every field
+        return {"values": alias_values(data)} if isinstance(data, str) else data
+
+    @field_validator("values")
+    @classmethod
+    def _two_values(cls, values: list[str]) -> list[str]:
+        kept = [v.strip() for v in values if v.strip()]
+        if len(kept) < 2:
+            raise ValueError(f"an alias group needs at least two values, got {values!r} "
+                             "(write 'CEO = chief executive officer')")
+        return kept
+
+    @property
+    def fields(self) -> tuple[str, ...] | None:
+        return (self.field,) if isinstance(self.field, str) else (
+            tuple(self.field) if self.field else None)
+
+    def label(self) -> str:
+        return " = ".join(self.values)
+
+
+class RulesKnowledge(BaseModel):
+    """The rules judge's built-in knowledge, each family on by default (see the README)."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: Corporate and public titles and their abbreviations (CEO = chief executive officer).
+    titles: StrictBool = True
+    #: US states, Canadian provinces and countries: names, codes, short forms; a state or
+    #: country qualifier may be absent on one side (Berlin = Berlin, Germany).
+    places: StrictBool = True
+    #: Company-name word variants (Pharma = Pharmaceuticals), acronyms (IBM), generic trailing
+    #: words (Sequoia = Sequoia Capital).
+    companies: StrictBool = True
+    #: Honorifics and generational suffixes a person's name may drop (Dr., Sir, Jr.).
+    honorifics: StrictBool = True
+    #: Person-name variants: initials, short given names, middle names (J. Smith = Jane Smith).
+    names: StrictBool = True
 
 
 class JudgeConfig(BaseModel):
@@ -87,6 +142,13 @@ class JudgeConfig(BaseModel):
     #: Reconciliation: a link stands when ``either`` pass names it (the default), or only when
     #: ``both`` do (stricter: a lenient pass cannot make a link alone; see the README).
     link_policy: Literal["either", "both"] = "either"
+    #: Rules judge: groups of equivalent values, per field or for all fields (see the README).
+    aliases: list[AliasGroup] = Field(default_factory=list)
+    #: A CSV or YAML file of alias groups, relative to the config file; read when the config is
+    #: loaded (its groups are added to ``aliases``, so they are part of every run's identity).
+    aliases_file: StrictStr | None = None
+    #: Rules judge: the built-in knowledge families, each switchable.
+    rules_knowledge: RulesKnowledge = Field(default_factory=RulesKnowledge)
     #: factjudge's names for the input's own column or field names, e.g. ``{"doc_id":
     #: "document_id", "id": "fact_id", "fact_type": "type"}`` (fact files, datasets, tables).
     columns: dict[StrictStr, StrictStr] = Field(default_factory=dict)

@@ -34,7 +34,7 @@ from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
-from ..core.scope import scope_check
+from ..core.scope import matching_rules_check, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset, _doc_hash
@@ -266,7 +266,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    _flag(summary, config, shape, [*dataset.warnings, *warnings], dataset.fact_types)
+    _flag(summary, config, shape, [*dataset.warnings, *warnings, *matching_rules_check(config, judge.reads_prompts)],
+          dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
     if settings.judge_calibration is not None:

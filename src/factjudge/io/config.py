@@ -61,7 +61,9 @@ def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
     return InputError(f"{source}: config key '{loc}': {msg}")
 
 
-def parse_config(data: Any, source: str = "config") -> JudgeConfig:
+def parse_config(data: Any, source: str = "config", base: Path | None = None) -> JudgeConfig:
+    """``base``: the folder an ``aliases_file`` is relative to (the config file's; else the
+    current one)."""
     if data is None:
         data = {}
     if isinstance(data, JudgeConfig):
@@ -74,7 +76,23 @@ def parse_config(data: Any, source: str = "config") -> JudgeConfig:
         config = JudgeConfig.model_validate(data)
     except ValidationError as exc:
         raise _config_error(source, data, exc) from None
-    return _fields_listed(config, source)
+    return _with_alias_file(_fields_listed(config, source), source, base)
+
+
+def _with_alias_file(config: JudgeConfig, source: str, base: Path | None) -> JudgeConfig:
+    """The groups of ``aliases_file`` added to ``aliases`` (read once: the key is then cleared,
+    so a config passed on is never read twice and its identity holds the groups themselves)."""
+    if config.aliases_file is None:
+        return config
+    from .aliases import read_alias_file
+
+    path = Path(config.aliases_file)
+    if not path.is_absolute() and base is not None:
+        path = base / path
+    if not path.is_file():
+        raise InputError(f"{source}: config key 'aliases_file': no file {path}")
+    groups = read_alias_file(path)
+    return config.model_copy(update={"aliases": [*config.aliases, *groups], "aliases_file": None})
 
 
 def _fields_listed(config: JudgeConfig, source: str) -> JudgeConfig:
@@ -101,6 +119,6 @@ def load_config(path: str | Path | None) -> JudgeConfig:
         data = load_yaml(text, path)
     else:
         raise InputError(f"{path}: config must be a .json, .yaml or .yml file")
-    return parse_config(data, str(path))
+    return parse_config(data, str(path), base=path.parent)
 
 

@@ -35,9 +35,10 @@ def line(i, gold, pred, match, category=None):
 # Eight hand-made labels and what the rules judge does with them:
 #   t1 $12.5m = 12,500,000 USD            label match    judge links      -> tp
 #   t2 12.5m vs 12.6m (no tolerance)       label no       judge no link    -> tn
-#   t3 Tim Cook vs Timothy Cook            label match    judge no link    -> fn (similarity < 90)
-#   t4 birthPlace vs placeOfBirth          label match    judge no link    -> fn
-#   t5 Daniel vs Daniela Okafor            label no       judge links      -> fp (similarity >= 90)
+#   t3 Jensen vs Jen-Hsun Huang            label match    judge no link    -> fn (different given names)
+#   t4 author vs writer                    label match    judge no link    -> fn
+#   t5 daniel vs daniela okafor            label no       judge links      -> fp (similarity >= 90; not
+#                                                                               written as a name)
 #   t6 FY23 = fiscal year 2023             label match    judge links      -> tp
 #   t7 EUR vs USD                          label no       judge no link    -> tn
 #   t8 Apple Inc. = apple                  label match    judge links      -> tp
@@ -55,14 +56,14 @@ SMALL = [
          {"fact_type": "revenue", "value": "12,500,000 USD"}, True, "numbers_and_scales"),
     line(2, {"fact_type": "revenue", "value": "12.5m"},
          {"fact_type": "revenue", "value": "12.6m"}, False, "near_misses"),
-    line(3, {"fact_type": "ceo", "entity": "Apple Inc.", "name": "Tim Cook"},
-         {"fact_type": "ceo", "entity": "Apple Inc.", "name": "Timothy Cook"}, True, "name_variants"),
-    line(4, {"fact_type": "triple", "subject": "Alan_Shepard", "property": "birthPlace",
-             "object": "New_Hampshire"},
-         {"fact_type": "triple", "subject": "Alan_Shepard", "property": "placeOfBirth",
-          "object": "New_Hampshire"}, True, "synonymous_relations"),
-    line(5, {"fact_type": "cfo", "entity": C, "name": "Daniel Okafor"},
-         {"fact_type": "cfo", "entity": C, "name": "Daniela Okafor"}, False, "name_variants"),
+    line(3, {"fact_type": "ceo", "entity": "NVIDIA", "name": "Jensen Huang"},
+         {"fact_type": "ceo", "entity": "NVIDIA", "name": "Jen-Hsun Huang"}, True, "name_variants"),
+    line(4, {"fact_type": "triple", "subject": "A_Severed_Wasp", "property": "author",
+             "object": "Madeleine_L'Engle"},
+         {"fact_type": "triple", "subject": "A_Severed_Wasp", "property": "writer",
+          "object": "Madeleine_L'Engle"}, True, "synonymous_relations"),
+    line(5, {"fact_type": "cfo", "entity": C, "name": "daniel okafor"},
+         {"fact_type": "cfo", "entity": C, "name": "daniela okafor"}, False, "name_variants"),
     line(6, {"fact_type": "revenue", "period": "FY23", "value": "1.2"},
          {"fact_type": "revenue", "period": "fiscal year 2023", "value": "1.20"}, True,
          "dates_and_fiscal_periods"),
@@ -105,8 +106,8 @@ def test_calibrate_small_file_with_rules_judge(small_labels):
     assert [d.id for d in report.disagreements] == ["t3", "t4", "t5"]
     t3 = report.disagreements[0]
     assert (t3.label, t3.predicted, t3.category, t3.fact_type) == (True, False, "name_variants", "ceo")
-    assert "similarity" in t3.gold_reasoning and "similarity" in t3.predicted_reasoning
-    assert t3.gold_fact["name"] == "Tim Cook" and t3.predicted_fact["name"] == "Timothy Cook"
+    assert "different given names" in t3.gold_reasoning and "different given names" in t3.predicted_reasoning
+    assert t3.gold_fact["name"] == "Jensen Huang" and t3.predicted_fact["name"] == "Jen-Hsun Huang"
 
     text = format_report(report)
     head = text.splitlines()[0]
@@ -343,7 +344,8 @@ def test_header_is_skipped_and_integer_ids(tmp_path):
 
 CATEGORIES = {"numbers_and_scales", "percentages", "currencies", "dates_and_fiscal_periods",
               "company_names", "near_misses", "synonymous_relations", "name_variants",
-              "missing_qualifiers"}
+              "missing_qualifiers", "title_variants", "place_variants", "approximate_numbers",
+              "qualifier_traps"}
 
 
 def test_builtin_set_loads():

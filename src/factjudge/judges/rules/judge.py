@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -51,6 +51,8 @@ from ...models import (
 )
 from ..base import JudgeBase
 from ..prompts import JudgeTask, negative_status
+from . import variants
+from .knowledge import Knowledge, knowledge_for, qualifiers
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -67,6 +69,8 @@ from .normalize import (
     format_decimal,
     is_unit_field,
     normalize_fact,
+    sorted_tokens,
+    text_numbers,
     unit_physical,
 )
 from .units import common_values
@@ -143,7 +147,10 @@ def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Out
     va, vb = (_in_percent(a), _in_percent(b)) if a.percent or b.percent else (a.value, b.value)
     if va == vb:
         how = " (a percentage is its number / 100)" if mixed else ""
-        return True, True, 100.0, f"{shown}: equal{how}"
+        approx = "; approximate, as one side says" if a.approx != b.approx else ""
+        return True, not approx and a.approx == b.approx, 100.0, f"{shown}: equal{how}{approx}"
+    if (rounding := _rounds_to(a, b, va, vb)) is not None:
+        return True, False, 100.0 * (1 - float(abs(va - vb) / max(abs(va), abs(vb)))), f"{shown}: {rounding}"
     diff = abs(va - vb)
     rel = diff / max(abs(va), abs(vb))
     score = max(0.0, 100.0 * (1 - float(rel)))
@@ -164,18 +171,62 @@ def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Out
     return False, False, score, f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})"
 
 
+def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal) -> str | None:
+    """Why one figure is the other written rounded (guideline G8: the less precise one is the
+    finer one rounded to the digits it shows; a hedged one too), or None."""
+    for coarse, fine, vc, vf in ((a, b, va, vb), (b, a, vb, va)):
+        step = coarse.step
+        if not coarse.rounded or step is None or coarse.percent != fine.percent:
+            continue
+        if not (coarse.approx or fine.step is None or fine.step < step):
+            continue
+        if (vf / step).to_integral_value(ROUND_HALF_UP) * step == vc:
+            how = "a hedged figure" if coarse.approx else "rounded"
+            return (f"{how}: {fine.source or format_decimal(vf)} rounds to "
+                    f"{coarse.source or format_decimal(vc)} at the digits shown")
+    return None
+
+
 def _in_percent(q: Quantity) -> Decimal:
     return q.value if q.percent else q.value.scaleb(2)
 
 
-def _compare_texts(a: Text, b: Text, threshold: float) -> _Outcome:
+def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
+                   knowledge: Knowledge | None = None) -> _Outcome:
     shown = _shown(a, b)
     if a.norm == b.norm:
         return True, True, 100.0, f"{shown}: equal after normalisation ({quoted(a.norm)})"
-    score = float(fuzz.ratio(a.sorted, b.sorted))
+    if knowledge is not None:
+        return _compare_known_texts(a, b, threshold, name, knowledge)
+    return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, shown)
+
+
+def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge) -> _Outcome:
+    """Texts read with the config's aliases and the built-in knowledge (knowledge.py, variants.py)."""
+    shown = _shown(a, b)
+    ca, cb = knowledge.canon(name, a.raw, a.norm), knowledge.canon(name, b.raw, b.norm)
+    used = list(dict.fromkeys((*ca.used, *cb.used)))
+    by = f" by {'; '.join(used)}" if used else ""
+    qa, qb = qualifiers(ca.tokens), qualifiers(cb.tokens)
+    if qa != qb:
+        return False, False, 0.0, (f"{shown}: qualifier words differ ({', '.join(qa) or 'none'} vs "
+                                   f"{', '.join(qb) or 'none'}), and they change what is meant")
+    if ca.norm == cb.norm:
+        return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})"
+    decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
+    if decision is not None:
+        return decision.ok, False, decision.score, f"{shown}: {decision.detail}{by}"
+    ok, exact, score, detail = _similar_texts(sorted_tokens(ca.norm), sorted_tokens(cb.norm),
+                                              text_numbers(ca.norm), text_numbers(cb.norm),
+                                              threshold, shown)
+    return ok, exact, score, detail + (f" (read{by})" if used else "")
+
+
+def _similar_texts(sa: str, sb: str, numbers_a: tuple[str, ...], numbers_b: tuple[str, ...],
+                   threshold: float, shown: str) -> _Outcome:
+    score = float(fuzz.ratio(sa, sb))
     if score < threshold:
         return False, False, score, f"{shown}: similarity {score:.0f} < {threshold:g}"
-    numbers_a, numbers_b = a.numbers, b.numbers
     if numbers_a != numbers_b:
         return False, False, score, (f"{shown}: similarity {score:.0f} but the numbers differ "
                                      f"({', '.join(numbers_a) or 'none'} vs "
@@ -264,7 +315,8 @@ def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
 
 
 def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
-                  cur_a: str | None = None, cur_b: str | None = None) -> FieldResult:
+                  cur_a: str | None = None, cur_b: str | None = None,
+                  knowledge: Knowledge | None = None) -> FieldResult:
     """Compare one field of the subject (``a``) with the same field of a candidate (``b``)."""
     if is_unit_field(name):
         ok, exact, score, detail = _compare_units(a, b, cur_a, cur_b, config.text_threshold)
@@ -278,7 +330,7 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
     elif isinstance(a, Quantity) and isinstance(b, Quantity):
         ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(name))
     elif isinstance(a, Text) and isinstance(b, Text):
-        ok, exact, score, detail = _compare_texts(a, b, config.text_threshold)
+        ok, exact, score, detail = _compare_texts(a, b, config.text_threshold, name, knowledge)
     elif isinstance(a, Period) and isinstance(b, Period):
         ok = exact = a.key == b.key
         score = 100.0 if ok else 0.0
@@ -311,10 +363,10 @@ class CandidateResult:
 
 
 def compare_facts(subject: Prepared, candidate: Prepared, fields: list[str],
-                  config: JudgeConfig) -> CandidateResult:
+                  config: JudgeConfig, knowledge: Knowledge | None = None) -> CandidateResult:
     return CandidateResult(candidate, [
         compare_field(name, subject.get(name), candidate.get(name), config,
-                      subject.currency, candidate.currency)
+                      subject.currency, candidate.currency, knowledge)
         for name in fields
     ])
 
@@ -329,7 +381,9 @@ def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
     """
     if isinstance(norm, Missing):
         return (("missing",),)
-    if isinstance(norm, Quantity):
+    if isinstance(norm, Quantity):  # a rounded figure also under its value and last digit's place
+        if norm.rounded and norm.step is not None:
+            return (("n", norm.number), ("n~", norm.percent, norm.value, norm.step))
         return (("n", norm.number),)
     if isinstance(norm, Period):
         if norm.year is not None:  # a year also equals the bare integer
@@ -343,16 +397,20 @@ def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
 class CandidateIndex:
     """Prepared candidates of one list, with lazily built per-(fact_type, field) look-ups."""
 
-    def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool) -> None:
+    def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool,
+                 knowledge: Knowledge | None = None, config: JudgeConfig | None = None) -> None:
         self.size = len(candidates)
         self.ignore_company_suffixes = ignore_company_suffixes
+        self.knowledge = knowledge
+        #: The config the knowledge was built from (an index is rebuilt for another one).
+        self.config = config
         self.prepared = [normalized(c, i, ignore_company_suffixes) for i, c in enumerate(candidates)]
         self.by_type: dict[Any, list[int]] = {}
         for p in self.prepared:
             self.by_type.setdefault(_type_key(p.fact_type), []).append(p.position)
         self._exact: dict[tuple[Any, str], dict[Hashable, list[int]]] = {}
         self._numbers: dict[tuple[Any, str], tuple[list[float], list[int]]] = {}
-        self._texts: dict[tuple[Any, str], tuple[list[str], list[list[int]]]] = {}
+        self._texts: dict[tuple[Any, str], tuple[list[str], list[list[int]], dict[Hashable, list[int]]]] = {}
         self._signatures: dict[Any, list[str]] = {}
 
     def bucket(self, fact_type: Any) -> list[int]:
@@ -397,21 +455,44 @@ class CandidateIndex:
         lo, hi = bisect.bisect_left(values, low), bisect.bisect_right(values, high)
         return set(positions[lo:hi])
 
-    def similar_texts(self, fact_type: Any, name: str, query: str, threshold: float) -> set[int]:
+    def _text_table(self, fact_type: Any, name: str
+                    ) -> tuple[list[str], list[list[int]], dict[Hashable, list[int]]]:
         entry = self._texts.get((_type_key(fact_type), name))
         if entry is None:
             by_text: dict[str, list[int]] = {}
+            by_key: dict[Hashable, list[int]] = {}
             for i in self.bucket(fact_type):
                 t = self.prepared[i].get(name)
                 if isinstance(t, Text):
-                    by_text.setdefault(t.sorted, []).append(i)
-            entry = (list(by_text), list(by_text.values()))
+                    by_text.setdefault(self.searched(name, t), []).append(i)
+                    for key in self.variant_keys(name, t, query=False):
+                        by_key.setdefault(key, []).append(i)
+            entry = (list(by_text), list(by_text.values()), by_key)
             self._texts[(_type_key(fact_type), name)] = entry
-        choices, postings = entry
+        return entry
+
+    def searched(self, name: str, t: Text) -> str:
+        """What a text's similarity is computed on: its words sorted, as the knowledge reads them."""
+        if self.knowledge is None:
+            return t.sorted
+        return sorted_tokens(self.knowledge.canon(name, t.raw, t.norm).norm)
+
+    def variant_keys(self, name: str, t: Text, query: bool) -> tuple[Hashable, ...]:
+        if self.knowledge is None:
+            return ()
+        return variants.keys(t.raw, t.norm, self.knowledge.canon(name, t.raw, t.norm), self.knowledge,
+                             name, query)
+
+    def similar_texts(self, fact_type: Any, name: str, subject: Text, threshold: float) -> set[int]:
+        """The candidates whose text may match ``subject``'s: similar enough, or sharing a key of
+        a variant rule (a superset of the matches: variants.keys)."""
+        choices, postings, by_key = self._text_table(fact_type, name)
         found: set[int] = set()
-        for _, _, k in process.extract(query, choices, scorer=fuzz.ratio, score_cutoff=threshold,
-                                       limit=None):
+        for _, _, k in process.extract(self.searched(name, subject), choices, scorer=fuzz.ratio,
+                                       score_cutoff=threshold, limit=None):
             found.update(postings[k])
+        for key in self.variant_keys(name, subject, query=True):
+            found.update(by_key.get(key, ()))
         return found
 
     def closest_overall(self, subject: Prepared, fields: list[str]) -> int:
@@ -422,6 +503,13 @@ class CandidateIndex:
         best = process.extractOne(_signature(subject, fields), self._signatures[ft],
                                   scorer=fuzz.ratio)
         return self.by_type[ft][best[2]] if best else self.by_type[ft][0]
+
+
+def _knowledge_key(config: JudgeConfig | None) -> Any:
+    """What of a config the knowledge is built from."""
+    if config is None:
+        return None
+    return ([g.model_dump() for g in config.aliases], config.rules_knowledge.model_dump())
 
 
 def _type_key(fact_type: Any) -> Any:
@@ -440,12 +528,15 @@ def _signature(p: Prepared, fields: list[str] | None = None) -> str:
     return "|".join(parts)
 
 
-def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
-              config: JudgeConfig) -> list[int]:
-    """Positions of the same-type candidates that may match; a superset of the true matches."""
-    ft = subject.fact_type
+_Lookups = tuple[list[tuple[str, tuple[Hashable, ...]]],
+                 list[tuple[str, tuple[float, float], tuple[Hashable, ...]]], list[tuple[str, Text]]]
+
+
+def _lookups(subject: Prepared, fields: list[str], config: JudgeConfig) -> _Lookups:
+    """How each field of the subject narrows the candidates: exact keys, a number window (with
+    the keys found outside it), or a text search."""
     exact: list[tuple[str, tuple[Hashable, ...]]] = []
-    windows: list[tuple[str, Quantity]] = []
+    windows: list[tuple[str, tuple[float, float], tuple[Hashable, ...]]] = []
     texts: list[tuple[str, Text]] = []
     for name in fields:
         if is_unit_field(name):
@@ -453,15 +544,25 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         value = subject.get(name)
         if isinstance(value, Quantity) and value.metric:
             continue  # "183 m" may be metres and match a measure, which is filed under no key
-        tol = config.tolerances.get(name)
-        if isinstance(value, Quantity) and tol is not None and (tol.relative or tol.absolute):
-            windows.append((name, value))
-        elif isinstance(value, Text):
+        if isinstance(value, Text):
             texts.append((name, value))
-        else:
-            keys = _exact_keys(value)
-            if keys is not None:
-                exact.append((name, tuple(keys)))
+        elif isinstance(value, Quantity):
+            keys = (("n", value.number), *_coarser_keys(value))
+            bounds = _bounds(value, config.tolerances.get(name))
+            if bounds is None:
+                exact.append((name, keys))
+            else:
+                windows.append((name, bounds, keys))
+        elif (found := _exact_keys(value)) is not None:
+            exact.append((name, tuple(found)))
+    return exact, windows, texts
+
+
+def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
+              config: JudgeConfig) -> list[int]:
+    """Positions of the same-type candidates that may match; a superset of the true matches."""
+    ft = subject.fact_type
+    exact, windows, texts = _lookups(subject, fields, config)
     pool: set[int] | None = None
     if exact:  # the rarest value's candidates, then each other field checked on those only
         exact.sort(key=lambda nk: index.exact_count(ft, *nk))
@@ -472,23 +573,47 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
             pool = index.exact_filter(pool, name, keys)
         if not pool:
             return []
-    for name, q in windows:
+    for name, bounds, keys in windows:
         if pool is not None and len(pool) <= _SMALL_POOL:
             break
-        s = index.number_window(ft, name, *_window(q, config.tolerances[name]))
-        if q.plain:  # an integer may equal a year, which has no number to window on
-            s |= index.exact_postings(ft, name, [("n", q.value)])
+        # with the keys: a year equal to a plain integer, coarser figures the subject rounds to
+        s = index.number_window(ft, name, *bounds) | index.exact_postings(ft, name, keys)
         pool = s if pool is None else pool & s
         if not pool:
             return []
     for name, t in texts:
         if pool is not None and len(pool) <= _SMALL_POOL:
             break
-        s = index.similar_texts(ft, name, t.sorted, config.text_threshold)
+        s = index.similar_texts(ft, name, t, config.text_threshold)
         pool = s if pool is None else pool & s
         if not pool:
             return []
     return sorted(pool) if pool is not None else list(index.bucket(ft))
+
+
+#: Places of the last shown digit a rounded figure may have (1e-6 to 1e15), for its index keys.
+_STEPS = tuple(Decimal(1).scaleb(e) for e in range(-6, 16))
+
+
+def _coarser_keys(q: Quantity) -> tuple[Hashable, ...]:
+    """The keys of the rounded figures ``q`` may round to (each filed by _exact_keys under its
+    value and the place of its last digit)."""
+    return tuple(("n~", q.percent, (q.value / step).to_integral_value(ROUND_HALF_UP) * step, step)
+                 for step in _STEPS if q.step is None or step > q.step)
+
+
+def _bounds(q: Quantity, tol: Tolerance | None) -> tuple[float, float] | None:
+    """The number window of the candidates ``q`` may match by tolerance or by rounding (a
+    rounded subject equals the finer figures within half its last digit); None for neither."""
+    low = high = None
+    if tol is not None and (tol.relative or tol.absolute):
+        low, high = _window(q, tol)
+    if q.rounded and q.step is not None:
+        half = float(q.step) / (200 if q.percent else 2)
+        v, slack = float(q.number), 1e-9 * max(1.0, abs(float(q.number)))
+        low = min(low if low is not None else v, v - half - slack)
+        high = max(high if high is not None else v, v + half + slack)
+    return (low, high) if low is not None and high is not None else None
 
 
 def _window(q: Quantity, tol: Tolerance) -> tuple[float, float]:
@@ -518,9 +643,12 @@ class RulesJudge(JudgeBase):
     def _index(task: JudgeTask) -> CandidateIndex:
         # kept with the direction's tasks (not in the judge), so it is freed as soon as they are
         index: CandidateIndex | None = task.shared.get("rules_index")
-        if index is None or index.ignore_company_suffixes != task.config.ignore_company_suffixes:
-            index = task.shared["rules_index"] = CandidateIndex(task.candidates,
-                                                               task.config.ignore_company_suffixes)
+        if index is None or (index.config is not task.config and (
+                index.ignore_company_suffixes != task.config.ignore_company_suffixes
+                or _knowledge_key(index.config) != _knowledge_key(task.config))):
+            index = task.shared["rules_index"] = CandidateIndex(
+                task.candidates, task.config.ignore_company_suffixes, knowledge_for(task.config),
+                task.config)
         return index
 
     def decide(self, task: JudgeTask) -> tuple[Verdict, bool]:
@@ -540,7 +668,7 @@ class RulesJudge(JudgeBase):
         if not bucket:
             return verdict(negative, f"{negative}: none of the {index.size} {other} facts has "
                                      f"fact_type {quoted(subject.fact_type)}."), False
-        results = [compare_facts(subject, index.prepared[i], fields, config)
+        results = [compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
                    for i in shortlist(index, subject, fields, config)]
         matches = [r for r in results if r.ok]
         if matches:
@@ -552,7 +680,7 @@ class RulesJudge(JudgeBase):
             how = ""
         else:
             i = index.closest_overall(subject, fields)
-            closest = compare_facts(subject, index.prepared[i], fields, config)
+            closest = compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
             how = " (by overall similarity: none agrees on the indexed fields)"
         return verdict(negative, _negative_reasoning(negative, other, subject, closest, len(bucket),
                                                      how)), False

@@ -159,6 +159,14 @@ class Quantity:
     #: Its scale word was ``m`` or ``mm``, which may be metres or millimetres instead: against a
     #: physical measure it is read as a length (``183 m`` = ``600 ft``), else as millions.
     metric: str | None = None
+    #: Hedged ("about 12,000", "~12k"): equals any figure that rounds to it (see :attr:`step`).
+    approx: bool = False
+    #: The place of the last digit shown, after scale (100 for "4,300", 1e7 for "$1.25 billion":
+    #: trailing zeros of a whole number are not shown digits); None for a JSON number.
+    step: Decimal | None = None
+    #: A figure written rounded, that equals a finer one rounding to it: a hedged one, a decimal
+    #: with a scale word ("$1.25 billion"), a percentage of two digits or more ("42%").
+    rounded: bool = False
 
     @property
     def number(self) -> Decimal:
@@ -420,6 +428,8 @@ _CURRENCY_WORDS.update({
     "euro": "EUR", "euros": "EUR", "pound": "GBP", "pounds": "GBP", "sterling": "GBP",
     "pounds sterling": "GBP", "pound sterling": "GBP", "yen": "JPY", "rupees": "INR",
     "rupee": "INR", "swiss francs": "CHF",
+    # Swedish krona (plural kronor); the Danish and Norwegian krone (kroner) stay unread
+    "kronor": "SEK", "krona": "SEK", "swedish kronor": "SEK",
 })
 _CURRENCY_SYMBOLS: dict[str, str] = {
     "us$": "USD", "u.s.$": "USD", "a$": "AUD", "au$": "AUD", "c$": "CAD", "ca$": "CAD",
@@ -466,9 +476,46 @@ _PARENS_THEN_WORD = re.compile(
     rf"\((?P<inner>[^()]*)\)\s*(?P<word>{_alternation([*_SCALES, *_PERCENT_WORDS, *_BP_WORDS])})")
 
 
+#: Words that hedge a figure (guideline G8); "over", "up to", "nearly" make a bound instead and
+#: are never read as a number.
+_HEDGE = re.compile(r"(?:about|approximately|approx\.?|around|roughly|some|an\s+estimated|estimated"
+                    r"|circa|ca\.|c\.|~)\s*(?P<rest>.+)")
+_LOSS = re.compile(r"(?:an?\s+)?(?:net\s+)?(?:loss|decline|decrease|drop|fall)\s+of\s+(?P<rest>.+)")
+_CENTS = re.compile(r"(?P<rest>[\d.,]+)\s*(?:cents?|¢)")
+
+
 def parse_number(text: str) -> Quantity | None:
-    """Read a written number (see the module docs); None when it is not one."""
+    """Read a written number (see the module docs); None when it is not one. A hedge ("about",
+    "approximately", "~") marks it approximate, "loss of" / "decline of" negates it, and
+    "25 cents" is 0.25."""
     s = _prep(text)
+    approx = negative = cents = False
+    if m := _HEDGE.fullmatch(s):
+        approx, s = True, m["rest"]
+    if m := _LOSS.fullmatch(s):
+        negative, s = True, m["rest"]
+    if m := _CENTS.fullmatch(s):
+        cents, s = True, m["rest"]
+    q = _parse_written(s, text.strip())
+    if q is None or not (approx or negative or cents):
+        return q
+    value, step = q.value, q.step
+    if cents:
+        value, step = value.scaleb(-2), step.scaleb(-2) if step is not None else None
+    return replace(q, value=-value if negative else value, step=step, plain=False,
+                   approx=approx, rounded=q.rounded or approx, metric=None)
+
+
+def _step(digits: str, exponent: str | None) -> Decimal:
+    """The place of the last shown digit of written digits ("4300" -> 100, "1.25" -> 0.01)."""
+    if "." in digits:
+        place = -len(digits.split(".")[1])
+    else:
+        place = len(digits) - len(digits.rstrip("0")) if digits.strip("0") else 0
+    return Decimal(1).scaleb(place + (int(exponent[1:]) if exponent else 0))
+
+
+def _parse_written(s: str, source: str) -> Quantity | None:
     negative, currency = False, None
     changed = True
     while changed and s:
@@ -496,6 +543,8 @@ def parse_number(text: str) -> Quantity | None:
             changed = True
             break
     m = _NUMBER_CORE.fullmatch(s)
+    if not m and currency is not None and s.endswith("t"):
+        m = _NUMBER_CORE.fullmatch(s[:-1].rstrip() + "tn")  # "3.2T USD"; a bare "3.2 t" is tonnes
     if not m:
         return None
     digits = m.group("num").replace(",", "").replace(" ", "")
@@ -506,16 +555,20 @@ def parse_number(text: str) -> Quantity | None:
     if not _sane(value):
         return None
     scale, pct, bp = m.group("scale"), m.group("pct"), m.group("bp")
+    step = _step(digits, m.group("exp"))
     if scale:
-        value *= _SCALES[scale]
+        value, step = value * _SCALES[scale], step * _SCALES[scale]
     if bp:
-        value /= 100
+        value, step = value / 100, step / 100
     if negative:
         value = -value
     plain = bool(_PLAIN_DIGITS.fullmatch(s)) and not negative and currency is None
     metric = scale if scale in _METRIC_SCALES and not (currency or pct or bp) else None
+    shown = len(digits.replace(".", "").lstrip("0"))
+    rounded = bool(scale and "." in digits) or bool((pct or bp) and shown >= 2)
     return Quantity(value=value, currency=currency, percent=bool(pct or bp), plain=plain,
-                    scaled=bool(scale or pct or bp), source=text.strip(), metric=metric)
+                    scaled=bool(scale or pct or bp), source=source, metric=metric, step=step,
+                    rounded=rounded)
 
 
 #: Scale words that are also lengths (metres, millimetres).
@@ -653,9 +706,11 @@ def _apply_unit(q: Quantity, unit: Unit) -> Quantity | Measure:
     if unit.physical is not None and not (q.currency or q.percent or q.scaled):
         return Measure(value=q.value, unit=unit.physical, source=source)
     value, scaled, plain, percent = q.value, q.scaled, q.plain, q.percent
-    metric = q.metric
+    metric, step, rounded = q.metric, q.step, q.rounded
     if unit.scale is not None and not q.scaled:
         value, scaled, plain, metric = value * unit.scale, True, False, unit.metric
+        if step is not None:  # "1.2" [USD billion] is rounded like "$1.2 billion"
+            step, rounded = step * unit.scale, rounded or step < 1
     if unit.percent and not q.percent:
         percent, plain = True, False
     currency = q.currency or unit.currency
@@ -664,7 +719,7 @@ def _apply_unit(q: Quantity, unit: Unit) -> Quantity | Measure:
     if currency is not None or percent:
         metric = None
     return Quantity(value=value, currency=currency, percent=percent, plain=plain, scaled=scaled,
-                    source=source, metric=metric)
+                    source=source, metric=metric, approx=q.approx, step=step, rounded=rounded)
 
 
 # --------------------------------------------------------------------------- periods
@@ -810,6 +865,10 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
     if q is not None:
         return _apply_unit(q, unit) if unit is not None else q
     if (measure := parse_measure(bare)) is not None:
+        return measure
+    # identifiers write spaces as underscores ("1.8_g" in RDF, as WebNLG does): a measure too, so
+    # that "1.8_g" never matches "1.8_mg" by similarity (91)
+    if "_" in bare and " " not in bare and (measure := parse_measure(bare.replace("_", " "))) is not None:
         return measure
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
 

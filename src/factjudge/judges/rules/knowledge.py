@@ -1,0 +1,363 @@
+"""What the rules judge knows about names: the config's alias groups and the built-in families
+(titles, places, company words, honorifics, given-name short forms), read from the lists shipped
+in ``factjudge/data/rules/`` (their sources: ``data/rules/SOURCES.md``).
+
+A text is rewritten into a *canonical* form (:class:`Canon`) once per field and value: each phrase
+of an alias group or of the titles and company-word lists becomes the group's first value
+(``CEO`` -> ``chief executive officer``, ``Pharma`` -> ``pharmaceuticals``), longest phrase first,
+whole words only; and a value ending in comma-separated places (``Austin, TX``) or in a
+parenthesised disambiguator (``Harcourt_(publisher)``) keeps those apart from its head, so that
+:mod:`factjudge.judges.rules.variants` can let one side leave them out. Qualifier words
+(:data:`QUALIFIERS`) are never part of a group: they survive rewriting and are compared.
+
+State and country codes are read only where a place is expected, never as words inside a text
+(``IN``, ``OR``, ``ME`` and ``MD`` are words or titles too): as a whole value or after a comma,
+and a two-letter code only when written in capitals.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+
+from ...models import JudgeConfig, RulesKnowledge
+from .normalize import normalize_text
+
+#: Words that change an office or a claim and never vanish (issue #22; guideline G5): a "former
+#: CEO" is not a "CEO". ``ex`` is read as ``former``; ``co`` only before another word (co-founder).
+QUALIFIERS = frozenset({
+    "former", "acting", "interim", "deputy", "vice", "co", "assistant", "associate", "senior",
+    "executive", "nonexecutive", "incoming", "outgoing", "elect", "designate", "emeritus",
+    "honorary", "lead", "joint", "junior",
+})
+_QUALIFIER_SYNONYMS = {"ex": "former", "erstwhile": "former", "previous": "former",
+                       "sr": "senior", "jr": "junior", "non": "nonexecutive"}
+#: After a name these are a generation (Tom Fuller Jr.), compared by the person-name rule.
+_GENERATION_WORDS = frozenset({"sr", "jr", "senior", "junior"})
+
+#: The most words of one phrase in a group (longer phrases are never looked up).
+_MAX_PHRASE = 8
+#: Phrase lists (data/rules/<name>.txt) and the family switch each belongs to.
+_FAMILIES = {"titles": "titles", "companies": "companies", "cities": "places"}
+#: Country short forms read as the country inside a text when written in capitals ("US Naval
+#: Academy" = "United States Naval Academy"); other codes are words too (IN, OR, ME).
+_COUNTRY_SHORT = {"US": "united states", "USA": "united states", "UK": "united kingdom",
+                  "UAE": "united arab emirates"}
+_PAREN = re.compile(r"^(?P<head>.*?)[\s_]*\((?P<inner>[^()]*)\)[\s_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    canon: tuple[str, ...]
+    #: ``titles: CEO = chief executive officer`` or ``alias: ...``: what the reasoning names.
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    #: The canonical name, normalised (``united states``).
+    key: str
+    #: As the list writes it (``United States``).
+    name: str
+    kind: str
+    #: ISO 3166-1 alpha-2 code of the country (the place's own for a country).
+    country: str
+
+    def contains(self, other: Place) -> bool:
+        """Whether ``other`` lies in this place or is it (a state in its country)."""
+        return self == other or (self.kind == "country" and other.country == self.country)
+
+
+@dataclass(frozen=True, slots=True)
+class Canon:
+    """A text as the knowledge reads it."""
+
+    #: The canonical text (rewritten phrases, places by their canonical names).
+    norm: str
+    #: The head of a place-qualified or disambiguated value (``austin`` of ``Austin, TX``).
+    head: str
+    #: The places after the head (``Texas``), empty when there are none.
+    places: tuple[Place, ...] = ()
+    #: A parenthesised disambiguator, normalised (``publisher``), or None.
+    disambiguator: str | None = None
+    #: What rewrote it (labels of groups, place lists), for the reasoning.
+    used: tuple[str, ...] = ()
+    #: The whole value is a place.
+    place: Place | None = None
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.norm.split()
+
+
+def qualifiers(tokens: Iterable[str]) -> tuple[str, ...]:
+    """The qualifier words of a text, sorted (``co`` only before another word)."""
+    words = list(tokens)
+    found = []
+    for i, w in enumerate(words):
+        if i == len(words) - 1 and i >= 1 and w in _GENERATION_WORDS:
+            continue
+        q = _QUALIFIER_SYNONYMS.get(w, w)
+        if q in QUALIFIERS and (q != "co" or i < len(words) - 1):
+            found.append(q)
+    return tuple(sorted(found))
+
+
+# --------------------------------------------------------------------------- shipped lists
+
+
+def _data(name: str) -> list[str]:
+    text = resources.files("factjudge").joinpath(f"data/rules/{name}").read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def _groups(name: str) -> list[list[str]]:
+    return [[v.strip() for v in line.split(" = ") if v.strip()] for line in _data(name)]
+
+
+#: A group of equivalent values and how the reasoning names a phrase read through it: None for
+#: a built-in family (``titles: CFO = chief financial officer``), else the alias group's label.
+_Group = tuple[list[str], str, str | None]
+
+
+@functools.cache
+def _family_groups(family: str) -> tuple[_Group, ...]:
+    return tuple((g, family, None) for g in _groups(f"{family}.txt"))
+
+
+def _rewrites(groups: Iterable[_Group]) -> dict[tuple[str, ...], Rewrite]:
+    """Phrase -> the canonical wording of every group it is linked to (groups sharing a phrase
+    are one: a config's ``Big Boss = CEO`` joins the built-in ``CEO = chief executive officer``).
+    The canonical wording is the first value of the first group, built-in lists first."""
+    parent: dict[tuple[str, ...], tuple[str, ...]] = {}
+    seen: dict[tuple[str, ...], int] = {}
+
+    def root(x: tuple[str, ...]) -> tuple[str, ...]:
+        seen.setdefault(x, len(seen))
+        while parent.setdefault(x, x) != x:
+            parent[x] = x = parent[parent[x]]
+        return x
+
+    labels: dict[tuple[str, ...], str] = {}
+    for values, family, label in groups:
+        # a value is read with and without legal suffixes ("Widget Co" is "widget" in a text)
+        written = [(v, tuple(normalize_text(v, ignore_company_suffixes=strip).split()))
+                   for v in values for strip in (False, True)]
+        phrases = [p for _, p in written if p and len(p) <= _MAX_PHRASE]
+        if not phrases:
+            continue
+        for value, words in [(v, p) for v, p in written if p in phrases]:
+            if label is not None or words not in labels:
+                labels[words] = label if label is not None else f"{family}: {value} = {values[0]}"
+            first, other = root(phrases[0]), root(words)
+            if first != other:  # the phrase seen first stays the canonical one
+                low, high = sorted((first, other), key=seen.__getitem__)
+                parent[high] = low
+    return {words: Rewrite(canon := root(words), labels[words] if words != canon else "")
+            for words in parent}
+
+
+@dataclass(frozen=True, slots=True)
+class _Places:
+    #: Names and dotted or long abbreviations, normalised: read wherever a place is expected.
+    names: dict[str, Place]
+    #: The same, states and provinces first: after a comma "Georgia" is the US state.
+    tail_names: dict[str, Place]
+    #: Dotted abbreviations (``Calif.``, ``Wash.``, ``N.Y.``), normalised: read only as written
+    #: with their dot or after a comma ("Miss", "Mass" and "La" are words too).
+    dotted: dict[str, Place]
+    #: Codes (``TX``, ``USA``), as written: read only in capitals.
+    codes: dict[str, Place]
+    #: Codes shared by a state or province and a country (``CA``, ``DE``, ``IN``): a whole value
+    #: that is one of them is no place (after a comma it is the state).
+    ambiguous: frozenset[str]
+
+
+@functools.lru_cache(maxsize=1)
+def _places() -> _Places:
+    names: dict[str, Place] = {}
+    tail_names: dict[str, Place] = {}
+    dotted: dict[str, Place] = {}
+    codes: dict[str, Place] = {}
+    by_code: dict[str, set[str]] = {}
+    for line in _data("places.tsv"):
+        kind, country, group = line.split("\t")
+        values = [v.strip() for v in group.split(" = ")]
+        place = Place(key=normalize_text(values[0]), name=values[0], kind=kind, country=country)
+        for value in values:
+            if value.isupper() and value.isalpha():  # a code: TX, USA, ON
+                if kind != "country" or value not in codes:  # a state's code wins after a comma
+                    codes[value] = place
+                by_code.setdefault(value, set()).add(kind)
+            elif "." in value:
+                dotted.setdefault(normalize_text(value), place)
+            else:
+                names.setdefault(normalize_text(value), place)
+                if kind != "country" or normalize_text(value) not in tail_names:
+                    tail_names[normalize_text(value)] = place
+    ambiguous = frozenset(c for c, kinds in by_code.items() if len(kinds) > 1)
+    return _Places(names, tail_names, dotted, codes, ambiguous)
+
+
+def _place(raw: str, whole: bool) -> Place | None:
+    """The place ``raw`` names, or None; ``whole``: the value is nothing but this."""
+    places = _places()
+    written = raw.strip().replace("_", " ")
+    if written.isupper() and written.replace(".", "").isalpha() and "." not in written:
+        if whole and written in places.ambiguous:
+            return None
+        if written in places.codes:
+            return places.codes[written]
+    norm = normalize_text(written)
+    found = places.names.get(norm) if whole else places.tail_names.get(norm)
+    if found is None and ("." in written or not whole):
+        found = places.dotted.get(norm)
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def nicknames() -> dict[str, str]:
+    """Given name (normalised) -> its full form; a full form maps to itself."""
+    table: dict[str, str] = {}
+    for group in _groups("nicknames.txt"):
+        for value in group:
+            table.setdefault(value, group[0])
+    return table
+
+
+@functools.lru_cache(maxsize=1)
+def honorific_words() -> tuple[frozenset[str], frozenset[str]]:
+    """(honorifics, suffixes) as written after normalisation."""
+    pairs = [line.split("\t") for line in _data("honorifics.txt")]
+    return (frozenset(w for k, w in pairs if k == "honorific"),
+            frozenset(w for k, w in pairs if k == "suffix"))
+
+
+# --------------------------------------------------------------------------- the knowledge
+
+
+@dataclass
+class Knowledge:
+    """The alias groups and families of one config, and a cache of the texts read with them."""
+
+    families: RulesKnowledge
+    everywhere: dict[tuple[str, ...], Rewrite]
+    per_field: dict[str, dict[tuple[str, ...], Rewrite]]
+    #: The config's ignore_company_suffixes: how the head of a qualified value is normalised.
+    strip_suffixes: bool = True
+    _cache: dict[tuple[str | None, str], Canon] = field(default_factory=dict)
+    #: What other modules work out once per field and value (variants: index keys).
+    memo: dict[tuple[str, str, str], frozenset[tuple[str, ...]]] = field(default_factory=dict)
+
+    def table(self, name: str) -> dict[tuple[str, ...], Rewrite]:
+        return self.per_field.get(name, self.everywhere)
+
+    def canon(self, name: str, raw: str, norm: str) -> Canon:
+        key = (name if name in self.per_field else None, raw)
+        found = self._cache.get(key)
+        if found is None:
+            if len(self._cache) > 200_000:  # a bound for huge documents; entries are cheap
+                self._cache.clear()
+                self.memo.clear()
+            found = self._cache[key] = self._read(self.table(name), raw, norm)
+        return found
+
+    def _read(self, table: dict[tuple[str, ...], Rewrite], raw: str, norm: str) -> Canon:
+        if self.families.places:
+            if (whole := _place(raw, whole=True)) is not None:
+                return Canon(norm=whole.key, head=whole.key, place=whole,
+                             used=(f"places: {whole.name}",) if whole.key != norm else ())
+            qualified = _qualified(table, raw, self.strip_suffixes)
+            if qualified is not None:
+                return qualified
+        paren = _PAREN.match(raw)
+        if paren and paren["head"].strip():
+            head, used = rewrite(table, normalize_text(paren["head"], ignore_company_suffixes=self.strip_suffixes))
+            inner = normalize_text(paren["inner"])
+            return Canon(norm=f"{head} {inner}".strip(), head=head, disambiguator=inner, used=used)
+        text, used = rewrite(table, _countries_in(raw, norm) if self.families.places else norm)
+        return Canon(norm=text, head=text, used=used)
+
+
+def _qualified(table: dict[tuple[str, ...], Rewrite], raw: str, strip: bool) -> Canon | None:
+    """``Austin, TX`` -> head ``austin``, places (Texas,); None unless every part after the first
+    comma is a place."""
+    parts = raw.replace("_", " ").split(",")
+    if len(parts) < 2 or not parts[0].strip():
+        return None
+    places = [_place(p, whole=False) for p in parts[1:]]
+    if any(p is None for p in places):
+        return None
+    found = tuple(p for p in places if p is not None)
+    head, used = rewrite(table, normalize_text(parts[0], ignore_company_suffixes=strip))
+    written = [normalize_text(p) for p in parts[1:]]
+    used += tuple(f"places: {p.name}" for p, w in zip(found, written, strict=True) if p.key != w)
+    return Canon(norm=" ".join([head, *(p.key for p in found)]), head=head, places=found, used=used)
+
+
+def _countries_in(raw: str, norm: str) -> str:
+    capitals = {w for w in re.split(r"[\W_]+", raw) if w in _COUNTRY_SHORT}
+    if not capitals:
+        return norm
+    return " ".join(_COUNTRY_SHORT[w.upper()] if w.upper() in capitals else w for w in norm.split())
+
+
+def rewrite(table: dict[tuple[str, ...], Rewrite], norm: str) -> tuple[str, tuple[str, ...]]:
+    """``norm`` with each phrase of ``table`` replaced by its canonical wording, longest first."""
+    words = [_QUALIFIER_SYNONYMS.get(w, w) if w == "ex" else w for w in norm.split()]
+    if not table:
+        return " ".join(words), ()
+    out: list[str] = []
+    used: list[str] = []
+    i = 0
+    while i < len(words):
+        for n in range(min(_MAX_PHRASE, len(words) - i), 0, -1):
+            hit = table.get(tuple(words[i:i + n]))
+            if hit is not None:
+                out.extend(hit.canon)
+                if hit.label and hit.label not in used:
+                    used.append(hit.label)
+                i += n
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return " ".join(out), tuple(used)
+
+
+def build_knowledge(config: JudgeConfig) -> Knowledge:
+    """The knowledge a config asks for (its aliases join the built-in groups they share a
+    phrase with)."""
+    families = config.rules_knowledge
+    base: list[_Group] = [g for name, family in _FAMILIES.items() if getattr(families, family)
+                          for g in _family_groups(name)]
+    aliases: list[_Group] = [(g.values, "alias", f"alias '{g.label()}'") for g in config.aliases
+                             if g.fields is None]
+    everywhere = _rewrites([*base, *aliases])
+    per_field: dict[str, dict[tuple[str, ...], Rewrite]] = {}
+    for name in {n for g in config.aliases for n in g.fields or ()}:
+        own: list[_Group] = [(g.values, "alias", f"alias '{g.label()}'") for g in config.aliases
+                             if name in (g.fields or ())]
+        per_field[name] = _rewrites([*base, *aliases, *own])
+    return Knowledge(families=families, everywhere=everywhere, per_field=per_field,
+                     strip_suffixes=config.ignore_company_suffixes)
+
+
+#: Knowledge already built, by what it is built from: a run of many small documents builds
+#: one (building it per document made WebNLG's 2,155 documents 4x slower).
+_BUILT: dict[str, Knowledge] = {}
+
+
+def knowledge_for(config: JudgeConfig) -> Knowledge:
+    """:func:`build_knowledge`, once per alias groups and families."""
+    key = json.dumps([[g.model_dump() for g in config.aliases], config.rules_knowledge.model_dump(),
+                      config.ignore_company_suffixes], sort_keys=True)
+    found = _BUILT.get(key)
+    if found is None:
+        if len(_BUILT) >= 8:
+            _BUILT.clear()
+        found = _BUILT[key] = build_knowledge(config)
+    return found
