@@ -471,6 +471,7 @@ class _DriverJudge(JudgeBase):
     def __init__(self, judge: Judge) -> None:
         self.inner, self.name = judge, judge.name
         self.reported: dict[str, Any] = {}
+        self.reads_prompts = judge.reads_prompts  # the matching_rules warning is the driver's judge's
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
