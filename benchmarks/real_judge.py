@@ -11,7 +11,7 @@ starts one: ``python tests/realserver.py GGUF PORT 1 4096 2``) with Qwen2.5-Code
     PYTHONPATH=src python benchmarks/real_judge.py ... --per-category 4 --judge llm --reasoning full none
 
 ``--per-category K`` judges K labels of each category (chosen by a seeded shuffle, the same every
-run): the whole set is 215 labels, 430 questions, about 45 minutes per setting at 5-8 s a question
+run): the whole set is 259 labels, 518 questions, about 50 minutes per setting at 5-8 s a question
 on 2 cores. The response cache starts empty, so every setting asks every question. Seconds depend on the
 machine and its load; generated tokens and the agreement figures do not.
 
