@@ -8,8 +8,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.alerts import ERROR_SHARE_ALERT, in_scope_facts_count
 from ..core.analysis import sorted_counts, total_categories
-from ..models import CategoryCounts, Prices, money
+from ..models import CategoryCounts, Counts, Prices, money
 from ..util.jsonutil import canonical_json
 from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 
@@ -280,25 +281,25 @@ def versions_text(change: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- banners and labels
 
-#: ERROR facts above this share of the in-scope facts put a banner on top of the report: the
-#: figures then rest on a fraction of the facts (#24: 49 of 52 ERROR showed P 0.000 and no warning).
-ERROR_BANNER_SHARE = 0.05
-
-
 def in_scope_facts(micro: Mapping[str, Any]) -> int:
-    """Facts judged or failed on both sides: TP, FN, FP and ERROR (not OUT_OF_SCOPE)."""
-    return sum(int(micro.get(k) or 0) for k in ("tp_gold", "fn", "tp_predicted", "fp", "errors"))
+    """Facts judged or failed on both sides (:func:`~factjudge.core.alerts.in_scope_facts_count`
+    of a summary's counts)."""
+    return in_scope_facts_count(Counts(**{k: int(micro.get(k) or 0) for k in _COUNT_KEYS}))
+
+
+_COUNT_KEYS = ("tp_gold", "fn", "tp_predicted", "fp", "errors")
 
 
 def banners(summary: Mapping[str, Any]) -> list[str]:
     """What a reader must see before the figures: the summary's ``alerts`` (likely mistakes,
-    :mod:`factjudge.core.alerts`), then the ERROR share when it is over :data:`ERROR_BANNER_SHARE`
-    of the in-scope facts and no alert says so already (a summary written before alerts existed)."""
+    :mod:`factjudge.core.alerts`), then the ERROR share when it is over the alerts' threshold
+    (:data:`~factjudge.core.alerts.ERROR_SHARE_ALERT`) and no alert says so already (a summary
+    written before alerts existed)."""
     alerts = [a for a in summary.get("alerts") or [] if isinstance(a, Mapping)]
     out = [str(a.get("message", "")) for a in alerts]
     micro = summary.get("micro") or {}
     errors, total = int(micro.get("errors") or 0), in_scope_facts(micro)
-    if total and errors / total > ERROR_BANNER_SHARE and not any(a.get("kind") == "errors" for a in alerts):
+    if total and errors / total > ERROR_SHARE_ALERT and not any(a.get("kind") == "errors" for a in alerts):
         out.append(f"{errors:,} of {total:,} in-scope facts ({100 * errors / total:.0f}%) are ERROR: the judge "
                    "gave no verdict on them and P, R and F1 leave them out. Check usage and the ERROR rows "
                    "before reading the figures.")
