@@ -60,13 +60,9 @@ class Reply:
     message: dict[str, Any] = field(default_factory=dict)
 
 
-def answer(direction: str, subject_id: str, matched: str | None, reasoning: str = "scripted",
-           status: str | None = None) -> Reply:
-    id_key, matched_key, negative = ID_KEYS[direction]
-    data = {id_key: subject_id, "reasoning": reasoning,
-            "decision": {"status": status or ("TP" if matched is not None else negative),
-                         matched_key: matched}}
-    return Reply(content=json.dumps(data))
+def answer(direction: str, subject_id: str, matched: Any, reasoning: str = "scripted") -> Reply:
+    id_key, matched_key, _ = ID_KEYS[direction]
+    return Reply(content=json.dumps({id_key: subject_id, "reasoning": reasoning, matched_key: matched}))
 
 
 def http_error(status: int, retry_after: str | None = None) -> Reply:

@@ -54,7 +54,7 @@ def test_a_run_speaks_the_messages_api_as_documented(server):
     assert "candidates" in first["content"][0]["text"]
     assert last["role"] == "user" and "cache_control" not in json.dumps(last)
     schema = body["output_config"]["format"]
-    assert schema["type"] == "json_schema" and schema["schema"]["required"][1:] == ["reasoning", "decision"]
+    assert schema["type"] == "json_schema" and schema["schema"]["required"][1:] == ["reasoning", "matched_predicted_id"]
     assert result.usage.structured_output == "json_schema"
 
 
@@ -89,7 +89,7 @@ def test_a_model_without_structured_outputs_falls_back_to_a_forced_tool(server):
     assert len(answered) == 4 and all("output_config" not in b for b in answered)
     tool = answered[0]["tools"][0]
     assert answered[0]["tool_choice"] == {"type": "tool", "name": tool["name"]}
-    assert tool["input_schema"]["type"] == "object" and "decision" in tool["input_schema"]["properties"]
+    assert tool["input_schema"]["type"] == "object" and "matched_predicted_id" in tool["input_schema"]["properties"]
 
 
 def test_with_no_structured_output_the_schema_is_in_the_system_prompt(server):
@@ -98,7 +98,7 @@ def test_with_no_structured_output_the_schema_is_in_the_system_prompt(server):
     assert result.metrics.f1 == 1.0
     body = server.message_requests[0]
     assert "output_config" not in body and "tools" not in body
-    assert '"decision"' in body["system"][-1]["text"]
+    assert '"anyOf"' in body["system"][-1]["text"]  # the schema's text
 
 
 def test_an_answer_cut_at_max_tokens_is_asked_again(server):

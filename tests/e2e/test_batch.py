@@ -205,7 +205,7 @@ def test_export_import_eval_writes_what_a_live_run_writes(setup, tmp_path):
 
     # the batch: two invalid answers, one failed request, one line of another export
     bad = {lines[0]["custom_id"]: "nonsense", lines[3]["custom_id"]: json.dumps(
-        {"gold_fact_id": "wrong", "reasoning": "r", "decision": {"status": "FN", "matched_predicted_id": None}})}
+        {"gold_fact_id": "wrong", "reasoning": "r", "matched_predicted_id": None})}
     failed = lines[5]["custom_id"]
     output = [completion_line(x["custom_id"], bad.get(x["custom_id"]) or truthful(x),
                               500 if x["custom_id"] == failed else 200) for x in lines]

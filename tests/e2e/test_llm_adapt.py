@@ -62,7 +62,7 @@ def test_a_reasoning_models_refusals_adapt_the_request_once_each(server, backend
         assert "temperature" not in body and "max_tokens" not in body
         assert body["max_completion_tokens"] == REASONING_MAX_TOKENS
         assert [m["role"] for m in body["messages"]] == ["user", "user"]
-        assert body["messages"][0]["content"].startswith("You judge a fact-extraction system")
+        assert body["messages"][0]["content"].startswith("Does one of the ")
         assert "facts (candidates):\nfact_type: " in body["messages"][0]["content"]
     # the folded prefix is still one byte-identical prefix per direction (provider prompt caching)
     for direction in ("gold", "predicted"):

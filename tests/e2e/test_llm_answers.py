@@ -46,8 +46,7 @@ def copycat(request):
     id_key, matched_key, _ = ID_KEYS[direction]
     matched = TRUTH[(direction, subject)]
     allowed = schema_of(request)["properties"][id_key].get("enum")
-    data = {id_key: allowed[0] if allowed else matched, "reasoning": "same segment and value",
-            "decision": {"status": "TP", matched_key: matched}}
+    data = {id_key: allowed[0] if allowed else matched, "reasoning": "same segment and value", matched_key: matched}
     return Reply(content=json.dumps(data))
 
 
@@ -192,7 +191,7 @@ def _reads_the_prompt(request):
     """DeepSeek's model: json_object constrains it to JSON, not to a schema (the ``schema`` beside
     it is llama-cpp-python's); it writes the answer's shape only when the prompt shows it."""
     direction, subject, _ = describe(request)
-    if '"decision"' not in request["messages"][0]["content"]:
+    if '"anyOf"' not in request["messages"][0]["content"]:  # the schema's text, not the instructions
         return Reply(content=json.dumps({"match": TRUTH[(direction, subject)]}))
     return answer(direction, subject, TRUTH[(direction, subject)])
 
@@ -208,7 +207,7 @@ def test_json_object_gets_the_schema_in_the_prompt_on_deepseek(server):
     answered = [r for r in server.requests if mode_of(r) == "json_object"]
     assert len(answered) == 10  # each question once: the refusals were json_schema's
     for request in answered:
-        assert "JSON" in request["messages"][0]["content"] and '"decision"' in request["messages"][0]["content"]
+        assert "JSON" in request["messages"][0]["content"] and '"anyOf"' in request["messages"][0]["content"]
 
 
 def test_both_dialects_at_once_drop_the_keyword_in_json_object_too(server):
@@ -230,8 +229,7 @@ def schema_follower(request):
     schema has none (as llama.cpp's grammar would make a model do)."""
     direction, subject, _ = describe(request)
     id_key, matched_key, _ = ID_KEYS[direction]
-    data = {id_key: subject, "reasoning": "segment and value agree",
-            "decision": {"status": "TP", matched_key: TRUTH[(direction, subject)]}}
+    data = {id_key: subject, "reasoning": "segment and value agree", matched_key: TRUTH[(direction, subject)]}
     if "reasoning" not in schema_of(request)["properties"]:
         del data["reasoning"]
     return Reply(content=json.dumps(data))

@@ -79,11 +79,11 @@ def test_auto_falls_back_once_per_mode_and_records_it(server, rejected, settled)
     assert len(answered) == 4
     if settled == "json_object":  # llama-cpp-python's form: the schema inside json_object
         schema = answered[0]["response_format"]["schema"]
-        assert list(schema["properties"]) == ["gold_fact_id", "reasoning", "decision"] or \
-            list(schema["properties"]) == ["predicted_fact_id", "reasoning", "decision"]
+        assert list(schema["properties"]) == ["gold_fact_id", "reasoning", "matched_predicted_id"] or \
+            list(schema["properties"]) == ["predicted_fact_id", "reasoning", "matched_gold_id"]
     else:  # no response_format: the schema is described in the system message
         assert all("response_format" not in r for r in answered)
-        assert '"decision"' in answered[0]["messages"][0]["content"]
+        assert '"anyOf"' in answered[0]["messages"][0]["content"]  # the schema's text
 
 
 def test_a_chosen_mode_is_kept_and_a_refusal_stops_the_run_at_once(server):

@@ -26,8 +26,10 @@ from ..models import (
 from ..util.jsonutil import canonical_json
 
 #: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys and of
-#: eval's resume hash). 4: facts as tables, the field names once per fact_type (issue #25).
-PROMPT_FORMAT_VERSION = "4"
+#: eval's resume hash). 4: facts as tables, the field names once per fact_type (issue #25). 5: the
+#: answer names the matched id or null, without a status object; tighter instructions (issue #25:
+#: on WebNLG's 3+3 triples the instructions and the schema were most of each prompt).
+PROMPT_FORMAT_VERSION = "5"
 
 # Per direction: (subject side, candidate side, negative status, id key, matched key)
 _SIDES: dict[Direction, tuple[str, str, NegativeStatus, str, str]] = {
@@ -41,7 +43,7 @@ _SIDES: dict[Direction, tuple[str, str, NegativeStatus, str, str]] = {
 _REASONING_ASKED = {
     "full": "Write your reasoning first, field by field, then decide.",
     "brief": "Write your reasoning first, in one short sentence naming the fields that decide, then decide.",
-    "none": "Answer with the id and the decision only, without reasoning.",
+    "none": "Answer without reasoning.",
 }
 #: A verdict's reasoning when none was asked for (``reasoning: none``).
 NO_REASONING = "(no reasoning asked: reasoning none)"
@@ -61,9 +63,8 @@ CELL_SEPARATOR = " | "
 #: How a table starts (then the fact_type, as a cell); no bare cell starts with its word and colon.
 _TYPE_LINE = "fact_type: "
 #: How to read the tables, said once, before the candidates.
-TABLE_LEGEND = ('Facts are tables per fact_type: a line "fact_type: <name>", the field names, then one fact '
-                'per line, cells separated by " | ". A quoted cell is a JSON string, an empty cell a missing '
-                "field; null, true, false and numbers are JSON.")
+TABLE_LEGEND = ("Facts are tables per fact_type. An empty cell is a missing field, a quoted cell a JSON string; "
+                "null, true, false and numbers are JSON.")
 
 
 #: What ``json.loads`` reads as a number or constant (ASCII digits only, as its C scanner).
@@ -83,7 +84,15 @@ def fact_cell(value: Any) -> str:
     return value if isinstance(value, str) and _bare(value) else canonical_json(value)
 
 
-def _columns(facts: list[dict[str, Any]]) -> list[str]:
+#: The compared fields per fact_type (``JudgeTask.fields``): a table of such a type shows exactly
+#: these, in this order; facts of other types show all of theirs.
+Fields = Mapping[Any, tuple[str, ...]]
+
+
+def _columns(facts: list[dict[str, Any]], fields: Fields | None = None) -> list[str]:
+    fact_type = facts[0].get("fact_type", _NO_TYPE) if facts else _NO_TYPE
+    if fields is not None and isinstance(fact_type, str) and fact_type in fields:
+        return ["id", *fields[fact_type]]
     return ["id", *sorted({k for f in facts for k in f} - {"id", "fact_type"})]
 
 
@@ -91,8 +100,8 @@ def _row(fact: dict[str, Any], columns: list[str]) -> str:
     return CELL_SEPARATOR.join(fact_cell(fact[k]) if k in fact else "" for k in columns)
 
 
-def _table(fact_type: Any, facts: list[dict[str, Any]]) -> list[str]:
-    columns = _columns(facts)
+def _table(fact_type: Any, facts: list[dict[str, Any]], fields: Fields | None) -> list[str]:
+    columns = _columns(facts, fields)
     head = _TYPE_LINE + ("" if fact_type is _NO_TYPE else fact_cell(fact_type))
     return [head, CELL_SEPARATOR.join(map(fact_cell, columns)), *(_row(f, columns) for f in facts)]
 
@@ -100,31 +109,29 @@ def _table(fact_type: Any, facts: list[dict[str, Any]]) -> list[str]:
 _NO_TYPE = object()
 
 
-def fact_tables(facts: list[dict[str, Any]]) -> str:
+def fact_tables(facts: list[dict[str, Any]], fields: Fields | None = None) -> str:
     """``facts`` as tables, one per fact_type in order of first appearance, rows in input order;
-    the columns of a table are ``id`` and then its facts' other fields, sorted."""
+    the columns of a table are ``id`` and then its type's compared fields (``fields``), else its
+    facts' other fields, sorted. A field that is not compared is not shown: the prompt needs no
+    list of fields to compare, nor the model to skip metadata (``confidence``, ``page``)."""
     groups: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
     for fact in facts:
         ft = fact.get("fact_type", _NO_TYPE)
         groups.setdefault("" if ft is _NO_TYPE else canonical_json(ft), (ft, []))[1].append(fact)
-    return "\n".join(line for ft, group in groups.values() for line in _table(ft, group))
+    return "\n".join(line for ft, group in groups.values() for line in _table(ft, group, fields))
 
 
-def system_message(direction: Direction, config: JudgeConfig,
-                   fields: dict[str, tuple[str, ...]] | None = None) -> str:
-    # worded tightly: on a document of 3+3 facts (WebNLG) this message is a third of each prompt
-    subject, other, negative, id_key, matched_key = _SIDES[direction]
+def system_message(direction: Direction, config: JudgeConfig) -> str:
+    # worded tightly: on a document of 3+3 facts (WebNLG) this message is a quarter of each prompt
+    subject, other, _, id_key, matched_key = _SIDES[direction]
     rules = config.matching_rules
     lines = [
-        f"You judge a fact-extraction system against a reference: does one of the {other} facts (the "
-        f"candidates) state the same fact as the {subject} fact given last"
-        f"{', under the matching rules below' if rules else ''}? Compare meaning, not formatting: units, "
-        "number formats, date formats and wording may differ; facts of different fact_type never match.",
-        f"- If exactly one candidate matches (or several do and one is clearly the best), answer "
-        f"decision {{\"status\": \"TP\", \"{matched_key}\": <its id>}}.",
-        f"- If no candidate matches, answer decision {{\"status\": \"{negative}\", \"{matched_key}\": null}}.",
-        f"Put the judged fact's id in {id_key}. {_REASONING_ASKED[config.reasoning]} Use only ids "
-        "that appear in the candidate list.",
+        f"Does one of the {other} facts (candidates) state the same fact as the {subject} fact given last"
+        f"{', under the matching rules below' if rules else ''}? "
+        "Compare meaning, not formatting (units, number and date formats, wording); facts of different "
+        "fact_type never match.",
+        f"Answer {id_key} (the judged fact's id) and {matched_key} (the matching candidate's id, the "
+        f"best if several match, or null). {_REASONING_ASKED[config.reasoning]}",
         "",
         "Matching rules:",
     ]
@@ -132,11 +139,8 @@ def system_message(direction: Direction, config: JudgeConfig,
         lines += [f"- {r if isinstance(r, str) else canonical_json(r)}" for r in config.matching_rules]
     else:
         del lines[-2:]  # no rules: no heading either
-    if config.fields:
+    if config.fields:  # the tables show every field then (``fields`` is None)
         lines += ["", "Fields to compare: " + ", ".join(config.fields)]
-    elif fields:
-        lines += ["", "Fields to compare, per fact_type (any other field is metadata: ignore it):"]
-        lines += [f"- {t}: {', '.join(f) or '(none)'}" for t, f in sorted(fields.items())]
     if config.tolerances:
         lines += ["", "Numeric tolerances per field (a value matches when within either bound):"]
         for name, tol in config.tolerances.items():
@@ -144,13 +148,13 @@ def system_message(direction: Direction, config: JudgeConfig,
     return "\n".join(lines)
 
 
-def candidates_message(direction: Direction, candidates: list[dict[str, Any]]) -> str:
+def candidates_message(direction: Direction, candidates: list[dict[str, Any]], fields: Fields | None = None) -> str:
     other = _SIDES[direction][1]
-    return f"{TABLE_LEGEND}\n{other} facts (candidates):\n{fact_tables(candidates)}"
+    return f"{TABLE_LEGEND}\n{other} facts (candidates):\n{fact_tables(candidates, fields)}"
 
 
-def subject_message(direction: Direction, fact: dict[str, Any]) -> str:
-    return f"{_SIDES[direction][0]} fact to judge:\n{fact_tables([fact])}"
+def subject_message(direction: Direction, fact: dict[str, Any], fields: Fields | None = None) -> str:
+    return f"{_SIDES[direction][0]} fact to judge:\n{fact_tables([fact], fields)}"
 
 
 def prefix_messages(
@@ -159,8 +163,8 @@ def prefix_messages(
 ) -> list[dict[str, str]]:
     """The shared prefix of every call of one direction in one document."""
     return [
-        {"role": "system", "content": system_message(direction, config, fields)},
-        {"role": "user", "content": candidates_message(direction, candidates)},
+        {"role": "system", "content": system_message(direction, config)},
+        {"role": "user", "content": candidates_message(direction, candidates, fields)},
     ]
 
 
@@ -185,22 +189,17 @@ def verdict_schema(direction: Direction, candidate_ids: list[str], subject_id: s
     id is a one-value enum: a server that compiles the schema into a grammar per request
     (llama.cpp, vLLM, Ollama) then cannot let the model copy the matched id into it (measured
     with Qwen2.5-Coder-1.5B on llama.cpp: 6 of 30 facts ERROR "gold_fact_id must be 'g2', got
-    'p7'", issue #21). ``decision`` is one of two shapes, so a TP without a candidate id, or a
-    negative with one, cannot be written; ``reasoning`` comes first. ``drop``: schema keywords
+    'p7'", issue #21). The matched id is a candidate's id or null, and the verdict follows from it
+    (TP, or the direction's negative): a contradictory answer cannot be written (format 4 had a
+    ``decision`` object of two shapes, ``{status, id}``: 290 of WebNLG's 728 prompt tokens a call
+    were the schema, now about 120). ``reasoning`` comes first. ``drop``: schema keywords
     the server refused (Gemini's OpenAI-compatible endpoint: ``additionalProperties``), left out
     everywhere. ``reasoning`` ``none``: no reasoning field at all (``brief`` asks for less in
     the prompt, with the same schema: a length bound is a keyword not every provider takes)."""
-    _, _, negative, id_key, matched_key = _SIDES[direction]
-
-    def shape(status: PassStatus, matched: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "object",
-                "properties": {"status": {"type": "string", "enum": [status]}, matched_key: matched},
-                "required": ["status", matched_key], "additionalProperties": False}
-
+    _, _, _, id_key, matched_key = _SIDES[direction]
     judged: dict[str, Any] = {"type": "string"} if subject_id is None else {"type": "string", "enum": [subject_id]}
-    properties: dict[str, Any] = {id_key: judged, "reasoning": {"type": "string"},
-                                  "decision": {"anyOf": [shape("TP", {"type": "string", "enum": list(candidate_ids)}),
-                                                         shape(negative, {"type": "null"})]}}
+    matched = {"anyOf": [{"type": "string", "enum": list(candidate_ids)}, {"type": "null"}]}
+    properties: dict[str, Any] = {id_key: judged, "reasoning": {"type": "string"}, matched_key: matched}
     if reasoning == "none":
         del properties["reasoning"]
     schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
@@ -292,7 +291,7 @@ class JudgeTask:
         return [c["id"] for c in self.candidates]
 
     def last_message(self) -> dict[str, str]:
-        return {"role": "user", "content": subject_message(self.direction, self.subject)}
+        return {"role": "user", "content": subject_message(self.direction, self.subject, self.fields)}
 
     def messages(self) -> list[dict[str, str]]:
         return [*self.prefix, self.last_message()]
@@ -318,7 +317,7 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
     if not isinstance(data, dict):
         raise InvalidAnswer("the answer must be a JSON object")
     asked = task.config.reasoning != "none"
-    expected = {id_key, "reasoning", "decision"} if asked else {id_key, "decision"}
+    expected = {id_key, "reasoning", matched_key} if asked else {id_key, matched_key}
     if set(data) != expected:
         missing, extra = sorted(expected - set(data)), sorted(set(data) - expected)
         raise InvalidAnswer(f"the answer must have exactly the keys {sorted(expected)}"
@@ -327,23 +326,14 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer(f"{id_key} must be {task.subject_id!r}, got {quoted(data[id_key])}")
     if asked and not isinstance(data["reasoning"], str):
         raise InvalidAnswer("reasoning must be a string")
-    decision = data["decision"]
-    if not isinstance(decision, dict) or set(decision) != {"status", matched_key}:
-        raise InvalidAnswer(f"decision must be an object with exactly the keys status and {matched_key}")
-    status, matched = decision["status"], decision[matched_key]
-    if status == "TP":
-        if matched is None:
-            raise InvalidAnswer(f"status TP requires {matched_key} to name a candidate")
-        if matched not in task.candidate_ids:
-            raise InvalidAnswer(f"{matched_key} {quoted(matched)} is not the id of a candidate")
+    matched = data[matched_key]
+    status: PassStatus = negative if matched is None else "TP"
+    if matched is not None:
+        if not isinstance(matched, str) or matched not in task.candidate_ids:
+            raise InvalidAnswer(f"{matched_key} {quoted(matched)} is not the id of a candidate (or null)")
         problem = fact_type_problem(task, matched)
         if problem:
             raise InvalidAnswer(problem)
-    elif status == negative:
-        if matched is not None:
-            raise InvalidAnswer(f"status {negative} requires {matched_key} to be null")
-    else:
-        raise InvalidAnswer(f"status must be \"TP\" or \"{negative}\", got {quoted(status)}")
     # the one place an LLM's reasoning enters a verdict: bounded here (see REASONING_LIMIT)
     return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
                    reasoning=cut_text(data["reasoning"], REASONING_LIMIT) if asked else NO_REASONING)
@@ -429,7 +419,7 @@ def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
         if len(kept) == MAX_CANDIDATE_ENUM:
             break
         # the candidate's line in the prompt (the first one's with its table head) plus its id in the enum
-        line = fact_tables([cand]) if not kept else _row(cand, _columns([cand]))
+        line = fact_tables([cand], task.fields) if not kept else _row(cand, _columns([cand], task.fields))
         cost = count_text(line) + count_text(canonical_json(cand["id"])) + 2
         if used + cost > budget or not _enum_size_fits(len(kept) + 1, id_chars + len(cand["id"])):
             continue  # a smaller candidate further down may still fit

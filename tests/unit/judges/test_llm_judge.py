@@ -61,21 +61,15 @@ def test_prompt_layout_schema_and_scope(server):
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     schema = fmt["json_schema"]["schema"]
     assert schema["additionalProperties"] is False
-    assert list(schema["properties"]) == ["gold_fact_id", "reasoning", "decision"]
+    assert list(schema["properties"]) == ["gold_fact_id", "reasoning", "matched_predicted_id"]
     assert schema["required"] == list(schema["properties"])
     assert schema["properties"]["gold_fact_id"] == {"type": "string"}  # not pinned: one schema per direction
-    tp, negative = schema["properties"]["decision"]["anyOf"]
-    assert tp["properties"] == {"status": {"type": "string", "enum": ["TP"]},
-                                "matched_predicted_id": {"type": "string", "enum": ["p1", "p2"]}}
-    assert negative["properties"] == {"status": {"type": "string", "enum": ["FN"]},
-                                      "matched_predicted_id": {"type": "null"}}
-    for shape in (tp, negative):
-        assert shape["additionalProperties"] is False and shape["required"] == list(shape["properties"])
+    # a candidate's id or null: the verdict (TP, or FN) follows, no contradictory answer can be written
+    assert schema["properties"]["matched_predicted_id"] == {
+        "anyOf": [{"type": "string", "enum": ["p1", "p2"]}, {"type": "null"}]}
     pschema = next(r for r in server.requests if describe(r)[0] == "predicted")[
         "response_format"]["json_schema"]["schema"]
-    assert list(pschema["properties"]) == ["predicted_fact_id", "reasoning", "decision"]
-    assert [b["properties"]["status"]["enum"] for b in pschema["properties"]["decision"]["anyOf"]] == [
-        ["TP"], ["FP"]]
+    assert list(pschema["properties"]) == ["predicted_fact_id", "reasoning", "matched_gold_id"]
     for direction in ("gold", "predicted"):  # byte-identical response_format within a direction
         formats = {json.dumps(r["response_format"]) for r in server.requests if describe(r)[0] == direction}
         assert len(formats) == 1
@@ -134,7 +128,7 @@ def test_transport_and_answer_retries_then_success(server):
         answer("gold", "g1", "p9"),  # an id that is not a candidate
     ]
     server.faults[("predicted", "p1")] = [answer("predicted", "WRONG", "g1"),
-                                          answer("predicted", "p1", None, status="TP")]
+                                          answer("predicted", "p1", ["g1"])]
     result = run_judge(gold, pred, {}, judge_for(server))
     facts = by_id(result)
     assert facts[("gold", "g1")]["status"] == "TP" and facts[("predicted", "p1")]["status"] == "TP"
@@ -146,7 +140,7 @@ def test_transport_and_answer_retries_then_success(server):
     assert "'p9' is not the id of a candidate" in gold_reqs[4]["messages"][-1]["content"]
     pred_reqs = [r for r in server.requests if describe(r)[0] == "predicted"]
     assert "must be 'p1'" in pred_reqs[1]["messages"][-1]["content"]
-    assert "requires matched_gold_id to name a candidate" in pred_reqs[2]["messages"][-1]["content"]
+    assert "matched_gold_id ['g1'] is not the id of a candidate" in pred_reqs[2]["messages"][-1]["content"]
     assert result.usage.llm_calls == 8 and result.usage.retries == 6
 
 

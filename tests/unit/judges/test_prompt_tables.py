@@ -104,7 +104,7 @@ def test_a_judge_request_reads_back_through_the_scripted_server():
     assert prompt_facts(body) == ("gold", subject, cands)
     assert describe(body) == ("gold", "fact_type: g", ["12", "p | 2"])
     # the legend that tells the model how to read them is in the shared prefix, said once
-    assert json.dumps(body).count("A quoted cell is a JSON string") == 1
+    assert json.dumps(body).count("a quoted cell a JSON string") == 1
 
 
 def test_answers_and_finished_documents_of_another_prompt_format_are_not_reused(server, tmp_path, monkeypatch):
@@ -131,3 +131,31 @@ def test_answers_and_finished_documents_of_another_prompt_format_are_not_reused(
     import factjudge.evaluation.runner as runner
     monkeypatch.setattr(runner, "PROMPT_FORMAT_VERSION", "3")
     assert input_salt(JudgeConfig(), judge()) != salt
+
+
+def test_a_prompt_shows_the_compared_fields_in_the_gold_facts_order_and_no_metadata():
+    """Format 5: the columns of a fact_type are the fields compared (the gold facts', in their
+    order), so a prediction's metadata (``confidence``, ``page``) costs no tokens and the prompt
+    needs no list of fields to compare; with ``fields`` set, every field is shown and the list is."""
+    from factjudge.evaluation.pipeline import questions
+
+    gold = [{"id": "g1", "fact_type": "triple", "subject": "Ada", "property": "birthPlace", "object": "London"}]
+    pred = [{"id": "p1", "fact_type": "triple", "object": "London", "confidence": 0.9, "subject": "Ada",
+             "property": "born in", "page": 3},
+            {"id": "p2", "fact_type": "person", "name": "Ada", "page": 4}]  # a type no gold fact has
+    asked = {direction: make(subjects[0]).messages()
+             for direction, subjects, make in questions(gold, pred, JudgeConfig())}
+    gold_side, pred_side = asked["gold"], asked["predicted"]
+    assert gold_side[1]["content"].split("\n")[2:] == [
+        "fact_type: triple", "id | subject | property | object", "p1 | Ada | born in | London",
+        "fact_type: person", "id | name | page", "p2 | Ada | 4"]
+    assert pred_side[2]["content"] == ("PREDICTED fact to judge:\nfact_type: triple\n"
+                                       "id | subject | property | object\np1 | Ada | born in | London")
+    assert all("confidence" not in m["content"] and "Fields to compare" not in m["content"]
+               for m in gold_side + pred_side)
+
+    explicit = JudgeConfig(fields=["object", "subject"])
+    [(_, subjects, make), _] = questions(gold, pred, explicit)
+    system, candidates, _ = make(subjects[0]).messages()
+    assert system["content"].endswith("Fields to compare: object, subject")
+    assert "id | confidence | object | page | property | subject" in candidates["content"]
