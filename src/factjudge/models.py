@@ -142,6 +142,11 @@ class JudgeConfig(BaseModel):
     #: Reconciliation: a link stands when ``either`` pass names it (the default), or only when
     #: ``both`` do (stricter: a lenient pass cannot make a link alone; see the README).
     link_policy: Literal["either", "both"] = "either"
+    #: LLM judge: which candidates a question shows: ``all`` of the other side (one prompt prefix
+    #: per direction, the default), or only those of the judged fact's ``fact_type`` (the only
+    #: ones it can match: one prefix per direction and fact_type, cheaper on documents of several
+    #: types; the answer's schema then differs between types). The CLI's --candidates overrides it.
+    candidates: Literal["all", "same_type"] = "all"
     #: Rules judge: groups of equivalent values, per field or for all fields (see the README).
     aliases: list[AliasGroup] = Field(default_factory=list)
     #: A CSV or YAML file of alias groups, relative to the config file; read when the config is

@@ -283,3 +283,25 @@ def test_corrupt_tiktoken_file_is_left_alone_and_nothing_downloads(monkeypatch, 
     # tiktoken itself deletes a file whose hash differs and fetches it again
     assert cached.read_bytes() == b"half a download"
     assert TokenCounter("llama3.1").name == ESTIMATE_NAME  # not an OpenAI model: no OpenAI encoding
+
+
+def test_candidates_same_type_previews_fewer_tokens_and_no_call_for_a_type_the_other_side_lacks(
+        write_json, tmp_path):
+    """``--candidates same_type`` (or the config key): each question shows the candidates of its
+    fact_type only; a fact whose type the other side lacks asks nothing."""
+    gold = [{"id": f"g{i}", "fact_type": f"t{i % 3}", "value": f"{i} units"} for i in range(9)]
+    pred = [{"id": f"p{i}", "fact_type": f"t{i % 2}", "value": f"{i} units"} for i in range(8)]
+    g, p = write_json("g.json", gold), write_json("p.json", pred)
+    (tmp_path / "cfg.yaml").write_text("candidates: same_type\n")
+
+    def plan(*args):
+        proc = run_cli("judge", g, p, "--model", "gpt-4o-mini", "--no-cache", "--dry-run", *args,
+                       env={"OPENAI_BASE_URL": None})
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    every, by_type = plan(), plan("--candidates", "same_type")
+    assert plan("--config", tmp_path / "cfg.yaml") == by_type
+    assert every["gold"]["calls"] == 9 and by_type["gold"]["calls"] == 6  # g2, g5, g8 (t2): no call
+    assert by_type["predicted"]["calls"] == 8
+    assert by_type["prompt_tokens"] < every["prompt_tokens"] * 0.8

@@ -42,6 +42,7 @@ StructuredOutputChoice = _choice("StructuredOutputChoice", ("auto", *STRUCTURED_
 ReasoningEffortChoice = _choice("ReasoningEffortChoice", REASONING_EFFORTS)
 PinIdChoice = _choice("PinIdChoice", PIN_ID_CHOICES)
 ReasoningChoice = _choice("ReasoningChoice", REASONING_CHOICES)
+CandidatesChoice = _choice("CandidatesChoice", ("all", "same_type"))
 
 
 def _plain(value: Any) -> Any:
@@ -87,6 +88,7 @@ class JudgeOptions:
     max_tokens: int | None = None
     reasoning_effort: str | None = None
     reasoning: str | None = None
+    candidates: str | None = None
     cache_dir: Path | None = None
     no_cache: bool = False
     warmup: bool = True
@@ -120,8 +122,10 @@ class JudgeOptions:
     def config(self, path: Path | None) -> JudgeConfig:
         """The config file (or the defaults), with what the command line overrides in it."""
         config = load_config(path)
-        if self.reasoning is not None:
-            config = config.model_copy(update={"reasoning": self.reasoning})
+        overrides = {k: v for k, v in (("reasoning", self.reasoning), ("candidates", self.candidates))
+                     if v is not None}
+        if overrides:
+            config = config.model_copy(update=overrides)
         return config
 
     def build(self, config: JudgeConfig) -> Judge:
@@ -184,6 +188,10 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
                   "answer explains (config key reasoning): full (default: field by field), brief (one "
                   "sentence) or none (no reasoning in the answer: fewest tokens, nothing to read in the "
                   "report).")),
+    "candidates": (CandidatesChoice | None, typer.Option(None, "--candidates", help="Which candidates an LLM "
+                   "question shows (config key candidates): all of the other side (default: one prompt "
+                   "prefix per direction) or same_type, those of the judged fact's fact_type (fewer tokens "
+                   "on documents of several types; one prefix per fact_type).")),
     "cache_dir": (Path | None, typer.Option(None, "--cache-dir", help="Response cache directory "
                   "(default: the user cache dir).")),
     "no_cache": (bool, typer.Option(False, "--no-cache", help="Do not read or write the response cache.")),

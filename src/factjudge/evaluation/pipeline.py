@@ -44,10 +44,11 @@ class ProgressObserver(Protocol):
         """One question of the ``direction`` pass was answered (before reconciliation)."""
 
 
-def _no_candidates_verdict(direction: Direction, fact_id: str) -> Verdict:
+def _no_candidates_verdict(direction: Direction, fact_id: str, of_its_type: bool = False) -> Verdict:
     other = "predicted" if direction == "gold" else "gold"
+    which = f"{other} facts of its fact_type" if of_its_type else f"{other} facts"
     return Verdict(fact_id=fact_id, status=negative_status(direction),
-                   note=f"no in-scope {other} facts to compare with; no judge call made")
+                   note=f"no in-scope {which} to compare with; no judge call made")
 
 
 def directions(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]
@@ -73,11 +74,20 @@ def task_factory(direction: Direction, candidates: list[dict[str, Any]], config:
                  doc_id: str, fields: dict[str, tuple[str, ...]] | None = None,
                  shared: dict[str, Any] | None = None, prompts: bool = True
                  ) -> Callable[[dict[str, Any]], JudgeTask]:
-    """Tasks of one direction, all sharing one prefix (and so one provider cache entry);
+    """Tasks of one direction, all sharing one prefix (and so one provider cache entry), or one
+    prefix per fact_type with ``candidates: same_type`` (for a judge that reads prompts);
     ``fields``: the compared fields per fact_type (:func:`factjudge.core.scope.compared_fields`);
     ``shared``: the tasks' :attr:`~factjudge.judges.prompts.JudgeTask.shared` dict; ``prompts=False``:
     no prompt (an empty prefix), for a judge that reads none (``Judge.reads_prompts``)."""
     shared = {} if shared is None else shared
+    if config.candidates == "same_type" and prompts:
+        return _same_type_factory(direction, candidates, config, doc_id, fields, shared, prompts)
+    return _one_prefix_factory(direction, candidates, config, doc_id, fields, shared, prompts)
+
+
+def _one_prefix_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
+                        doc_id: str, fields: dict[str, tuple[str, ...]] | None, shared: dict[str, Any],
+                        prompts: bool) -> Callable[[dict[str, Any]], JudgeTask]:
     if not prompts:
         return lambda fact: JudgeTask(direction, fact, candidates, config, [], "", fields, shared)
     prefix = prefix_messages(direction, candidates, config, fields)
@@ -86,6 +96,51 @@ def task_factory(direction: Direction, candidates: list[dict[str, Any]], config:
     label = f"{doc_id[:24]}-" if doc_id else ""
     key = f"factjudge-{label}{direction}-{digest}"
     return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
+
+
+def _type_key(fact: Mapping[str, Any]) -> str:
+    return canonical_json(fact.get("fact_type"))
+
+
+def _same_type_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
+                       doc_id: str, fields: dict[str, tuple[str, ...]] | None, shared: dict[str, Any],
+                       prompts: bool) -> Callable[[dict[str, Any]], JudgeTask]:
+    """``candidates: same_type``: a fact is shown only the candidates of its fact_type, the only
+    ones it can match, under one prefix per fact_type (each with its own ``shared`` dict, kept in
+    the direction's so that it is freed with it). A fact of a type no candidate has gets a task
+    without candidates: no call (see :func:`has_candidates`)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cand in candidates:
+        groups.setdefault(_type_key(cand), []).append(cand)
+    makers: dict[str, Callable[[dict[str, Any]], JudgeTask]] = {}
+
+    def make(fact: dict[str, Any]) -> JudgeTask:
+        key = _type_key(fact)
+        if key not in makers:
+            group = groups.get(key, [])
+            makers[key] = (_one_prefix_factory(direction, group, config, doc_id, fields,
+                                               shared.setdefault(f"fact_type {key}", {}), prompts) if group
+                           else lambda f: JudgeTask(direction, f, [], config, [], "", fields, {}))
+        return makers[key](fact)
+    return make
+
+
+def has_candidates(task: JudgeTask) -> bool:
+    """Whether a task asks anything: with ``candidates: same_type`` a fact of a type the other side
+    lacks has no candidate, and its verdict is the negative without a call."""
+    return bool(task.candidates)
+
+
+def prefix_groups(subjects: list[dict[str, Any]], same_type: bool) -> list[list[dict[str, Any]]]:
+    """The subjects in the groups whose questions share a prefix: one group, or one per fact_type
+    (in order of first appearance) with ``candidates: same_type``, asked one group after another so
+    each group's first call warms the provider's cache (and a local server's slot) for the rest."""
+    if not same_type:
+        return [subjects]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for fact in subjects:
+        groups.setdefault(_type_key(fact), []).append(fact)
+    return list(groups.values())
 
 
 class _Answer(NamedTuple):
@@ -148,6 +203,12 @@ async def _judge_direction(
 
     async def one(fact: dict[str, Any]) -> Verdict:
         task = make_task(fact)  # built only when its turn comes: prompts are never all in memory
+        if not has_candidates(task):
+            verdict = _no_candidates_verdict(direction, fact["id"], of_its_type=True)
+            if progress:
+                progress.on_verdict(direction, verdict)
+            answers[verdict.fact_id] = tally.keep(verdict)
+            return verdict
         async with limiter:
             verdict = await judge.judge(task)
         problem = verdict_problem(task, verdict, types)
@@ -159,28 +220,27 @@ async def _judge_direction(
         answers[verdict.fact_id] = tally.keep(verdict)
         return verdict
 
-    rest = iter(subjects)
-    if warmup:
-        # One at a time until a question really reached the LLM (not the rules judge or the
-        # response cache): the rest then fan out to a warm provider cache.
-        left = len(subjects)
-        for fact in rest:
-            left -= 1
-            if (await one(fact)).usage.llm_calls or left <= 1:
-                break
+    async def group(facts: list[dict[str, Any]]) -> None:
+        rest = iter(facts)
+        if warmup:
+            # One at a time until a question really reached the LLM (not the rules judge or the
+            # response cache): the rest then fan out to a warm provider cache.
+            left = len(facts)
+            for fact in rest:
+                left -= 1
+                if (await one(fact)).usage.llm_calls or left <= 1:
+                    break
 
-    running = max(1, min(width, len(subjects)))
+        async def worker() -> None:
+            for fact in rest:  # one iterator shared by the workers: each fact is asked once
+                await one(fact)
 
-    async def worker() -> None:
-        nonlocal running
-        for fact in rest:  # one iterator shared by the workers: each fact is asked once
-            await one(fact)
-        running -= 1
-        if not running:  # the direction is done: free what its tasks shared (the rules index)
-            shared.clear()  # now, not when the other direction is done too
+        # ``width`` workers, not a task per fact: a million waiting tasks would cost gigabytes
+        await gather_all(*(worker() for _ in range(max(1, min(width, len(facts))))))
 
-    # ``width`` workers, not a task per fact: a million waiting tasks would cost gigabytes
-    await gather_all(*(worker() for _ in range(running)))
+    for facts in prefix_groups(subjects, config.candidates == "same_type" and judge.reads_prompts):
+        await group(facts)  # with candidates: same_type, one fact_type (one prefix) after another
+    shared.clear()  # the direction is done: free what its tasks shared (the rules index) now
     return answers
 
 
@@ -360,9 +420,12 @@ def preview(
         out[direction] = stats
         if make_task is None:
             continue
-        warm = False
+        warm: set[str] = set()  # the prefixes a call has sent (one, or one per fact_type)
         for fact in subjects:
-            est = judge.estimate(make_task(fact))
+            task = make_task(fact)
+            if not has_candidates(task):
+                continue
+            est = judge.estimate(task)
             if est.outcome != "call":
                 stats["cache_hits" if est.outcome == "cache_hit" else est.outcome] += 1
                 continue
@@ -372,9 +435,9 @@ def preview(
             if est.shortlisted:
                 stats["shortlisted"] += 1
             else:
-                if warm and est.shared_prefix_tokens >= MIN_CACHED_PREFIX:
+                if task.prompt_cache_key in warm and est.shared_prefix_tokens >= MIN_CACHED_PREFIX:
                     uncached -= est.shared_prefix_tokens
-                warm = True
+                warm.add(task.prompt_cache_key)
             stats["prompt_tokens_after_prefix_cache"] += uncached
     out["token_counter"] = judge.run_info().get("token_counter")
     return out

@@ -37,7 +37,7 @@ from typing import IO, Any
 
 from .._version import __version__
 from ..errors import FactJudgeError, InputError, InvalidAnswer
-from ..evaluation.pipeline import questions
+from ..evaluation.pipeline import has_candidates, questions
 from ..evaluation.runner import check_folder, run_manifest
 from ..io.datasets import Dataset
 from ..io.files import AtomicFile, write_atomic
@@ -337,7 +337,8 @@ def _tasks(doc_gold: list[dict[str, Any]], doc_pred: list[dict[str, Any]], confi
     run_judge_async` and :func:`~factjudge.evaluation.pipeline.preview` do), one iterator per direction."""
     for _, subjects, make in questions(doc_gold, doc_pred, config, doc_id):
         if make is not None:  # no candidates: the pipeline decides without a call
-            yield (make(fact) for fact in subjects)
+            # a fact of a type the other side lacks (candidates: same_type) is decided without a call
+            yield (task for task in map(make, subjects) if has_candidates(task))
 
 
 def export_batch(dataset: Dataset, config: JudgeConfig, judge: Judge, out_dir: Path, path: Path, *,

@@ -303,3 +303,38 @@ def test_connection_failures_after_the_server_answered_are_fact_errors():
     server.stop()  # gone mid-evaluation: each question left is ERROR, as the retries ran out
     result = run_judge(gold, pred, {}, judge)
     assert result.metrics.errors == 2 and "failed after 2 attempt(s)" in result.gold_facts[0]["description"]
+
+
+def test_same_type_candidates_one_prefix_per_fact_type(server):
+    """``candidates: same_type`` (#25): a question shows only the candidates of the judged fact's
+    type, under one prefix (and schema) per type; a type's questions are asked together, its first
+    alone (warm-up); a fact of a type the other side lacks is the negative without a call. The
+    verdicts are those of the default, which shows every candidate."""
+    gold = [{"id": "g1", "fact_type": "revenue", "value": "12.5"}, {"id": "g2", "fact_type": "ceo", "name": "Ann"},
+            {"id": "g3", "fact_type": "revenue", "value": "3.1"}, {"id": "g4", "fact_type": "ceo", "name": "Bo"},
+            {"id": "g5", "fact_type": "address", "text": "1 Main St"}]
+    pred = [{"id": "p1", "fact_type": "ceo", "name": "Ann"}, {"id": "p2", "fact_type": "revenue", "value": "12.5"},
+            {"id": "p3", "fact_type": "revenue", "value": "9"}, {"id": "p4", "fact_type": "ceo", "name": "Cy"}]
+    server.truth = {("gold", "g1"): "p2", ("gold", "g2"): "p1", ("predicted", "p1"): "g2", ("predicted", "p2"): "g1"}
+    whole = run_judge(gold, pred, {}, judge_for(server))
+    shown = {tuple(sorted(describe(r)[2])) for r in server.requests if describe(r)[0] == "gold"}
+    assert shown == {("p1", "p2", "p3", "p4")}
+    server.requests.clear()
+
+    result = run_judge(gold, pred, {"candidates": "same_type"}, judge_for(server, sampling=Sampling(pin_id="never")),
+                       concurrency=4)
+    assert [(f["id"], f["status"], f["matched_ids"]) for f in result.gold_facts + result.predicted_facts] == [
+        (f["id"], f["status"], f["matched_ids"]) for f in whole.gold_facts + whole.predicted_facts]
+    asked = [(describe(r)[0], describe(r)[1], describe(r)[2]) for r in server.requests]
+    gold_asked = [a for a in asked if a[0] == "gold"]
+    # revenue first (the first type of the gold facts), then ceo; g5 (address) asks nothing
+    assert gold_asked == [("gold", "g1", ["p2", "p3"]), ("gold", "g3", ["p2", "p3"]),
+                          ("gold", "g2", ["p1", "p4"]), ("gold", "g4", ["p1", "p4"])]
+    g5 = by_id(result)[("gold", "g5")]
+    assert g5["status"] == "FN" and "no in-scope predicted facts of its fact_type" in g5["description"]
+    for ids in (["p2", "p3"], ["p1", "p4"]):  # one prefix and one schema per type
+        same = [r for r in server.requests if describe(r)[0] == "gold" and describe(r)[2] == ids]
+        assert len({json.dumps(r["messages"][:-1]) + json.dumps(r["response_format"]) for r in same}) == 1
+        assert same[0]["response_format"]["json_schema"]["schema"]["properties"]["matched_predicted_id"][
+            "anyOf"][0]["enum"] == ids
+    assert result.usage.llm_calls == 8 and result.usage.prompt_tokens < whole.usage.prompt_tokens
