@@ -1,17 +1,20 @@
-"""What judging costs per 1,000 questions, at list prices, before and after prompt format 4 (facts
-as tables, issue #25). No call is made: the questions are counted as the dry run counts them.
+"""What judging costs per 1,000 questions, at list prices, before and after issue #25 (prompt format
+5: facts as tables, a smaller answer schema; and ``candidates: same_type``). No call is made: the
+questions are counted as the dry run counts them.
 
 For 10, 100 and 1,000 facts per side (one document, 5 fact types, 3 fields: the shape of issue
 #25) and for the WebNLG 2020 shape (each gold entry a document, its triples against a real
-submission's, from ../shared/realdata), for the `llm` and `hybrid` judges: calls, prompt tokens,
+submission's, from ../shared/realdata), for the `llm` and `hybrid` judges, each with every
+candidate shown (the default) and with `candidates: same_type`: calls, prompt tokens,
 the share a provider's prefix cache serves, and $ per 1,000 questions live and through the batch
 API, at the prices below. "Before" is the code of BEFORE_COMMIT (prompt format 3, a JSON object
 per fact), taken with `git archive` and measured in its own process; "after" is this checkout.
 
 Assumptions, printed with the figures: every answer takes --completion-tokens output tokens (200 by
-default, the dry run's own estimate; answers measured on a local Qwen2.5-Coder-1.5B took 90-180,
-issue #21); a direction's first question writes the shared prefix to the provider's cache and the
-others read it when the prefix reaches the provider's minimum (OpenAI 1,024 tokens; Claude Haiku
+default, the dry run's own estimate; the goal table also prices the answers measured per
+--reasoning, ANSWER_TOKENS); a prefix's first question (one prefix per direction, or per direction
+and fact_type) writes it to the provider's cache and the others read it when it reaches the
+provider's minimum (OpenAI 1,024 tokens; Claude Haiku
 4.5 4,096); the batch discount applies to every rate, cached reads included; questions the hybrid
 judge settles by rules cost nothing. Tokens are counted with factjudge's counter: tiktoken's
 o200k_base when its encoding file is cached locally, else the UTF-8 bytes / 3 estimate (the
@@ -37,6 +40,13 @@ from _common import ROOT, synthetic_document
 BEFORE_COMMIT = "9daed84efc27b6e4ca8872f16ff3ae1c9b03bfd6"
 SIZES = (10, 100, 1000)
 JUDGES = ("llm", "hybrid")
+#: What is measured: each judge with every candidate shown (the default), and with ``candidates:
+#: same_type`` (only the judged fact's type: one prefix per direction and type).
+VARIANTS = ("llm", "llm same_type", "hybrid", "hybrid same_type")
+#: Generated tokens per answer with prompt format 5 per --reasoning, measured with Qwen2.5-Coder-1.5B
+#: on llama.cpp (benchmarks/real_judge.py on the builtin calibration set; see the README): what an
+#: answer costs in output, beside the dry run's 200-token assumption.
+ANSWER_TOKENS = {"full": 103, "brief": 66, "none": 31}
 #: The goal of issue #25 at 100 facts per side, gpt-4o-mini, $ per 1,000 questions.
 GOAL_LIVE, GOAL_BATCH = 0.15, 0.08
 
@@ -94,9 +104,11 @@ def webnlg(realdata: Path, limit: int | None) -> list[tuple[list[dict[str, Any]]
     return [(facts(g), facts(p)) for g, p in zip(gold_triples, pred_triples, strict=True)]
 
 
-def measure_docs(docs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], kind: str) -> dict[str, Any]:
-    """Per direction of every document, (prompt tokens, cacheable prefix tokens) of each call;
-    and how many questions there were, how many the rules settled."""
+def measure_docs(docs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], kind: str,
+                 candidates: str = "all") -> dict[str, Any]:
+    """Per prompt prefix of every document (one per direction; one per direction and fact_type with
+    ``candidates: same_type``), (prompt tokens, cacheable prefix tokens) of each call; and how many
+    questions there were, how many the rules settled."""
     from factjudge.evaluation.pipeline import questions
     from factjudge.judges.factory import JudgeSpec, build_judge
     from factjudge.models import JudgeConfig
@@ -104,28 +116,31 @@ def measure_docs(docs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], 
     # never called; a hosted provider's requests (the judged id is pinned only on self-hosted servers)
     judge = build_judge(JudgeSpec(kind=kind, models=("gpt-4o-mini",), base_url="http://127.0.0.1:9/v1",
                                   cache=False, dry_run=True, pin_id="never"))
-    config = JudgeConfig()
+    config = JudgeConfig(candidates=candidates) if candidates != "all" else JudgeConfig()
     out: dict[str, Any] = {"questions": 0, "by_rules": 0, "too_large": 0, "directions": []}
     for doc_id, (gold, pred) in enumerate(docs):
         for _, subjects, make_task in questions(gold, pred, config, str(doc_id)):
             out["questions"] += len(subjects)
             if make_task is None:
                 continue
-            calls = []
+            prefixes: dict[str, list[tuple[int, int]]] = {}
             for fact in subjects:
-                est = judge.estimate(make_task(fact))
+                task = make_task(fact)
+                if not task.candidates:  # same_type: a type the other side lacks, no call
+                    continue
+                est = judge.estimate(task)
                 if est.outcome == "call":
-                    calls.append((est.prompt_tokens, est.shared_prefix_tokens))
+                    prefixes.setdefault(task.prompt_cache_key, []).append((est.prompt_tokens, est.shared_prefix_tokens))
                 elif est.outcome == "decided_by_rules":
                     out["by_rules"] += 1
                 elif est.outcome == "too_large":
                     out["too_large"] += 1
-            out["directions"].append(calls)
+            out["directions"] += prefixes.values()
     out["counter"] = judge.run_info().get("token_counter")
     return out
 
 
-def measure_all(realdata: Path, webnlg_docs: int | None) -> dict[str, Any]:
+def measure_all(realdata: Path, webnlg_docs: int | None, variants: tuple[str, ...] = VARIANTS) -> dict[str, Any]:
     from factjudge.judges.prompts import PROMPT_FORMAT_VERSION
 
     shapes: dict[str, Any] = {f"{n} facts per side": synthetic(n) for n in SIZES}
@@ -133,7 +148,7 @@ def measure_all(realdata: Path, webnlg_docs: int | None) -> dict[str, Any]:
     if real is not None:
         shapes["WebNLG 2020"] = real
     return {"format": PROMPT_FORMAT_VERSION,
-            "shapes": {name: {kind: measure_docs(docs, kind) for kind in JUDGES} for name, docs in shapes.items()}}
+            "shapes": {name: {v: measure_docs(docs, *v.split()) for v in variants} for name, docs in shapes.items()}}
 
 
 def measure_before(args: argparse.Namespace) -> dict[str, Any] | str:
@@ -146,7 +161,8 @@ def measure_before(args: argparse.Namespace) -> dict[str, Any] | str:
         except (OSError, subprocess.CalledProcessError) as exc:
             return f"unavailable (git archive {BEFORE_COMMIT[:7]} failed: {exc})"
         env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src")}
-        cmd = [sys.executable, __file__, "--measure-only", "--realdata", str(args.realdata)]
+        # the old code knows neither candidates: same_type nor the key
+        cmd = [sys.executable, __file__, "--measure-only", "--before", "--realdata", str(args.realdata)]
         if args.webnlg_docs is not None:
             cmd += ["--webnlg-docs", str(args.webnlg_docs)]
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -215,26 +231,36 @@ def print_shape(name: str, before: dict[str, Any] | None, after: dict[str, Any],
     print(f"  {'':<16} {'calls':>6} {'rules':>5} {'prompt tokens':>12} {'tok/call':>8} {'cached':>6}  {heads}")
     print(f"  {'':<16} {'':>6} {'':>5} {'':>12} {'':>8} {'':>6}  " + "  ".join(f"{'live':>7} {'batch':>6}"
                                                                         for _ in PRICES))
-    for kind in JUDGES:
-        if before is not None:
-            print(row(f"{kind} before", before["shapes"][name][kind], completion))
-        print(row(f"{kind} after", after["shapes"][name][kind], completion))
-        if before is not None:
-            a, b = before["shapes"][name][kind], after["shapes"][name][kind]
-            pa, pb = bill(a, PRICES[0], completion).prompt, bill(b, PRICES[0], completion).prompt
+    for variant in VARIANTS:
+        kind = variant.split()[0]
+        old = before["shapes"][name].get(variant) if before is not None else None
+        if old is not None:
+            print(row(f"{kind} before", old, completion))
+        label = f"{kind} after" if variant == kind else f"{kind} same_type"
+        print(row(label, after["shapes"][name][variant], completion))
+        base = before["shapes"][name][kind] if before is not None else None
+        if base is not None:
+            pa = bill(base, PRICES[0], completion).prompt
+            pb = bill(after["shapes"][name][variant], PRICES[0], completion).prompt
             if pa:
-                print(f"  {'':<16} prompt tokens {pb / pa - 1:+.1%}")
+                print(f"  {'':<16} prompt tokens {pb / pa - 1:+.1%} (against {kind} before)")
 
 
 def print_goals(after: dict[str, Any], completion: int) -> None:
-    m = after["shapes"]["100 facts per side"]["llm"]
-    b = bill(m, PRICES[0], completion)
-    live, batch = per_1000(b.dollars_live, m["questions"]), per_1000(b.dollars_batch, m["questions"])
-    print(f"\n== goal of issue #25 at 100 facts per side, llm judge, {PRICES[0].model}, $ per 1,000 questions")
-    print(f"  live  {live:.3f}  (goal <= {GOAL_LIVE:.2f}: {'met' if live <= GOAL_LIVE else 'NOT met'})")
-    print(f"  batch {batch:.3f}  (goal <= {GOAL_BATCH:.2f}: {'met' if batch <= GOAL_BATCH else 'NOT met'})")
-    output = b.calls * completion * PRICES[0].output / 1e6
-    print(f"  of which output ({completion} tokens per answer): {per_1000(output, m['questions']):.3f} live")
+    print(f"\n== goal of issue #25 at 100 facts per side, llm judge, {PRICES[0].model}, $ per 1,000 questions "
+          f"(live <= {GOAL_LIVE:.2f}, batch <= {GOAL_BATCH:.2f})")
+    answers = [(f"{completion} (assumed)", completion)] + [
+        (f"{n} (--reasoning {mode})", n) for mode, n in ANSWER_TOKENS.items()]
+    print(f"  {'candidates':<11} {'output tokens per answer':<28} {'live':>6} {'batch':>6}  goal  of which output")
+    for variant in ("llm", "llm same_type"):
+        m = after["shapes"]["100 facts per side"][variant]
+        for label, tokens in answers:
+            b = bill(m, PRICES[0], tokens)
+            live, batch = per_1000(b.dollars_live, m["questions"]), per_1000(b.dollars_batch, m["questions"])
+            output = per_1000(b.calls * tokens * PRICES[0].output / 1e6, m["questions"])
+            met = "met" if live <= GOAL_LIVE and batch <= GOAL_BATCH else "NOT met"
+            print(f"  {variant.split()[-1] if ' ' in variant else 'all':<11} {label:<28} {live:>6.3f} {batch:>6.3f}  "
+                  f"{met:<4}  {output:.3f}")
     if "WebNLG 2020" in after["shapes"]:
         w = after["shapes"]["WebNLG 2020"]["hybrid"]
         print(f"  WebNLG 2020: hybrid settles {w['by_rules']:,} of {w['questions']:,} questions "
@@ -248,8 +274,9 @@ def main() -> None:
     ap.add_argument("--realdata", type=Path, default=ROOT.parent / "shared" / "realdata" / "webnlg2020")
     ap.add_argument("--webnlg-docs", type=int, default=None, help="only the first N WebNLG entries")
     ap.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--before", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    after = measure_all(args.realdata, args.webnlg_docs)
+    after = measure_all(args.realdata, args.webnlg_docs, JUDGES if args.before else VARIANTS)
     if args.measure_only:
         print(json.dumps(after))
         return
