@@ -43,7 +43,7 @@ async def handle(request):
     raw = await request.read()
     body = json.loads(raw)
     messages = body["messages"]
-    # prompt format 4: a header line, "fact_type: ...", the field names, then "id | ..." per fact
+    # prompt formats 4 and 5: a header line, "fact_type: ...", the field names, then "id | ..." per fact
     head, *table = messages[-1]["content"].split("\\n")
     direction = "gold" if head.startswith("GOLD") else "predicted"
     subject = table[2].split(" | ")[0]
