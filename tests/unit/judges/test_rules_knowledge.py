@@ -297,3 +297,18 @@ def test_matching_rules_with_the_rules_judge_warn_once(tmp_path):
     assert [w for w in summary["warnings"] if "matching_rules" in w and "aliases" in w]
     cfg.write_text("aliases:\n  - CEO = chief executive officer\n", encoding="utf-8")
     assert "LLM judges only" not in run_cli("judge", gold, pred, "-c", cfg).stderr
+
+
+def test_a_qualifier_on_one_side_only_is_named_as_such():
+    """CEO vs COO: "operating" is no qualifier word, so the reasoning says "executive" is on one side
+    only, not "executive vs none"; two different qualifiers are named side by side."""
+    from factjudge import run_judge
+
+    def reasoning(a, b):
+        r = run_judge([{"id": "g1", "fact_type": "t", "title": a}], [{"id": "p1", "fact_type": "t", "title": b}])
+        assert r.gold_facts[0]["status"] == "FN"
+        return r.gold_facts[0]["reasoning"]
+
+    assert "qualifier executive on the first side only, which changes what is meant" in reasoning("CEO", "COO")
+    assert "qualifier former on the second side only" in reasoning("CEO", "former CEO")
+    assert "qualifier words differ (interim vs former)" in reasoning("interim CEO", "former CEO")

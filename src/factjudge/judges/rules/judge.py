@@ -201,6 +201,17 @@ def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
     return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, shown)
 
 
+def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:
+    """How two texts' qualifier words differ: "chief executive officer" vs "chief operating
+    officer" is "qualifier executive on the first side only" (operating is no qualifier), not
+    "executive vs none"."""
+    only_a, only_b = [q for q in qa if q not in qb], [q for q in qb if q not in qa]
+    if only_a and only_b or not (only_a or only_b):  # the latter: the same words, a different count
+        only_a, only_b = only_a or list(qa), only_b or list(qb)
+        return f"qualifier words differ ({', '.join(only_a)} vs {', '.join(only_b)})"
+    return f"qualifier {', '.join(only_a or only_b)} on the {'first' if only_a else 'second'} side only"
+
+
 def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge) -> _Outcome:
     """Texts read with the config's aliases and the built-in knowledge (knowledge.py, variants.py)."""
     shown = _shown(a, b)
@@ -209,8 +220,7 @@ def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledg
     by = f" by {'; '.join(used)}" if used else ""
     qa, qb = qualifiers(ca.tokens), qualifiers(cb.tokens)
     if qa != qb:
-        return False, False, 0.0, (f"{shown}: qualifier words differ ({', '.join(qa) or 'none'} vs "
-                                   f"{', '.join(qb) or 'none'}), and they change what is meant")
+        return False, False, 0.0, f"{shown}: {_qualifier_difference(qa, qb)}, which changes what is meant"
     if ca.norm == cb.norm:
         return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})"
     decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
