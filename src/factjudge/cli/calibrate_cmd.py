@@ -9,8 +9,10 @@ import typer
 from ..errors import InputError
 from ..evaluation.calibrate import CalibrationReport, builtin_labels_path, calibrate_async, format_report, load_labels
 from ..io.files import check_writable, write_atomic
+from ..models import Usage
 from .app import app, run_command, say
 from .options import CONFIG_OPT, JudgeOptions, output_opt, with_judge_options
+from .output import cost_text, usage_text
 
 
 @app.command("calibrate")
@@ -47,7 +49,13 @@ def _calibrate(labels: Path | None, builtin: bool, config: Path | None, output: 
             return await calibrate_async(rows, cfg, judge, opts.concurrency)
 
     report = asyncio.run(run())
+    if report.usage is not None and opts.prices is not None:
+        u = report.usage
+        report = report.model_copy(update=opts.prices.usage_fields(
+            u.prompt_tokens, u.cached_prompt_tokens, u.completion_tokens))
     typer.echo(format_report(report))
+    if report.usage is not None:
+        say(usage_text(Usage(**report.usage.model_dump())) + cost_text(report.model_dump()))
     if output is not None:
         write_atomic(output, report.to_json() + "\n")
         say(f"wrote {output}")

@@ -229,6 +229,9 @@ class CalibrationReport(BaseModel):
     judge: str | None = None
     #: The LLM calls and tokens the calibration took (absent when no LLM was asked).
     usage: CallUsage | None = None
+    #: What those calls cost at the prices given (``--price-in``...), and the prices, as eval's usage has them.
+    cost: float | None = None
+    prices: dict[str, Any] | None = None
     #: What the judge and the config were (the judge's identity, the config as eval's summary.json
     #: holds them): eval --judge-calibration warns when its run's differ.
     judge_identity: dict[str, Any] | None = None

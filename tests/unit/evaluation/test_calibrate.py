@@ -496,6 +496,23 @@ def test_an_llm_calibration_reports_its_calls_and_tokens(small_labels, tmp_path)
     usage = json.loads(out.read_text())["usage"]
     assert usage["llm_calls"] == requests == 16 and usage["cache_hits"] == 0
     assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    assert "16 calls" in proc.stderr and "cost" not in proc.stderr
+
+
+def test_an_llm_calibration_prices_its_tokens_when_prices_are_given(small_labels, tmp_path):
+    """--price-in/--price-out price a calibration as they price judge and eval (they were ignored)."""
+    from evalkit import run_cli
+    from scripted_server import ScriptedServer
+
+    out = tmp_path / "cal.json"
+    with ScriptedServer() as server:
+        proc = run_cli("calibrate", small_labels, "--model", "m", "--base-url", server.base_url, "-o", out,
+                       "--price-in", "2", "--price-out", "8", "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    u = report["usage"]
+    assert report["cost"] == pytest.approx((u["prompt_tokens"] * 2 + u["completion_tokens"] * 8) / 1e6)
+    assert report["prices"]["input"] == 2 and "| cost " in proc.stderr
 
 
 class LenientPredictedPass(JudgeBase):
