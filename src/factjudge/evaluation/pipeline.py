@@ -191,11 +191,9 @@ async def _judge_direction(
     warmup: bool,
     fields: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, _Answer]:
-    answers: dict[str, _Answer] = {}
     if not candidates:
-        for f in subjects:
-            answers[f["id"]] = tally.keep(_no_candidates_verdict(direction, f["id"]))
-        return answers
+        return {f["id"]: tally.keep(_no_candidates_verdict(direction, f["id"])) for f in subjects}
+    answers: dict[str, _Answer] = {}
     shared: dict[str, Any] = {}
     make_task = task_factory(direction, candidates, config, doc_id, fields, shared,
                              prompts=judge.reads_prompts)
@@ -205,16 +203,13 @@ async def _judge_direction(
         task = make_task(fact)  # built only when its turn comes: prompts are never all in memory
         if not has_candidates(task):
             verdict = _no_candidates_verdict(direction, fact["id"], of_its_type=True)
-            if progress:
-                progress.on_verdict(direction, verdict)
-            answers[verdict.fact_id] = tally.keep(verdict)
-            return verdict
-        async with limiter:
-            verdict = await judge.judge(task)
-        problem = verdict_problem(task, verdict, types)
-        if problem:  # a judge of the user's own that broke the contract: claim nothing
-            verdict = error_verdict(
-                task, f"judge {judge.name!r} answered wrongly: {problem}", verdict.usage)
+        else:
+            async with limiter:
+                verdict = await judge.judge(task)
+            problem = verdict_problem(task, verdict, types)
+            if problem:  # a judge of the user's own that broke the contract: claim nothing
+                verdict = error_verdict(
+                    task, f"judge {judge.name!r} answered wrongly: {problem}", verdict.usage)
         if progress:
             progress.on_verdict(direction, verdict)
         answers[verdict.fact_id] = tally.keep(verdict)
