@@ -4,8 +4,6 @@ the tables give back the facts exactly: ids, missing fields vs nulls, numbers vs
 holding the separator, quotes or line breaks."""
 from __future__ import annotations
 
-import json
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripted_server import describe, prompt_facts, read_tables
