@@ -39,7 +39,8 @@ TRUTH = {
     ("gold", "d-g1"): "d-p1",                                             # rejected by d-p1: FN + FP
     ("predicted", "e-p1"): "e-g1", ("predicted", "e-p2"): "e-g1",         # e-g1 promoted, e-p2 duplicate
 }
-CALLS = 6 + 3 + 0 + 2 + 3  # C has no gold: its predicted fact is FP without a call
+# C has no gold: its predicted fact is FP without a call; nor is b-g2 asked (no predicted ceo in B)
+CALLS = 6 + 2 + 0 + 2 + 3
 
 
 def write_jsonl(path, records):

@@ -95,7 +95,18 @@ def _one_prefix_factory(direction: Direction, candidates: list[dict[str, Any]], 
     digest = hashlib.sha256(canonical_json(prefix).encode("utf-8")).hexdigest()[:16]
     label = f"{doc_id[:24]}-" if doc_id else ""
     key = f"factjudge-{label}{direction}-{digest}"
-    return lambda fact: JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
+    # A fact no candidate shares a fact_type with can only be the negative: asking would invite an
+    # answer the checks refuse (Qwen2.5-Coder-1.5B named a gross_profit fact for a revenue one three
+    # times running, twice on 52 calibration pairs: two ERRORs)
+    types = {_type_key(c) for c in candidates}
+    return lambda fact: (JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
+                         if _type_key(fact) in types else _unasked(direction, fact, config, fields))
+
+
+def _unasked(direction: Direction, fact: dict[str, Any], config: JudgeConfig,
+             fields: dict[str, tuple[str, ...]] | None) -> JudgeTask:
+    """The task of a fact no candidate can match: none shown, no call (see :func:`has_candidates`)."""
+    return JudgeTask(direction, fact, [], config, [], "", fields, {})
 
 
 def _type_key(fact: Mapping[str, Any]) -> str:
@@ -120,14 +131,14 @@ def _same_type_factory(direction: Direction, candidates: list[dict[str, Any]], c
             group = groups.get(key, [])
             makers[key] = (_one_prefix_factory(direction, group, config, doc_id, fields,
                                                shared.setdefault(f"fact_type {key}", {}), prompts) if group
-                           else lambda f: JudgeTask(direction, f, [], config, [], "", fields, {}))
+                           else lambda f: _unasked(direction, f, config, fields))
         return makers[key](fact)
     return make
 
 
 def has_candidates(task: JudgeTask) -> bool:
-    """Whether a task asks anything: with ``candidates: same_type`` a fact of a type the other side
-    lacks has no candidate, and its verdict is the negative without a call."""
+    """Whether a task asks anything: a fact of a type the other side lacks has no candidate (for a
+    judge that reads prompts), and its verdict is the negative without a call."""
     return bool(task.candidates)
 
 

@@ -319,6 +319,10 @@ def test_same_type_candidates_one_prefix_per_fact_type(server):
     whole = run_judge(gold, pred, {}, judge_for(server))
     shown = {tuple(sorted(describe(r)[2])) for r in server.requests if describe(r)[0] == "gold"}
     assert shown == {("p1", "p2", "p3", "p4")}
+    # in the default too, a fact of a type the other side lacks (g5, an address) is asked nothing:
+    # its only valid answer is the negative
+    assert sorted(describe(r)[1] for r in server.requests if describe(r)[0] == "gold") == ["g1", "g2", "g3", "g4"]
+    assert "no in-scope predicted facts of its fact_type" in by_id(whole)[("gold", "g5")]["description"]
     server.requests.clear()
 
     result = run_judge(gold, pred, {"candidates": "same_type"}, judge_for(server, sampling=Sampling(pin_id="never")),
