@@ -48,9 +48,10 @@ JUDGES = ("llm", "hybrid")
 #: same_type`` (only the judged fact's type: one prefix per direction and type).
 VARIANTS = ("llm", "llm same_type", "hybrid", "hybrid same_type")
 #: Generated tokens per answer with prompt format 5 per --reasoning, measured with Qwen2.5-Coder-1.5B
-#: on llama.cpp (benchmarks/real_judge.py on the builtin calibration set; see the README): what an
-#: answer costs in output, beside the dry run's 200-token assumption.
-ANSWER_TOKENS = {"full": 103, "brief": 66, "none": 31}
+#: on llama.cpp (benchmarks/real_judge.py on the builtin calibration set, 52 labels for full, 26 for
+#: brief and none; see the README): what an answer costs in output, beside the dry run's 200-token
+#: assumption. (Format 4, without the answer's JSON in the prompt: 103, 66, 31.)
+ANSWER_TOKENS = {"full": 87, "brief": 66, "none": 23}
 #: The goal of issue #25 at 100 facts per side, gpt-4o-mini, $ per 1,000 questions.
 GOAL_LIVE, GOAL_BATCH = 0.15, 0.08
 
