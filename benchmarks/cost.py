@@ -138,7 +138,7 @@ def measure_docs(docs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], 
     """Per prompt prefix of every document (one per direction; one per direction and fact_type with
     ``candidates: same_type``), (prompt tokens, cacheable prefix tokens) of each call; and how many
     questions there were, how many the rules settled."""
-    from factjudge.evaluation.pipeline import questions
+    from factjudge.evaluation.pipeline import has_candidates, questions
     from factjudge.judges.factory import JudgeSpec, build_judge
     from factjudge.models import JudgeConfig
 
@@ -155,7 +155,7 @@ def measure_docs(docs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], 
             prefixes: dict[str, list[tuple[int, int]]] = {}
             for fact in subjects:
                 task = make_task(fact)
-                if not task.candidates:  # same_type: a type the other side lacks, no call
+                if not has_candidates(task):  # a type the other side lacks: the negative, no call
                     continue
                 est = judge.estimate(task)
                 if est.outcome == "call":

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import typer
 
@@ -42,7 +42,7 @@ StructuredOutputChoice = _choice("StructuredOutputChoice", ("auto", *STRUCTURED_
 ReasoningEffortChoice = _choice("ReasoningEffortChoice", REASONING_EFFORTS)
 PinIdChoice = _choice("PinIdChoice", PIN_ID_CHOICES)
 ReasoningChoice = _choice("ReasoningChoice", REASONING_CHOICES)
-CandidatesChoice = _choice("CandidatesChoice", ("all", "same_type"))
+CandidatesChoice = _choice("CandidatesChoice", get_args(JudgeConfig.model_fields["candidates"].annotation))
 
 
 def _plain(value: Any) -> Any:

@@ -113,6 +113,14 @@ def _type_key(fact: Mapping[str, Any]) -> str:
     return canonical_json(fact.get("fact_type"))
 
 
+def _by_type_key(facts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``facts`` by :func:`_type_key`, types in order of first appearance, facts in input order."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for fact in facts:
+        groups.setdefault(_type_key(fact), []).append(fact)
+    return groups
+
+
 def _same_type_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
                        doc_id: str, fields: dict[str, tuple[str, ...]] | None, shared: dict[str, Any],
                        prompts: bool) -> Callable[[dict[str, Any]], JudgeTask]:
@@ -120,9 +128,7 @@ def _same_type_factory(direction: Direction, candidates: list[dict[str, Any]], c
     ones it can match, under one prefix per fact_type (each with its own ``shared`` dict, kept in
     the direction's so that it is freed with it). A fact of a type no candidate has gets a task
     without candidates: no call (see :func:`has_candidates`)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for cand in candidates:
-        groups.setdefault(_type_key(cand), []).append(cand)
+    groups = _by_type_key(candidates)
     makers: dict[str, Callable[[dict[str, Any]], JudgeTask]] = {}
 
     def make(fact: dict[str, Any]) -> JudgeTask:
@@ -146,12 +152,7 @@ def prefix_groups(subjects: list[dict[str, Any]], same_type: bool) -> list[list[
     """The subjects in the groups whose questions share a prefix: one group, or one per fact_type
     (in order of first appearance) with ``candidates: same_type``, asked one group after another so
     each group's first call warms the provider's cache (and a local server's slot) for the rest."""
-    if not same_type:
-        return [subjects]
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for fact in subjects:
-        groups.setdefault(_type_key(fact), []).append(fact)
-    return list(groups.values())
+    return list(_by_type_key(subjects).values()) if same_type else [subjects]
 
 
 class _Answer(NamedTuple):

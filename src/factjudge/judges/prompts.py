@@ -160,7 +160,7 @@ def system_message(direction: Direction, config: JudgeConfig) -> str:
         "Compare meaning, not formatting (units, number and date formats, wording); facts of different "
         "fact_type never match.",
         # the answer's JSON shown: without it Qwen2.5-Coder-1.5B looped in its reasoning until the
-        # output budget on 7 of 12 gold questions (250 tokens), with it on none of 6 (#25)
+        # output budget on 7 of 12 gold questions (250 tokens), with it on none of 8 (#25)
         f'Answer {{"{id_key}": <judged fact id>, "reasoning": "...", "{matched_key}": <matching candidate '
         f'id, the best if several match, or null>}}. {_REASONING_ASKED[config.reasoning]}',
         "",
@@ -226,7 +226,7 @@ def verdict_schema(direction: Direction, candidate_ids: list[str], subject_id: s
     'p7'", issue #21). The matched id is a candidate's id or null, and the verdict follows from it
     (TP, or the direction's negative): a contradictory answer cannot be written (format 4 had a
     ``decision`` object of two shapes, ``{status, id}``: 290 of WebNLG's 728 prompt tokens a call
-    were the schema, now about 120). ``reasoning`` comes first. ``drop``: schema keywords
+    were the schema, now about 100). ``reasoning`` comes first. ``drop``: schema keywords
     the server refused (Gemini's OpenAI-compatible endpoint: ``additionalProperties``), left out
     everywhere. ``reasoning`` ``none``: no reasoning field at all (``brief`` asks for less in
     the prompt, with the same schema: a length bound is a keyword not every provider takes)."""

@@ -337,7 +337,7 @@ def _tasks(doc_gold: list[dict[str, Any]], doc_pred: list[dict[str, Any]], confi
     run_judge_async` and :func:`~factjudge.evaluation.pipeline.preview` do), one iterator per direction."""
     for _, subjects, make in questions(doc_gold, doc_pred, config, doc_id):
         if make is not None:  # no candidates: the pipeline decides without a call
-            # a fact of a type the other side lacks (candidates: same_type) is decided without a call
+            # a fact of a type the other side lacks is decided without a call too
             yield (task for task in map(make, subjects) if has_candidates(task))
 
 
