@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 from evalkit import ROOT
@@ -41,10 +42,25 @@ def ray_address():
 
     # the judges defined here travel to the workers by value: they cannot import this module
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    # CI runs this module beside the Qwen server on 2 cores: a starved raylet must not be declared
+    # dead (Ray's default gives up after 5 health checks missed 10 s each, and the driver, this
+    # pytest worker, exits with its raylet)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+             _system_config={"health_check_timeout_ms": 60_000, "health_check_failure_threshold": 20})
     quiet_ray()
     yield ray.get_runtime_context().gcs_address
+    settle(ray)
     ray.shutdown()
+
+
+def settle(ray, timeout=120.0):
+    """Wait until the last test's actors are gone: a run stopped by an error leaves Ray Data
+    killing its actor pool, and shutting the driver down meanwhile is a race inside Ray."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ray.available_resources().get("CPU", 0) >= ray.cluster_resources().get("CPU", 0):
+            return
+        time.sleep(0.5)
 
 
 # --------------------------------------------------------------------------- helpers
