@@ -292,6 +292,39 @@ def test_a_ray_dataset_gives_the_files_of_the_cli(ray_address, tmp_path):
     assert run.summary.documents == 5 and run.summary.micro.tp_gold > 0
 
 
+def test_a_ray_dataset_is_read_with_the_config_key_columns(ray_address, tmp_path):
+    """Rows and facts in the user's own names give the run of factjudge's names, on the driver's
+    scan and on the workers alike (the CLI's datasets read ``columns`` the same way)."""
+    import ray
+
+    from factjudge.io.config import load_config
+    from factjudge.runners.ray_data import evaluate_ray
+
+    theirs = {"doc_id": "document", "gold_facts": "gold", "id": "fact_id", "fact_type": "kind"}
+
+    def own_names(record):
+        return {theirs.get(k, k): v for k, v in record.items()}
+
+    rows = [own_names({**r, "gold_facts": json.dumps([own_names(f) for f in json.loads(r["gold_facts"])]),
+                       "predicted_facts": json.dumps([own_names(f) for f in json.loads(r["predicted_facts"])])})
+            for r in example_rows()]
+    assert "document" in rows[0] and "fact_id" in json.loads(rows[0]["gold"])[0]
+    cfg = load_config(EXAMPLE_CONFIG)
+    ours = evaluate_ray(ray.data.from_items(example_rows()), cfg, lambda c: RulesJudge(), tmp_path / "ours")
+    mine = evaluate_ray(ray.data.from_items(rows), cfg.model_copy(update={"columns": theirs}),
+                        lambda c: RulesJudge(), tmp_path / "theirs")
+    assert (mine.judged, mine.summary.micro) == (5, ours.summary.micro)
+    # the same verdicts; the config (with its columns) and the input hashes it salts differ
+    same = [{k: v for k, v in line.items() if k not in ("config", "input_sha256")}
+            for line in files(tmp_path / "ours")[0]]
+    assert [{k: v for k, v in line.items() if k not in ("config", "input_sha256")}
+            for line in files(tmp_path / "theirs")[0]] == same
+
+    # without the key, the rows are not documents: the run stops naming the row
+    with pytest.raises(InputError, match="5 bad row"):
+        evaluate_ray(ray.data.from_items(rows), cfg, lambda c: RulesJudge(), tmp_path / "plain")
+
+
 def test_bad_rows_stop_the_run_or_are_listed_with_skip_invalid(ray_address, tmp_path):
     import ray
 

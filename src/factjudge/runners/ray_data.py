@@ -58,6 +58,7 @@ from ..evaluation.runner import EvalRun, ReportSettings, finish_run, input_salt,
 from ..io.config import parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, _doc_hash, _doc_id, _questions
 from ..io.facts import validate_facts
+from ..io.inputs import rename_fields
 from ..judges.base import Judge, JudgeBase
 from ..judges.factory import JudgeSpec, build_judge
 from ..models import JudgeConfig, JudgeResult
@@ -205,13 +206,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _row_doc_id(row: Mapping[str, Any], prefix: str) -> str:
+def _row_doc_id(row: Mapping[str, Any], prefix: str, columns: Mapping[str, str]) -> str:
+    row = rename_fields(dict(row), columns, prefix)
     return _doc_id({"doc_id": _plain(row.get("doc_id"))}, prefix)
 
 
-def _row_document(row: Mapping[str, Any], prefix: str) -> Document:
-    """A document from a row, checked as a ``.jsonl`` dataset line is."""
-    doc_id = _row_doc_id(row, prefix)
+def _row_document(row: Mapping[str, Any], prefix: str, columns: Mapping[str, str]) -> Document:
+    """A document from a row, checked as a ``.jsonl`` dataset line is (the config key ``columns``
+    renames the row's fields and its facts' as a line's)."""
+    row = rename_fields(dict(row), columns, prefix)
+    doc_id = _row_doc_id(row, prefix, {})
     sides = []
     for key in ("gold_facts", "predicted_facts"):
         facts = _plain(row.get(key))
@@ -223,8 +227,9 @@ def _row_document(row: Mapping[str, Any], prefix: str) -> Document:
         if not isinstance(facts, list):
             raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r} must be a list of facts "
                              "(or its JSON text)")
-        sides.append(validate_facts(((f"record {i}", f) for i, f in enumerate(facts)),
-                                    f"{prefix}: {key}"))
+        where = f"{prefix}: {key}"
+        sides.append(validate_facts(((f"record {i}", rename_fields(f, columns, f"{where}: record {i}"))
+                                     for i, f in enumerate(facts)), where))
     return Document(doc_id, *sides)
 
 
@@ -282,16 +287,18 @@ class RayDataset:
         #: Every fact_type the valid documents hold (set by ``scan``).
         self.fact_types: set[str] = set()
         self.warnings: list[str] = []
+        #: The config key ``columns`` (set by ``scan``).
+        self.columns: dict[str, str] = {}
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
-        self.infos, self.fact_types = [], set()
+        self.infos, self.fact_types, self.columns = [], set(), dict(config.columns)
         problems: list[Problem] = []
         names: set[str] = set()  # every field of every fact, for field_check
         seen: dict[str, int] = {}
         for n, row in enumerate(_rows(self.ds), start=1):
             prefix = f"{self.name}: row {n}"
             try:
-                doc = _row_document(row, prefix)
+                doc = _row_document(row, prefix, config.columns)
                 if doc.doc_id in seen:
                     raise InputError(f"{prefix}: duplicate doc_id {doc.doc_id!r}, first seen at row "
                                      f"{seen[doc.doc_id]}")
@@ -310,7 +317,7 @@ class RayDataset:
         wanted = {i.doc_id: i.input_sha256 for i in self.infos if i.doc_id not in skip}
         for n, row in enumerate(_rows(self.ds), start=1):
             try:
-                doc = _row_document(row, f"{self.name}: row {n}")
+                doc = _row_document(row, f"{self.name}: row {n}", self.columns)
             except InputError:
                 continue  # reported by scan()
             if wanted.pop(doc.doc_id, None) is not None:
@@ -427,11 +434,11 @@ class _JudgeWorker:
         hashes: dict[str, str] = {}
         for row in rows:
             try:
-                doc_id = _row_doc_id(row, "row")
+                doc_id = _row_doc_id(row, "row", self.config.columns)
                 want = self.wanted.get(doc_id) if self.wanted is not None else ""
                 if want is None:
                     continue  # reused, or invalid and skipped
-                doc = _row_document(row, "row")
+                doc = _row_document(row, "row", self.config.columns)
             except InputError:
                 if self.wanted is None:
                     raise  # rows made by the driver from checked documents: cannot happen
