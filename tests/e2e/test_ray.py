@@ -232,6 +232,21 @@ def test_2000_documents_with_an_llm_judge(ray_address, llm_server, tmp_path):
     assert json.loads((tmp_path / "again" / "summary.json").read_text())["usage"]["cache_hits"] == asked
 
 
+def test_what_the_workers_judges_adapted_to_is_in_the_summary(ray_address, tmp_path):
+    """A server that refuses ``temperature`` as OpenAI's reasoning models do: the workers' judges
+    adapt, and the summary says so as a single-process run's does."""
+    with ScriptedServer(responder=same_fields) as server:
+        server.refuse = {"temperature"}
+        ref = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, *llm_args(server, tmp_path / "c1"), "-o", tmp_path / "ref")
+        assert ref.returncode == 0, ref.stderr
+        server._seen_prefixes.clear()  # the same prompt caching for both runs
+        proc = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, *llm_args(server, tmp_path / "c2"),
+                       "-o", tmp_path / "ray", "--ray-address", ray_address)
+    assert proc.returncode == 0, proc.stderr
+    summary = assert_same_files(tmp_path / "ray", tmp_path / "ref")
+    assert summary["usage"]["adapted"] == ["no_temperature"]
+
+
 def test_a_judge_that_cannot_work_stops_the_run_with_one_line(ray_address, tmp_path):
     with ScriptedServer(responder=lambda body: http_error(401)) as server:
         proc = run_cli("eval", EXAMPLE, "-c", EXAMPLE_CONFIG, *llm_args(server, tmp_path / "c"),
