@@ -330,10 +330,10 @@ def test_a_ray_dataset_is_read_with_the_config_key_columns(ray_address, tmp_path
                         lambda c: RulesJudge(), tmp_path / "theirs")
     assert (mine.judged, mine.summary.micro) == (5, ours.summary.micro)
     # the same verdicts; the config (with its columns) and the input hashes it salts differ
-    same = [{k: v for k, v in line.items() if k not in ("config", "input_sha256")}
-            for line in files(tmp_path / "ours")[0]]
-    assert [{k: v for k, v in line.items() if k not in ("config", "input_sha256")}
-            for line in files(tmp_path / "theirs")[0]] == same
+    def verdicts(out):
+        return [{k: v for k, v in line.items() if k not in ("config", "input_sha256")} for line in files(out)[0]]
+
+    assert verdicts(tmp_path / "theirs") == verdicts(tmp_path / "ours")
 
     # without the key, the rows are not documents: the run stops naming the row
     with pytest.raises(InputError, match="5 bad row"):
@@ -358,7 +358,8 @@ def test_bad_rows_stop_the_run_or_are_listed_with_skip_invalid(ray_address, tmp_
                        source=RayInput(name="rows", skip_invalid=True))
     assert run.summary.documents == 2
     assert [(s["file"], s["line"]) for s in run.summary.skipped] == [("rows", 3), ("rows", 4), ("rows", 5)]
-    assert "missing or empty 'fact_type'" in run.summary.skipped[0]["error"]
+    # facts are numbered from 1, as in a .jsonl dataset's line
+    assert "rows: row 3: gold_facts: record 1 (id '1'): missing or empty 'fact_type'" in run.summary.skipped[0]["error"]
     assert "duplicate doc_id" in run.summary.skipped[1]["error"]
 
 

@@ -16,7 +16,7 @@ from ..core.scope import field_check, in_scope_facts
 from ..errors import InputError
 from ..models import DIRECTIONS, Direction, JudgeConfig
 from ..util.jsonutil import canonical_json
-from .facts import validate_facts
+from .facts import validate_fact_list, validate_facts
 from .inputs import check_input_kind, empty_file_error, is_empty, rename_fields
 from .jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
 from .tables import DATASET_REQUIRED, is_table, iter_table_rows
@@ -145,9 +145,7 @@ class JsonlDataset:
             facts = rec.get(key)
             if not isinstance(facts, list):
                 raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r} must be a list of facts")
-            where = f"{prefix}: {key}"
-            sides.append(validate_facts(((f"record {i}", rename_fields(f, self.columns, f"{where}: record {i}"))
-                                         for i, f in enumerate(facts, start=1)), where, checked=True))
+            sides.append(validate_fact_list(facts, f"{prefix}: {key}", self.columns, checked=True))
         return Document(doc_id, *sides)
 
     def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:

@@ -145,11 +145,16 @@ def load_facts(path: str | Path, columns: Mapping[str, str] | None = None) -> li
     return validate_facts(read_fact_records(path, columns), str(path), checked=True)
 
 
+def validate_fact_list(facts: Iterable[Any], source: str, columns: Mapping[str, str] | None = None, *,
+                       checked: bool = False) -> list[dict[str, Any]]:
+    """A list of facts checked as a fact file's records are: ``record N`` counts from 1, and
+    ``columns`` (the config key) renames each fact's fields first."""
+    return validate_facts(((f"record {i}", rename_fields(f, columns or {}, f"{source}: record {i}"))
+                           for i, f in enumerate(facts, start=1)), source, checked=checked)
+
+
 def coerce_facts(facts: Iterable[Mapping[str, Any]] | None, source: str) -> list[dict[str, Any]]:
-    """Validate facts handed over in Python (the same rules as files; ``record N`` is the list
-    index, counted from 0 as Python does)."""
-    if facts is None:
-        return []
-    return validate_facts(((f"record {i}", f) for i, f in enumerate(facts, start=1)), source)
+    """Validate facts handed over in Python (the same rules as files)."""
+    return [] if facts is None else validate_fact_list(facts, source)
 
 

@@ -57,7 +57,7 @@ from ..errors import FactJudgeError, InputError, JudgeSetupError, missing_depend
 from ..evaluation.runner import EvalRun, ReportSettings, finish_run, input_salt, judge_documents, open_run, run_manifest
 from ..io.config import parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, _doc_hash, _doc_id, _questions
-from ..io.facts import validate_facts
+from ..io.facts import validate_fact_list
 from ..io.inputs import rename_fields
 from ..judges.base import Judge, JudgeBase
 from ..judges.factory import JudgeSpec, build_judge
@@ -227,9 +227,7 @@ def _row_document(row: Mapping[str, Any], prefix: str, columns: Mapping[str, str
         if not isinstance(facts, list):
             raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r} must be a list of facts "
                              "(or its JSON text)")
-        where = f"{prefix}: {key}"
-        sides.append(validate_facts(((f"record {i}", rename_fields(f, columns, f"{where}: record {i}"))
-                                     for i, f in enumerate(facts)), where))
+        sides.append(validate_fact_list(facts, f"{prefix}: {key}", columns))
     return Document(doc_id, *sides)
 
 
