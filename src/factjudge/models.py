@@ -92,7 +92,7 @@ class AliasGroup(BaseModel):
 
 
 class RulesKnowledge(BaseModel):
-    """The rules judge's built-in knowledge, each family on by default (see the README)."""
+    """The rules judge's built-in knowledge, each family on by default (see docs/concepts/judging.md)."""
 
     model_config = ConfigDict(extra="forbid")
     #: Corporate and public titles and their abbreviations (CEO = chief executive officer).
@@ -140,14 +140,14 @@ class JudgeConfig(BaseModel):
     #: sentence) or ``none`` (no reasoning field in the schema); the CLI's --reasoning overrides it.
     reasoning: Literal["full", "brief", "none"] = "full"
     #: Reconciliation: a link stands when ``either`` pass names it (the default), or only when
-    #: ``both`` do (stricter: a lenient pass cannot make a link alone; see the README).
+    #: ``both`` do (stricter: a lenient pass cannot make a link alone; see docs/concepts/reconciliation.md).
     link_policy: Literal["either", "both"] = "either"
     #: LLM judge: which candidates a question shows: ``all`` of the other side (one prompt prefix
     #: per direction, the default), or only those of the judged fact's ``fact_type`` (the only
     #: ones it can match: one prefix per direction and fact_type, cheaper on documents of several
     #: types; the answer's schema then differs between types). The CLI's --candidates overrides it.
     candidates: Literal["all", "same_type"] = "all"
-    #: Rules judge: groups of equivalent values, per field or for all fields (see the README).
+    #: Rules judge: groups of equivalent values, per field or for all fields (see docs/concepts/judging.md).
     aliases: list[AliasGroup] = Field(default_factory=list)
     #: A CSV or YAML file of alias groups, relative to the config file; read when the config is
     #: loaded (its groups are added to ``aliases``, so they are part of every run's identity).

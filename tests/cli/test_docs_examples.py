@@ -76,3 +76,10 @@ def test_the_readme_quick_start_is_the_getting_started_page_s():
     # the summary the README promises is the one the page's test checks
     assert [line for line in outputs[0].splitlines() if line.strip()] == shown
     assert len(readme.splitlines()) <= 200
+
+
+def test_the_readme_links_to_files_that_exist():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)[^)]*\)", readme)
+    assert "docs/getting-started.md" in targets
+    assert [t for t in targets if "://" not in t and not (ROOT / t).exists()] == []

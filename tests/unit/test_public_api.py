@@ -1,4 +1,4 @@
-"""The public names of ``factjudge`` (the README documents them) stay as they are, whatever moves
+"""The public names of ``factjudge`` (docs/reference/python-api.md documents them) stay as they are, whatever moves
 inside the package, and each resolves to a real object."""
 import importlib
 import subprocess

@@ -1,6 +1,6 @@
 """Reconciliation of the two passes into final statuses and links. Pure: data in, data out.
 
-The rules, in order (see the README for them in plain words):
+The rules, in order (see docs/concepts/reconciliation.md for them in plain words):
 
 1. Links: (g, p) for every gold verdict TP->p and every predicted verdict TP->g.
 2. A link named only by the gold side is dropped when p's own verdict is FP (the predicted side

@@ -140,7 +140,7 @@ def test_sync_wrapper_inside_a_running_loop(small_labels):
 
 def test_the_gold_fields_decide_what_is_compared(write_json):
     # the compared fields follow the gold fact: an extra field on the prediction is metadata,
-    # a gold field the prediction lacks is a difference (README, Input: fields)
+    # a gold field the prediction lacks is a difference (docs/reference/config.md: fields)
     gold = {"fact_type": "net_income", "value": "87.4"}
     labels = load_labels(write_json("l.jsonl", [
         line(1, gold, {**gold, "entity": C}, True),
