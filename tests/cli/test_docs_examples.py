@@ -35,7 +35,8 @@ def examples(text):
         for n, line in enumerate(commands):
             command, _, comment = line.partition("#")
             code = re.search(r"exits (\d+)", comment)
-            found.append((shlex.split(command)[1:], int(code[1]) if code else 0, shown if n == len(commands) - 1 else []))
+            last = n == len(commands) - 1  # the output shown is the block's last command's
+            found.append((shlex.split(command)[1:], int(code[1]) if code else 0, shown if last else []))
     return found
 
 
