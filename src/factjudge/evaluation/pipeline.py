@@ -32,6 +32,7 @@ from ..models import (
 )
 from ..util.aio import gather_all, run_sync
 from ..util.jsonutil import canonical_json
+from ..util.terminal import printable
 
 
 class ProgressObserver(Protocol):
@@ -399,9 +400,11 @@ def run_judge(
 
 def warn_user(messages: Iterable[str]) -> None:
     """Each message once through Python's :mod:`warnings` (a script or notebook sees them where it
-    looks, not only in ``warnings`` of the result), as :class:`FactJudgeWarning`."""
+    looks, not only in ``warnings`` of the result), as :class:`FactJudgeWarning`. Python prints
+    them on stderr: the names in them have their control characters escaped (the result keeps
+    them as they were)."""
     for message in dict.fromkeys(messages):
-        warnings.warn(message, FactJudgeWarning, stacklevel=3)
+        warnings.warn(printable(message), FactJudgeWarning, stacklevel=3)
 
 
 #: OpenAI caches prompt prefixes of at least this many tokens.
