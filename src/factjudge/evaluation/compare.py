@@ -63,7 +63,8 @@ def _settings_warnings(dir_a: Path, dir_b: Path, key: str, what: str) -> list[st
     that records none cannot be checked, which is said rather than read as "differing in every
     key" (one run without it) or as "the same" (neither has it), as agree says it."""
     recorded = [RunFolder(d).summary_part(key) for d in (dir_a, dir_b)]
-    missing = [str(d) for d, value in zip((dir_a, dir_b), recorded) if not isinstance(value, dict) or not value]
+    missing = [str(d) for d, value in zip((dir_a, dir_b), recorded, strict=True)
+               if not isinstance(value, dict) or not value]
     if missing:
         return [f"{' and '.join(missing)} record(s) no {what} in summary.json: whether the two runs used "
                 f"the same {what} cannot be checked; the comparison may not be fair"]
