@@ -21,3 +21,27 @@ def test_a_raw_form_feed_is_one_error_on_its_own_line_not_a_split_line(tmp_path)
     assert proc.stderr.splitlines() == [
         f"factjudge: error: {path}: line 1 column {first.index(chr(12)) + 1}: invalid JSON: Invalid control "
         f"character at: line 1 column {first.index(chr(12)) + 1}"]
+
+
+def spreadsheet(path):
+    """An .xlsx file as far as its bytes go: a ZIP archive."""
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("xl/workbook.xml", "<workbook/>")
+    return path
+
+
+def test_a_spreadsheet_of_labels_is_named_as_one_not_as_bad_utf8(tmp_path):
+    """As the data inputs refuse it (issue 32, Low): by its suffix, and by its bytes under
+    another name; in one line saying what a labels file is."""
+    path = spreadsheet(tmp_path / "labels.xlsx")
+    proc = evalkit.run_cli("calibrate", path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"factjudge: error: {path}: spreadsheets (.xlsx) are not read: write one label per line as "
+        'JSON: {"id", "gold_fact", "predicted_fact", "match"}']
+    renamed = spreadsheet(tmp_path / "labels.jsonl")
+    proc = evalkit.run_cli("calibrate", renamed)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"factjudge: error: {renamed}: this is a zip archive (an .xlsx, .ods or .docx file?), not JSON lines"]

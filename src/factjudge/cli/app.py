@@ -14,6 +14,7 @@ import typer
 
 from .._version import __version__
 from ..errors import FactJudgeError, JudgeSetupError
+from ..util.terminal import printable
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Score fact-extraction systems against gold facts.")
@@ -21,8 +22,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 def say(text: str) -> None:
     """One line on stderr, never wrapped or styled (above the progress bar when one is shown:
-    it redirects stderr)."""
-    sys.stderr.write(text + "\n")
+    it redirects stderr). Every message of every command passes here, so this is where the names
+    in it (fact types, doc_ids, paths, a server's words) get their control characters escaped;
+    the files written keep them as they were."""
+    sys.stderr.write(printable(text) + "\n")
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

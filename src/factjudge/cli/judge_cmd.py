@@ -9,9 +9,9 @@ from pathlib import Path
 import typer
 
 from ..core.alerts import input_warnings, shape_of
-from ..core.scope import field_check, matching_rules_check, scope_check
+from ..core.scope import field_check, scope_check
 from ..errors import InputError
-from ..evaluation.pipeline import preview, run_judge_async
+from ..evaluation.pipeline import judge_config_warnings, preview, run_judge_async
 from ..io.facts import load_facts, one_document
 from ..io.files import check_writable, same_file, write_atomic
 from ..models import JudgeResult
@@ -59,7 +59,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
                                   f"{gold} and {predicted}")
     scope_warnings += input_warnings(shape_of(gold_facts, pred_facts))
     judge = opts.build(cfg)
-    scope_warnings += matching_rules_check(cfg, judge.reads_prompts)
+    scope_warnings += judge_config_warnings(cfg, judge)
     if opts.dry_run:
         print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.prices, opts.max_tokens)
         return 0

@@ -31,6 +31,7 @@ from ..errors import InputError
 from ..io.config import parse_config
 from ..io.datasets import Document
 from ..io.facts import validate_facts
+from ..io.inputs import check_input_kind
 from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json, parse_json_line, read_text
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
@@ -126,6 +127,8 @@ def load_labels(path: str | Path) -> list[Label]:
     line (a raw U+2028 may sit in a string), and nesting, huge integers and lone surrogates are
     refused with one line."""
     path = Path(path)
+    check_input_kind(path, "JSON lines", 'write one label per line as JSON: {"id", "gold_fact", '
+                     '"predicted_fact", "match"}')
     labels: list[Label] = []
     seen: dict[str, int] = {}
     for lineno, rec in _records(path):

@@ -36,13 +36,8 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
     common = [d for d in a if d in b]
     if not common:
         raise InputError(f"{dir_a} and {dir_b} have no document in common")
-    warnings = []
-    for key, what in (("config", "judge configs"), ("judge", "judges")):
-        sa, sb = RunFolder(dir_a).summary_part(key) or {}, RunFolder(dir_b).summary_part(key) or {}
-        if sa != sb:
-            keys = sorted(k for k in {*sa, *sb} if sa.get(k) != sb.get(k))
-            warnings.append(f"the two runs used different {what} (differing: {', '.join(keys)}); "
-                            "the comparison may not be fair")
+    warnings = [*_settings_warnings(dir_a, dir_b, "config", "judge config"),
+                *_settings_warnings(dir_a, dir_b, "judge", "judge")]
     differ = sum(a[d][1] != b[d][1] for d in common)
     if differ:
         warnings.append(f"the gold facts differ in {differ} of the {len(common)} shared documents; "
@@ -61,6 +56,24 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
         changed=changed, changed_total=total,
         provenance={"factjudge": __version__}, categories=categories,
     )
+
+
+def _settings_warnings(dir_a: Path, dir_b: Path, key: str, what: str) -> list[str]:
+    """Whether the runs' ``key`` in summary.json (their judge config, their judge) differ; a run
+    that records none cannot be checked, which is said rather than read as "differing in every
+    key" (one run without it) or as "the same" (neither has it), as agree says it."""
+    recorded = [RunFolder(d).summary_part(key) for d in (dir_a, dir_b)]
+    missing = [str(d) for d, value in zip((dir_a, dir_b), recorded, strict=True)
+               if not isinstance(value, dict) or not value]
+    if missing:
+        return [f"{' and '.join(missing)} record(s) no {what} in summary.json: whether the two runs used "
+                f"the same {what} cannot be checked; the comparison may not be fair"]
+    sa, sb = recorded
+    keys = sorted(k for k in {*sa, *sb} if sa.get(k) != sb.get(k))
+    if not keys:
+        return []
+    return [f"the two runs used different {what}s (differing: {', '.join(keys)}); the comparison may "
+            "not be fair"]
 
 
 def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[

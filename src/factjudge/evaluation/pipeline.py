@@ -12,7 +12,7 @@ from ..core.alerts import document_warnings
 from ..core.analysis import analyse
 from ..core.metrics import compute_metrics
 from ..core.reconcile import Outcome, reconcile
-from ..core.scope import compared_fields, in_scope_facts
+from ..core.scope import compared_fields, in_scope_facts, matching_rules_check
 from ..errors import FactJudgeWarning
 from ..io.config import parse_config
 from ..io.facts import coerce_facts
@@ -32,6 +32,7 @@ from ..models import (
 )
 from ..util.aio import gather_all, run_sync
 from ..util.jsonutil import canonical_json
+from ..util.terminal import printable
 
 
 class ProgressObserver(Protocol):
@@ -399,9 +400,22 @@ def run_judge(
 
 def warn_user(messages: Iterable[str]) -> None:
     """Each message once through Python's :mod:`warnings` (a script or notebook sees them where it
-    looks, not only in ``warnings`` of the result), as :class:`FactJudgeWarning`."""
+    looks, not only in ``warnings`` of the result), as :class:`FactJudgeWarning`. Python prints
+    them on stderr: the names in them have their control characters escaped (the result keeps
+    them as they were)."""
     for message in dict.fromkeys(messages):
-        warnings.warn(message, FactJudgeWarning, stacklevel=3)
+        warnings.warn(printable(message), FactJudgeWarning, stacklevel=3)
+
+
+def judge_config_warnings(config: JudgeConfig, judge: Judge) -> list[str]:
+    """What the config asks for that the run's judge would ignore silently: ``matching_rules``
+    with the rules judge, alias groups on numbers, amounts, dates or currency fields."""
+    out = matching_rules_check(config, judge.reads_prompts)
+    if config.aliases:
+        # the rules judge's normaliser decides what is a number: imported only for a config with aliases
+        from ..judges.rules.knowledge import alias_check
+        out += alias_check(config)
+    return out
 
 
 #: OpenAI caches prompt prefixes of at least this many tokens.

@@ -34,7 +34,7 @@ from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
-from ..core.scope import matching_rules_check, scope_check
+from ..core.scope import scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset, _doc_hash
@@ -60,7 +60,14 @@ from ..reports.markdown import render_markdown
 from ..reports.rows import select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
-from .pipeline import PREVIEW_STATS, ProgressObserver, preview, run_judge_async, warn_user
+from .pipeline import (
+    PREVIEW_STATS,
+    ProgressObserver,
+    judge_config_warnings,
+    preview,
+    run_judge_async,
+    warn_user,
+)
 
 
 class RunProgress(ProgressObserver, Protocol):
@@ -266,7 +273,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    _flag(summary, config, shape, [*dataset.warnings, *warnings, *matching_rules_check(config, judge.reads_prompts)],
+    _flag(summary, config, shape, [*dataset.warnings, *warnings, *judge_config_warnings(config, judge)],
           dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}

@@ -7,12 +7,13 @@ import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
-from ..models import JudgeConfig, Tolerance
+from ..models import JudgeConfig
 from .jsonl import check_json_value, json_type, parse_json, read_text
 
 
@@ -21,9 +22,29 @@ def _tolerance_example(name: str, value: Any) -> str:
     return json.dumps({name: {"relative": bound}})
 
 
+def _model_at(loc: list[str]) -> type[BaseModel] | None:
+    """The model whose keys are valid where ``loc`` ends (``tolerances.value.x``: a Tolerance's,
+    ``aliases.0.x``: an alias group's), followed through the config's type hints: lists and
+    mappings of models, optional ones."""
+    hint: Any = JudgeConfig
+    for part in loc[:-1]:
+        if isinstance(hint, type) and issubclass(hint, BaseModel):
+            field = hint.model_fields.get(part)
+            if field is None:
+                return None
+            hint = field.annotation
+        else:  # list[X] and dict[str, X] hold X at every index or key
+            hint = get_args(hint)[-1] if get_origin(hint) in (list, dict) and get_args(hint) else None
+        # Optional[X], Annotated[X, ...]: the model in it
+        while get_origin(hint) in (Union, UnionType, Annotated):
+            hint = next((a for a in get_args(hint) if get_origin(a) in (list, dict)
+                         or isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return hint if isinstance(hint, type) and issubclass(hint, BaseModel) else None
+
+
 def _unknown_key(source: str, loc: list[str]) -> InputError:
-    known = list(Tolerance.model_fields if loc[0] == "tolerances" and len(loc) == 3
-                 else JudgeConfig.model_fields)
+    model = _model_at(loc) or JudgeConfig
+    known = list(model.model_fields)
     key = ".".join(loc)
     close = difflib.get_close_matches(loc[-1], known, n=1)
     hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"

@@ -22,12 +22,13 @@ _MAGIC = ((b"PK\x03\x04", "a zip archive (an .xlsx, .ods or .docx file?)"),
           (b"\x1f\x8b", "a gzip file (decompress it first)"))
 
 
-def check_input_kind(path: Path) -> None:
+def check_input_kind(path: Path, expected: str = "JSON, JSON lines or CSV", export: str = EXPORT_CSV) -> None:
     """Refuse, in one line, a spreadsheet (by its suffix) and a binary file given as JSON, JSON
-    lines or CSV (by its first bytes): no line of it could be read, so no line is "bad"."""
+    lines or CSV (by its first bytes): no line of it could be read, so no line is "bad". An input
+    read in fewer formats names them (``expected``) and says how to write one (``export``)."""
     suffix = path.suffix.lower()
     if suffix in SPREADSHEET_SUFFIXES:
-        raise InputError(f"{path}: spreadsheets ({suffix}) are not read: {EXPORT_CSV}")
+        raise InputError(f"{path}: spreadsheets ({suffix}) are not read: {export}")
     if suffix == ".parquet":
         return
     try:
@@ -37,9 +38,9 @@ def check_input_kind(path: Path) -> None:
         return  # the reader says why, in its own words
     for magic, what in _MAGIC:
         if head.startswith(magic):
-            raise InputError(f"{path}: this is {what}, not JSON, JSON lines or CSV")
+            raise InputError(f"{path}: this is {what}, not {expected}")
     if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 is named later
-        raise InputError(f"{path}: a binary file, not JSON, JSON lines or CSV")
+        raise InputError(f"{path}: a binary file, not {expected}")
 
 
 def is_empty(path: Path) -> bool:

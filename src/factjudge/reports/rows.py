@@ -222,7 +222,7 @@ def changed_facts(line_a: Mapping[str, Any], line_b: Mapping[str, Any]) -> list[
 
 def fact_type_keys(line: Mapping[str, Any]) -> dict[str, tuple[int, int, int, int]]:
     """fact_type -> (TP predicted, FP, TP gold, FN) of one result line: the per-document keys
-    ``evaluate.paired_bootstrap`` takes, for per-fact-type intervals in a compare."""
+    ``core.aggregate.paired_bootstrap`` takes, for per-fact-type intervals in a compare."""
     by_type = (line.get("metrics") or {}).get("by_fact_type") or {}
     return {t: (c["tp_predicted"], c["fp"], c["tp_gold"], c["fn"]) for t, c in by_type.items()}
 

@@ -24,7 +24,7 @@ COMPARE_DOC = """The ``cmp`` dict of :func:`render_compare_markdown` / :func:`re
 - ``metrics``: ``{"precision"|"recall"|"f1": {"a", "b", "diff", "ci95", "excludes_zero"}}``,
   micro figures over the shared documents, ``diff`` = B - A, ``ci95`` the paired bootstrap
   ``[low, high]`` of B - A or ``None``, ``excludes_zero`` bool or ``None`` (exactly what
-  ``evaluate.paired_bootstrap`` returns);
+  ``core.aggregate.paired_bootstrap`` returns);
 - ``by_fact_type``: ``{fact_type: same shape as metrics}`` (``ci95`` / ``excludes_zero`` may
   be ``None``; per-document keys from :func:`fact_type_keys` give them);
 - ``changed``: rows of :func:`changed_facts` (over the shared documents);

@@ -38,3 +38,35 @@ def test_compare_two_extractors_with_a_paired_interval(tmp_path):
     assert proc.returncode == 2 and "not a finished eval output folder" in proc.stderr
 
 
+
+
+def test_compare_warns_when_a_run_records_no_judge_or_config(tmp_path):
+    """A summary.json without its judge or config (an older or edited run) cannot show that the
+    runs are alike: compare says so, naming the run, as agree does; it neither lists every key as
+    differing (one run without them) nor stays silent (neither has them)."""
+    import json
+    write_jsonl(tmp_path / "d.jsonl", [{"doc_id": "d", "gold_facts": [fact("g1", value="1")],
+                                        "predicted_facts": [fact("p1", value="1")]}])
+    for name in ("a", "b"):
+        assert run_cli("eval", tmp_path / "d.jsonl", "-o", tmp_path / name).returncode == 0
+
+    def forget(name):
+        path = tmp_path / name / "summary.json"
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        del summary["judge"], summary["config"]
+        path.write_text(json.dumps(summary), encoding="utf-8")
+
+    forget("b")
+    proc = run_cli("compare", tmp_path / "a", tmp_path / "b")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"factjudge: warning: {tmp_path / 'b'} record(s) no {what} in summary.json: whether the two runs "
+        f"used the same {what} cannot be checked; the comparison may not be fair"
+        for what in ("judge config", "judge")]
+    forget("a")
+    proc = run_cli("compare", tmp_path / "a", tmp_path / "b")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"factjudge: warning: {tmp_path / 'a'} and {tmp_path / 'b'} record(s) no {what} in summary.json: "
+        f"whether the two runs used the same {what} cannot be checked; the comparison may not be fair"
+        for what in ("judge config", "judge")]

@@ -299,6 +299,44 @@ def test_matching_rules_with_the_rules_judge_warn_once(tmp_path):
     assert "LLM judges only" not in run_cli("judge", gold, pred, "-c", cfg).stderr
 
 
+# --------------------------------------------------------------------------- aliases it cannot apply
+
+
+def test_alias_groups_on_numbers_or_currency_fields_are_named_not_ignored_silently(tmp_path):
+    """Alias groups rewrite texts (issue 32, Low): the rules judge compares a number, an amount or
+    a date by value and reads a currency field as a unit, so a group there changed nothing, and
+    said nothing. Each such group is named in a warning, on stderr and in summary.json, as
+    matching_rules are; a group on texts, or one the unit reading already agrees with, is not."""
+    config = {"aliases": [
+        "1000 = one thousand", "CEO = chief executive", "USD = US dollar", "greenback = USD",
+        {"field": "currency", "values": ["USD", "greenback"]}]}
+    gold = [{"id": "g1", "fact_type": "t", "value": "one thousand", "currency": "greenback"}]
+    pred = [{"id": "p1", "fact_type": "t", "value": "1000", "currency": "USD"}]
+    assert decide(gold[0], pred[0], parse_config(config)).status == "FN"  # the groups apply to neither field
+    data = write_jsonl(tmp_path / "d.jsonl", [{"doc_id": "d1", "gold_facts": gold, "predicted_facts": pred}])
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(config), encoding="utf-8")
+    expected = [
+        "alias group '1000 = one thousand': the rules judge reads '1000' as a number, an amount, a "
+        "percentage or a date, compared by value (set 'tolerances' to allow a difference), never "
+        "rewritten by an alias: the group does not apply to it",
+        "alias group 'greenback = USD': the rules judge reads currency and unit fields ('currency', "
+        "'unit', '*_unit'...) as units, never rewritten by an alias: the group is ignored there",
+        "alias group 'USD = greenback': 'currency' is a currency or unit field, read as a unit, never "
+        "rewritten by an alias: the group is ignored there"]
+    proc = run_cli("eval", data, "-c", cfg, "-o", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    warned = [line.removeprefix("factjudge: warning: ") for line in proc.stderr.splitlines()
+              if line.startswith("factjudge: warning: alias group")]
+    assert warned == expected
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert [w for w in summary["warnings"] if w.startswith("alias group")] == expected
+    g, p = write_jsonl(tmp_path / "g.jsonl", gold), write_jsonl(tmp_path / "p.jsonl", pred)
+    proc = run_cli("judge", g, p, "-c", cfg)
+    assert [line for line in proc.stderr.splitlines() if "alias group" in line] == [
+        f"factjudge: warning: {w}" for w in expected]
+
+
 def test_a_qualifier_on_one_side_only_is_named_as_such():
     """CEO vs COO: "operating" is no qualifier word, so the reasoning says "executive" is on one side
     only, not "executive vs none"; two different qualifiers are named side by side."""

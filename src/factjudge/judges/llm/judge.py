@@ -23,6 +23,7 @@ from ...models import CallUsage, Verdict
 from ...util.bounds import Bound, numbers_problem
 from ...util.jsonutil import canonical_json
 from ...util.redact import redact, secrets_to_hide
+from ...util.terminal import printable
 from ...util.urls import url_credentials, url_problem, without_credentials
 from ..base import BatchRequest, Estimate, JudgeBase, error_verdict
 from ..prompts import (
@@ -269,7 +270,8 @@ class LLMJudge(JudgeBase):
         mode = sampling.structured_output
         self._modes = list(STRUCTURED_OUTPUT_MODES) if mode == "auto" else [mode]
         self._mode_index = 0
-        self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
+        # the default prints as the CLI's messages do: a server's words, control characters escaped
+        self.notify = notify or (lambda text: print(printable(text), file=sys.stderr, flush=True))
         self.tokens = TokenCounter(model)
         self.endpoint = endpoint(self.base_url, _api_key(api_key, api_key_env, self.base_url, provider.key_env),
                                  provider.base_url)

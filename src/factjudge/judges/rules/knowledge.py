@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from ...models import JudgeConfig, RulesKnowledge
-from .normalize import normalize_text
+from .normalize import Text, is_unit_field, normalize_text, normalize_value, parse_unit
 
 #: Words that change an office or a claim and never vanish (issue #22; guideline G5): a "former
 #: CEO" is not a "CEO". ``ex`` is read as ``former``; ``co`` only before another word (co-founder).
@@ -361,3 +361,28 @@ def knowledge_for(config: JudgeConfig) -> Knowledge:
             _BUILT.clear()
         found = _BUILT[key] = build_knowledge(config)
     return found
+
+
+def alias_check(config: JudgeConfig) -> list[str]:
+    """Warnings for alias groups the rules judge cannot apply, which would otherwise be ignored
+    silently. Groups rewrite texts only: a value read as a number, an amount of money, a
+    percentage or a date is compared by value (and ``tolerances``), and a currency or unit field
+    (``currency``, ``unit``, ``*_unit``...) is read as a unit (``US$`` = ``USD`` already)."""
+    out = []
+    for group in config.aliases:
+        name = f"alias group '{group.label()}'"
+        numbers = [v for v in group.values if not isinstance(normalize_value(v), Text)]
+        if numbers:
+            out.append(f"{name}: the rules judge reads {', '.join(map(repr, numbers))} as a number, an "
+                       "amount, a percentage or a date, compared by value (set 'tolerances' to allow a "
+                       "difference), never rewritten by an alias: the group does not apply to "
+                       f"{'it' if len(numbers) == 1 else 'them'}")
+        unit_fields = [f for f in group.fields or () if is_unit_field(f)]
+        currencies = {parse_unit(v).currency for v in group.values}
+        if unit_fields:
+            out.append(f"{name}: {', '.join(map(repr, unit_fields))} is a currency or unit field, read "
+                       "as a unit, never rewritten by an alias: the group is ignored there")
+        elif group.fields is None and currencies != {None} and len(currencies) > 1:
+            out.append(f"{name}: the rules judge reads currency and unit fields ('currency', 'unit', "
+                       "'*_unit'...) as units, never rewritten by an alias: the group is ignored there")
+    return out
