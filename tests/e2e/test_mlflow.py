@@ -92,3 +92,55 @@ def test_a_store_mlflow_refuses_is_one_line_after_the_outputs(tmp_path, store):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("factjudge: error:")]
     assert len(errors) == 1 and "--mlflow: logging to MLflow failed" in errors[0], proc.stderr
     assert f"the outputs are in {out}" in errors[0] and "Traceback" not in proc.stderr
+
+
+#: Fact types whose names MLflow refuses or merges once sanitised (issue 32, item 3).
+HOSTILE_TYPES = ["revenue (USD)", "revenue [USD]", "rate/", "a//b", "..", ".", "a/../b", "/x", "x" * 400,
+                 "rate:", "rate", "rate_", "revenue _USD_"]
+
+
+def typed_dataset(tmp_path, types):
+    """One document: a fact of each type, found (F1 1.0) for the even-numbered types and given a
+    wrong value (F1 0.0) for the odd-numbered ones."""
+    gold = [{"id": f"g{i}", "fact_type": t, "entity": "Contoso", "period": "FY2023", "value": str(i)}
+            for i, t in enumerate(types)]
+    pred = [{**g, "id": f"p{i}", "value": g["value"] if i % 2 == 0 else "999"} for i, g in enumerate(gold)]
+    data = tmp_path / "types.jsonl"
+    data.write_text(json.dumps({"doc_id": "d", "gold_facts": gold, "predicted_facts": pred}) + "\n", encoding="utf-8")
+    return data
+
+
+def test_per_type_metric_names_are_distinct_and_valid_for_any_type_name():
+    """Every fact type gets its own metric names, each one MLflow's own check accepts."""
+    pytest.importorskip("mlflow", reason=NO_MLFLOW)
+    from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH, _validate_metric_name
+
+    from factjudge.cli.mlflow_hook import run_metrics, type_metric_names
+
+    figures = {"precision": 1.0, "recall": 1.0, "f1": 1.0, "tp_gold": 1, "fn": 0, "tp_predicted": 1, "fp": 0}
+    names = type_metric_names(HOSTILE_TYPES)
+    assert sorted(names) == sorted(HOSTILE_TYPES) and len(set(names.values())) == len(HOSTILE_TYPES)
+    metrics = run_metrics({"by_fact_type": {t: figures for t in HOSTILE_TYPES}})
+    typed = [k for k in metrics if k.startswith("type/")]
+    assert len(typed) == len(HOSTILE_TYPES) * 8
+    for key in typed:
+        _validate_metric_name(key)
+        assert len(key) <= MAX_ENTITY_KEY_LENGTH
+    assert names["rate"] == "rate" and metrics["type/rate/f1"] == 1.0  # a plain name is kept as it is
+
+
+def test_types_that_sanitise_alike_are_logged_apart_with_their_names(tmp_path, store):
+    out = tmp_path / "out"
+    proc = run_cli("eval", typed_dataset(tmp_path, HOSTILE_TYPES), "-o", out, "--mlflow", "-q", env=store)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    client, runs = logged_runs(store)
+    assert len(runs) == 1
+    metrics = runs[0].data.metrics
+    (tmp_path / "back").mkdir()
+    got = client.download_artifacts(runs[0].info.run_id, "fact_types.json", str(tmp_path / "back"))
+    names = json.loads(open(got, encoding="utf-8").read())
+    assert sorted(names) == sorted(HOSTILE_TYPES)
+    for fact_type in HOSTILE_TYPES:
+        assert metrics[f"type/{names[fact_type]}/f1"] == summary["by_fact_type"][fact_type]["f1"]
+    assert metrics[f"type/{names['revenue (USD)']}/f1"] == 1.0 and metrics[f"type/{names['revenue [USD]']}/f1"] == 0.0

@@ -11,10 +11,11 @@ mlflow-skinny 3.17.2), which no run without ``--mlflow`` pays.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,20 @@ with_mlflow = inject_options("mlflow", {"mlflow": (bool, MLFLOW_OPT)}, lambda va
 
 #: Set while an eval command that asked for ``--mlflow`` runs (see :func:`tracking`).
 _WANTED: ContextVar[bool] = ContextVar("factjudge_mlflow", default=False)
-#: MLflow keeps letters, digits and ``_ - . / space`` in a metric or parameter name.
+#: MLflow keeps letters, digits and ``_ - . / space`` in a metric or parameter name (and ``:``
+#: except on Windows): mlflow/utils/validation.py, ``validate_param_and_metric_name``.
 _UNSAFE = re.compile(r"[^\w\-. /]")
+#: In a fact type's part of a metric name, ``/`` is replaced too: MLflow's ``_validate_metric_name``
+#: also refuses a name that ``posixpath.normpath`` changes (``path_not_unique``: ``a//b``, ``rate/``,
+#: ``.``, ``..``, ``x/../y``, a leading ``/``), as names may become file paths in its stores.
+_UNSAFE_IN_TYPE = re.compile(r"[^\w\-. ]")
+#: The suffix of a fact type's renamed part: ``-`` and 8 hex digits of the name's SHA-256.
+_HASHED = re.compile(r"-[0-9a-f]{8}\Z")
+#: MLflow's longest metric name (``MAX_ENTITY_KEY_LENGTH``, 250) less ``type/``, ``/tp_predicted``
+#: and the hash suffix.
+_TYPE_CHARS = 250 - len("type/") - len("/tp_predicted") - 9
+#: The artifact mapping each fact type to its part of the metric names.
+FACT_TYPES_ARTIFACT = "fact_types.json"
 #: ``user:password@`` in a tracking URI that an MLflow error message repeats
 _CREDENTIALS = re.compile(r"//[^/@\s]+@")
 #: MLflow's limit on a parameter value (6000 characters since 2.x; 500 before).
@@ -73,6 +86,22 @@ def _name(text: str) -> str:
     return _UNSAFE.sub("_", text)
 
 
+def type_metric_names(fact_types: Iterable[str]) -> dict[str, str]:
+    """Each fact type's part of its metric names (``type/PART/f1``): the name itself where MLflow
+    takes it as it is, else the name made safe and shortened, with ``-`` and 8 hex digits of its
+    hash. Distinct types get distinct parts: a kept name never ends like a hash suffix (one that
+    does is renamed too), and two renamed ones differ in their hash (``revenue (USD)`` and
+    ``revenue [USD]`` were both ``revenue _USD_`` and one's figures hid the other's)."""
+    names = {}
+    for fact_type in fact_types:
+        part = _UNSAFE_IN_TYPE.sub("_", fact_type)
+        if part != fact_type or part in ("", ".", "..") or len(part) > _TYPE_CHARS or _HASHED.search(part):
+            digest = hashlib.sha256(fact_type.encode("utf-8", "surrogatepass")).hexdigest()
+            part = f"{part[:_TYPE_CHARS]}-{digest[:8]}"
+        names[fact_type] = part
+    return names
+
+
 def run_params(summary: Mapping[str, Any]) -> dict[str, str]:
     """What tells runs apart: the judge and its settings, the config's hash, the dataset."""
     judge = summary.get("judge") or {}
@@ -94,8 +123,8 @@ def _ratios(prefix: str, figures: Mapping[str, Any]) -> dict[str, float]:
 
 def run_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     """Micro and macro P/R/F1 with the 95% intervals, counts, the ERROR share, usage and cost, and
-    per fact type P/R/F1 and counts (``type/NAME/f1``). An undefined figure is left out (MLflow
-    takes numbers only)."""
+    per fact type P/R/F1 and counts (``type/NAME/f1``, NAME from :func:`type_metric_names`). An
+    undefined figure is left out (MLflow takes numbers only)."""
     micro, ci = summary.get("micro") or {}, summary.get("ci95") or {}
     metrics = {**_ratios("micro_", micro), **_ratios("macro_", summary.get("macro") or {})}
     for k in RATIO_KEYS:
@@ -106,8 +135,9 @@ def run_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     metrics["error_share"] = micro.get("errors", 0) / total if total else 0.0
     usage = summary.get("usage") or {}
     metrics.update({f"usage_{k}": float(usage[k]) for k in USAGE_KEYS if isinstance(usage.get(k), (int, float))})
-    for fact_type, c in (summary.get("by_fact_type") or {}).items():
-        prefix = f"type/{_name(str(fact_type))}/"
+    by_type = {str(t): c for t, c in (summary.get("by_fact_type") or {}).items()}
+    for fact_type, part in type_metric_names(by_type).items():
+        c, prefix = by_type[fact_type], f"type/{part}/"
         metrics.update(_ratios(prefix, c))
         metrics.update({prefix + k: float(c.get(k) or 0) for k in ("tp_gold", "fn", "tp_predicted", "fp", "errors")})
     return metrics
@@ -125,6 +155,8 @@ def log_run(output_dir: Path) -> str:
         with mlflow.start_run(run_name=name) as run:
             mlflow.log_params(run_params(summary))
             mlflow.log_metrics(run_metrics(summary))
+            # the fact type of each type/NAME/ metric (NAME differs where MLflow cannot take the name)
+            mlflow.log_dict(type_metric_names(str(t) for t in summary.get("by_fact_type") or {}), FACT_TYPES_ARTIFACT)
             for path in artifacts:
                 if path.exists():
                     mlflow.log_artifact(str(path))
