@@ -14,7 +14,9 @@ import contextlib
 import hashlib
 import importlib.util
 import json
+import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -56,6 +58,11 @@ FACT_TYPES_ARTIFACT = "fact_types.json"
 _CREDENTIALS = re.compile(r"//[^/@\s]+@")
 #: MLflow's limit on a parameter value (6000 characters since 2.x; 500 before).
 PARAM_MAX = 500
+#: What factjudge waits for MLflow at most, after the outputs are written.
+DEADLINE_SECONDS = 60.0
+#: MLflow's HTTP settings where the user has not set them (MLflow's defaults: 120 s, 7 retries):
+#: a silent tracking server is given up on in about 25 s, one answering 503 in about 3 s.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1"}
 COUNT_KEYS = ("tp_gold", "fn", "tp_predicted", "fp", "errors", "out_of_scope_gold", "out_of_scope_predicted")
 USAGE_KEYS = ("llm_calls", "cache_hits", "retries", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
               "seconds", "cost")
@@ -143,26 +150,64 @@ def run_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     return metrics
 
 
+@contextlib.contextmanager
+def _http_bounds() -> Iterator[None]:
+    """MLflow's HTTP settings bounded where the user has not set them: by default it waits 120 s
+    for an answer and retries 7 times with backoff (a silent tracking server kept eval running
+    over 20 minutes, one answering 503 took 248 s)."""
+    added = {k: v for k, v in HTTP_DEFAULTS.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
 def log_run(output_dir: Path) -> str:
-    """Log the eval run in ``output_dir`` (its ``summary.json``) as one MLflow run; its id."""
+    """Log the eval run in ``output_dir`` (its ``summary.json``) as one MLflow run; its id. Gives
+    up after :data:`DEADLINE_SECONDS` whatever MLflow does: the logging runs in a daemon thread,
+    left behind (the process exits without waiting for it)."""
     import mlflow  # only with --mlflow: see the module's docstring
 
+    outcome: list[str | BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(_log(mlflow, output_dir))
+        except BaseException as exc:  # noqa: BLE001  (handed to the waiting thread below)
+            outcome.append(exc)
+
+    where = _CREDENTIALS.sub("//***@", mlflow.get_tracking_uri())
+    kept = f"the outputs are kept in {output_dir}"
+    with _http_bounds():
+        thread = threading.Thread(target=work, name="factjudge-mlflow", daemon=True)
+        thread.start()
+        thread.join(DEADLINE_SECONDS)
+    if not outcome:
+        raise FactJudgeError(f"--mlflow: MLflow did not finish within {DEADLINE_SECONDS:g} s logging to {where} "
+                             f"(given up; the MLflow run may be left unfinished); {kept}")
+    result = outcome[0]
+    if isinstance(result, (mlflow.exceptions.MlflowException, OSError)):
+        first = " ".join(str(result).split())[:300]  # MLflow's messages run to 600 characters
+        raise FactJudgeError(f"--mlflow: logging to MLflow at {where} failed: "
+                             f"{_CREDENTIALS.sub('//***@', first)}; {kept}") from None
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _log(mlflow: Any, output_dir: Path) -> str:
     summary = json.loads((output_dir / SUMMARY).read_text(encoding="utf-8"))
     artifacts = [output_dir / n for n in (SUMMARY, REPORT_HTML, REPORT_MD, RUN, FACTS_CSV)]
     inputs = (summary.get("provenance") or {}).get("inputs") or ["?"]
     name = f"{judge_label(summary)} on {Path(str(inputs[0])).name}"
-    try:
-        with mlflow.start_run(run_name=name) as run:
-            mlflow.log_params(run_params(summary))
-            mlflow.log_metrics(run_metrics(summary))
-            # the fact type of each type/NAME/ metric (NAME differs where MLflow cannot take the name)
-            mlflow.log_dict(type_metric_names(str(t) for t in summary.get("by_fact_type") or {}), FACT_TYPES_ARTIFACT)
-            for path in artifacts:
-                if path.exists():
-                    mlflow.log_artifact(str(path))
-            return str(run.info.run_id)
-    except (mlflow.exceptions.MlflowException, OSError) as exc:
-        first = " ".join(str(exc).split()).split(". ")[0][:200]  # MLflow's messages run to 600 characters
-        raise FactJudgeError(f"--mlflow: logging to MLflow failed: {_CREDENTIALS.sub('//***@', first)} (set "
-                             "MLFLOW_TRACKING_URI to a tracking server, or to a folder, file:///PATH, with "
-                             f"MLFLOW_ALLOW_FILE_STORE=true); the outputs are in {output_dir}") from None
+    with mlflow.start_run(run_name=name) as run:
+        mlflow.log_params(run_params(summary))
+        mlflow.log_metrics(run_metrics(summary))
+        # the fact type of each type/NAME/ metric (NAME differs where MLflow cannot take the name)
+        mlflow.log_dict(type_metric_names(str(t) for t in summary.get("by_fact_type") or {}), FACT_TYPES_ARTIFACT)
+        for path in artifacts:
+            if path.exists():
+                mlflow.log_artifact(str(path))
+        return str(run.info.run_id)
