@@ -229,3 +229,16 @@ def test_past_the_deadline_logging_stops_whatever_mlflow_is_told(tmp_path, store
         proc, seconds = eval_into(tmp_path, {**store, "MLFLOW_HTTP_REQUEST_TIMEOUT": "120"}, uri)
     assert proc.returncode == 2 and seconds < 10, (seconds, proc.stderr)
     assert "MLflow did not finish within 2 s" in assert_outputs_kept(tmp_path, proc)
+
+
+@pytest.mark.parametrize("tracking", ["a file for a folder store", "a server answering 503"])
+def test_a_failing_mlflow_keeps_the_gate_exit_code(tmp_path, store, tracking):
+    """Issue 32 (Low): a failing --mlflow hid the gate's exit 3 (exit 2); the run's verdict wins."""
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the store's folder should be", encoding="utf-8")
+    with contextlib.ExitStack() as stack:
+        uri = stack.enter_context(unavailable_tracking_server()) if "503" in tracking else blocked.as_uri()
+        proc, _ = eval_into(tmp_path, store, uri, "--fail-under-f1", "1")
+    assert proc.returncode == 3, proc.stderr
+    assert "below the gate: micro f1" in proc.stderr
+    assert_outputs_kept(tmp_path, proc)

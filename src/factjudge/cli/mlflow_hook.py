@@ -81,12 +81,20 @@ def tracking(wanted: bool) -> Iterator[None]:
         _WANTED.reset(token)
 
 
-def after_run(output_dir: Path, quiet: bool) -> None:
-    """Log the finished run in ``output_dir`` when ``--mlflow`` asked for it."""
-    if _WANTED.get():
+def after_run(output_dir: Path, quiet: bool, code: int) -> int:
+    """Log the finished run in ``output_dir`` when ``--mlflow`` asked for it; the exit code.
+    Logging that fails is one line (the outputs are kept) and exit 2 for a run that had passed; a
+    run's own non-zero ``code`` (1: ERROR facts, 3: below a gate) is kept, as CI reads it."""
+    if not _WANTED.get():
+        return code
+    try:
         run_id = log_run(output_dir)
-        if not quiet:
-            say(f"logged to MLflow: run {run_id}")
+    except FactJudgeError as exc:
+        say(f"factjudge: error: {exc}")
+        return code or 2
+    if not quiet:
+        say(f"logged to MLflow: run {run_id}")
+    return code
 
 
 def _name(text: str) -> str:
@@ -189,7 +197,7 @@ def log_run(output_dir: Path) -> str:
                              f"(given up; the MLflow run may be left unfinished); {kept}")
     result = outcome[0]
     if isinstance(result, (mlflow.exceptions.MlflowException, OSError)):
-        first = " ".join(str(result).split())[:300]  # MLflow's messages run to 600 characters
+        first = " ".join(str(result).split())[:400]  # MLflow's messages run to 600 characters
         raise FactJudgeError(f"--mlflow: logging to MLflow at {where} failed: "
                              f"{_CREDENTIALS.sub('//***@', first)}; {kept}") from None
     if isinstance(result, BaseException):
