@@ -1,6 +1,10 @@
 """Hostile batch servers and batch files (issue 20, items 2 and 18): ids a server hands out never
 become paths or URLs unchecked; conflicting answers for one question are counted and named."""
 import json
+import os
+import resource
+import subprocess
+import sys
 
 import evalkit
 import pytest
@@ -212,3 +216,33 @@ def test_a_poll_interval_that_cannot_work_is_refused_naming_the_option(tmp_path,
                    "--batch", "--poll-interval", value, cache_dir=tmp_path / "cache")
     assert proc.returncode == 2 and "--poll-interval" in last_line(proc), proc.stderr
     assert not (tmp_path / "out").exists() and server.batch_calls == []
+
+
+def test_a_line_over_the_reply_cap_is_refused_without_reading_it_whole(tmp_path):
+    """Issue 32, item 10: a 50 MB output line took 1.4 GB. A line longer than the live reply cap
+    is refused naming the file and the line, read in bounded chunks: under a 200 MB address-space
+    cap (the process needs about 60 MB) a 120 MB line is refused in one line, no MemoryError."""
+    from factjudge.judges.llm.backends import MAX_BODY_BYTES
+    from factjudge.judges.llm.cache import ResponseCache
+
+    ResponseCache(tmp_path / "cache")  # an (empty) response cache, as an export leaves one
+    bomb = tmp_path / "out.jsonl"
+    head = json.dumps(completion_line("q-1", "x")).encode().split(b'"x"')
+    with bomb.open("wb") as fh:
+        fh.write(json.dumps(completion_line("q-0", "{}")).encode() + b"\n")
+        fh.write(head[0] + b'"')
+        for _ in range(120):
+            fh.write(b"y" * (1 << 20))
+        fh.write(b'"' + head[1] + b"\n")
+    cap = 200 << 20
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["FACTJUDGE_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run([sys.executable, "-m", "factjudge", "batch-import", str(bomb)], capture_output=True,
+                          text=True, env=env, preexec_fn=limit, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"factjudge: error: {bomb}: line 2: longer than {MAX_BODY_BYTES >> 20} MiB, the "
+                           "largest reply factjudge reads (is this a batch output file?)\n")

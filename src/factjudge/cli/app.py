@@ -1,7 +1,8 @@
 """The ``factjudge`` Typer app, its one-line errors and the exit-code policy of every command.
 
 Exit codes: 0 ok, 1 finished with ERROR facts, 2 bad input or usage, 3 below a ``--fail-under``
-gate, 130 interrupted.
+gate, 130 interrupted. ``eval --mlflow`` failing to log is 2 only for a run that was 0: a run's 1 or
+3 is kept (cli/mlflow_hook.py ``after_run``).
 """
 from __future__ import annotations
 

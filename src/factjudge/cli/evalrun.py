@@ -48,13 +48,14 @@ def finish(outcome: EvalRun, output_dir: Path, quiet: bool, problems: list[Probl
         say(f"factjudge: warning: {warning}")
     if problems:
         say(f"factjudge: {len(problems)} bad line(s) skipped; listed in {SUMMARY}")
-    after_run(output_dir, quiet)  # eval --mlflow
     micro = outcome.summary.micro
     if micro.errors:
         say(f"factjudge: {micro.errors} fact(s) could not be judged (status ERROR); they are "
             "left out of precision and recall; run again to retry them")
-        return 1
-    return gate.check(micro.precision, micro.recall, micro.f1)
+        code = 1
+    else:
+        code = gate.check(micro.precision, micro.recall, micro.f1)
+    return after_run(output_dir, quiet, code)  # eval --mlflow: a failure there keeps a gate's 3
 
 
 def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:

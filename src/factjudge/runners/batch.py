@@ -45,6 +45,7 @@ from ..io.run_models import BatchState
 from ..io.runfolder import RESULTS, FolderLock, ResultStore
 from ..judges.base import BatchRequest, BatchTarget, Judge
 from ..judges.llm.backends import (
+    MAX_BODY_BYTES,
     BackendError,
     ChatReply,
     Endpoint,
@@ -453,12 +454,16 @@ def _error_text(error: Any) -> str:
 
 def read_output_lines(path: Path) -> Iterator[_Outcome]:
     """The lines of an OpenAI (or vLLM run_batch) batch output or error file. A line that is not
-    a batch output line at all raises InputError naming the file and line."""
+    a batch output line at all raises InputError naming the file and line, and so does a line
+    longer than the live reply cap, read no further than that (a 50 MB line took 1.4 GB whole)."""
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in enumerate(iter(lambda: fh.readline(MAX_BODY_BYTES + 1), b""), start=1):
+            where = f"{path}: line {lineno}"
+            if len(raw) > MAX_BODY_BYTES:  # the line, newline included, is at most the live cap
+                raise InputError(f"{where}: longer than {MAX_BODY_BYTES >> 20} MiB, the largest reply "
+                                 "factjudge reads (is this a batch output file?)")
             if not raw.strip():
                 continue
-            where = f"{path}: line {lineno}"
             try:
                 rec = json.loads(raw.removeprefix(codecs.BOM_UTF8))
             except (ValueError, RecursionError):
