@@ -548,17 +548,21 @@ FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matc
                 "description", "reasoning", "linked_reasoning", "votes", *ANALYSIS_COLUMNS)
 
 
-#: The fixed columns that do not come from the fact itself (a fact may have fields of these names).
-ADDED_COLUMNS = ("doc_id", "side")
+#: The fixed columns factjudge fills that do not come from the fact itself: every column but the
+#: fact's ``id`` and ``fact_type`` and the :data:`OUTPUT_FIELDS` (which an input fact may not
+#: have). A fact may have fields of these names (``category`` and ``partner`` are ordinary
+#: business fields): they go to ``fact.<name>`` (:func:`fact_column`), never into factjudge's column.
+ADDED_COLUMNS = tuple(c for c in FACT_COLUMNS if c not in ("id", "fact_type", *OUTPUT_FIELDS))
 _PREFIX = "fact."
 
 
 def fact_column(name: str) -> str:
     """The column of a fact's own field ``name``: ``name`` itself, except that a field named like
-    an :data:`ADDED_COLUMNS` column (``doc_id``, ``side``), or like one with ``fact.`` prefixes
-    (``fact.doc_id``, ``fact.fact.side``), gets one more ``fact.`` in front. So ``doc_id`` is
-    ``fact.doc_id``, ``fact.doc_id`` is ``fact.fact.doc_id``, and no two fields of one fact ever
-    share a column (``fact.other`` and any other name are kept as they are)."""
+    an :data:`ADDED_COLUMNS` column (``doc_id``, ``side``, ``category``, ``partner``, ...), or
+    like one with ``fact.`` prefixes (``fact.doc_id``, ``fact.fact.side``), gets one more
+    ``fact.`` in front. So ``category`` is ``fact.category``, ``fact.category`` is
+    ``fact.fact.category``, and no fact field ever shares a column with factjudge's columns or
+    with another field of the fact (``fact.other`` and any other name are kept as they are)."""
     base = name
     while base.startswith(_PREFIX):
         base = base[len(_PREFIX):]
