@@ -493,7 +493,9 @@ class JudgeResult(BaseModel):
     #: What the run noticed about its inputs (fields compared on one side only, scope).
     warnings: list[str] = Field(default_factory=list)
     usage: Usage
-    config: dict[str, Any]
+    #: The config the document was judged with (in a run folder, the run's: results.jsonl's lines
+    #: leave it out and its readers put it back).
+    config: dict[str, Any] = Field(default_factory=dict)
     #: Near misses, merges and splits (:mod:`factjudge.core.analysis`).
     analysis: Analysis = Field(default_factory=Analysis)
 
