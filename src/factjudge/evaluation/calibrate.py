@@ -31,7 +31,8 @@ from ..errors import InputError
 from ..io.config import parse_config
 from ..io.datasets import Document
 from ..io.facts import validate_facts
-from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json, parse_json_line, read_text
+from ..io.inputs import check_input_kind
+from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json, parse_json_line, read_settings
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
 from ..models import CallUsage, JudgeConfig, JudgeResult
@@ -126,6 +127,7 @@ def load_labels(path: str | Path) -> list[Label]:
     line (a raw U+2028 may sit in a string), and nesting, huge integers and lone surrogates are
     refused with one line."""
     path = Path(path)
+    check_input_kind(path)  # /dev/zero would be one endless line, read until memory is gone
     labels: list[Label] = []
     seen: dict[str, int] = {}
     for lineno, rec in _records(path):
@@ -481,7 +483,7 @@ def load_judge_calibration(path: str | Path) -> JudgeCalibration:
     """The counts and provenance of a ``factjudge calibrate -o`` file, for the judge-corrected
     figures; every problem is a one-line :class:`InputError` naming the file."""
     path = Path(path)
-    data = parse_json(read_text(path), path)
+    data = parse_json(read_settings(path, "a JSON calibration report"), path)
     what = "not a calibration report written by 'factjudge calibrate -o'"
     if not isinstance(data, dict):
         raise InputError(f"{path}: {what} (a JSON object), got {json_type(data)}")

@@ -32,14 +32,24 @@ def check_input_kind(path: Path) -> None:
         return
     try:
         with path.open("rb") as fh:
-            head = fh.read(4096)
+            head = fh.read(HEAD_BYTES)
     except OSError:
         return  # the reader says why, in its own words
+    check_head(path, head, "JSON, JSON lines or CSV")
+
+
+#: How much of a file :func:`check_head` looks at.
+HEAD_BYTES = 4096
+
+
+def check_head(path: Path, head: bytes, expected: str) -> None:
+    """Refuse, in one line, a file whose first bytes (``head``) show an archive, an Office file,
+    a PDF or other binary data (``/dev/zero``) where text (``expected``) was wanted."""
     for magic, what in _MAGIC:
         if head.startswith(magic):
-            raise InputError(f"{path}: this is {what}, not JSON, JSON lines or CSV")
+            raise InputError(f"{path}: this is {what}, not {expected}")
     if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 is named later
-        raise InputError(f"{path}: a binary file, not JSON, JSON lines or CSV")
+        raise InputError(f"{path}: a binary file, not {expected}")
 
 
 def is_empty(path: Path) -> bool:
