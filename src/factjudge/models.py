@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_core import to_jsonable_python
 
 from .errors import missing_dependency
+from .util.bounds import COUNT_MAX
 
 Direction = Literal["gold", "predicted"]
 #: A fact judged unmatched: FN in the gold pass, FP in the predicted pass.
@@ -306,9 +307,12 @@ class Prices(BaseModel):
 
     def usage_fields(self, prompt_tokens: int, cached_prompt_tokens: int,
                      completion_tokens: int) -> dict[str, Any]:
-        """``cost`` and ``prices`` as a run's ``usage`` gives them."""
-        return {"cost": round(self.cost(prompt_tokens, cached_prompt_tokens, completion_tokens), 6),
-                "prices": self.model_dump()}
+        """``cost`` and ``prices`` as a run's ``usage`` gives them; no cost (None) for counts past
+        COUNT_MAX, which only an older version's stored usage can hold (a server's are bounded
+        where read), instead of an OverflowError once the judging is done."""
+        counts = (prompt_tokens, cached_prompt_tokens, completion_tokens)
+        cost = None if max(counts) > COUNT_MAX else round(self.cost(*counts), 6)
+        return {"cost": cost, "prices": self.model_dump()}
 
 
 def money(amount: float) -> str:

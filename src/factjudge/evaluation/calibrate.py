@@ -37,6 +37,7 @@ from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
 from ..models import CallUsage, JudgeConfig, JudgeResult
 from ..util.aio import run_sync
+from ..util.bounds import COUNT_MAX
 from .runner import judge_documents
 
 __all__ = [
@@ -464,10 +465,11 @@ def format_report(report: CalibrationReport) -> str:
 
 
 class _Counts(BaseModel):
-    tp: StrictInt = Field(ge=0)
-    fp: StrictInt = Field(ge=0)
-    fn: StrictInt = Field(ge=0)
-    tn: StrictInt = Field(ge=0)
+    # bounded where read: the correction's math is in floats
+    tp: StrictInt = Field(ge=0, le=COUNT_MAX)
+    fp: StrictInt = Field(ge=0, le=COUNT_MAX)
+    fn: StrictInt = Field(ge=0, le=COUNT_MAX)
+    tn: StrictInt = Field(ge=0, le=COUNT_MAX)
 
 
 class _CalibrationFile(BaseModel):
