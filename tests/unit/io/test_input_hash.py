@@ -65,6 +65,7 @@ def test_parquet_fact_files_hash_as_before(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     pa = pytest.importorskip("pyarrow")
     g, p = tmp_path / "g.parquet", tmp_path / "p.parquet"
-    pq.write_table(pa.Table.from_pylist([{**f, "id": str(f["id"])} for f in GOLD]), g)
-    pq.write_table(pa.Table.from_pylist(PRED), p)
+    for path, facts in ((g, GOLD), (p, PRED)):
+        names = list(dict.fromkeys(k for f in facts for k in f))  # from_pylist sees the first row only
+        pq.write_table(pa.table({n: [None if n not in f else str(f[n]) for f in facts] for n in names}), path)
     assert _hashes(SplitDataset(g, p)) == PINNED
