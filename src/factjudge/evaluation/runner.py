@@ -37,7 +37,7 @@ from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corr
 from ..core.scope import matching_rules_check, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
-from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset, _doc_hash
+from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset
 from ..io.files import write_atomic
 from ..io.run_models import RUN_KEYS, RunManifest
 from ..io.runfolder import (
@@ -52,6 +52,7 @@ from ..io.runfolder import (
     ResultStore,
     RunFolder,
 )
+from ..io.scan import doc_hash
 from ..judges.base import Judge
 from ..judges.prompts import PROMPT_FORMAT_VERSION
 from ..models import JudgeConfig, JudgeResult, Prices
@@ -391,7 +392,7 @@ def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str
             doc = next(read, None)
         except InputError as exc:  # the scan found every line valid: the file changed
             raise _changed(sources, f"{exc}") from None
-        if doc is None or doc.doc_id != info.doc_id or _doc_hash(salt, doc) != info.input_sha256:
+        if doc is None or doc.doc_id != info.doc_id or doc_hash(salt, doc) != info.input_sha256:
             raise _changed(sources, f"document {info.doc_id!r} is not what the scan read")
         yield doc
 

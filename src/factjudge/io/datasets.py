@@ -1,85 +1,35 @@
 """Datasets for ``eval``: a ``.jsonl`` of documents, or gold and predicted files of facts that
 carry their ``doc_id``. Read lazily: ``scan()`` validates every line and keeps per document only
-its id, an input hash and its number of questions; ``documents()`` reads them again when judged."""
+its id, an input hash and its number of questions; ``documents()`` reads them again when judged.
+The scan itself is one, for every format: :mod:`.scan`."""
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import tempfile
 from array import array
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
-from ..core.scope import field_check, in_scope_facts
 from ..errors import InputError
-from ..models import DIRECTIONS, Direction, JudgeConfig
-from ..util.jsonutil import canonical_json
 from .facts import validate_fact_list, validate_facts
 from .inputs import check_input_kind, empty_file_error, is_empty, rename_fields
-from .jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
+from .jsonl import json_type, jsonl_lines, parse_json_line
+from .scan import (
+    Dataset,
+    DocInfo,
+    Document,
+    FactEntry,
+    FactLoader,
+    Located,
+    PairedFacts,
+    Problem,
+    ScannedDataset,
+    doc_id_of,
+    not_json_lines,
+)
 from .tables import DATASET_REQUIRED, is_table, iter_table_rows
-
-# --------------------------------------------------------------------------- datasets
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A bad input line: reported, and skipped with ``--skip-invalid``."""
-
-    file: str
-    line: int
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "error": self.message}
-
-
-@dataclass(frozen=True)
-class DocInfo:
-    """What is kept in memory per document: no facts, no prompts."""
-
-    doc_id: str
-    input_sha256: str
-    questions: int
-
-
-@dataclass
-class Document:
-    doc_id: str
-    gold: list[dict[str, Any]]
-    predicted: list[dict[str, Any]]
-
-
-class Dataset(Protocol):
-    infos: list[DocInfo]
-    #: The input files, for provenance.
-    sources: list[str]
-    fact_types: set[str]
-    #: What ``scan`` noticed about the inputs as a whole (eval prints them and keeps them in
-    #: summary.json): tolerances for fields no fact has, doc_ids on one side only.
-    warnings: list[str]
-
-    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]: ...
-
-    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]: ...
-
-
-def _doc_hash(salt: str, doc: Document) -> str:
-    material = canonical_json({"salt": salt, "doc_id": doc.doc_id, "gold_facts": doc.gold,
-                               "predicted_facts": doc.predicted})
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
-
-
-def _questions(doc: Document, config: JudgeConfig) -> int:
-    """Judge questions of one document (as the pipeline counts them), for an exact progress total."""
-    g, p = len(in_scope_facts(doc.gold, config)), len(in_scope_facts(doc.predicted, config))
-    return (g if p else 0) + (p if g else 0)
-
-
-def _doc_id(rec: dict[str, Any], prefix: str) -> str:
-    return coerce_id(rec.get("doc_id"), "doc_id", prefix)
 
 
 def _parse_line(raw: bytes, path: Path, lineno: int, unit: str = "line") -> dict[str, Any]:
@@ -89,22 +39,6 @@ def _parse_line(raw: bytes, path: Path, lineno: int, unit: str = "line") -> dict
     if not isinstance(rec, dict):
         raise InputError(f"{path}: {unit} {lineno}: expected a JSON object, got {json_type(rec)}")
     return rec
-
-
-def _not_json_lines(path: Path, problems: list[Problem], objects: int) -> None:
-    """A file none of whose lines is a JSON object is not JSON lines at all (a spreadsheet or
-    another file given by mistake): one error, no ``--skip-invalid`` hint, as skipping every line
-    would score nothing on that side with exit 0."""
-    mine = [p for p in problems if p.file == str(path)]
-    if mine and not objects:
-        first = mine[0].message.removeprefix(f"{path}: ")
-        raise InputError(f"{path}: not a JSON-lines file: none of its {len(mine)} line(s) is a JSON "
-                         f"object ({first})")
-
-
-def _field_names(doc: Document, into: set[str]) -> None:
-    for fact in (*doc.gold, *doc.predicted):
-        into.update(fact)
 
 
 def _is_object(raw: bytes) -> bool:
@@ -118,17 +52,13 @@ def _read_at(fh: IO[bytes], offset: int) -> bytes:
     return fh.readline()
 
 
-class JsonlDataset:
+class DatasetLines:
     """``DATASET.jsonl``: one document per line, ``{"doc_id", "gold_facts", "predicted_facts"}``."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.sources = [str(path)]
-        self.infos: list[DocInfo] = []
-        #: Every fact_type the valid documents hold (set by ``scan``).
-        self.fact_types: set[str] = set()
-        self.warnings: list[str] = []
-        #: The config key ``columns`` (set by ``scan``).
+        #: The config key ``columns`` (set by ``read``).
         self.columns: dict[str, str] = {}
         self._offsets, self._lines = array("q"), array("q")
 
@@ -139,7 +69,7 @@ class JsonlDataset:
             raise InputError(f"{prefix}: this is a fact, not a document {{doc_id, gold_facts, "
                              "predicted_facts}: give fact files as --gold G --predicted P (each fact "
                              "with its doc_id), or one document's facts to factjudge judge GOLD PREDICTED")
-        doc_id = _doc_id(rec, prefix)
+        doc_id = doc_id_of(rec, prefix)
         sides = []
         for key in ("gold_facts", "predicted_facts"):
             facts = rec.get(key)
@@ -148,201 +78,126 @@ class JsonlDataset:
             sides.append(validate_fact_list(facts, f"{prefix}: {key}", self.columns, checked=True))
         return Document(doc_id, *sides)
 
-    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
-        self.infos, self._offsets, self._lines = [], array("q"), array("q")  # a re-scan starts over
-        self.fact_types, self.columns = set(), dict(config.columns)
+    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]:
+        self._offsets, self._lines, self.columns = array("q"), array("q"), dict(columns)
         check_input_kind(self.path)
         if is_empty(self.path):
             raise empty_file_error(self.path, "one document per line, {\"doc_id\", \"gold_facts\", "
                                    "\"predicted_facts\"}")
-        problems: list[Problem] = []
-        seen: dict[str, int] = {}
-        names: set[str] = set()
-        objects = 0
+        bad, first, objects = 0, None, 0
         for lineno, offset, raw in jsonl_lines(self.path):
+            objects += _is_object(raw)
             try:
-                objects += _is_object(raw)
                 doc = self._document(raw, lineno)
-                if doc.doc_id in seen:
-                    raise InputError(f"{self.path}: line {lineno}: duplicate doc_id {doc.doc_id!r}, "
-                                     f"first seen at line {seen[doc.doc_id]}")
             except InputError as exc:
-                problems.append(Problem(str(self.path), lineno, str(exc)))
+                bad, first = bad + 1, first or str(exc)
+                yield Problem(str(self.path), lineno, str(exc))
                 continue
-            seen[doc.doc_id] = lineno
-            self.infos.append(DocInfo(doc.doc_id, _doc_hash(salt, doc), _questions(doc, config)))
-            self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
-            _field_names(doc, names)
             self._offsets.append(offset)
             self._lines.append(lineno)
-        _not_json_lines(self.path, problems, objects)
-        self.warnings = field_check(config, names, str(self.path))
-        return problems
+            yield Located(str(self.path), lineno, f"line {lineno}", len(self._offsets) - 1, doc)
+        not_json_lines(str(self.path), bad, first, objects)
 
-    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
+    def read_again(self, keys: Iterable[int]) -> Iterator[Document]:
         with self.path.open("rb") as fh:
-            for info, offset, lineno in zip(self.infos, self._offsets, self._lines, strict=False):
-                if info.doc_id not in skip:
-                    yield self._document(_read_at(fh, offset), lineno)
+            for key in keys:
+                yield self._document(_read_at(fh, self._offsets[key]), self._lines[key])
+
+    def warnings(self) -> list[str]:
+        return []
 
 
-@dataclass
-class _Side:
-    """Where one document's facts sit in one file: byte offsets and line numbers."""
+class FactLines:
+    """A ``.jsonl`` file of one side's facts, one per line, each with its ``doc_id``. ``file`` is
+    what is read (another file for a table's JSON-lines copy, line N = row N, named ``row``)."""
 
-    offsets: array[int] = field(default_factory=lambda: array("q"))
-    lines: array[int] = field(default_factory=lambda: array("q"))
-
-
-class SplitDataset:
-    """``--gold G.jsonl --predicted P.jsonl``: one fact per line, grouped by its ``doc_id``.
-
-    The files are indexed (two integers per fact line: byte offset and line number) rather than
-    loaded, so facts and prompts are read only when their document is judged. A document on one
-    side only is still scored."""
-
-    def __init__(self, gold: Path, predicted: Path) -> None:
-        self.paths: dict[Direction, Path] = {"gold": gold, "predicted": predicted}
-        self.sources = [str(gold), str(predicted)]
-        self.infos: list[DocInfo] = []
-        #: Every fact_type the valid documents hold (set by ``scan``).
-        self.fact_types: set[str] = set()
-        self.warnings: list[str] = []
-        self._index: dict[str, dict[Direction, _Side]] = {}
-        #: What is read per side: the file itself, or a JSON-lines copy of a table (line N = row N)
-        self._files = dict(self.paths)
-        self._unit: dict[Direction, str] = {"gold": "line", "predicted": "line"}
-        self._spool: tempfile.TemporaryDirectory[str] | None = None
-        #: The config key ``columns`` (set by ``scan``).
+    def __init__(self, path: Path, file: Path | None = None, unit: str = "line") -> None:
+        self.path, self.file, self.unit = path, file or path, unit
+        self.name = str(path)
+        #: The config key ``columns`` (set by ``read``).
         self.columns: dict[str, str] = {}
 
-    def _fact(self, side: Direction, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
-        fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
-        where = f"{self._unit[side]} {lineno}"
-        return validate_facts([(where, fact)], str(self.paths[side]), checked=True)[0]
+    def check(self) -> None:
+        check_input_kind(self.path)
 
-    def _record(self, side: Direction, raw: bytes, lineno: int) -> dict[str, Any]:
+    def _record(self, raw: bytes, lineno: int) -> dict[str, Any]:
         """One line parsed, with the config key ``columns`` applied (a table's copy has its
         header renamed already)."""
-        path, unit = self.paths[side], self._unit[side]
-        rec = _parse_line(raw, path, lineno, unit)
-        return rec if unit == "row" else rename_fields(rec, self.columns, f"{path}: {unit} {lineno}")
+        rec = _parse_line(raw, self.path, lineno, self.unit)
+        return rec if self.unit == "row" else rename_fields(rec, self.columns, f"{self.path}: {self.unit} {lineno}")
 
-    def _load(self, side: Direction, where: _Side, fh: IO[bytes]) -> list[tuple[int, dict[str, Any]]]:
-        return [(n, self._record(side, _read_at(fh, off), n))
-                for off, n in zip(where.offsets, where.lines, strict=False)]
+    def _fact(self, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
+        fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
+        return validate_facts([(f"{self.unit} {lineno}", fact)], self.name, checked=True)[0]
 
-    def _spool_tables(self) -> None:
-        """A CSV, TSV or Parquet side is copied once into JSON lines (row N on line N), so tables
-        are read by offset like JSON lines; the copy lives as long as the dataset."""
-
-        for side, path in self.paths.items():
-            if not is_table(path):
+    def read(self, columns: Mapping[str, str]) -> Iterator[FactEntry | Problem]:
+        self.columns = dict(columns)
+        bad, first, objects = 0, None, 0
+        for lineno, offset, raw in jsonl_lines(self.file):
+            objects += _is_object(raw)
+            try:
+                rec = self._record(raw, lineno)
+                doc_id = doc_id_of(rec, f"{self.path}: {self.unit} {lineno}")
+                self._fact(lineno, rec)
+            except InputError as exc:
+                bad, first = bad + 1, first or str(exc)
+                yield Problem(self.name, lineno, str(exc))
                 continue
-            if self._spool is None:
-                self._spool = tempfile.TemporaryDirectory(prefix="factjudge-")
-            copy = Path(self._spool.name) / f"{side}.jsonl"
-            with copy.open("w", encoding="utf-8") as out:
-                line = 1
-                for row, rec in iter_table_rows(path, DATASET_REQUIRED, self.columns):
-                    out.write("\n" * (row - line))  # blank lines for rows the table skipped
-                    out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                    line = row + 1
-            self._files[side], self._unit[side] = copy, "row"
+            yield FactEntry(lineno, offset, doc_id)
+        not_json_lines(self.name, bad, first, objects)
 
-    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
-        self.infos, self._index = [], {}  # a re-scan starts over
-        self.fact_types, self.columns = set(), dict(config.columns)
-        self._files, self._unit = dict(self.paths), {"gold": "line", "predicted": "line"}
-        for path in self.paths.values():
-            check_input_kind(path)
-        problems: list[Problem] = []
-        names: set[str] = set()
-        self._spool_tables()
-        # pass 1: each line on its own, and where each document's lines are
-        for side, path in self.paths.items():
-            objects = 0
-            for lineno, offset, raw in jsonl_lines(self._files[side]):
-                prefix = f"{path}: {self._unit[side]} {lineno}"
-                objects += _is_object(raw)
-                try:
-                    rec = self._record(side, raw, lineno)
-                    doc_id = _doc_id(rec, prefix)
-                    self._fact(side, lineno, rec)
-                except InputError as exc:
-                    problems.append(Problem(str(path), lineno, str(exc)))
-                    continue
-                sides = self._index.setdefault(doc_id, {"gold": _Side(), "predicted": _Side()})
-                sides[side].offsets.append(offset)
-                sides[side].lines.append(lineno)
-            _not_json_lines(path, problems, objects)
-        # pass 2: one document at a time, for duplicate ids and the input hash
-        handles = {side: path.open("rb") for side, path in self._files.items()}
-        try:
-            for doc_id, sides in self._index.items():
-                facts: dict[Direction, list[dict[str, Any]]] = {}
-                for side, where in sides.items():
-                    path, kept = self.paths[side], _Side()
-                    seen: dict[str, int] = {}
-                    facts[side] = []
-                    for (lineno, rec), offset in zip(self._load(side, where, handles[side]),
-                                                     where.offsets, strict=False):
-                        fact = self._fact(side, lineno, rec)
-                        unit = self._unit[side]
-                        if fact["id"] in seen:
-                            problems.append(Problem(str(path), lineno, (
-                                f"{path}: {unit} {lineno} (id {fact['id']!r}): duplicate id in "
-                                f"document {doc_id!r}, first seen at {unit} {seen[fact['id']]}")))
-                            continue
-                        seen[fact["id"]] = lineno
-                        facts[side].append(fact)
-                        kept.offsets.append(offset)
-                        kept.lines.append(lineno)
-                    sides[side] = kept
-                doc = Document(doc_id, facts["gold"], facts["predicted"])
-                self.infos.append(DocInfo(doc_id, _doc_hash(salt, doc), _questions(doc, config)))
-                self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
-                _field_names(doc, names)
-        finally:
-            for fh in handles.values():
-                fh.close()
-        problems.sort(key=lambda p: (p.file != str(self.paths["gold"]), p.line))
-        self.warnings = field_check(config, names, " and ".join(self.sources))
-        self.warnings += self._unpaired()
-        return problems
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[FactLoader]:
+        with self.file.open("rb") as fh:
+            def load(keys: Sequence[int], lines: Sequence[int]) -> list[dict[str, Any]]:
+                return [self._fact(n, self._record(_read_at(fh, off), n))
+                        for off, n in zip(keys, lines, strict=True)]
 
-    def _unpaired(self) -> list[str]:
-        """A warning when documents have gold facts only AND others predicted facts only: doc_ids
-        spelled differently on the two sides (``1`` vs ``01``) never pair, and every fact then
-        counts as missed or spurious without a word. One side alone is normal (a system that
-        found nothing in a document, a document without gold facts)."""
-        only: dict[Direction, list[str]] = {"gold": [], "predicted": []}
-        for doc_id, sides in self._index.items():
-            has = [s for s in DIRECTIONS if sides[s].lines]
-            if len(has) == 1:
-                only[has[0]].append(doc_id)
-        if not (only["gold"] and only["predicted"]):
-            return []
-        gold, pred = (f"({', '.join(repr(i if len(i) <= 40 else i[:37] + '...') for i in ids[:2])}"
-                      f"{', ...' if len(ids) > 2 else ''})" for ids in only.values())
-        return [f"{len(only['gold'])} document(s) have gold facts only {gold} and "
-                f"{len(only['predicted'])} predicted facts only {pred} (of {len(self._index)}): "
-                "doc_ids are compared exactly, so their facts count as missed and spurious; check "
-                "that both files spell the doc_ids the same way"]
-
-    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
-        handles = {side: path.open("rb") for side, path in self._files.items()}
-        try:
-            for info in self.infos:
-                if info.doc_id in skip:
-                    continue
-                sides = self._index[info.doc_id]
-                gold, pred = ([self._fact(s, n, rec)
-                               for n, rec in self._load(s, sides[s], handles[s])]
-                              for s in DIRECTIONS)
-                yield Document(info.doc_id, gold, pred)
-        finally:
-            for fh in handles.values():
-                fh.close()
+            yield load
 
 
+class TableFacts(FactLines):
+    """A CSV, TSV or Parquet file of one side's facts, one per row: copied once into JSON lines
+    (row N on line N) when read, so it is read again by offset like JSON lines; the copy lives as
+    long as the source."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, unit="row")
+        self._spool: tempfile.TemporaryDirectory[str] | None = None
+
+    def read(self, columns: Mapping[str, str]) -> Iterator[FactEntry | Problem]:
+        if self._spool is None:
+            self._spool = tempfile.TemporaryDirectory(prefix="factjudge-")
+        self.file = Path(self._spool.name) / "facts.jsonl"
+        with self.file.open("w", encoding="utf-8") as out:
+            line = 1
+            for row, rec in iter_table_rows(self.path, DATASET_REQUIRED, columns):
+                out.write("\n" * (row - line))  # blank lines for rows the table skipped
+                out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                line = row + 1
+        return super().read(columns)
+
+
+def fact_source(path: Path) -> FactLines:
+    """One side's fact file, read as its suffix says."""
+    return TableFacts(path) if is_table(path) else FactLines(path)
+
+
+class JsonlDataset(ScannedDataset):
+    """``DATASET.jsonl``: one document per line, ``{"doc_id", "gold_facts", "predicted_facts"}``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(DatasetLines(Path(path)))
+        self.path = Path(path)
+
+
+class SplitDataset(ScannedDataset):
+    """``--gold G.jsonl --predicted P.jsonl``: one fact per line (or table row), grouped by its
+    ``doc_id``."""
+
+    def __init__(self, gold: Path, predicted: Path) -> None:
+        super().__init__(PairedFacts(fact_source(Path(gold)), fact_source(Path(predicted))))
+
+
+__all__ = ["Dataset", "DatasetLines", "DocInfo", "Document", "FactLines", "JsonlDataset", "Problem",
+           "SplitDataset", "TableFacts", "fact_source"]

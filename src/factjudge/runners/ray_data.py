@@ -46,19 +46,20 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..core.scope import field_check, scope_check
+from ..core.scope import scope_check
 from ..errors import FactJudgeError, InputError, JudgeSetupError, missing_dependency
 from ..evaluation.runner import EvalRun, ReportSettings, finish_run, input_salt, judge_documents, open_run, run_manifest
 from ..io.config import parse_config
-from ..io.datasets import Dataset, DocInfo, Document, Problem, _doc_hash, _doc_id, _questions
+from ..io.datasets import Dataset, DocInfo, Document, Problem
 from ..io.facts import validate_fact_list
 from ..io.inputs import rename_fields
+from ..io.scan import Located, ScannedDataset, doc_hash, doc_id_of
 from ..judges.base import Judge, JudgeBase
 from ..judges.factory import JudgeSpec, build_judge
 from ..models import JudgeConfig, JudgeResult
@@ -208,7 +209,7 @@ def _plain(value: Any) -> Any:
 
 def _row_doc_id(row: Mapping[str, Any], prefix: str, columns: Mapping[str, str]) -> str:
     row = rename_fields(dict(row), columns, prefix)
-    return _doc_id({"doc_id": _plain(row.get("doc_id"))}, prefix)
+    return doc_id_of({"doc_id": _plain(row.get("doc_id"))}, prefix)
 
 
 def _row_document(row: Mapping[str, Any], prefix: str, columns: Mapping[str, str]) -> Document:
@@ -271,55 +272,45 @@ def _rows(ds: ray.data.Dataset) -> Iterator[dict[str, Any]]:
             options.preserve_order = before
 
 
-class RayDataset:
-    """A ``ray.data.Dataset`` of documents, rows ``{"doc_id", "gold_facts", "predicted_facts"}``,
-    as a factjudge :class:`~factjudge.io.datasets.Dataset`: ``scan()`` reads the rows on the driver
-    in dataset order (each line of ``results.jsonl`` follows it) and checks them like the lines of
-    a ``.jsonl`` dataset; problems name the row (1-based) as their line."""
+class RayRows:
+    """The rows of a ``ray.data.Dataset`` of documents as a document source: read on the driver in
+    dataset order (each line of ``results.jsonl`` follows it), checked like the lines of a
+    ``.jsonl`` dataset; problems name the row (1-based) as their line."""
 
-    def __init__(self, ds: ray.data.Dataset, name: str = "ray dataset") -> None:
+    def __init__(self, ds: ray.data.Dataset, name: str) -> None:
         self.ds, self.name = ds, name
-        self.infos: list[DocInfo] = []
         #: For provenance: the name given (Ray datasets need not come from files).
         self.sources = [name]
-        #: Every fact_type the valid documents hold (set by ``scan``).
-        self.fact_types: set[str] = set()
-        self.warnings: list[str] = []
-        #: The config key ``columns`` (set by ``scan``).
+        #: The config key ``columns`` (set by ``read``).
         self.columns: dict[str, str] = {}
 
-    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
-        self.infos, self.fact_types, self.columns = [], set(), dict(config.columns)
-        problems: list[Problem] = []
-        names: set[str] = set()  # every field of every fact, for field_check
-        seen: dict[str, int] = {}
+    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]:
+        self.columns = dict(columns)
         for n, row in enumerate(_rows(self.ds), start=1):
             prefix = f"{self.name}: row {n}"
             try:
-                doc = _row_document(row, prefix, config.columns)
-                if doc.doc_id in seen:
-                    raise InputError(f"{prefix}: duplicate doc_id {doc.doc_id!r}, first seen at row "
-                                     f"{seen[doc.doc_id]}")
+                yield Located(self.name, n, f"row {n}", n, _row_document(row, prefix, self.columns))
             except InputError as exc:
-                problems.append(Problem(self.name, n, str(exc)))
-                continue
-            seen[doc.doc_id] = n
-            self.infos.append(DocInfo(doc.doc_id, _doc_hash(salt, doc), _questions(doc, config)))
-            self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
-            names.update(k for f in (*doc.gold, *doc.predicted) for k in f)
-        self.warnings = field_check(config, names, self.name)
-        return problems
+                yield Problem(self.name, n, str(exc))
 
-    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
+    def read_again(self, keys: Iterable[int]) -> Iterator[Document]:
         """The scanned documents read again on the driver (for a dry run)."""
-        wanted = {i.doc_id: i.input_sha256 for i in self.infos if i.doc_id not in skip}
+        wanted = set(keys)
         for n, row in enumerate(_rows(self.ds), start=1):
-            try:
-                doc = _row_document(row, f"{self.name}: row {n}", self.columns)
-            except InputError:
-                continue  # reported by scan()
-            if wanted.pop(doc.doc_id, None) is not None:
-                yield doc
+            if n in wanted:
+                yield _row_document(row, f"{self.name}: row {n}", self.columns)
+
+    def warnings(self) -> list[str]:
+        return []
+
+
+class RayDataset(ScannedDataset):
+    """A ``ray.data.Dataset`` of documents, rows ``{"doc_id", "gold_facts", "predicted_facts"}``,
+    as a factjudge :class:`~factjudge.io.datasets.Dataset` (see :class:`RayRows`)."""
+
+    def __init__(self, ds: ray.data.Dataset, name: str = "ray dataset") -> None:
+        super().__init__(RayRows(ds, name))
+        self.ds, self.name = ds, name
 
 
 def _chunks(documents: Iterator[Document]) -> Iterator[list[dict[str, str]]]:
@@ -441,7 +432,7 @@ class _JudgeWorker:
                 if self.wanted is None:
                     raise  # rows made by the driver from checked documents: cannot happen
                 continue  # reported by the driver's scan, and not wanted
-            sha = _doc_hash(self.salt, doc)
+            sha = doc_hash(self.salt, doc)
             if (want and sha != want) or doc.doc_id in hashes:
                 continue  # a second row of the same doc_id (the scan skipped it)
             hashes[doc.doc_id] = sha
