@@ -18,7 +18,7 @@ from ..evaluation.runner import (
     evaluate_async,
     preview_dataset,
 )
-from ..io.datasets import Dataset, JsonlDataset, SplitDataset
+from ..io.datasets import Dataset, open_dataset
 from ..io.runfolder import RESULTS
 from .app import app, fail, run_command
 from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
@@ -89,9 +89,9 @@ def eval_cmd(
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
     if dataset is not None:
-        data: Dataset = JsonlDataset(dataset)
+        data: Dataset = open_dataset(dataset)
     elif gold is not None and predicted is not None:
-        data = SplitDataset(gold, predicted)
+        data = open_dataset((gold, predicted))
     else:  # refused above
         raise fail("--gold and --predicted go together")
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,

@@ -37,7 +37,7 @@ from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corr
 from ..core.scope import matching_rules_check, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
-from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset
+from ..io.datasets import Dataset, DocInfo, Document, Problem, open_dataset
 from ..io.files import write_atomic
 from ..io.run_models import RUN_KEYS, RunManifest
 from ..io.runfolder import (
@@ -412,9 +412,11 @@ def evaluate_dataset(
     skip_invalid: bool = False,
     overwrite: bool = False,
     settings: ReportSettings = ReportSettings(),
+    input_format: str | None = None,
 ) -> EvalRun:
     """Evaluate a dataset in one call, as ``factjudge eval`` does: ``dataset`` is a ``.jsonl`` of
-    documents or a ``(gold, predicted)`` pair of fact files with ``doc_id``; ``config`` a
+    documents or a ``(gold, predicted)`` pair of fact files with ``doc_id`` (read in the format
+    named by ``input_format``, a name of :data:`factjudge.io.formats.FORMATS`, else by suffix); ``config`` a
     :class:`JudgeConfig`, a mapping or a config file; ``judge`` defaults to the rules judge and is
     closed at the end. With ``out_dir`` the folder is written (and resumed) like the CLI's;
     without, the result lines come back in ``EvalRun.results``. Bad lines raise
@@ -423,8 +425,7 @@ def evaluate_dataset(
 
     cfg = load_config(config) if isinstance(config, (str, Path)) else parse_config(config)
     the_judge: Judge = judge if judge is not None else RulesJudge()
-    data: Dataset = (SplitDataset(Path(dataset[0]), Path(dataset[1])) if isinstance(dataset, tuple)
-                     else JsonlDataset(Path(dataset)))
+    data = open_dataset(dataset, input_format=input_format)
     problems = data.scan(cfg, input_salt(cfg, the_judge))
     if problems and not skip_invalid:
         raise InputError(f"{problems[0].message} ({len(problems)} bad line(s); skip_invalid=True "

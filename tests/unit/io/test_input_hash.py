@@ -61,6 +61,11 @@ def test_csv_fact_files_hash_as_before(tmp_path):
     assert _hashes(data) == PINNED
 
 
+def test_fact_files_in_two_formats_hash_as_before(tmp_path):
+    data = SplitDataset(_write_csv(tmp_path / "g.csv", GOLD), _write_jsonl(tmp_path / "p.jsonl", PRED))
+    assert _hashes(data) == PINNED
+
+
 def test_parquet_fact_files_hash_as_before(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     pa = pytest.importorskip("pyarrow")
