@@ -20,7 +20,7 @@ from ..evaluation.runner import (
     preview_dataset,
 )
 from ..io.datasets import Dataset, open_dataset
-from ..io.formats import FORMATS
+from ..io.formats import file_formats
 from ..io.runfolder import RESULTS
 from .app import app, fail, run_command
 from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
@@ -32,7 +32,7 @@ from .output import ProgressBar, print_plan
 from .ray_cmd import eval_on_ray, ray_active, with_ray
 
 #: The input formats' names, for --format's help (the registry: io/formats/__init__.py).
-FORMAT_NAMES = ", ".join(FORMATS)
+FORMAT_NAMES = ", ".join(file_formats())
 
 
 class ZeroDivisionOpt(str, Enum):

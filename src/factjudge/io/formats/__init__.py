@@ -24,6 +24,7 @@ from ..scan import DocumentSource, FactSource, PairedFacts, ScannedDataset
 from .dataset_jsonl import DatasetLines
 from .fact_jsonl import FactLines
 from .fact_table import csv_facts, parquet_facts, tsv_facts
+from .ray_rows import RayRows
 
 #: What an input holds: whole documents (both sides), or one side's facts.
 Holds = Literal["documents", "facts"]
@@ -34,14 +35,16 @@ class InputFormat:
     """One entry of the registry: ``documents`` or ``facts`` opens a file as a source (a format
     gives one of them), ``suffixes`` (lower case, with the dot) pick it when no format is named,
     ``claims(first record)`` tells it apart from another format of the same suffix, ``help`` is
-    its line in ``--help``."""
+    its line in ``--help``. ``files``: False for a format read from an object handed over in
+    Python (``ray``: a ``ray.data.Dataset``), which the CLI does not offer."""
 
     name: str
     help: str
     suffixes: tuple[str, ...] = ()
-    documents: Callable[[Path], DocumentSource] | None = None
+    documents: Callable[[Any], DocumentSource] | None = None  # given the Path (or the object: files=False)
     facts: Callable[[Path], FactSource] | None = None
     claims: Callable[[Mapping[str, Any]], bool] | None = None
+    files: bool = True
 
     def holds(self) -> Holds:
         return "documents" if self.documents is not None else "facts"
@@ -55,9 +58,16 @@ FORMATS: dict[str, InputFormat] = {f.name: f for f in (
                 (".csv",), facts=csv_facts),
     InputFormat("tsv", "tab-separated, one fact per row, a doc_id column", (".tsv",), facts=tsv_facts),
     InputFormat("parquet", "Parquet, one fact per row, a doc_id column", (".parquet",), facts=parquet_facts),
+    InputFormat("ray", "a ray.data.Dataset of documents, rows {doc_id, gold_facts, predicted_facts} "
+                "(evaluate_ray)", documents=RayRows, files=False),
 )}
 #: What a file is read as when no format is named and none has its suffix.
 DEFAULTS: dict[Holds, str] = {"documents": "dataset", "facts": "facts"}
+
+
+def file_formats() -> list[str]:
+    """The names of the formats read from files (the CLI's choices)."""
+    return [name for name, fmt in FORMATS.items() if fmt.files]
 
 
 def first_record(path: Path) -> Mapping[str, Any] | None:
@@ -76,15 +86,15 @@ def pick_format(path: Path, holds: Holds, name: str | None = None, option: str =
     else the one of its suffix and first record, else the default."""
     if name is not None:
         fmt = FORMATS.get(name)
-        if fmt is None:
-            raise InputError(f"{option} {name!r}: no such input format (known: {', '.join(FORMATS)})")
+        if fmt is None or not fmt.files:
+            raise InputError(f"{option} {name!r}: no such input format (known: {', '.join(file_formats())})")
         if fmt.holds() != holds:
             where = ("give the file as the dataset, not as --gold/--predicted" if fmt.holds() == "documents"
                      else "give gold and predicted files with --gold and --predicted")
             raise InputError(f"{path}: {option} {name!r} reads {fmt.holds()}, not {holds}: {where}")
         return fmt
     suffix = path.suffix.lower()
-    fits = [f for f in FORMATS.values() if suffix in f.suffixes and f.holds() == holds]
+    fits = [f for f in FORMATS.values() if suffix in f.suffixes and f.holds() == holds and f.files]
     if len(fits) > 1:
         first = first_record(path)
         claimed = [f for f in fits if f.claims is not None and first is not None and f.claims(first)]
@@ -121,5 +131,5 @@ def open_dataset(dataset: str | Path | tuple[str | Path, str | Path], *, input_f
     return ScannedDataset(open_documents(Path(dataset), input_format))
 
 
-__all__ = ["DEFAULTS", "FORMATS", "InputFormat", "first_record", "open_dataset", "open_documents",
+__all__ = ["DEFAULTS", "FORMATS", "InputFormat", "file_formats", "first_record", "open_dataset", "open_documents",
            "open_facts", "pick_format"]
