@@ -194,41 +194,59 @@ def _delimited_rows(path: Path, required: Sequence[str], columns: Mapping[str, s
     except OSError as exc:
         raise read_error(path, exc) from None
     with fh:
-        delimiter = _sniffed(fh, default or ("\t" if path.suffix.lower() == ".tsv" else ","))
-        reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter)
+        default = default or ("\t" if path.suffix.lower() == ".tsv" else ",")
+        delimiter = _sniffed(fh, default)
         try:
+            yield from _delimited(path, fh, delimiter, required, columns)
+        except InputError as exc:
+            if delimiter == default:
+                raise
+            # a delimiter found by sniffing explains errors a file of its own delimiter would not have
+            raise InputError(f"{exc}; read with delimiter {_DELIMITER_NAMES[delimiter]} (found in the "
+                             f"header, not {_DELIMITER_NAMES[default]})") from None
+
+
+#: Delimiters as messages name them.
+_DELIMITER_NAMES = {",": "','", ";": "';'", "\t": "tab", "|": "'|'"}
+
+
+def _delimited(path: Path, fh: BinaryIO, delimiter: str, required: Sequence[str],
+               columns: Mapping[str, str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """The rows of :func:`_delimited_rows`, read with ``delimiter``."""
+    reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter)
+    try:
+        header = next(reader, None)
+        while header is not None and not any(header):  # blank lines before the header
             header = next(reader, None)
-            while header is not None and not any(header):  # blank lines before the header
-                header = next(reader, None)
-            if header is None:
-                raise empty_file_error(path, "a header row naming the columns")
-            header = _check_header(path, header, required, columns)
-            width = len(header)
-            row, end = 0, reader.line_num
-            for cells in reader:
-                start, end = end + 1, reader.line_num
-                if not any(cells):
-                    continue  # a blank line, or a row of empty cells
-                row += 1
-                where = f"{path}: row {row} (line {start})"
-                if len(cells) > width:  # empty cells past the header: a trailing delimiter
-                    extra = next((i for i in range(width, len(cells)) if cells[i]), None)
-                    if extra is not None:
-                        raise InputError(
-                            f"{where}: {len(cells)} cells but the header has {width} columns "
-                            f"(value {_short(cells[extra])} in column {extra + 1}, which has no header)")
-                rec: dict[str, Any] = {}
-                for col, (name, value) in enumerate(zip(header, cells, strict=False), start=1):
-                    if value == "":
-                        continue
-                    if name == "":
-                        raise InputError(f"{where}: column {col}: value {_short(value)} under a "
-                                         "column with no name in the header (an index written "
-                                         "by pandas? write with index=False)")
-                    rec[name] = value
-                yield row, start, rec
-        except csv.Error as exc:
-            raise InputError(f"{path}: line {reader.line_num}: bad CSV: {exc}") from None
+        if header is None:
+            raise empty_file_error(path, "a header row naming the columns")
+        header = _check_header(path, header, required, columns)
+        width = len(header)
+        row, end = 0, reader.line_num
+        for cells in reader:
+            start, end = end + 1, reader.line_num
+            if not any(cells):
+                continue  # a blank line, or a row of empty cells
+            row += 1
+            where = f"{path}: row {row} (line {start})"
+            if len(cells) > width:  # empty cells past the header: a trailing delimiter
+                extra = next((i for i in range(width, len(cells)) if cells[i]), None)
+                if extra is not None:
+                    raise InputError(
+                        f"{where}: {len(cells)} cells but the header has {width} columns "
+                        f"(value {_short(cells[extra])} in column {extra + 1}, which has no header)")
+            rec: dict[str, Any] = {}
+            for col, (name, value) in enumerate(zip(header, cells, strict=False), start=1):
+                if value == "":
+                    continue
+                if name == "":
+                    raise InputError(f"{where}: column {col}: value {_short(value)} under a "
+                                     "column with no name in the header (an index written "
+                                     "by pandas? write with index=False)")
+                rec[name] = value
+            yield row, start, rec
+    except csv.Error as exc:
+        raise InputError(f"{path}: line {reader.line_num}: bad CSV: {exc}") from None
 
 
 def _short(value: str, limit: int = 40) -> str:
