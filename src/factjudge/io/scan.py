@@ -164,16 +164,18 @@ class ScannedDataset:
 
 @dataclass(frozen=True)
 class FactEntry:
-    """One fact of a fact file, checked: ``line`` is its line (or row) number, ``key`` what its
-    source reads it again by (a byte offset)."""
+    """One record of a fact file, checked: one fact, or several facts of one document (a format
+    that writes a document's facts on one line). ``line`` is its line (or row) number, ``key``
+    what its source reads it again by (a byte offset)."""
 
     line: int
     key: int
     doc_id: str
 
 
-#: Reads facts again: ``load(keys, lines)`` gives the facts at those keys, checked.
-FactLoader = Callable[[Sequence[int], Sequence[int]], list[dict[str, Any]]]
+#: Reads facts again: ``load(keys, lines)`` gives the facts of each key, checked (a format without
+#: fact ids numbers them here, the same way every time).
+FactLoader = Callable[[Sequence[int], Sequence[int]], list[list[dict[str, Any]]]]
 
 
 class FactSource(Protocol):
@@ -232,29 +234,29 @@ class PairedFacts:
             for doc_id, sides in self._index.items():
                 facts: dict[Direction, list[dict[str, Any]]] = {}
                 for side, where in sides.items():
-                    facts[side], sides[side], problems = self._unique(doc_id, side, where, loaders[side])
+                    facts[side], problems = self._unique(doc_id, side, where, loaders[side])
                     yield from problems
                 self._order.append(doc_id)
                 yield Located(self.sources[0], 0, doc_id, len(self._order) - 1,
                               Document(doc_id, facts["gold"], facts["predicted"]))
 
     def _unique(self, doc_id: str, side: Direction, where: _Side,
-                load: FactLoader) -> tuple[list[dict[str, Any]], _Side, list[Problem]]:
-        """One side's facts of a document without the repeated ids, where they sit, the problems."""
-        src, kept, problems = self.sides[side], _Side(), []
+                load: FactLoader) -> tuple[list[dict[str, Any]], list[Problem]]:
+        """One side's facts of a document, a repeated id left out (the first one kept, as on
+        every reading), and the problems."""
+        src, problems = self.sides[side], []
         seen: dict[str, int] = {}
         facts: list[dict[str, Any]] = []
-        for fact, key, line in zip(load(where.keys, where.lines), where.keys, where.lines, strict=True):
-            if fact["id"] in seen:
-                problems.append(Problem(src.name, line, (
-                    f"{src.name}: {src.unit} {line} (id {fact['id']!r}): duplicate id in document "
-                    f"{doc_id!r}, first seen at {src.unit} {seen[fact['id']]}")))
-                continue
-            seen[fact["id"]] = line
-            facts.append(fact)
-            kept.keys.append(key)
-            kept.lines.append(line)
-        return facts, kept, problems
+        for record, line in zip(load(where.keys, where.lines), where.lines, strict=True):
+            for fact in record:
+                if fact["id"] in seen:
+                    problems.append(Problem(src.name, line, (
+                        f"{src.name}: {src.unit} {line} (id {fact['id']!r}): duplicate id in document "
+                        f"{doc_id!r}, first seen at {src.unit} {seen[fact['id']]}")))
+                    continue
+                seen[fact["id"]] = line
+                facts.append(fact)
+        return facts, problems
 
     def read_again(self, keys: Iterable[int]) -> Iterator[Document]:
         with contextlib.ExitStack() as stack:
@@ -262,7 +264,7 @@ class PairedFacts:
             for key in keys:
                 doc_id = self._order[key]
                 where = self._index[doc_id]
-                gold, pred = (loaders[s](where[s].keys, where[s].lines) for s in DIRECTIONS)
+                gold, pred = (self._unique(doc_id, s, where[s], loaders[s])[0] for s in DIRECTIONS)
                 yield Document(doc_id, gold, pred)
 
     def warnings(self) -> list[str]:

@@ -86,3 +86,41 @@ def test_formats_that_share_a_suffix_are_told_apart_by_the_first_record(tmp_path
     docs = _documents(open_dataset((tmp_path / "g.jsonl", pred)))
     assert docs[0] == ("A", [{"id": "g1", "fact_type": "revenue", "value": "12"}],
                        [{"id": "p1", "fact_type": "revenue", "value": "12"}])
+
+
+def test_a_format_may_hold_a_documents_facts_on_one_line_without_ids(tmp_path, monkeypatch):
+    """The shape of extractor outputs (one document per line, entities without ids): one record a
+    document, its facts numbered per type when loaded, the same on every reading."""
+    import contextlib
+
+    from factjudge.io.jsonl import jsonl_lines, parse_object_line, read_line_at
+    from factjudge.io.scan import FactEntry
+
+    class Entities(FactLines):
+        def _facts(self, raw, lineno):
+            counts = {}
+            facts = []
+            for ent in parse_object_line(raw, self.path, lineno)["ents"]:
+                counts[ent["label"]] = counts.get(ent["label"], 0) + 1
+                facts.append({"id": f"{ent['label']}-{counts[ent['label']]}", "fact_type": ent["label"],
+                              "value": ent["text"]})
+            return facts
+
+        def read(self, columns):
+            for lineno, offset, raw in jsonl_lines(self.path):
+                yield FactEntry(lineno, offset, parse_object_line(raw, self.path, lineno)["doc"])
+
+        @contextlib.contextmanager
+        def opened(self):
+            with self.path.open("rb") as fh:
+                yield lambda keys, lines: [self._facts(read_line_at(fh, k), n)
+                                           for k, n in zip(keys, lines, strict=True)]
+
+    monkeypatch.setitem(formats.FORMATS, "entities", InputFormat("entities", "test", (".ents",), facts=Entities))
+    pred = _jsonl(tmp_path / "p.ents", [{"doc": "A", "ents": [{"label": "revenue", "text": "12"},
+                                                               {"label": "revenue", "text": "13"}]}])
+    data = open_dataset((_csv(tmp_path / "g.csv", GOLD), pred))
+    docs = _documents(data)
+    assert docs[0][2] == [{"id": "revenue-1", "fact_type": "revenue", "value": "12"},
+                          {"id": "revenue-2", "fact_type": "revenue", "value": "13"}]
+    assert data.infos[0].questions == 3 and _documents(data) == docs

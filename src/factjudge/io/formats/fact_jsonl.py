@@ -56,8 +56,8 @@ class FactLines:
     @contextlib.contextmanager
     def opened(self) -> Iterator[FactLoader]:
         with self.file.open("rb") as fh:
-            def load(keys: Sequence[int], lines: Sequence[int]) -> list[dict[str, Any]]:
-                return [self._fact(n, self._record(read_line_at(fh, off), n))
+            def load(keys: Sequence[int], lines: Sequence[int]) -> list[list[dict[str, Any]]]:
+                return [[self._fact(n, self._record(read_line_at(fh, off), n))]  # one fact a line
                         for off, n in zip(keys, lines, strict=True)]
 
             yield load
