@@ -12,7 +12,6 @@ from typing import Any
 import typer
 
 from ..io.datasets import Dataset
-from ..judges.factory import JUDGE_KINDS
 from ..judges.llm.cache import ResponseCache, default_cache_dir
 from .app import app, fail, run_command, say
 from .evalrun import scan
@@ -68,20 +67,17 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
                    "choose one")
     if opts.dry_run:
         raise fail(f"--dry-run previews live calls; drop it with {flag} (the export itself calls nothing)")
-    if not JUDGE_KINDS[opts.kind].uses_llm:
-        raise fail(f"{flag} needs an LLM judge: add --model NAME (with --judge llm or hybrid)")
-    if opts.no_cache:
-        raise fail(f"{flag} needs the response cache (batch answers are imported into it): drop --no-cache")
-    if opts.backend == "anthropic":  # its lines are chat completions for OpenAI's Files and Batches
-        raise fail(f"{flag} speaks OpenAI's Batch API; --backend anthropic asks live only "
-                   "(Anthropic's Message Batches API is not supported): drop one of them")
     if b.export is not None and b.export.is_dir():
         raise fail(f"{b.export}: is a folder; --batch-export takes a file name")
-    from ..runners.batch import STATE_FILE, BatchRunner, Imported, export_batch  # only for --batch runs
+    # only for --batch runs
+    from ..judges.llm.batch_import import Imported
+    from ..judges.llm.batch_lines import batch_llm
+    from ..runners.batch import STATE_FILE, BatchRunner, export_batch
 
     cfg = opts.config(config)
     # an export calls nothing, so it needs no API key (the key is not part of any cache key)
     judge = (replace(opts, dry_run=True) if b.export is not None else opts).build(cfg)
+    batch_llm(judge, flag)  # the judge says whether its questions can go to a batch
     scan(data, name, cfg, judge, skip_invalid)
     if b.export is not None:
         out = export_batch(data, cfg, judge, output_dir, b.export, overwrite=overwrite)
@@ -132,7 +128,7 @@ def batch_import_cmd(
 
 
 def _import(outputs: list[Path], cache_dir: Path | None) -> int:
-    from ..runners.batch import conflict_warning, import_outputs  # only batch-import loads the batch runner
+    from ..judges.llm.batch_import import conflict_warning, import_outputs  # only batch-import loads it
 
     directory = cache_dir or default_cache_dir()
     if not (directory / "answers.sqlite3").is_file():

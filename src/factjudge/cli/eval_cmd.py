@@ -22,6 +22,7 @@ from ..evaluation.runner import (
 from ..io.datasets import Dataset, open_dataset
 from ..io.formats import file_formats
 from ..io.runfolder import RESULTS
+from ..judges.base import run_info_of
 from .app import app, fail, run_command
 from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
 from .evalrun import finish, scan
@@ -156,7 +157,7 @@ def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_
         print_plan(preview_dataset(data, cfg, judge, output_dir), opts.prices, opts.max_tokens)
         return 0
     started = time.perf_counter()
-    progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(judge.run_info()))
+    progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(run_info_of(judge)))
 
     async def run() -> EvalRun:
         async with judge:

@@ -25,7 +25,7 @@ from ..judges.llm.judge import (
     TEMPERATURE,
     TIMEOUT,
 )
-from ..judges.prompts import PIN_ID_CHOICES, REASONING_CHOICES, STRUCTURED_OUTPUT_MODES
+from ..judges.llm.prompts import PIN_ID_CHOICES, REASONING_CHOICES, STRUCTURED_OUTPUT_MODES
 from ..models import JudgeConfig, Prices
 
 

@@ -28,6 +28,7 @@ import typer
 from ..errors import FactJudgeError
 from ..evaluation.runner import ReportSettings, preview_dataset
 from ..io.datasets import Dataset
+from ..judges.base import run_info_of
 from ..judges.llm.backends import provider_of
 from ..models import JudgeResult
 from .app import say
@@ -154,7 +155,7 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
         os.environ["FACTJUDGE_CACHE_DIR"] = str(Path(os.environ["FACTJUDGE_CACHE_DIR"]).expanduser().resolve())
     ray_settings = ray_active() or RaySettings(enabled=True)
     started = time.perf_counter()
-    progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(judge.run_info()))
+    progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(run_info_of(judge)))
 
     def document_done(info: Any, result: JudgeResult) -> None:
         # the bar counts questions as they are answered; here they come a document at a time

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JudgeSetupError
-from .base import BatchRequest, BatchTarget, Estimate, Judge, JudgeBase, error_verdict
+from .base import Estimate, Judge, JudgeBase, JudgePass, JudgeTask, error_verdict
 from .factory import JUDGE_KINDS, JudgeSpec, build_judge
 from .hybrid import HybridJudge
 from .jury import JuryJudge
+from .llm.batch_lines import BatchRequest
 from .llm.judge import LLMJudge
 from .llm.retry import RetryPolicy
 from .llm.settings import Sampling, Transport
@@ -21,9 +22,9 @@ from .llm.settings import Sampling, Transport
 if TYPE_CHECKING:
     from .rules.judge import RulesJudge
 
-__all__ = ["JUDGE_KINDS", "BatchRequest", "BatchTarget", "Estimate", "HybridJudge", "Judge", "JudgeBase",
-           "JudgeSetupError", "JudgeSpec", "JuryJudge", "LLMJudge", "RetryPolicy", "RulesJudge", "Sampling",
-           "Transport", "build_judge", "error_verdict"]
+__all__ = ["JUDGE_KINDS", "BatchRequest", "Estimate", "HybridJudge", "Judge", "JudgeBase", "JudgePass",
+           "JudgeSetupError", "JudgeSpec", "JudgeTask", "JuryJudge", "LLMJudge", "RetryPolicy", "RulesJudge",
+           "Sampling", "Transport", "build_judge", "error_verdict"]
 
 
 def __getattr__(name: str) -> Any:

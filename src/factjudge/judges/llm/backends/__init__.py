@@ -321,12 +321,15 @@ class Provider:
     #: would cost the cached prefix ("changing output_format invalidates the prompt cache",
     #: https://platform.claude.com/docs/en/build-with-claude/structured-outputs): never pinned on auto.
     auto_pin: bool = True
+    #: Its requests can go to OpenAI's Files and Batches endpoints as batch lines (``--batch``):
+    #: chat-completions bodies. Anthropic's Messages are not (its Message Batches API is not supported).
+    openai_batch: bool = True
 
 
 #: The backends whose provider is not OpenAI's (as the Anthropic SDK reads its key and URL).
 PROVIDERS: dict[str, Provider] = {
     "anthropic": Provider("https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                          auto_pin=False)}
+                          auto_pin=False, openai_batch=False)}
 
 
 def provider_of(backend: object) -> Provider:
