@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from ..io.datasets import Dataset
+from ..judges.factory import JUDGE_KINDS
 from ..judges.llm.cache import ResponseCache, default_cache_dir
 from .app import app, fail, run_command, say
 from .evalrun import scan
@@ -75,8 +76,9 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
     from ..runners.batch import STATE_FILE, BatchRunner, export_batch
 
     cfg = opts.config(config)
-    # an export calls nothing, so it needs no API key (the key is not part of any cache key)
-    judge = (replace(opts, dry_run=True) if b.export is not None else opts).build(cfg)
+    # an export calls nothing, so an LLM needs no API key (the key is not part of any cache key)
+    no_key = b.export is not None and JUDGE_KINDS[opts.kind].uses_llm
+    judge = (replace(opts, dry_run=True) if no_key else opts).build(cfg)
     batch_llm(judge, flag)  # the judge says whether its questions can go to a batch
     scan(data, name, cfg, judge, skip_invalid)
     if b.export is not None:

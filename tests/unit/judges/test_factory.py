@@ -10,22 +10,24 @@ from factjudge.errors import InputError, JudgeSetupError
 from factjudge.judges.factory import JUDGE_KINDS, JudgeSpec, build_judge
 from factjudge.judges.llm import RetryPolicy
 from factjudge.judges.llm.backends import BACKENDS, BackendError, endpoint
+from factjudge.judges.llm.batch_lines import Batchable
 
 LOCAL = "http://127.0.0.1:9/v1"
+
 
 
 def test_a_spec_builds_each_kind_and_a_jury(tmp_path):
     assert isinstance(build_judge(JudgeSpec()), RulesJudge)
     llm = build_judge(JudgeSpec(models=("m",), base_url=LOCAL, cache=False))
-    assert isinstance(llm, LLMJudge) and llm.batch_target() is llm and llm.cache is None
+    assert isinstance(llm, LLMJudge) and llm.batch_llm() is llm and llm.cache is None
     hybrid = build_judge(JudgeSpec(kind="hybrid", models=("m",), base_url=LOCAL, cache_dir=tmp_path))
-    assert isinstance(hybrid, HybridJudge) and hybrid.batch_target() is hybrid.llm
+    assert isinstance(hybrid, HybridJudge) and hybrid.batch_llm() is hybrid.llm
     assert hybrid.llm.cache.path.parent == tmp_path
     jury = build_judge(JudgeSpec(models=("a", f"b@{LOCAL}"), base_url=LOCAL, repeats=2, temperature=0.5,
                                  jury_rules=True, cache=False))
-    assert isinstance(jury, JuryJudge) and jury.batch_target() is None
+    assert isinstance(jury, JuryJudge) and not isinstance(jury, Batchable)
     assert [j.name for j in jury.jurors] == ["llm#1", "llm#2", "llm#1", "llm#2", "rules"]
-    assert build_judge(JudgeSpec()).batch_target() is None
+    assert not isinstance(build_judge(JudgeSpec()), Batchable)
 
 
 def test_options_that_do_not_go_together_are_input_errors():
