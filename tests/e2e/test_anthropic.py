@@ -248,14 +248,14 @@ def test_openais_batch_api_is_refused_with_the_anthropic_backend(server, dataset
 
 
 def test_ray_workers_get_anthropics_key_and_url(monkeypatch):
-    from factjudge.cli.options import JudgeOptions
     from factjudge.cli.ray_cmd import _worker_env
+    from factjudge.judges.factory import JudgeSpec
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("FACTJUDGE_CACHE_DIR")
-    assert _worker_env(JudgeOptions(backend="anthropic")) == {"ANTHROPIC_API_KEY": KEY,
+    assert _worker_env(JudgeSpec(backend="anthropic")) == {"ANTHROPIC_API_KEY": KEY,
                                                              "ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}
-    assert _worker_env(JudgeOptions()) == {"OPENAI_API_KEY": "sk-openai"}
+    assert _worker_env(JudgeSpec()) == {"OPENAI_API_KEY": "sk-openai"}

@@ -73,6 +73,11 @@ class JudgeSpec:
     dry_run: bool = False
     pin_id: str = "auto"
 
+    def __post_init__(self) -> None:
+        # a list (as typed on a command line) or one name is held as a tuple: the spec stays hashable
+        models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
+        object.__setattr__(self, "models", models)
+
     @property
     def resolved_kind(self) -> str:
         return self.kind or ("llm" if self.models else "rules")
