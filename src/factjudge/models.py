@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_core import to_jsonable_python
 
 from .errors import missing_dependency
+from .util.bounds import COUNT_MAX
 
 Direction = Literal["gold", "predicted"]
 #: A fact judged unmatched: FN in the gold pass, FP in the predicted pass.
@@ -306,9 +307,12 @@ class Prices(BaseModel):
 
     def usage_fields(self, prompt_tokens: int, cached_prompt_tokens: int,
                      completion_tokens: int) -> dict[str, Any]:
-        """``cost`` and ``prices`` as a run's ``usage`` gives them."""
-        return {"cost": round(self.cost(prompt_tokens, cached_prompt_tokens, completion_tokens), 6),
-                "prices": self.model_dump()}
+        """``cost`` and ``prices`` as a run's ``usage`` gives them; no cost (None) for counts past
+        COUNT_MAX, which only an older version's stored usage can hold (a server's are bounded
+        where read), instead of an OverflowError once the judging is done."""
+        counts = (prompt_tokens, cached_prompt_tokens, completion_tokens)
+        cost = None if max(counts) > COUNT_MAX else round(self.cost(*counts), 6)
+        return {"cost": cost, "prices": self.model_dump()}
 
 
 def money(amount: float) -> str:
@@ -493,7 +497,9 @@ class JudgeResult(BaseModel):
     #: What the run noticed about its inputs (fields compared on one side only, scope).
     warnings: list[str] = Field(default_factory=list)
     usage: Usage
-    config: dict[str, Any]
+    #: The config the document was judged with (in a run folder, the run's: results.jsonl's lines
+    #: leave it out and its readers put it back).
+    config: dict[str, Any] = Field(default_factory=dict)
     #: Near misses, merges and splits (:mod:`factjudge.core.analysis`).
     analysis: Analysis = Field(default_factory=Analysis)
 
@@ -548,17 +554,21 @@ FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matc
                 "description", "reasoning", "linked_reasoning", "votes", *ANALYSIS_COLUMNS)
 
 
-#: The fixed columns that do not come from the fact itself (a fact may have fields of these names).
-ADDED_COLUMNS = ("doc_id", "side")
+#: The fixed columns factjudge fills that do not come from the fact itself: every column but the
+#: fact's ``id`` and ``fact_type`` and the :data:`OUTPUT_FIELDS` (which an input fact may not
+#: have). A fact may have fields of these names (``category`` and ``partner`` are ordinary
+#: business fields): they go to ``fact.<name>`` (:func:`fact_column`), never into factjudge's column.
+ADDED_COLUMNS = tuple(c for c in FACT_COLUMNS if c not in ("id", "fact_type", *OUTPUT_FIELDS))
 _PREFIX = "fact."
 
 
 def fact_column(name: str) -> str:
     """The column of a fact's own field ``name``: ``name`` itself, except that a field named like
-    an :data:`ADDED_COLUMNS` column (``doc_id``, ``side``), or like one with ``fact.`` prefixes
-    (``fact.doc_id``, ``fact.fact.side``), gets one more ``fact.`` in front. So ``doc_id`` is
-    ``fact.doc_id``, ``fact.doc_id`` is ``fact.fact.doc_id``, and no two fields of one fact ever
-    share a column (``fact.other`` and any other name are kept as they are)."""
+    an :data:`ADDED_COLUMNS` column (``doc_id``, ``side``, ``category``, ``partner``, ...), or
+    like one with ``fact.`` prefixes (``fact.doc_id``, ``fact.fact.side``), gets one more
+    ``fact.`` in front. So ``category`` is ``fact.category``, ``fact.category`` is
+    ``fact.fact.category``, and no fact field ever shares a column with factjudge's columns or
+    with another field of the fact (``fact.other`` and any other name are kept as they are)."""
     base = name
     while base.startswith(_PREFIX):
         base = base[len(_PREFIX):]

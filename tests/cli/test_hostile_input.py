@@ -210,3 +210,39 @@ def test_a_ray_dataset_checks_fields_against_every_row():
         assert ds.warnings and ds.warnings[0].startswith("tolerances 'valeu': no fact in rows")
     finally:
         ray.shutdown()
+
+
+def _capped(argv, cwd, cap=1 << 30):
+    """``factjudge ARGV`` in a real process whose address space is capped (``cap`` bytes): a
+    file read until memory is gone ends there, in a MemoryError, instead of taking the machine."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, argv)], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=120, preexec_fn=limit)
+
+
+@pytest.mark.parametrize("case", ["config", "labels", "judge_calibration"])
+def test_a_settings_file_that_is_dev_zero_is_refused_before_it_is_read(tmp_path, case):
+    """A config, calibration labels or --judge-calibration that is /dev/zero (here a link to it)
+    read until memory was gone (4-8 GB in 8-20 s): each is refused in one line naming the file,
+    as the data inputs are, within a 1 GB memory cap. (An alias file must be a regular file.)"""
+    import os
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    names = {"config": "zero.yaml", "labels": "zero.jsonl", "judge_calibration": "zero.json"}
+    zero = tmp_path / names[case]
+    zero.symlink_to("/dev/zero")
+    write_jsonl(tmp_path / "d.jsonl", [{"doc_id": "1", "gold_facts": GOLD, "predicted_facts": PRED}])
+    argv = {"config": ["eval", "d.jsonl", "-c", zero, "-o", "out"],
+            "labels": ["calibrate", zero],
+            "judge_calibration": ["eval", "d.jsonl", "-o", "out", "--judge-calibration", zero]}[case]
+    proc = _capped(argv, tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert f"{zero.name}: a binary file, not " in proc.stderr

@@ -95,6 +95,9 @@ def test_a_calibration_of_another_config_or_judge_is_warned_about(setup, tmp_pat
     ('{"overall": {"tp": "2", "fp": 0, "fn": 0, "tn": 0}}', "'overall.tp': Input should be a valid integer"),
     ('{"overall": {"tp": 2, "fp": -1, "fn": 0, "tn": 0}}', "'overall.fp': Input should be greater than or equal to 0"),
     ('{"overall": {"tp": 0, "fp": 3, "fn": 2, "tn": 1}}', "made no link the labels confirm (tp 0 of 6 scored)"),
+    # beyond float range: was an OverflowError traceback once every question was paid for
+    ('{"overall": {"tp": 1%s, "fp": 1, "fn": 1, "tn": 1}}' % ("0" * 400),
+     "'overall.tp': Input should be less than or equal to 9007199254740992"),
 ])
 def test_a_bad_calibration_file_stops_before_any_judging(tmp_path, content, problem):
     data = write_jsonl(tmp_path / "data.jsonl", DOCS)

@@ -153,3 +153,43 @@ def test_an_impossible_cached_price_is_a_one_line_usage_error(document, value):
     assert proc.returncode == 2
     assert "--price-cached" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_token_counts_beyond_float_range_from_a_server_are_not_taken(write_json, server, tmp_path):
+    """A server reporting 10**400 tokens ended the run, once every question was answered, in an
+    OverflowError traceback (the price is a float), and resuming crashed again on the stored usage.
+    A count beyond COUNT_MAX is read as not reported: the run finishes, its usage and cost hold
+    the sane counts only."""
+    from scripted_server import Reply, answer, describe
+
+    huge = 10**400
+
+    def respond(request):
+        direction, subject, candidates = describe(request)
+        content = answer(direction, subject, candidates[0] if candidates else None).content
+        return Reply(body=json.dumps({
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": huge, "completion_tokens": 7, "total_tokens": huge,
+                      "prompt_tokens_details": {"cached_tokens": huge}}}))
+    server.responder = respond
+    gold, pred = facts(2)
+    data = write_json("d.jsonl", [{"doc_id": "1", "gold_facts": gold, "predicted_facts": pred}])
+    out = tmp_path / "out"
+
+    def run():
+        proc = run_cli("eval", data, *llm_args(server, tmp_path / "c"), "-o", out, "-q",
+                       "--price-in", IN, "--price-out", OUT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr
+        return json.loads((out / "summary.json").read_text())["usage"]
+    usage = run()
+    assert (usage["prompt_tokens"], usage["cached_prompt_tokens"]) == (0, 0)
+    assert usage["completion_tokens"] == 7 * usage["llm_calls"] > 0
+    assert usage["cost"] == pytest.approx(usage["completion_tokens"] * OUT / 1e6, abs=1e-6)
+    # an older version stored the count: resuming over it gives no cost rather than a traceback
+    line = json.loads((out / "results.jsonl").read_text())
+    line["usage"]["prompt_tokens"] = huge
+    (out / "results.jsonl").write_text(json.dumps(line) + "\n")
+    usage = run()
+    assert usage["prompt_tokens"] == huge and usage.get("cost") is None

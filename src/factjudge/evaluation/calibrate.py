@@ -32,11 +32,12 @@ from ..io.config import parse_config
 from ..io.datasets import Document
 from ..io.facts import validate_facts
 from ..io.inputs import check_input_kind
-from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json, parse_json_line, read_text
+from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json, parse_json_line, read_settings
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
 from ..models import CallUsage, JudgeConfig, JudgeResult
 from ..util.aio import run_sync
+from ..util.bounds import COUNT_MAX
 from .runner import judge_documents
 
 __all__ = [
@@ -127,6 +128,7 @@ def load_labels(path: str | Path) -> list[Label]:
     line (a raw U+2028 may sit in a string), and nesting, huge integers and lone surrogates are
     refused with one line."""
     path = Path(path)
+    # a spreadsheet is named as one; /dev/zero would be one endless line, read until memory is gone
     check_input_kind(path, "JSON lines", 'write one label per line as JSON: {"id", "gold_fact", '
                      '"predicted_fact", "match"}')
     labels: list[Label] = []
@@ -465,10 +467,11 @@ def format_report(report: CalibrationReport) -> str:
 
 
 class _Counts(BaseModel):
-    tp: StrictInt = Field(ge=0)
-    fp: StrictInt = Field(ge=0)
-    fn: StrictInt = Field(ge=0)
-    tn: StrictInt = Field(ge=0)
+    # bounded where read: the correction's math is in floats
+    tp: StrictInt = Field(ge=0, le=COUNT_MAX)
+    fp: StrictInt = Field(ge=0, le=COUNT_MAX)
+    fn: StrictInt = Field(ge=0, le=COUNT_MAX)
+    tn: StrictInt = Field(ge=0, le=COUNT_MAX)
 
 
 class _CalibrationFile(BaseModel):
@@ -484,7 +487,7 @@ def load_judge_calibration(path: str | Path) -> JudgeCalibration:
     """The counts and provenance of a ``factjudge calibrate -o`` file, for the judge-corrected
     figures; every problem is a one-line :class:`InputError` naming the file."""
     path = Path(path)
-    data = parse_json(read_text(path), path)
+    data = parse_json(read_settings(path, "a JSON calibration report"), path)
     what = "not a calibration report written by 'factjudge calibrate -o'"
     if not isinstance(data, dict):
         raise InputError(f"{path}: {what} (a JSON object), got {json_type(data)}")

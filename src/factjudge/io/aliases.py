@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError
 from ..models import AliasGroup
-from .jsonl import read_text
+from .jsonl import read_settings
 
 
 def _group(data: Any, where: str) -> AliasGroup:
@@ -65,7 +65,7 @@ def read_alias_file(path: Path) -> list[AliasGroup]:
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".yaml", ".yml"):
         raise InputError(f"{path}: an alias file must be .csv, .yaml or .yml")
-    text = read_text(path)
+    text = read_settings(path, "an alias file (CSV or YAML)")
     groups = _csv_groups(text, path) if suffix == ".csv" else _yaml_groups(text, path)
     if not groups:
         raise InputError(f"{path}: the alias file holds no group")

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
 from ..models import JudgeConfig
-from .jsonl import check_json_value, json_type, parse_json, read_text
+from .jsonl import check_json_value, json_type, parse_json, read_settings
 
 
 def _tolerance_example(name: str, value: Any) -> str:
@@ -131,7 +131,7 @@ def load_config(path: str | Path | None) -> JudgeConfig:
     if path is None:
         return JudgeConfig()
     path = Path(path)
-    text = read_text(path)
+    text = read_settings(path, "a JSON or YAML config")
     suffix = path.suffix.lower()
     if suffix == ".json":
         data = parse_json(text, path)

@@ -33,9 +33,19 @@ def check_input_kind(path: Path, expected: str = "JSON, JSON lines or CSV", expo
         return
     try:
         with path.open("rb") as fh:
-            head = fh.read(4096)
+            head = fh.read(HEAD_BYTES)
     except OSError:
         return  # the reader says why, in its own words
+    check_head(path, head, expected)
+
+
+#: How much of a file :func:`check_head` looks at.
+HEAD_BYTES = 4096
+
+
+def check_head(path: Path, head: bytes, expected: str) -> None:
+    """Refuse, in one line, a file whose first bytes (``head``) show an archive, an Office file,
+    a PDF or other binary data (``/dev/zero``) where text (``expected``) was wanted."""
     for magic, what in _MAGIC:
         if head.startswith(magic):
             raise InputError(f"{path}: this is {what}, not {expected}")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .inputs import HEAD_BYTES, check_head
 
 #: No fact needs more; the limit keeps every recursive step after loading (json.dumps, pydantic,
 #: the judges) far from Python's recursion limit.
@@ -336,11 +337,36 @@ def read_error(path: Path, exc: OSError | UnicodeDecodeError) -> InputError:
     return InputError(f"{path}: cannot read file: {reason}")
 
 
+#: The most a settings file (a config, an alias file, a calibration report) may hold, in
+#: bytes: such files are read whole, and a path to a device or a pipe would be read until
+#: memory is gone (``-c /dev/zero``).
+SETTINGS_MAX_CHARS = 64 * 1024 * 1024
+
+
 def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")  # a BOM, as some Windows tools write, is fine
     except (OSError, UnicodeDecodeError) as exc:
         raise read_error(path, exc) from None
+
+
+def read_settings(path: Path, expected: str) -> str:
+    """A settings file's text (a config, an alias file, a calibration report), read whole as
+    :func:`read_text` reads it, but its first bytes checked as the data inputs' are
+    (:func:`~factjudge.io.inputs.check_head`: ``/dev/zero``, or a link to it, is refused after
+    4 KB) and no more than :data:`SETTINGS_MAX_CHARS` read. One read, so a pipe (``-c <(...)``)
+    works too. ``expected`` names what the file should be, for the message."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(HEAD_BYTES)
+            check_head(path, data, expected)
+            data += fh.read(SETTINGS_MAX_CHARS + 1 - len(data))
+        text = data.decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise read_error(path, exc) from None
+    if len(data) > SETTINGS_MAX_CHARS:
+        raise InputError(f"{path}: over {SETTINGS_MAX_CHARS:,} bytes, too large for {expected}")
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads it
 
 
 def jsonl_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:

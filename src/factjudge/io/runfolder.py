@@ -86,6 +86,26 @@ class RunFolder:
         self.path = Path(path)
         #: ``results.jsonl`` (another file of the folder when ``results`` names one)
         self.results = self.path / RESULTS if results is None else Path(results)
+        self._config: dict[str, Any] | None = None
+
+    def run_config(self) -> dict[str, Any]:
+        """The run's config, read once: ``run.json``'s, else ``summary.json``'s, else empty. A
+        result line holds none (it is the same for every document, and with large alias groups
+        copying it made results.jsonl 30x larger); a line of an older version holds its own."""
+        if self._config is None:
+            try:
+                manifest = self.manifest()
+            except InputError:
+                manifest = None
+            found = manifest.config if manifest is not None and manifest.config else self.summary_part("config")
+            self._config = found if isinstance(found, dict) else {}
+        return self._config
+
+    def with_config(self, line: dict[str, Any]) -> dict[str, Any]:
+        """``line`` with the run's config when it holds none (one dict shared by every line)."""
+        if "config" not in line:
+            line["config"] = self.run_config()
+        return line
 
     @property
     def finished(self) -> bool:
@@ -209,7 +229,7 @@ class RunFolder:
         problem = result_line_problem(line)
         if problem is not None:
             raise InputError(f"{self.results}: line {lineno}: not a factjudge result line ({problem})")
-        return line
+        return self.with_config(line)
 
     def index(self, *, finished: bool | None = None) -> dict[str, LineRef]:
         """doc_id -> where its line is, one line in memory at a time. ``finished`` (default:
@@ -396,7 +416,9 @@ class ResultStore:
         return hit is not None and hit.input_sha256 == info.input_sha256 and hit.errors == 0
 
     def append(self, fh: IO[bytes], doc_id: str, input_sha256: str, result: JudgeResult) -> None:
-        line = {"doc_id": doc_id, "input_sha256": input_sha256, **result.to_dict()}
+        # the config is the run's (run.json, summary.json): the readers put it back on a line
+        line = {"doc_id": doc_id, "input_sha256": input_sha256,
+                **result.model_dump(mode="json", exclude={"config"})}
         data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
         offset = fh.tell()
         fh.write(data)
@@ -414,7 +436,7 @@ class ResultStore:
                     assert ref.input_sha256 == info.input_sha256, info.doc_id
                     raw = _read_at(src, ref.offset)
                     out.handle.write(raw)
-                    yield json.loads(raw)
+                    yield self.folder.with_config(json.loads(raw))
         except BaseException:
             out.abort()
             raise

@@ -9,11 +9,11 @@ column.
 Out: :func:`result_to_pandas` and :func:`eval_to_pandas` give a pandas DataFrame with one row per
 fact; :func:`write_facts_csv` / :class:`FactsCsvWriter` write the same columns to a CSV file with
 the standard library only. Columns: :data:`FACT_COLUMNS`, then every fact field met (in the order
-first met). A fact field named like a column factjudge fills in (``doc_id`` or ``side``) is
-renamed ``fact.<name>``, and one already named ``fact.<name>`` gets one more prefix
-(``fact.fact.doc_id``), so both values are kept (:func:`factjudge.models.fact_column`). In
-``facts.csv`` a cell a spreadsheet would run as a formula starts with ``'``
-(:func:`factjudge.reports.facts_csv.formula_safe`).
+first met). A fact field named like a column factjudge fills in (``doc_id``, ``side`` or an
+analysis column such as ``category`` or ``partner``) is renamed ``fact.<name>``, and one already
+named ``fact.<name>`` gets one more prefix (``fact.fact.doc_id``), so both values are kept
+(:func:`factjudge.models.fact_column`). In ``facts.csv`` a cell a spreadsheet would run as a
+formula starts with ``'`` (:func:`factjudge.reports.facts_csv.formula_safe`).
 
 pandas (``pip install 'factjudge[pandas]'``) and pyarrow (``pip install 'factjudge[parquet]'``) are
 optional: they are imported only when needed, and a missing one is an :class:`OptionalDependencyError`

@@ -62,14 +62,28 @@ def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STAT
     return {key: (fact, round(near.score, 1)) for key, (fact, near) in closest_detail(line, statuses).items()}
 
 
+#: The config parsed last, by the identity of the dict it came from: a run folder's lines share
+#: one (:meth:`~factjudge.io.runfolder.RunFolder.with_config`), parsed once instead of per line.
+_PARSED: list[tuple[Any, JudgeConfig]] = []
+
+
+def _line_config(line: Mapping[str, Any]) -> JudgeConfig:
+    data = line.get("config") or {}
+    if _PARSED and _PARSED[0][0] is data:
+        return _PARSED[0][1]
+    try:
+        config = JudgeConfig.model_validate(data)
+    except ValueError:  # a line of another version: compare with the defaults
+        config = JudgeConfig()
+    _PARSED[:] = [(data, config)]  # holds the dict, so its identity is not reused
+    return config
+
+
 def _ranker(line: Mapping[str, Any]) -> Ranker:
     """The rules judge's comparison with the line's config, over the fields it compared."""
     from ..judges.rules.closeness import rules_ranker  # when first needed: the run starts faster
 
-    try:
-        config = JudgeConfig.model_validate(line.get("config") or {})
-    except ValueError:  # a line of another version: compare with the defaults
-        config = JudgeConfig()
+    config = _line_config(line)
     in_scope = [[f for f in line.get(f"{side}_facts") or [] if f.get("status") != "OUT_OF_SCOPE"
                  and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
     return rules_ranker(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL)

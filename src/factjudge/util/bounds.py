@@ -6,6 +6,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+#: The largest count read from a file or a server that is taken as a count: every count meets
+#: floats (ratios, intervals, prices), and 2**53 is the last integer a float holds exactly (a
+#: count of 10**400 ended a finished run in an OverflowError traceback).
+COUNT_MAX = 2**53
+
 
 @dataclass(frozen=True)
 class Bound:

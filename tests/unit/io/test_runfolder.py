@@ -137,3 +137,45 @@ def test_not_an_eval_folder(tmp_path):
     (tmp_path / "run.json").write_text('{"inputs": 3}')
     assert error(RunFolder(tmp_path).manifest) == f"{tmp_path / 'run.json'}: not a factjudge run " \
                                                   "manifest; use --overwrite or another -o"
+
+
+def test_the_run_config_is_kept_once_not_per_result_line(tmp_path):
+    """Alias groups (a config's bulk) are not copied into every results.jsonl line: with 20 KB of
+    alias groups the file is as large as with none (issue 32: 2,000 documents wrote 156 MB
+    instead of 5.3 MB), every line read back has the run's config (the aliases decide the report's
+    closest facts), and a folder of an older version, whose lines hold the config, resumes."""
+    import warnings
+
+    from factjudge.evaluation.runner import evaluate_dataset
+
+    docs = [{"doc_id": f"d{i}", "gold_facts": [{"id": "g1", "fact_type": "t", "role": "boss", "n": i}],
+             "predicted_facts": [{"id": "p1", "fact_type": "t", "role": "top dog", "n": i}]}
+            for i in range(6)]
+    data = tmp_path / "d.jsonl"
+    data.write_text(text(*docs), encoding="utf-8")
+    (tmp_path / "small.csv").write_text("boss,top dog\n", encoding="utf-8")
+    filler = "".join(f"Alias Company {i} Ltd,ACME Holding {i}\n" for i in range(600))
+    (tmp_path / "big.csv").write_text("boss,top dog\n" + filler, encoding="utf-8")
+    assert len(filler) > 20_000
+    sizes = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ("small", "big"):
+            (tmp_path / f"{name}.yaml").write_text(f"aliases_file: {name}.csv\n", encoding="utf-8")
+            run = evaluate_dataset(data, tmp_path / f"{name}.yaml", out_dir=tmp_path / name)
+            assert run.judged == 6 and run.summary.micro.f1 == 1.0  # the alias matched
+            sizes[name] = (tmp_path / name / "results.jsonl").stat().st_size
+        assert sizes["big"] - sizes["small"] < 100, sizes  # was 6 x the alias groups' JSON
+        folder = RunFolder(tmp_path / "big")
+        config = folder.summary()["config"]
+        assert len(config["aliases"]) == 601
+        assert all(line["config"] == config for line in folder.lines())
+        assert all(line["config"] == config for line in iter_result_lines(tmp_path / "big"))
+        assert folder.result("d3").config == config
+
+        # an older version's folder: the config on every line; it resumes (nothing judged again)
+        old = tmp_path / "big" / "results.jsonl"
+        old.write_text(text(*({**line, "config": config} for line in RunFolder(tmp_path / "big").lines())),
+                       encoding="utf-8")
+        again = evaluate_dataset(data, tmp_path / "big.yaml", out_dir=tmp_path / "big")
+        assert (again.judged, again.reused) == (0, 6) and again.summary.micro.f1 == 1.0

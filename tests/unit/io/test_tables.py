@@ -473,3 +473,78 @@ def test_judge_result_to_pandas():
     frame = result.to_pandas()
     assert len(frame) == len(result.gold_facts) + len(result.predicted_facts)
     assert list(frame["status"]) == [f["status"] for f in result.gold_facts + result.predicted_facts]
+
+
+# Every column factjudge fills that does not come from the fact (the fact brings id and fact_type;
+# the output fields are refused on input), written out here so a new column cannot slip by.
+FILLED_BY_FACTJUDGE = ("doc_id", "side", "category", "partner", "differ", "closeness", "granularity")
+
+
+def test_every_filled_column_is_named_here():
+    from factjudge.models import OUTPUT_FIELDS
+    assert set(FACT_COLUMNS) - {"id", "fact_type", *OUTPUT_FIELDS} == set(FILLED_BY_FACTJUDGE)
+
+
+def test_user_fields_named_like_factjudge_columns_are_kept_apart(tmp_path):
+    """A gold fact with a field of every name factjudge fills (category, partner, ...): each
+    stays in fact.<name>, factjudge's column holds factjudge's value (in facts.csv,
+    eval_to_pandas and JudgeResult.to_pandas), and a fact without the field leaves fact.<name>
+    empty, never factjudge's value."""
+    pytest.importorskip("pandas")
+    from factjudge.io.tables import eval_to_pandas
+
+    def user_value(name, fact_id):
+        return f"mine-{name}-{fact_id}"
+    docs = [json.loads(x) for x in (EXAMPLES / "dataset.jsonl").read_text().splitlines()]
+    for doc in docs:
+        for fact in doc["gold_facts"]:
+            fact.update({name: user_value(name, fact["id"]) for name in FILLED_BY_FACTJUDGE})
+            fact["fact.category"] = "deeper"  # one already prefixed keeps its value too
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    # the judge compares the example's fields only, so the added fields leave the verdicts alone
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text((EXAMPLES / "config.yaml").read_text(encoding="utf-8")
+                           + "fields: [entity, period, value, unit]\n", encoding="utf-8")
+    out = tmp_path / "out"
+    proc = run_cli("eval", dataset, "-c", config_path, "-o", out, "-q", "--csv")
+    assert proc.returncode == 0, proc.stderr
+
+    # factjudge's values: the same lines with the user's fields taken off the facts
+    lines = result_lines(out)
+    plain = [{**line, **{f"{side}_facts": [{k: v for k, v in f.items()
+                                             if k not in FILLED_BY_FACTJUDGE and k != "fact.category"}
+                                            for f in line[f"{side}_facts"]] for side in ("gold", "predicted")}}
+             for line in lines]
+    expected = [row for line in plain for row in result_rows(line)]
+    assert any(row["category"] == "near_miss" for row in expected)
+    assert any(row["partner"] is not None for row in expected)
+
+    with (out / "facts.csv").open(encoding="utf-8", newline="") as fh:
+        csv_rows = list(csv.DictReader(fh))
+    frame = eval_to_pandas(out)
+    config = load_config(config_path)
+    judged = [run_judge(d["gold_facts"], d["predicted_facts"], config) for d in docs]
+    plain_judged = [row for r in judged for row in result_rows(
+        {"gold_facts": [{k: v for k, v in f.items() if k not in FILLED_BY_FACTJUDGE and k != "fact.category"}
+                        for f in r.gold_facts],
+         "predicted_facts": r.predicted_facts, "analysis": r.analysis.model_dump()})]
+    judged_rows = [row for r in judged for row in r.to_pandas().to_dict("records")]
+
+    def same(got, want, as_csv):
+        if as_csv:
+            from factjudge.reports.facts_csv import csv_cell
+            return got == csv_cell(want)
+        return got == want or (want is None and (got is None or got != got))  # NA / NaN
+
+    for rows, want_rows, as_csv in ((csv_rows, expected, True), (frame.to_dict("records"), expected, False),
+                                    (judged_rows, plain_judged, False)):
+        assert len(rows) == len(want_rows) > 0
+        for got, want in zip(rows, want_rows, strict=True):
+            for name in FILLED_BY_FACTJUDGE:
+                if name == "doc_id" and want_rows is plain_judged:
+                    continue  # to_pandas() of one document has no doc_id
+                assert same(got[name], want[name], as_csv), (name, got[name], want[name])
+                mine = user_value(name, got["id"]) if got["side"] == "gold" else None
+                assert same(got[f"fact.{name}"], mine, as_csv), (name, got)
+            assert same(got["fact.fact.category"], "deeper" if got["side"] == "gold" else None, as_csv)

@@ -20,6 +20,8 @@ from datetime import timezone
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
+from ....util.bounds import COUNT_MAX
+
 #: Longest server message kept in an error (one line).
 MESSAGE_CHARS = 300
 #: Largest response body read, decompressed. A judge's answer is a few KB; the longest completion
@@ -279,7 +281,10 @@ def _object(value: Any) -> dict[str, Any]:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    """A count the server reported; anything but a positive int up to COUNT_MAX is read as not
+    reported (0): a server's 10**400 tokens ended a finished run in an OverflowError when priced."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= COUNT_MAX
+    return value if ok else 0
 
 
 def _http(ep: Endpoint, **kw: Any) -> ChatBackend:
