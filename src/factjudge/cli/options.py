@@ -78,7 +78,7 @@ class JudgeOptions:
     #: The prices given, if any: the dry run's estimate and a live run's cost.
     prices: Prices | None = None
     #: Config keys given as options (``--reasoning``, ``--candidates``), over the config file's.
-    overrides: tuple[tuple[str, Any], ...] = ()
+    overrides: tuple[tuple[str, str], ...] = ()
 
     def config(self, path: Path | None) -> JudgeConfig:
         """The config file (or the defaults), with what the command line overrides in it."""
