@@ -211,3 +211,28 @@ def test_an_empty_dataset_is_named_empty(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == (f"factjudge: error: {data}: empty file: expected one document per line, "
                                    '{"doc_id", "gold_facts", "predicted_facts"}')
+
+
+def test_formats_are_named_per_side(tmp_path):
+    """An export named .txt is read as CSV when --gold-format says so; the other side keeps its own."""
+    g = tmp_path / "gold_export.txt"
+    g.write_text("doc_id,id,fact_type,value\na,g1,revenue,5\nb,g2,revenue,7\n", encoding="utf-8")
+    p = write_jsonl(tmp_path / "p.jsonl", facts_of("a", fact("p1", value="5")))
+    proc, summary, _ = eval_split(tmp_path, g, p, "--gold-format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    assert summary["documents"] == 2 and summary["micro"]["recall"] == 0.5
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--format", "csv"], "{data}: --format 'csv' reads facts, not documents: give gold and predicted "
+                          "files with --gold and --predicted"),
+    (["--format", "xlsx"], "--format 'xlsx': no such input format (known: dataset, facts, csv, tsv, parquet)"),
+    (["--gold-format", "csv"], "--gold-format and --predicted-format go with --gold and --predicted; a "
+                               "dataset's format is --format"),
+])
+def test_a_format_that_cannot_be_is_one_line(tmp_path, args, message):
+    data = write_jsonl(tmp_path / "data.jsonl", [{"doc_id": "a", "gold_facts": [], "predicted_facts": []}])
+    proc = run_cli("eval", data, "-o", tmp_path / "out", *args)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"factjudge: error: {message.format(data=data)}"]
+    assert not (tmp_path / "out").exists()

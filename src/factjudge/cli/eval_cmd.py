@@ -11,8 +11,10 @@ from pathlib import Path
 import typer
 
 from ..core.aggregate import ZeroDivision
+from ..errors import InputError
 from ..evaluation.runner import EvalRun, ReportSettings, evaluate_async
-from ..io.datasets import Dataset, JsonlDataset, SplitDataset
+from ..io.datasets import Dataset, open_dataset
+from ..io.formats import file_formats
 from ..io.runfolder import RESULTS
 from .app import app, fail, run_command
 from .batch_cmd import NO_BATCH, BatchOptions, check_batch, run_batch_eval, with_batch
@@ -21,6 +23,9 @@ from .gate import Gate, with_gate
 from .mlflow_hook import tracking, with_mlflow
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
 from .ray_cmd import eval_on_ray, ray_active, with_ray
+
+#: The input formats' names, for --format's help (the registry: io/formats/__init__.py).
+FORMAT_NAMES = ", ".join(file_formats())
 
 
 class ZeroDivisionOpt(str, Enum):
@@ -47,6 +52,14 @@ def eval_cmd(
     gold: Path | None = typer.Option(None, "--gold", help="Gold facts with their doc_id: .jsonl (one "
                                      "per line), .csv, .tsv or .parquet (one per row)."),
     predicted: Path | None = typer.Option(None, "--predicted", help="Predicted facts with their doc_id, same formats."),
+    input_format: str | None = typer.Option(None, "--format", help="The format of DATASET, or of both "
+                                            f"--gold and --predicted: {FORMAT_NAMES} (default: by the "
+                                            "file's suffix and first record)."),
+    gold_format: str | None = typer.Option(None, "--gold-format", help="The format of --gold (default: "
+                                           "--format, else by its suffix and first record)."),
+    predicted_format: str | None = typer.Option(None, "--predicted-format", help="The format of "
+                                                "--predicted (default: --format, else by its suffix "
+                                                "and first record)."),
     output_dir: Path = output_opt("Folder for results.jsonl, summary.json, report.md, report.html.", required=True),
     config: Path | None = CONFIG_OPT,
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Score the valid lines and list the "
@@ -81,12 +94,19 @@ def eval_cmd(
         raise fail("--gold and --predicted go together")
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
-    if dataset is not None:
-        data: Dataset = JsonlDataset(dataset)
-    elif gold is not None and predicted is not None:
-        data = SplitDataset(gold, predicted)
-    else:  # refused above
-        raise fail("--gold and --predicted go together")
+    if dataset is not None and (gold_format or predicted_format):
+        raise fail("--gold-format and --predicted-format go with --gold and --predicted; a dataset's "
+                   "format is --format")
+    try:
+        if dataset is not None:
+            data: Dataset = open_dataset(dataset, input_format=input_format)
+        elif gold is not None and predicted is not None:
+            data = open_dataset((gold, predicted), input_format=input_format, gold_format=gold_format,
+                                predicted_format=predicted_format)
+        else:  # refused above
+            raise fail("--gold and --predicted go together")
+    except InputError as exc:  # a format named wrongly
+        raise fail(str(exc)) from None
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
                               zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
 

@@ -37,7 +37,7 @@ from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corr
 from ..core.scope import scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
-from ..io.datasets import Dataset, DocInfo, Document, JsonlDataset, Problem, SplitDataset, _doc_hash
+from ..io.datasets import Dataset, DocInfo, Document, Problem, open_dataset
 from ..io.files import write_atomic
 from ..io.run_models import RUN_KEYS, RunManifest
 from ..io.runfolder import (
@@ -52,6 +52,7 @@ from ..io.runfolder import (
     ResultStore,
     RunFolder,
 )
+from ..io.scan import doc_hash
 from ..judges.base import Judge
 from ..judges.prompts import PROMPT_FORMAT_VERSION
 from ..models import JudgeConfig, JudgeResult, Prices
@@ -398,7 +399,7 @@ def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str
             doc = next(read, None)
         except InputError as exc:  # the scan found every line valid: the file changed
             raise _changed(sources, f"{exc}") from None
-        if doc is None or doc.doc_id != info.doc_id or _doc_hash(salt, doc) != info.input_sha256:
+        if doc is None or doc.doc_id != info.doc_id or doc_hash(salt, doc) != info.input_sha256:
             raise _changed(sources, f"document {info.doc_id!r} is not what the scan read")
         yield doc
 
@@ -418,9 +419,11 @@ def evaluate_dataset(
     skip_invalid: bool = False,
     overwrite: bool = False,
     settings: ReportSettings = ReportSettings(),
+    input_format: str | None = None,
 ) -> EvalRun:
     """Evaluate a dataset in one call, as ``factjudge eval`` does: ``dataset`` is a ``.jsonl`` of
-    documents or a ``(gold, predicted)`` pair of fact files with ``doc_id``; ``config`` a
+    documents or a ``(gold, predicted)`` pair of fact files with ``doc_id`` (read in the format
+    named by ``input_format``, a name of :data:`factjudge.io.formats.FORMATS`, else by suffix); ``config`` a
     :class:`JudgeConfig`, a mapping or a config file; ``judge`` defaults to the rules judge and is
     closed at the end. With ``out_dir`` the folder is written (and resumed) like the CLI's;
     without, the result lines come back in ``EvalRun.results``. Bad lines raise
@@ -429,8 +432,7 @@ def evaluate_dataset(
 
     cfg = load_config(config) if isinstance(config, (str, Path)) else parse_config(config)
     the_judge: Judge = judge if judge is not None else RulesJudge()
-    data: Dataset = (SplitDataset(Path(dataset[0]), Path(dataset[1])) if isinstance(dataset, tuple)
-                     else JsonlDataset(Path(dataset)))
+    data = open_dataset(dataset, input_format=input_format)
     problems = data.scan(cfg, input_salt(cfg, the_judge))
     if problems and not skip_invalid:
         raise InputError(f"{problems[0].message} ({len(problems)} bad line(s); skip_invalid=True "

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..errors import InputError
 from .inputs import HEAD_BYTES, check_head
@@ -384,3 +384,24 @@ def jsonl_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
         raise read_error(path, exc) from None
 
 
+
+
+def parse_object_line(raw: bytes, path: Path, lineno: int, unit: str = "line") -> dict[str, Any]:
+    """One JSON object per line; ``unit`` names what the line stands for in ``path`` (``row``:
+    the JSON-lines copy of a table, line N = row N)."""
+    rec = parse_json_line(raw, path, lineno, unit=unit)
+    if not isinstance(rec, dict):
+        raise InputError(f"{path}: {unit} {lineno}: expected a JSON object, got {json_type(rec)}")
+    return rec
+
+
+def looks_like_object(raw: bytes) -> bool:
+    """Whether a line looks like a JSON object (what a JSON-lines file of facts or documents
+    holds), before it is parsed."""
+    return raw.lstrip(b"\xef\xbb\xbf \t\r").startswith(b"{")
+
+
+def read_line_at(fh: IO[bytes], offset: int) -> bytes:
+    """The line at ``offset`` of an open file (read again by the offset :func:`jsonl_lines` gave)."""
+    fh.seek(offset)
+    return fh.readline()

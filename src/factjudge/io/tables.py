@@ -30,7 +30,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 from ..errors import InputError, missing_dependency
 from ..models import import_pandas, result_rows, results_frame
@@ -45,6 +45,14 @@ FACT_REQUIRED = ("id", "fact_type")
 DATASET_REQUIRED = ("doc_id", "id", "fact_type")
 
 _PARQUET_BATCH = 8192
+#: How a table is read: by its suffix unless a format names it (``--gold-format csv``).
+TableKind = Literal["csv", "tsv", "parquet"]
+
+
+def table_kind(path: str | Path) -> TableKind:
+    """How a table file is read by its suffix (``.tsv``, ``.parquet``, else CSV)."""
+    suffix = Path(path).suffix.lower()
+    return "parquet" if suffix == ".parquet" else "tsv" if suffix == ".tsv" else "csv"
 
 
 def is_table(path: str | Path) -> bool:
@@ -100,16 +108,19 @@ def iter_table_records(path: str | Path, required: Sequence[str] = FACT_REQUIRED
 
 
 def iter_table_rows(path: str | Path, required: Sequence[str] = FACT_REQUIRED,
-                    columns: Mapping[str, str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+                    columns: Mapping[str, str] | None = None, *,
+                    kind: TableKind | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(row number, record)`` of every row, lazily, row numbers from 1 (the header is not a row).
 
     For a split dataset pass ``required=DATASET_REQUIRED`` so a missing ``doc_id`` column is
-    reported once, by name. Same rules and errors as :func:`read_table_records`."""
+    reported once, by name. ``kind``: how to read the file, whatever its suffix says. Same rules
+    and errors as :func:`read_table_records`."""
     path = Path(path)
-    if path.suffix.lower() == ".parquet":
+    kind = kind or table_kind(path)
+    if kind == "parquet":
         yield from _parquet_rows(path, required, columns or {})
     else:
-        for row, _line, rec in _delimited_rows(path, required, columns or {}):
+        for row, _line, rec in _delimited_rows(path, required, columns or {}, "\t" if kind == "tsv" else ","):
             yield row, rec
 
 
@@ -173,50 +184,69 @@ def _sniffed(fh: BinaryIO, default: str) -> str:
     return found
 
 
-def _delimited_rows(path: Path, required: Sequence[str],
-                    columns: Mapping[str, str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """``(row, first line, record)`` of a CSV (``,``) or TSV (tab) file, with the csv module."""
+def _delimited_rows(path: Path, required: Sequence[str], columns: Mapping[str, str],
+                    default: str | None = None) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """``(row, first line, record)`` of a CSV (``,``) or TSV (tab) file, with the csv module;
+    ``default``: the delimiter unless the header says otherwise (by the suffix when None)."""
     check_input_kind(path)
     try:
         fh = path.open("rb")
     except OSError as exc:
         raise read_error(path, exc) from None
     with fh:
-        delimiter = _sniffed(fh, "\t" if path.suffix.lower() == ".tsv" else ",")
-        reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter)
+        default = default or ("\t" if path.suffix.lower() == ".tsv" else ",")
+        delimiter = _sniffed(fh, default)
         try:
+            yield from _delimited(path, fh, delimiter, required, columns)
+        except InputError as exc:
+            if delimiter == default:
+                raise
+            # a delimiter found by sniffing explains errors a file of its own delimiter would not have
+            raise InputError(f"{exc}; read with delimiter {_DELIMITER_NAMES[delimiter]} (found in the "
+                             f"header, not {_DELIMITER_NAMES[default]})") from None
+
+
+#: Delimiters as messages name them.
+_DELIMITER_NAMES = {",": "','", ";": "';'", "\t": "tab", "|": "'|'"}
+
+
+def _delimited(path: Path, fh: BinaryIO, delimiter: str, required: Sequence[str],
+               columns: Mapping[str, str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """The rows of :func:`_delimited_rows`, read with ``delimiter``."""
+    reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter)
+    try:
+        header = next(reader, None)
+        while header is not None and not any(header):  # blank lines before the header
             header = next(reader, None)
-            while header is not None and not any(header):  # blank lines before the header
-                header = next(reader, None)
-            if header is None:
-                raise empty_file_error(path, "a header row naming the columns")
-            header = _check_header(path, header, required, columns)
-            width = len(header)
-            row, end = 0, reader.line_num
-            for cells in reader:
-                start, end = end + 1, reader.line_num
-                if not any(cells):
-                    continue  # a blank line, or a row of empty cells
-                row += 1
-                where = f"{path}: row {row} (line {start})"
-                if len(cells) > width:  # empty cells past the header: a trailing delimiter
-                    extra = next((i for i in range(width, len(cells)) if cells[i]), None)
-                    if extra is not None:
-                        raise InputError(
-                            f"{where}: {len(cells)} cells but the header has {width} columns "
-                            f"(value {_short(cells[extra])} in column {extra + 1}, which has no header)")
-                rec: dict[str, Any] = {}
-                for col, (name, value) in enumerate(zip(header, cells, strict=False), start=1):
-                    if value == "":
-                        continue
-                    if name == "":
-                        raise InputError(f"{where}: column {col}: value {_short(value)} under a "
-                                         "column with no name in the header (an index written "
-                                         "by pandas? write with index=False)")
-                    rec[name] = value
-                yield row, start, rec
-        except csv.Error as exc:
-            raise InputError(f"{path}: line {reader.line_num}: bad CSV: {exc}") from None
+        if header is None:
+            raise empty_file_error(path, "a header row naming the columns")
+        header = _check_header(path, header, required, columns)
+        width = len(header)
+        row, end = 0, reader.line_num
+        for cells in reader:
+            start, end = end + 1, reader.line_num
+            if not any(cells):
+                continue  # a blank line, or a row of empty cells
+            row += 1
+            where = f"{path}: row {row} (line {start})"
+            if len(cells) > width:  # empty cells past the header: a trailing delimiter
+                extra = next((i for i in range(width, len(cells)) if cells[i]), None)
+                if extra is not None:
+                    raise InputError(
+                        f"{where}: {len(cells)} cells but the header has {width} columns "
+                        f"(value {_short(cells[extra])} in column {extra + 1}, which has no header)")
+            rec: dict[str, Any] = {}
+            for col, (name, value) in enumerate(zip(header, cells, strict=False), start=1):
+                if value == "":
+                    continue
+                if name == "":
+                    raise InputError(f"{where}: column {col}: value {_short(value)} under a "
+                                     "column with no name in the header (an index written "
+                                     "by pandas? write with index=False)")
+                rec[name] = value
+            yield row, start, rec
+    except csv.Error as exc:
+        raise InputError(f"{path}: line {reader.line_num}: bad CSV: {exc}") from None
 
 
 def _short(value: str, limit: int = 40) -> str:
@@ -341,6 +371,6 @@ def eval_to_pandas(out: str | Path) -> Any:
 
 
 __all__ = [
-    "TABLE_SUFFIXES", "FACT_REQUIRED", "DATASET_REQUIRED", "is_table", "read_table_records",
+    "TABLE_SUFFIXES", "FACT_REQUIRED", "DATASET_REQUIRED", "TableKind", "is_table", "table_kind", "read_table_records",
     "iter_table_records", "iter_table_rows", "iter_result_lines", "eval_to_pandas",
 ]

@@ -31,7 +31,8 @@ that network file systems (NFS, SMB...) do not give reliably, so in practice eac
 cache of its own at the same local path (``--cache-dir``), and a question answered on one node is
 asked again on another (the driver's results are the same either way).
 
-**Documents of a ``ray.data.Dataset``.** Rows ``{"doc_id", "gold_facts", "predicted_facts"}``; a
+**Documents of a ``ray.data.Dataset``** (read by the input format ``ray``,
+:mod:`factjudge.io.formats.ray_rows`). Rows ``{"doc_id", "gold_facts", "predicted_facts"}``; a
 facts column holds a list of facts or the JSON text of one. Ray Data stores lists of objects as
 Arrow structs when it can, which gives every fact the fields of all facts near it (missing ones as
 null) in one field order: factjudge drops null fields of such columns, so a field that is null on
@@ -52,13 +53,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..core.scope import field_check, scope_check
+from ..core.scope import scope_check
 from ..errors import FactJudgeError, InputError, JudgeSetupError, missing_dependency
 from ..evaluation.runner import EvalRun, ReportSettings, finish_run, input_salt, judge_documents, open_run, run_manifest
 from ..io.config import parse_config
-from ..io.datasets import Dataset, DocInfo, Document, Problem, _doc_hash, _doc_id, _questions
-from ..io.facts import validate_fact_list
-from ..io.inputs import rename_fields
+from ..io.datasets import Dataset, DocInfo, Document, Problem
+from ..io.formats.ray_rows import RayDataset, row_doc_id, row_document, table_rows
+from ..io.scan import doc_hash
 from ..judges.base import Judge, JudgeBase
 from ..judges.factory import JudgeSpec, build_judge
 from ..models import JudgeConfig, JudgeResult
@@ -195,133 +196,6 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, quiet: 
 # --------------------------------------------------------------------------- rows and documents
 
 
-def _plain(value: Any) -> Any:
-    """numpy arrays and scalars (what Ray may hand back for list columns) as plain Python."""
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        value = value.tolist()
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def _row_doc_id(row: Mapping[str, Any], prefix: str, columns: Mapping[str, str]) -> str:
-    row = rename_fields(dict(row), columns, prefix)
-    return _doc_id({"doc_id": _plain(row.get("doc_id"))}, prefix)
-
-
-def _row_document(row: Mapping[str, Any], prefix: str, columns: Mapping[str, str]) -> Document:
-    """A document from a row, checked as a ``.jsonl`` dataset line is (the config key ``columns``
-    renames the row's fields and its facts' as a line's)."""
-    row = rename_fields(dict(row), columns, prefix)
-    doc_id = _row_doc_id(row, prefix, {})
-    sides = []
-    for key in ("gold_facts", "predicted_facts"):
-        facts = _plain(row.get(key))
-        if isinstance(facts, str):
-            try:
-                facts = json.loads(facts)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r}: invalid JSON: {exc.msg}") from None
-        if not isinstance(facts, list):
-            raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r} must be a list of facts "
-                             "(or its JSON text)")
-        sides.append(validate_fact_list(facts, f"{prefix}: {key}", columns))
-    return Document(doc_id, *sides)
-
-
-def _no_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_no_nulls(v) for v in value]
-    return value
-
-
-def _table_rows(table: Any) -> list[dict[str, Any]]:
-    """The rows of an Arrow batch. A facts column of Arrow structs gives each fact the fields of
-    every fact in the batch, missing ones as null, so which fields a fact gets would depend on
-    its neighbours: there null fields are dropped (as if missing), on the driver and on the
-    workers alike, so a document hashes the same in every batch."""
-    import pyarrow as pa  # a dependency of ray[data]
-
-    rows: list[dict[str, Any]] = table.to_pylist()
-    for key in ("gold_facts", "predicted_facts"):
-        if key in table.column_names:
-            kind = table.schema.field(key).type
-            if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and pa.types.is_struct(kind.value_type):
-                for row in rows:
-                    row[key] = _no_nulls(row[key])
-    return rows
-
-
-def _rows(ds: ray.data.Dataset) -> Iterator[dict[str, Any]]:
-    """The rows of ``ds`` on the driver, in dataset order, converted as the workers convert them."""
-    ctx = getattr(ds, "context", None)
-    options = getattr(ctx, "execution_options", None)
-    before = getattr(options, "preserve_order", None)
-    if options is not None:
-        options.preserve_order = True  # this dataset's own context: its rows in order
-    try:
-        for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
-            yield from _table_rows(batch)
-    finally:
-        if options is not None:
-            options.preserve_order = before
-
-
-class RayDataset:
-    """A ``ray.data.Dataset`` of documents, rows ``{"doc_id", "gold_facts", "predicted_facts"}``,
-    as a factjudge :class:`~factjudge.io.datasets.Dataset`: ``scan()`` reads the rows on the driver
-    in dataset order (each line of ``results.jsonl`` follows it) and checks them like the lines of
-    a ``.jsonl`` dataset; problems name the row (1-based) as their line."""
-
-    def __init__(self, ds: ray.data.Dataset, name: str = "ray dataset") -> None:
-        self.ds, self.name = ds, name
-        self.infos: list[DocInfo] = []
-        #: For provenance: the name given (Ray datasets need not come from files).
-        self.sources = [name]
-        #: Every fact_type the valid documents hold (set by ``scan``).
-        self.fact_types: set[str] = set()
-        self.warnings: list[str] = []
-        #: The config key ``columns`` (set by ``scan``).
-        self.columns: dict[str, str] = {}
-
-    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
-        self.infos, self.fact_types, self.columns = [], set(), dict(config.columns)
-        problems: list[Problem] = []
-        names: set[str] = set()  # every field of every fact, for field_check
-        seen: dict[str, int] = {}
-        for n, row in enumerate(_rows(self.ds), start=1):
-            prefix = f"{self.name}: row {n}"
-            try:
-                doc = _row_document(row, prefix, config.columns)
-                if doc.doc_id in seen:
-                    raise InputError(f"{prefix}: duplicate doc_id {doc.doc_id!r}, first seen at row "
-                                     f"{seen[doc.doc_id]}")
-            except InputError as exc:
-                problems.append(Problem(self.name, n, str(exc)))
-                continue
-            seen[doc.doc_id] = n
-            self.infos.append(DocInfo(doc.doc_id, _doc_hash(salt, doc), _questions(doc, config)))
-            self.fact_types.update(f["fact_type"] for f in (*doc.gold, *doc.predicted))
-            names.update(k for f in (*doc.gold, *doc.predicted) for k in f)
-        self.warnings = field_check(config, names, self.name)
-        return problems
-
-    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
-        """The scanned documents read again on the driver (for a dry run)."""
-        wanted = {i.doc_id: i.input_sha256 for i in self.infos if i.doc_id not in skip}
-        for n, row in enumerate(_rows(self.ds), start=1):
-            try:
-                doc = _row_document(row, f"{self.name}: row {n}", self.columns)
-            except InputError:
-                continue  # reported by scan()
-            if wanted.pop(doc.doc_id, None) is not None:
-                yield doc
-
-
 def _chunks(documents: Iterator[Document]) -> Iterator[list[dict[str, str]]]:
     """Rows of documents as JSON text (facts exactly as validated, never through Arrow structs),
     about :data:`CHUNK_BYTES` at a time."""
@@ -419,7 +293,7 @@ class _JudgeWorker:
         try:
             if self.error is not None:
                 raise self.error
-            self._judge(_table_rows(batch), out)
+            self._judge(table_rows(batch), out)
         except (FactJudgeError, sqlite3.Error, OSError) as exc:
             exc = _as_factjudge_error(exc)
             out = {k: [""] for k in RESULT_COLUMNS}
@@ -432,16 +306,16 @@ class _JudgeWorker:
         hashes: dict[str, str] = {}
         for row in rows:
             try:
-                doc_id = _row_doc_id(row, "row", self.config.columns)
+                doc_id = row_doc_id(row, "row", self.config.columns)
                 want = self.wanted.get(doc_id) if self.wanted is not None else ""
                 if want is None:
                     continue  # reused, or invalid and skipped
-                doc = _row_document(row, "row", self.config.columns)
+                doc = row_document(row, "row", self.config.columns)
             except InputError:
                 if self.wanted is None:
                     raise  # rows made by the driver from checked documents: cannot happen
                 continue  # reported by the driver's scan, and not wanted
-            sha = _doc_hash(self.salt, doc)
+            sha = doc_hash(self.salt, doc)
             if (want and sha != want) or doc.doc_id in hashes:
                 continue  # a second row of the same doc_id (the scan skipped it)
             hashes[doc.doc_id] = sha

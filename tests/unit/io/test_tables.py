@@ -11,6 +11,7 @@ from factjudge.errors import InputError, OptionalDependencyError
 from factjudge.io.facts import validate_facts
 from factjudge.io.tables import (
     DATASET_REQUIRED,
+    FACT_REQUIRED,
     is_table,
     iter_result_lines,
     iter_table_rows,
@@ -548,3 +549,25 @@ def test_user_fields_named_like_factjudge_columns_are_kept_apart(tmp_path):
                 mine = user_value(name, got["id"]) if got["side"] == "gold" else None
                 assert same(got[f"fact.{name}"], mine, as_csv), (name, got)
             assert same(got["fact.fact.category"], "deeper" if got["side"] == "gold" else None, as_csv)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("id;fact_type;value\ng1;r;1;5\n", r"row 1 \(line 2\): 4 cells but the header has 3 columns"),
+    ("doc_id;id;type\na;g1;r\n", r"header: missing column 'fact_type'"),
+])
+def test_an_error_in_a_sniffed_csv_names_the_delimiter(tmp_path, text, problem):
+    """A header read with ';' (found by sniffing, not the ',' of .csv) explains errors no ','
+    file would have: the message says which delimiter was used."""
+    path = tmp_path / "f.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=problem + r".*; read with delimiter ';' \(found in the header, "
+                                         r"not ','\)$"):
+        read_table_records(path, DATASET_REQUIRED if "doc_id" in text else FACT_REQUIRED)
+
+
+def test_an_error_in_a_csv_read_with_its_own_delimiter_is_unchanged(tmp_path):
+    path = tmp_path / "f.csv"
+    path.write_text("id,fact_type,value\ng1,r,1,5\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"4 cells but the header has 3 columns \(value '5' in column 4, "
+                                         r"which has no header\)$"):
+        read_table_records(path)

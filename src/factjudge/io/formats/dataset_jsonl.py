@@ -1,0 +1,69 @@
+"""Format ``dataset``: a ``.jsonl`` of documents, one per line, ``{"doc_id", "gold_facts",
+"predicted_facts"}`` (both sides in one input). The file to copy for a format of whole documents."""
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from ...errors import InputError
+from ..facts import validate_fact_list
+from ..inputs import check_input_kind, empty_file_error, is_empty, rename_fields
+from ..jsonl import jsonl_lines, looks_like_object, parse_object_line, read_line_at
+from ..scan import Document, Located, Problem, doc_id_of, not_json_lines
+
+
+class DatasetLines:
+    """A :class:`~factjudge.io.scan.DocumentSource`: each line is checked when read, and indexed
+    (its byte offset and line number) to be read again when its document is judged."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sources = [str(path)]
+        #: The config key ``columns`` (set by ``read``).
+        self.columns: dict[str, str] = {}
+        self._offsets, self._lines = array("q"), array("q")
+
+    def _document(self, raw: bytes, lineno: int) -> Document:
+        prefix = f"{self.path}: line {lineno}"
+        rec = rename_fields(parse_object_line(raw, self.path, lineno), self.columns, prefix)
+        if "gold_facts" not in rec and "predicted_facts" not in rec and "fact_type" in rec:
+            raise InputError(f"{prefix}: this is a fact, not a document {{doc_id, gold_facts, "
+                             "predicted_facts}: give fact files as --gold G --predicted P (each fact "
+                             "with its doc_id), or one document's facts to factjudge judge GOLD PREDICTED")
+        doc_id = doc_id_of(rec, prefix)
+        sides = []
+        for key in ("gold_facts", "predicted_facts"):
+            facts = rec.get(key)
+            if not isinstance(facts, list):
+                raise InputError(f"{prefix} (doc_id {doc_id!r}): {key!r} must be a list of facts")
+            sides.append(validate_fact_list(facts, f"{prefix}: {key}", self.columns, checked=True))
+        return Document(doc_id, *sides)
+
+    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]:
+        self._offsets, self._lines, self.columns = array("q"), array("q"), dict(columns)
+        check_input_kind(self.path)
+        if is_empty(self.path):
+            raise empty_file_error(self.path, "one document per line, {\"doc_id\", \"gold_facts\", "
+                                   "\"predicted_facts\"}")
+        bad, first, objects = 0, None, 0
+        for lineno, offset, raw in jsonl_lines(self.path):
+            objects += looks_like_object(raw)
+            try:
+                doc = self._document(raw, lineno)
+            except InputError as exc:
+                bad, first = bad + 1, first or str(exc)
+                yield Problem(str(self.path), lineno, str(exc))
+                continue
+            self._offsets.append(offset)
+            self._lines.append(lineno)
+            yield Located(str(self.path), lineno, f"line {lineno}", len(self._offsets) - 1, doc)
+        not_json_lines(str(self.path), bad, first, objects)
+
+    def read_again(self, keys: Iterable[int]) -> Iterator[Document]:
+        with self.path.open("rb") as fh:
+            for key in keys:
+                yield self._document(read_line_at(fh, self._offsets[key]), self._lines[key])
+
+    def warnings(self) -> list[str]:
+        return []

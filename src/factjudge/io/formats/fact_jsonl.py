@@ -1,0 +1,63 @@
+"""Format ``facts``: a ``.jsonl`` of one side's facts, one per line, each with its ``doc_id``. The
+file to copy for a format of facts (one side; documents are formed by their doc_ids)."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ..facts import validate_facts
+from ..inputs import check_input_kind, rename_fields
+from ..jsonl import jsonl_lines, looks_like_object, parse_object_line, read_line_at
+from ..scan import FactEntry, FactLoader, Problem, doc_id_of, not_json_lines
+
+
+class FactLines:
+    """A :class:`~factjudge.io.scan.FactSource`. ``file`` is what is read: another file for a
+    table's JSON-lines copy (line N = row N, ``unit`` ``row``, its header renamed already)."""
+
+    def __init__(self, path: Path, file: Path | None = None, unit: str = "line") -> None:
+        self.path, self.file, self.unit = path, file or path, unit
+        self.name = str(path)
+        #: The config key ``columns`` (set by ``read``).
+        self.columns: dict[str, str] = {}
+
+    def check(self) -> None:
+        check_input_kind(self.path)
+
+    def _record(self, raw: bytes, lineno: int) -> dict[str, Any]:
+        """One line parsed, with the config key ``columns`` applied (a table's copy has its
+        header renamed already)."""
+        rec = parse_object_line(raw, self.path, lineno, self.unit)
+        return rec if self.unit == "row" else rename_fields(rec, self.columns, f"{self.path}: {self.unit} {lineno}")
+
+    def _fact(self, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
+        fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
+        return validate_facts([(f"{self.unit} {lineno}", fact)], self.name, checked=True)[0]
+
+    def read(self, columns: Mapping[str, str]) -> Iterator[FactEntry | Problem]:
+        self.columns = dict(columns)
+        bad, first, objects = 0, None, 0
+        for lineno, offset, raw in jsonl_lines(self.file):
+            objects += looks_like_object(raw)
+            try:
+                rec = self._record(raw, lineno)
+                doc_id = doc_id_of(rec, f"{self.path}: {self.unit} {lineno}")
+                self._fact(lineno, rec)
+            except InputError as exc:
+                bad, first = bad + 1, first or str(exc)
+                yield Problem(self.name, lineno, str(exc))
+                continue
+            yield FactEntry(lineno, offset, doc_id)
+        not_json_lines(self.name, bad, first, objects)
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[FactLoader]:
+        with self.file.open("rb") as fh:
+            def load(keys: Sequence[int], lines: Sequence[int]) -> list[list[dict[str, Any]]]:
+                return [[self._fact(n, self._record(read_line_at(fh, off), n))]  # one fact a line
+                        for off, n in zip(keys, lines, strict=True)]
+
+            yield load

@@ -1,0 +1,302 @@
+"""The one scan of every input, whatever its format: a *source* reads its input and yields each
+document it holds (:class:`Located`: where it sits, the document) or a located :class:`Problem`;
+:class:`ScannedDataset` checks what is common to every format once (duplicate doc_ids, the input
+hash resume compares, the number of questions, the fact types and fields) and keeps per document
+only its id, hash, question count and the key its source reads it again by.
+
+Sources of one side's facts (a fact file: each fact with its ``doc_id``) are paired into
+documents by :class:`PairedFacts`, which is itself a source. The formats themselves (which file
+is read how) are in :mod:`factjudge.io.formats`."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..core.scope import field_check, in_scope_facts
+from ..errors import InputError
+from ..models import DIRECTIONS, Direction, JudgeConfig
+from ..util.jsonutil import canonical_json
+from .jsonl import coerce_id
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A bad input line: reported, and skipped with ``--skip-invalid``."""
+
+    file: str
+    line: int
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "error": self.message}
+
+
+@dataclass(frozen=True)
+class DocInfo:
+    """What is kept in memory per document: no facts, no prompts."""
+
+    doc_id: str
+    input_sha256: str
+    questions: int
+
+
+@dataclass
+class Document:
+    doc_id: str
+    gold: list[dict[str, Any]]
+    predicted: list[dict[str, Any]]
+
+
+class Dataset(Protocol):
+    infos: list[DocInfo]
+    #: The input files, for provenance.
+    sources: list[str]
+    fact_types: set[str]
+    #: What ``scan`` noticed about the inputs as a whole (eval prints them and keeps them in
+    #: summary.json): tolerances for fields no fact has, doc_ids on one side only.
+    warnings: list[str]
+
+    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]: ...
+
+    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]: ...
+
+
+def doc_hash(salt: str, doc: Document) -> str:
+    """A document's input hash: what a resumed run compares (never change its material: every
+    run folder would judge its documents again; tests/unit/io/test_input_hash.py pins it)."""
+    material = canonical_json({"salt": salt, "doc_id": doc.doc_id, "gold_facts": doc.gold,
+                               "predicted_facts": doc.predicted})
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def question_count(doc: Document, config: JudgeConfig) -> int:
+    """Judge questions of one document (as the pipeline counts them), for an exact progress total."""
+    g, p = len(in_scope_facts(doc.gold, config)), len(in_scope_facts(doc.predicted, config))
+    return (g if p else 0) + (p if g else 0)
+
+
+def doc_id_of(rec: Mapping[str, Any], prefix: str) -> str:
+    """A record's ``doc_id`` as a string (an integer is its decimal text), or an InputError."""
+    return coerce_id(rec.get("doc_id"), "doc_id", prefix)
+
+
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class Located:
+    """A document as its source read it: ``where`` names its place in ``file`` (``line 3``, ``row
+    3``), ``line`` is that number (for a :class:`Problem`), ``key`` what the source reads it again
+    by (:meth:`DocumentSource.read_again`)."""
+
+    file: str
+    line: int
+    where: str
+    key: int
+    doc: Document
+
+
+class DocumentSource(Protocol):
+    """An input of documents. ``read`` yields every document or problem, in input order (a whole
+    input that cannot be read raises InputError); ``read_again`` the documents of the given keys
+    (those of ``read``'s documents, in that order) when they are judged; ``warnings`` what
+    ``read`` noticed about the input as a whole."""
+
+    #: The inputs, for provenance and messages.
+    sources: list[str]
+
+    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]: ...
+
+    def read_again(self, keys: Iterable[int]) -> Iterator[Document]: ...
+
+    def warnings(self) -> list[str]: ...
+
+
+class ScannedDataset:
+    """A :class:`Dataset` over any :class:`DocumentSource`: the one scan."""
+
+    def __init__(self, source: DocumentSource) -> None:
+        self.source = source
+        self.sources = source.sources
+        self.infos: list[DocInfo] = []
+        #: Every fact_type the valid documents hold (set by ``scan``).
+        self.fact_types: set[str] = set()
+        self.warnings: list[str] = []
+        self._keys = array("q")
+
+    def scan(self, config: JudgeConfig, salt: str) -> list[Problem]:
+        self.infos, self.fact_types, self._keys = [], set(), array("q")  # a re-scan starts over
+        problems: list[Problem] = []
+        seen: dict[str, str] = {}
+        names: set[str] = set()  # every field of every fact, for field_check
+        for item in self.source.read(dict(config.columns)):
+            if isinstance(item, Problem):
+                problems.append(item)
+                continue
+            doc = item.doc
+            if doc.doc_id in seen:
+                problems.append(Problem(item.file, item.line, f"{item.file}: {item.where}: duplicate "
+                                        f"doc_id {doc.doc_id!r}, first seen at {seen[doc.doc_id]}"))
+                continue
+            seen[doc.doc_id] = item.where
+            self.infos.append(DocInfo(doc.doc_id, doc_hash(salt, doc), question_count(doc, config)))
+            for fact in (*doc.gold, *doc.predicted):
+                self.fact_types.add(fact["fact_type"])
+                names.update(fact)
+            self._keys.append(item.key)
+        order = {name: i for i, name in enumerate(self.sources)}
+        problems.sort(key=lambda p: (order.get(p.file, len(order)), p.line))  # stable: by input, line
+        self.warnings = field_check(config, names, " and ".join(self.sources)) + self.source.warnings()
+        return problems
+
+    def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
+        return self.source.read_again(k for info, k in zip(self.infos, self._keys, strict=True)
+                                      if info.doc_id not in skip)
+
+
+# --------------------------------------------------------------------------- one side's facts
+
+
+@dataclass(frozen=True)
+class FactEntry:
+    """One record of a fact file, checked: one fact, or several facts of one document (a format
+    that writes a document's facts on one line). ``line`` is its line (or row) number, ``key``
+    what its source reads it again by (a byte offset)."""
+
+    line: int
+    key: int
+    doc_id: str
+
+
+#: Reads facts again: ``load(keys, lines)`` gives the facts of each key, checked (a format without
+#: fact ids numbers them here, the same way every time).
+FactLoader = Callable[[Sequence[int], Sequence[int]], list[list[dict[str, Any]]]]
+
+
+class FactSource(Protocol):
+    """One side's facts, each with its ``doc_id``. ``check`` refuses an input that is no such file
+    at all (before either side is read); ``read`` yields each fact's place or a problem;
+    ``opened`` gives a loader of facts by key while it is open."""
+
+    #: The file, as named in messages.
+    name: str
+    #: What a record is called in messages: ``line`` or ``row``.
+    unit: str
+
+    def check(self) -> None: ...
+
+    def read(self, columns: Mapping[str, str]) -> Iterator[FactEntry | Problem]: ...
+
+    def opened(self) -> AbstractContextManager[FactLoader]: ...
+
+
+@dataclass
+class _Side:
+    """Where one document's facts sit in one file: keys (byte offsets) and line numbers."""
+
+    keys: array[int] = field(default_factory=lambda: array("q"))
+    lines: array[int] = field(default_factory=lambda: array("q"))
+
+
+class PairedFacts:
+    """Documents from two fact sources (gold, predicted), grouped by ``doc_id``: a
+    :class:`DocumentSource`. The sources are indexed (two integers per fact) rather than loaded,
+    so facts are read only when their document is judged. A document on one side only is still
+    scored."""
+
+    def __init__(self, gold: FactSource, predicted: FactSource) -> None:
+        self.sides: dict[Direction, FactSource] = {"gold": gold, "predicted": predicted}
+        self.sources = [gold.name, predicted.name]
+        self._index: dict[str, dict[Direction, _Side]] = {}
+        self._order: list[str] = []
+
+    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]:
+        self._index, self._order = {}, []
+        for src in self.sides.values():
+            src.check()
+        # pass 1: each fact on its own, and where each document's facts are
+        for side, src in self.sides.items():
+            for item in src.read(columns):
+                if isinstance(item, Problem):
+                    yield item
+                    continue
+                places = self._index.setdefault(item.doc_id, {"gold": _Side(), "predicted": _Side()})
+                places[side].keys.append(item.key)
+                places[side].lines.append(item.line)
+        # pass 2: one document at a time, for duplicate ids and the input hash
+        with contextlib.ExitStack() as stack:
+            loaders = {side: stack.enter_context(src.opened()) for side, src in self.sides.items()}
+            for doc_id, sides in self._index.items():
+                facts: dict[Direction, list[dict[str, Any]]] = {}
+                for side, where in sides.items():
+                    facts[side], problems = self._unique(doc_id, side, where, loaders[side])
+                    yield from problems
+                self._order.append(doc_id)
+                yield Located(self.sources[0], 0, doc_id, len(self._order) - 1,
+                              Document(doc_id, facts["gold"], facts["predicted"]))
+
+    def _unique(self, doc_id: str, side: Direction, where: _Side,
+                load: FactLoader) -> tuple[list[dict[str, Any]], list[Problem]]:
+        """One side's facts of a document, a repeated id left out (the first one kept, as on
+        every reading), and the problems."""
+        src, problems = self.sides[side], []
+        seen: dict[str, int] = {}
+        facts: list[dict[str, Any]] = []
+        for record, line in zip(load(where.keys, where.lines), where.lines, strict=True):
+            for fact in record:
+                if fact["id"] in seen:
+                    problems.append(Problem(src.name, line, (
+                        f"{src.name}: {src.unit} {line} (id {fact['id']!r}): duplicate id in document "
+                        f"{doc_id!r}, first seen at {src.unit} {seen[fact['id']]}")))
+                    continue
+                seen[fact["id"]] = line
+                facts.append(fact)
+        return facts, problems
+
+    def read_again(self, keys: Iterable[int]) -> Iterator[Document]:
+        with contextlib.ExitStack() as stack:
+            loaders = {side: stack.enter_context(src.opened()) for side, src in self.sides.items()}
+            for key in keys:
+                doc_id = self._order[key]
+                where = self._index[doc_id]
+                gold, pred = (self._unique(doc_id, s, where[s], loaders[s])[0] for s in DIRECTIONS)
+                yield Document(doc_id, gold, pred)
+
+    def warnings(self) -> list[str]:
+        """A warning when documents have gold facts only AND others predicted facts only: doc_ids
+        spelled differently on the two sides (``1`` vs ``01``) never pair, and every fact then
+        counts as missed or spurious without a word. One side alone is normal (a system that
+        found nothing in a document, a document without gold facts)."""
+        only: dict[Direction, list[str]] = {"gold": [], "predicted": []}
+        for doc_id, sides in self._index.items():
+            has = [s for s in DIRECTIONS if sides[s].lines]
+            if len(has) == 1:
+                only[has[0]].append(doc_id)
+        if not (only["gold"] and only["predicted"]):
+            return []
+        gold, pred = (f"({', '.join(repr(i if len(i) <= 40 else i[:37] + '...') for i in ids[:2])}"
+                      f"{', ...' if len(ids) > 2 else ''})" for ids in only.values())
+        return [f"{len(only['gold'])} document(s) have gold facts only {gold} and "
+                f"{len(only['predicted'])} predicted facts only {pred} (of {len(self._index)}): "
+                "doc_ids are compared exactly, so their facts count as missed and spurious; check "
+                "that both files spell the doc_ids the same way"]
+
+
+def not_json_lines(name: str, bad: int, first: str | None, objects: int) -> None:
+    """A file none of whose lines is a JSON object is not JSON lines at all (a spreadsheet or
+    another file given by mistake): one error, no ``--skip-invalid`` hint, as skipping every line
+    would score nothing on that side with exit 0. ``bad``: its problems, ``first`` the first's
+    message."""
+    if bad and first is not None and not objects:
+        raise InputError(f"{name}: not a JSON-lines file: none of its {bad} line(s) is a JSON "
+                         f"object ({first.removeprefix(f'{name}: ')})")
+
+
+__all__ = ["Dataset", "DocInfo", "DocumentSource", "Document", "FactEntry", "FactLoader", "FactSource",
+           "Located", "PairedFacts", "Problem", "ScannedDataset", "doc_hash", "doc_id_of",
+           "not_json_lines", "question_count"]
