@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from factjudge import JudgeBase, JudgeConfig, Verdict, run_judge
 from factjudge.io.config import parse_config
 from factjudge.judges.prompts import JudgeTask, negative_status
-from factjudge.judges.rules.judge import RulesJudge, compare_facts, normalized
+from factjudge.judges.rules.compare import compare_facts, normalized
+from factjudge.judges.rules.judge import RulesJudge
 from factjudge.judges.rules.normalize import (
     MISSING,
     Other,

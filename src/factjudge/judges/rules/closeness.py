@@ -14,7 +14,7 @@ from rapidfuzz import fuzz, process
 from ...core.analysis import Closeness, FieldCheck, Ranker, closest_first
 from ...core.scope import NOT_COMPARED
 from ...models import JudgeConfig
-from .judge import Prepared, compare_facts, normalized
+from .compare import Prepared, compare_facts, normalized
 
 #: Candidates fully compared per subject. A larger group is first narrowed to this many by a
 #: C-level text similarity of the whole facts: a full comparison costs about 56 us for three
