@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InputError
@@ -51,6 +52,54 @@ def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
             warnings.append(f"{fact_type}: gold facts carry {', '.join(only_gold)}, which no predicted "
                             "fact of this type has: such predictions cannot match")
     return {t: tuple(f) for t, f in gold_fields.items()}, warnings
+
+
+def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
+                fields: Mapping[Any, tuple[str, ...]] | None) -> list[str]:
+    """The fields compared for ``fact``: ``config.fields``, else its type's in ``fields`` (from
+    :func:`compared_fields`), else its own."""
+    if config.fields is not None:
+        return [f for f in config.fields if f != "fact_type"]
+    if fields is not None and fact.get("fact_type") in fields:
+        return list(fields[fact["fact_type"]])
+    return [k for k in fact if k not in NOT_COMPARED]
+
+
+def _nothing_message(fact_type: Any, count: int) -> str:
+    return (f"{fact_type}: {count} fact{'' if count == 1 else 's'} had nothing to compare (every "
+            "compared field null or absent): absence is no evidence, so the rules judge matches "
+            "such a fact with nothing")
+
+
+_NOTHING = re.compile(r"(?P<type>.*): (?P<count>\d+) facts? had nothing to compare \(")
+
+
+def nothing_to_compare(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], config: JudgeConfig,
+                       fields: Mapping[Any, tuple[str, ...]] | None) -> list[str]:
+    """A warning per fact_type with facts whose compared fields are all null or absent (a
+    Pydantic ``Optional`` left empty): counted on both sides. A type with no field to compare at
+    all is a fact by its type alone and is not counted."""
+    counts: dict[Any, int] = {}
+    for fact in (*gold, *predicted):
+        names = fact_fields(fact, config, fields)
+        if names and all(fact.get(name) is None for name in names):
+            counts[fact["fact_type"]] = counts.get(fact["fact_type"], 0) + 1
+    return [_nothing_message(t, n) for t, n in counts.items()]
+
+
+def merge_warnings(warnings: Iterable[str]) -> list[str]:
+    """The warnings of many documents as one run's: each once, in the order first met, the
+    counts of :func:`nothing_to_compare` summed per fact_type."""
+    out: dict[str, None] = {}
+    counts: dict[str, int] = {}
+    for message in warnings:
+        if m := _NOTHING.match(message):
+            if m["type"] not in counts:
+                out[f"\0nothing:{m['type']}"] = None  # its place in the order
+            counts[m["type"]] = counts.get(m["type"], 0) + int(m["count"])
+        else:
+            out[message] = None
+    return [_nothing_message(w[9:], counts[w[9:]]) if w.startswith("\0nothing:") else w for w in out]
 
 
 def scope_check(config: JudgeConfig, fact_types: Iterable[str], source: str) -> list[str]:

@@ -319,18 +319,29 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
     return FieldResult(name, ok, exact, score, detail, exact and a == b and not isinstance(a, Missing))
 
 
+def absent(value: Norm) -> bool:
+    """Null or not there at all (a unit field's absence reads as the empty unit)."""
+    return isinstance(value, Missing) or value == EMPTY_UNIT
+
+
 @dataclass(slots=True)
 class CandidateResult:
     candidate: Prepared
+    #: The compared fields present on at least one side: a field null or absent on both is no
+    #: evidence either way, so it is not compared (issue 34 item 3).
     fields: list[FieldResult]
+    #: The compared fields, when every one was null or absent on both sides: nothing to compare,
+    #: so no match ("Northwind Traders" was linked to "Fabrikam Holdings" on two empty fields).
+    empty: tuple[str, ...] = ()
     ok: bool = field(init=False)
     exact: bool = field(init=False)
     score: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ok = all(f.ok for f in self.fields)
+        self.ok = not self.empty and all(f.ok for f in self.fields)
         self.exact = self.ok and all(f.exact for f in self.fields)
-        self.score = sum(f.score for f in self.fields) / len(self.fields) if self.fields else 100.0
+        self.score = (sum(f.score for f in self.fields) / len(self.fields) if self.fields
+                      else 0.0 if self.empty else 100.0)
 
     @property
     def closeness(self) -> tuple[int, float, int]:
@@ -339,8 +350,13 @@ class CandidateResult:
 
 def compare_facts(subject: Prepared, candidate: Prepared, fields: list[str],
                   config: JudgeConfig, knowledge: Knowledge | None = None) -> CandidateResult:
-    return CandidateResult(candidate, [
-        compare_field(name, subject.get(name), candidate.get(name), config,
-                      subject.currency, candidate.currency, knowledge)
-        for name in fields
-    ])
+    """``subject`` against ``candidate`` on ``fields``. A type with no field to compare at all
+    (a fact that is its fact_type) matches by type; fields that are all null or absent on both
+    sides do not."""
+    results = []
+    for name in fields:
+        a, b = subject.get(name), candidate.get(name)
+        if absent(a) and absent(b):
+            continue
+        results.append(compare_field(name, a, b, config, subject.currency, candidate.currency, knowledge))
+    return CandidateResult(candidate, results, () if results else tuple(fields))
