@@ -130,6 +130,14 @@ class JudgeConfig(BaseModel):
     # rules judge (text similarity, 0-100 rapidfuzz score)
     text_threshold: Number = Field(default=90, ge=0, le=100)
     ignore_company_suffixes: StrictBool = True
+    #: Rules judge: how ``1,234`` and ``1.234`` are read (a single separator before three
+    #: digits): ``"."`` decimal point (the default: ``1,234`` is 1234) or ``","`` decimal comma
+    #: (``1,234`` is 1.234). Unambiguous forms (``148,16``, ``1.234,50``) are read either way.
+    decimal_separator: Literal[".", ","] = "."
+    #: Rules judge: how ``03/04/2024`` is read: ``MDY`` (the default: March 4), ``DMY`` (3 April)
+    #: or ``YMD`` (year-first data; such a day-month form is then read month first).
+    #: ``13/05/2024`` and ``03.04.2024`` (day first) are read either way.
+    date_order: Literal["MDY", "DMY", "YMD"] = "MDY"
     # LLM prompt budget: larger candidate lists are shortlisted to fit (see README)
     max_prompt_tokens: StrictInt = Field(default=100_000, ge=256)
     #: Always shortlist to this many candidates (cheaper, off by default: it defeats prefix caching).

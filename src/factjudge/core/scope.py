@@ -87,6 +87,50 @@ def nothing_to_compare(gold: list[dict[str, Any]], predicted: list[dict[str, Any
     return [_nothing_message(t, n) for t, n in counts.items()]
 
 
+#: A value that is one number with a single separator before three digits ("1,234", "$1.234"):
+#: a thousands separator or a decimal one, as ``decimal_separator`` says (the rules judge's
+#: normaliser reads it so; the unambiguous forms "148,16" and "1.234,50" never need the key).
+_AMBIGUOUS_NUMBER = re.compile(r"[^\d]*(?<![\d.,])[1-9]\d{0,2}[.,]\d{3}(?![\d.,])[^\d]*")
+#: A day and a month that could be either, with a four-digit year last ("03/04/2024").
+_AMBIGUOUS_DATE = re.compile(r"\s*(?P<a>\d{1,2})(?P<sep>[/-])(?P<b>\d{1,2})(?P=sep)\d{4}\s*")
+
+_READ_BY_DEFAULT = {
+    "decimal_separator": "values such as 1,234 or 1.234 were read with decimal_separator '.' (the "
+                         "default: 1,234 is one thousand two hundred and thirty-four): set "
+                         "decimal_separator: ',' in the config if they are decimal commas",
+    "date_order": "dates such as 03/04/2024 were read month first (date_order MDY, the default): set "
+                  "date_order: DMY in the config if they are day first",
+}
+
+
+def _ambiguous(value: str) -> str | None:
+    """The config key that decides how ``value`` is read, when it is ambiguous; else None."""
+    if len(value) > 40:
+        return None
+    if (m := _AMBIGUOUS_DATE.fullmatch(value)) and int(m["a"]) <= 12 and int(m["b"]) <= 12 \
+            and m["a"].lstrip("0") != m["b"].lstrip("0"):
+        return "date_order"
+    return "decimal_separator" if _AMBIGUOUS_NUMBER.fullmatch(value) else None
+
+
+def read_by_default(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], config: JudgeConfig,
+                    fields: Mapping[Any, tuple[str, ...]] | None) -> list[str]:
+    """A warning per locale key the config leaves to its default while a compared value needs it
+    ("1,234", "03/04/2024"); the same text for every document, so a run says it once."""
+    open_keys = [k for k in _READ_BY_DEFAULT if k not in config.model_fields_set]
+    if not open_keys:
+        return []
+    met: set[str] = set()
+    for fact in (*gold, *predicted):
+        for name in fact_fields(fact, config, fields):
+            value = fact.get(name)
+            if isinstance(value, str) and (key := _ambiguous(value)) in open_keys:
+                met.add(key)
+        if len(met) == len(open_keys):
+            break
+    return [_READ_BY_DEFAULT[k] for k in open_keys if k in met]
+
+
 def merge_warnings(warnings: Iterable[str]) -> list[str]:
     """The warnings of many documents as one run's: each once, in the order first met, the
     counts of :func:`nothing_to_compare` summed per fact_type."""

@@ -104,7 +104,7 @@ def test_parse_number(text, value, currency, percent):
     assert (q.value, q.currency, q.percent) == (Decimal(value), currency, percent)
 
 
-@pytest.mark.parametrize("text", ["12,5", "1,23", "Apple", "12.5x", "$12 EUR", "", "-", "1.2.3",
+@pytest.mark.parametrize("text", ["Apple", "12.5x", "$12 EUR", "", "-", "1.2.3",
                                   "5 apples", "12.5 musd", "$12.5 EUR million"])
 def test_parse_number_rejects(text):
     assert parse_number(text) is None

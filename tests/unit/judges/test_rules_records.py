@@ -60,3 +60,74 @@ def test_nothing_to_compare_counts_add_up_over_documents():
     merged = merge_warnings([*doc1, "other", *doc2, "other"])
     assert merged[1] == "other" and len(merged) == 2
     assert merged[0].startswith("invoice: 3 facts had nothing to compare")
+
+
+# --------------------------------------------------------------------------- number and date locales
+
+
+def one_pair(gold_value, pred_value, config=None, field="total"):
+    gold = [{"id": "g1", "fact_type": "invoice", field: gold_value}]
+    pred = [{"id": "p1", "fact_type": "invoice", field: pred_value}]
+    return judged(gold, pred, config)
+
+
+@pytest.mark.parametrize(("written", "value"), [
+    ("148,16", 148.16),         # a decimal comma before two digits
+    ("1.234,50", 1234.5),       # dots group thousands, the last separator is the decimal one
+    ("1 234,5", 1234.5),        # spaces group thousands
+    ("0,125", 0.125),           # a leading 0 groups nothing
+    ("1.234.567", 1234567),     # a separator written twice groups thousands
+    ("EUR 1.234,50", 1234.5),
+])
+def test_unambiguous_number_forms_are_read_without_configuration(written, value):
+    for config in ({}, {"decimal_separator": ","}, {"decimal_separator": "."}):
+        result, g, p = one_pair(written, value, config)
+        assert (g, p) == (["TP"], ["TP"]), (written, config, result.gold_facts[0]["reasoning"])
+        assert not any("decimal_separator" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(("written", "point", "comma"), [("1,234", 1234, 1.234), ("1.234", 1.234, 1234)])
+def test_ambiguous_numbers_follow_decimal_separator(written, point, comma):
+    for config, value, other in (({}, point, comma), ({"decimal_separator": "."}, point, comma),
+                                 ({"decimal_separator": ","}, comma, point)):
+        assert one_pair(written, value, config)[1:] == (["TP"], ["TP"]), (written, config)
+        assert one_pair(written, other, config)[1:] == (["FN"], ["FP"]), (written, config)
+
+
+def test_a_run_that_read_ambiguous_values_by_default_says_so_once_naming_the_key():
+    result, _, _ = one_pair("1,234", 1234)
+    said = [w for w in result.warnings if "decimal_separator" in w]
+    assert len(said) == 1 and "set decimal_separator: ','" in said[0]
+    assert not any("decimal_separator" in w for w in one_pair("1,234", 1234, {"decimal_separator": "."})[0].warnings)
+    dates = one_pair("03/04/2024", "2024-03-04", field="date")[0].warnings
+    assert sum("date_order" in w for w in dates) == 1
+    assert merge_warnings([*dates, *dates]) == dates  # many documents: still once
+
+
+@pytest.mark.parametrize(("written", "iso"), [
+    ("13/05/2024", "2024-05-13"),   # 13 is no month
+    ("05/13/2024", "2024-05-13"),
+    ("13-05-2024", "2024-05-13"),
+])
+def test_unambiguous_dates_are_read_without_configuration(written, iso):
+    for config in ({}, {"date_order": "DMY"}, {"date_order": "MDY"}, {"date_order": "YMD"}):
+        result, g, p = one_pair(written, iso, config, field="date")
+        assert (g, p) == (["TP"], ["TP"]), (written, config)
+        assert not any("date_order" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(("config", "iso"), [({}, "2024-03-04"), ({"date_order": "MDY"}, "2024-03-04"),
+                                             ({"date_order": "DMY"}, "2024-04-03"),
+                                             ({"date_order": "YMD"}, "2024-03-04")])
+def test_ambiguous_dates_follow_date_order(config, iso):
+    assert one_pair("03/04/2024", iso, config, field="date")[1:] == (["TP"], ["TP"])
+    other = "2024-04-03" if iso == "2024-03-04" else "2024-03-04"
+    assert one_pair("03/04/2024", other, config, field="date")[1:] == (["FN"], ["FP"])
+
+
+def test_the_locale_keys_are_config_keys_with_their_values_checked():
+    assert JudgeConfig(decimal_separator=",", date_order="DMY").date_order == "DMY"
+    with pytest.raises(ValueError):
+        JudgeConfig(decimal_separator=";")
+    with pytest.raises(ValueError):
+        JudgeConfig(date_order="DYM")

@@ -15,6 +15,7 @@ from ...core.analysis import Closeness, FieldCheck, Ranker, closest_first
 from ...core.scope import NOT_COMPARED
 from ...models import JudgeConfig
 from .compare import Prepared, compare_facts, normalized
+from .normalize import Reading
 
 #: Candidates fully compared per subject. A larger group is first narrowed to this many by a
 #: C-level text similarity of the whole facts: a full comparison costs about 56 us for three
@@ -47,11 +48,13 @@ def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
 
     # each fact normalised once per ranker (about 0.2 ms a fact): a report asks about both sides
     cache: dict[int, tuple[Mapping[str, Any], Prepared]] = {}
+    reading = Reading.of(config)
 
     def prepare(fact: Mapping[str, Any]) -> Prepared:
         hit = cache.get(id(fact))
         if hit is None or hit[0] is not fact:
-            hit = cache[id(fact)] = (fact, normalized(dict(fact), -1, config.ignore_company_suffixes))
+            hit = cache[id(fact)] = (fact, normalized(dict(fact), -1, config.ignore_company_suffixes,
+                                                               reading))
         return hit[1]
 
     def rank(subjects: Sequence[Mapping[str, Any]], candidates: Sequence[Mapping[str, Any]]

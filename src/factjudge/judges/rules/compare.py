@@ -30,12 +30,14 @@ from .knowledge import Knowledge, qualifiers
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
+    READING,
     Measure,
     Missing,
     Norm,
     Other,
     Period,
     Quantity,
+    Reading,
     Text,
     Unit,
     as_measure,
@@ -66,8 +68,10 @@ class Prepared:
         return EMPTY_UNIT if is_unit_field(name) else MISSING
 
 
-def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: bool) -> Prepared:
-    values = normalize_fact(fact, ignore_company_suffixes=ignore_company_suffixes, skip=NOT_COMPARED)
+def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: bool,
+               reading: Reading = READING) -> Prepared:
+    values = normalize_fact(fact, ignore_company_suffixes=ignore_company_suffixes, skip=NOT_COMPARED,
+                            reading=reading)
     return Prepared(position=position, fact_id=str(fact.get("id")),
                     fact_type=fact.get("fact_type"), values=values,
                     currency=fact_currency(values))

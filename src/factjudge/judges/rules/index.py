@@ -17,7 +17,19 @@ from ...models import JudgeConfig, Tolerance
 from . import variants
 from .compare import Prepared, normalized
 from .knowledge import Knowledge
-from .normalize import Missing, Norm, Other, Period, Quantity, Text, format_decimal, is_unit_field, sorted_tokens
+from .normalize import (
+    READING,
+    Missing,
+    Norm,
+    Other,
+    Period,
+    Quantity,
+    Reading,
+    Text,
+    format_decimal,
+    is_unit_field,
+    sorted_tokens,
+)
 
 #: Stop narrowing the shortlist once it is this small; comparing a few facts is cheaper.
 _SMALL_POOL = 8
@@ -52,7 +64,9 @@ class CandidateIndex:
         self.knowledge = knowledge
         #: The config the knowledge was built from (an index is rebuilt for another one).
         self.config = config
-        self.prepared = [normalized(c, i, ignore_company_suffixes) for i, c in enumerate(candidates)]
+        #: How ambiguous numbers and dates were read (the config's; an index is rebuilt for another).
+        self.reading = READING if config is None else Reading.of(config)
+        self.prepared = [normalized(c, i, ignore_company_suffixes, self.reading) for i, c in enumerate(candidates)]
         self.by_type: dict[Any, list[int]] = {}
         for p in self.prepared:
             self.by_type.setdefault(_type_key(p.fact_type), []).append(p.position)

@@ -22,6 +22,7 @@ from ..prompts import JudgeTask, negative_status
 from .compare import CandidateResult, Prepared, compare_facts, normalized
 from .index import CandidateIndex, knowledge_key, shortlist
 from .knowledge import knowledge_for
+from .normalize import Reading
 
 
 class RulesJudge(JudgeBase):
@@ -36,6 +37,7 @@ class RulesJudge(JudgeBase):
         index: CandidateIndex | None = task.shared.get("rules_index")
         if index is None or (index.config is not task.config and (
                 index.ignore_company_suffixes != task.config.ignore_company_suffixes
+                or index.reading != Reading.of(task.config)
                 or knowledge_key(index.config) != knowledge_key(task.config))):
             index = task.shared["rules_index"] = CandidateIndex(
                 task.candidates, task.config.ignore_company_suffixes, knowledge_for(task.config),
@@ -48,7 +50,7 @@ class RulesJudge(JudgeBase):
         negative = negative_status(task.direction)
         other: Direction = "predicted" if task.direction == "gold" else "gold"
         index = self._index(task)
-        subject = normalized(task.subject, -1, config.ignore_company_suffixes)
+        subject = normalized(task.subject, -1, config.ignore_company_suffixes, index.reading)
         fields = task.compared
 
         def verdict(status: PassStatus, reasoning: str, matched: str | None = None) -> Verdict:
