@@ -109,6 +109,12 @@ class RulesKnowledge(BaseModel):
     names: StrictBool = True
 
 
+#: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)
+#: and response-cache keys as they were.
+_DROPPED_AT_DEFAULT: dict[str, Any] = {"columns": {}, "decimal_separator": ".", "date_order": "MDY",
+                                       "ordered": []}
+
+
 class JudgeConfig(BaseModel):
     """The judge config file. Unknown keys are rejected so typos never pass silently."""
 
@@ -134,6 +140,9 @@ class JudgeConfig(BaseModel):
     #: digits): ``"."`` decimal point (the default: ``1,234`` is 1234) or ``","`` decimal comma
     #: (``1,234`` is 1.234). Unambiguous forms (``148,16``, ``1.234,50``) are read either way.
     decimal_separator: Literal[".", ","] = "."
+    #: Rules judge: the list fields (or paths inside a list's items, ``line_items.taxes``) whose
+    #: items are compared by position; every other list is compared as an unordered list.
+    ordered: list[StrictStr] = Field(default_factory=list)
     #: Rules judge: how ``03/04/2024`` is read: ``MDY`` (the default: March 4), ``DMY`` (3 April)
     #: or ``YMD`` (year-first data; such a day-month form is then read month first).
     #: ``13/05/2024`` and ``03.04.2024`` (day first) are read either way.
@@ -187,8 +196,10 @@ class JudgeConfig(BaseModel):
     def _no_columns_when_none(self, handler: SerializerFunctionWrapHandler) -> Any:
         # a run without the key keeps its outputs and its input hashes (resume) as they were
         data = handler(self)
-        if not self.columns and isinstance(data, dict):
-            data.pop("columns", None)
+        if isinstance(data, dict):
+            for key, default in _DROPPED_AT_DEFAULT.items():
+                if key in data and data[key] == default:
+                    data.pop(key)
         return data
 
     @field_validator("text_threshold")

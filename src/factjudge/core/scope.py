@@ -182,8 +182,9 @@ def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> lis
                 raise InputError(f"config key 'fields': no fact in {source} carries {name!r}"
                                  f"{hint(name)}; a field no fact has compares nothing, so every "
                                  "pair of the same fact_type would match")
+    # a path into a list's items (line_items.unit_price) is checked by the list field it starts with
     return [f"tolerances {name!r}: no fact in {source} carries this field{hint(name)}: ignored"
-            for name in config.tolerances if have and name not in have]
+            for name in config.tolerances if have and name not in have and name.split(".")[0] not in have]
 
 
 def matching_rules_check(config: JudgeConfig, reads_prompts: bool) -> list[str]:

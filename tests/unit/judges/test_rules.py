@@ -15,6 +15,7 @@ from factjudge.judges.rules.compare import compare_facts, normalized
 from factjudge.judges.rules.judge import RulesJudge
 from factjudge.judges.rules.normalize import (
     MISSING,
+    Items,
     Other,
     Period,
     Quantity,
@@ -194,7 +195,8 @@ def test_text_similarity_is_token_sorted_ratio():
 def test_normalize_value_kinds():
     assert normalize_value(None) is MISSING
     assert isinstance(normalize_value(True), Other)  # a bool is not the number 1
-    assert isinstance(normalize_value([1, 2]), Other)
+    assert isinstance(normalize_value([1, 2]), Items)  # compared as a multiset (issue 34 item 1)
+    assert isinstance(normalize_value([1, [2]]), Other)
     assert isinstance(normalize_value(float("nan")), Other)
     assert isinstance(normalize_value("2023"), Period)
     assert isinstance(normalize_value("2023", amount=True), Quantity)

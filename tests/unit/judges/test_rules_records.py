@@ -1,12 +1,18 @@
 """Records as extractors write them (issue 34): nulls, number and date locales, lists of records
 inside a fact, fields per fact type."""
+import itertools
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from factjudge import run_judge
 from factjudge.core.scope import merge_warnings, nothing_to_compare
+from factjudge.judges.prompts import fact_tables
+from factjudge.judges.rules.compare import compare_facts, normalized
 from factjudge.models import JudgeConfig
+from factjudge.util.assignment import max_assignment
 
 
 def judged(gold, pred, config=None):
@@ -131,3 +137,118 @@ def test_the_locale_keys_are_config_keys_with_their_values_checked():
         JudgeConfig(decimal_separator=";")
     with pytest.raises(ValueError):
         JudgeConfig(date_order="DYM")
+
+
+# --------------------------------------------------------------------------- lists inside a fact
+
+ITEMS = [{"description": "Switch 8-port", "qty": 2, "unit_price": 180},
+         {"description": "Cable Cat6 2m", "qty": 10, "unit_price": "4.50"},
+         {"description": "Router", "qty": 1, "unit_price": 99}]
+
+
+def invoice(fid, items, **more):
+    return {"id": fid, "fact_type": "invoice", "vendor": "Acme", "line_items": items, **more}
+
+
+def test_line_items_in_another_order_are_equal():
+    reordered = [ITEMS[2], {**ITEMS[1], "unit_price": "4,50"}, ITEMS[0]]
+    result, g, p = judged([invoice("g1", ITEMS)], [invoice("p1", reordered)])
+    assert (g, p) == (["TP"], ["TP"])
+    assert "line_items: 3 items equal (in another order)" in result.gold_facts[0]["reasoning"]
+
+
+def test_the_reasoning_names_the_item_that_differs_and_the_one_missing():
+    pred = [{**ITEMS[0], "unit_price": 185}, ITEMS[2]]
+    result, g, p = judged([invoice("g1", ITEMS)], [invoice("p1", pred)])
+    assert (g, p) == (["FN"], ["FP"])
+    reasoning = result.gold_facts[0]["reasoning"]
+    assert "line_items: item 1 (Switch 8-port) unit_price: 180 vs 185: differ" in reasoning
+    assert "1 item missing on candidate: item 2 (Cable Cat6 2m)" in reasoning
+    assert "1 item missing on subject: item 2 (Cable Cat6 2m)" in result.predicted_facts[0]["reasoning"]
+
+
+def test_an_extra_item_makes_the_list_differ():
+    _, g, p = judged([invoice("g1", ITEMS[:2])], [invoice("p1", ITEMS)])
+    assert (g, p) == (["FN"], ["FP"])
+
+
+def test_item_fields_take_tolerances_by_path():
+    pred = [ITEMS[2], {**ITEMS[0], "unit_price": 183}, ITEMS[1]]
+    assert judged([invoice("g1", ITEMS)], [invoice("p1", pred)])[1] == ["FN"]
+    result, g, _ = judged([invoice("g1", ITEMS)], [invoice("p1", pred)],
+                          {"tolerances": {"line_items.unit_price": {"absolute": 5}}})
+    assert g == ["TP"]
+    assert not any("tolerances" in w for w in result.warnings)  # a path is no unknown field
+
+
+def test_lists_of_values_are_multisets():
+    def tags(a, b, config=None):
+        return judged([{"id": "g", "fact_type": "t", "tags": a}], [{"id": "p", "fact_type": "t", "tags": b}],
+                      config)[1]
+    assert tags(["a", "b", "b"], ["b", "a", "b"]) == ["TP"]
+    assert tags(["a", "b"], ["a", "b", "b"]) == ["FN"]
+    assert tags(["12.5", "Acme Inc."], ["acme", 12.5]) == ["TP"]  # each value read as a field is
+    assert tags([], []) == ["TP"]
+
+
+def test_ordered_keeps_the_order_where_it_matters():
+    config = {"ordered": ["steps"]}
+    gold = [{"id": "g", "fact_type": "recipe", "steps": ["mix", "bake"]}]
+    pred = [{"id": "p", "fact_type": "recipe", "steps": ["bake", "mix"]}]
+    assert judged(gold, pred)[1] == ["TP"]
+    result, g, _ = judged(gold, pred, config)
+    assert g == ["FN"]
+    assert 'item 1 (mix) "mix" vs "bake"' in result.gold_facts[0]["reasoning"]
+
+
+def test_the_llm_judge_still_sees_a_list_as_one_json_cell():
+    table = fact_tables([invoice("g1", ITEMS[:1])])
+    assert '[{"description":"Switch 8-port","qty":2,"unit_price":180}]' in table
+
+
+def _same(items_a, items_b, config=None):
+    cfg = JudgeConfig(**(config or {}))
+    a = normalized(invoice("g", items_a), 0, True)
+    b = normalized(invoice("p", items_b), 1, True)
+    r = compare_facts(a, b, ["line_items"], cfg)
+    return r.ok, round(r.score, 6)
+
+
+item = st.fixed_dictionaries({"description": st.sampled_from(["Switch", "Cable", "Router", "Desk"]),
+                              "qty": st.integers(1, 3), "unit_price": st.sampled_from([4.5, 99, 180, 185])})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(item, max_size=5), st.lists(item, max_size=5), st.randoms(use_true_random=False))
+def test_alignment_is_invariant_under_permutation_of_either_list(a, b, rnd):
+    pa, pb = a[:], b[:]
+    rnd.shuffle(pa)
+    rnd.shuffle(pb)
+    assert _same(a, b) == _same(pa, b) == _same(a, pb)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(item, max_size=6), st.randoms(use_true_random=False))
+def test_equal_lists_are_equal_in_any_order(a, rnd):
+    shuffled = a[:]
+    rnd.shuffle(shuffled)
+    assert _same(a, a) == (True, 100.0)
+    assert _same(a, shuffled)[0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda n: st.lists(st.lists(st.integers(0, 9), min_size=n, max_size=n),
+                                                    min_size=1, max_size=5)))
+def test_the_assignment_is_optimal_and_one_to_one(benefit):
+    pairs = max_assignment(benefit)
+    rows, cols = len(benefit), len(benefit[0])
+    assert len(pairs) == min(rows, cols)
+    assert len({i for i, _ in pairs}) == len({j for _, j in pairs}) == len(pairs)
+    if rows <= cols:
+        best = max(sum(benefit[i][j] for i, j in enumerate(perm))
+                   for perm in itertools.permutations(range(cols), rows))
+    else:
+        best = max(sum(benefit[i][j] for j, i in enumerate(perm))
+                   for perm in itertools.permutations(range(rows), cols))
+    assert sum(benefit[i][j] for i, j in pairs) == best
+    assert max_assignment(benefit) == pairs  # deterministic

@@ -17,6 +17,7 @@ A candidate matches when every compared field matches. The reasoning quotes each
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -25,12 +26,15 @@ from rapidfuzz import fuzz
 
 from ...core.scope import NOT_COMPARED
 from ...models import QUOTE_LIMIT, JudgeConfig, Tolerance, cut_text, quoted
+from ...util.assignment import max_assignment
 from . import variants
 from .knowledge import Knowledge, qualifiers
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
     READING,
+    Item,
+    Items,
     Measure,
     Missing,
     Norm,
@@ -281,7 +285,7 @@ def _compare_plain(a: Norm, b: Norm) -> _Outcome:
 
 def _kind(n: Norm) -> str:
     return {Missing: "missing", Text: "text", Quantity: "number", Period: "date/period",
-            Other: "JSON value", Unit: "unit", Measure: "measure"}[type(n)]
+            Other: "JSON value", Unit: "unit", Measure: "measure", Items: "list"}[type(n)]
 
 
 def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
@@ -295,8 +299,11 @@ def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
 
 def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
                   cur_a: str | None = None, cur_b: str | None = None,
-                  knowledge: Knowledge | None = None) -> FieldResult:
-    """Compare one field of the subject (``a``) with the same field of a candidate (``b``)."""
+                  knowledge: Knowledge | None = None, path: str = "") -> FieldResult:
+    """Compare one field of the subject (``a``) with the same field of a candidate (``b``);
+    ``path`` (``line_items.unit_price``) names a field inside a list's items, for ``tolerances``
+    and ``ordered``."""
+    path = path or name
     if is_unit_field(name):
         ok, exact, score, detail = _compare_units(a, b, cur_a, cur_b, config.text_threshold)
     elif isinstance(a, Missing) or isinstance(b, Missing):
@@ -305,9 +312,11 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
         side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
         detail = f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")
     elif isinstance(a, Measure) or isinstance(b, Measure):
-        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(name))
+        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(path))
     elif isinstance(a, Quantity) and isinstance(b, Quantity):
-        ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(name))
+        ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(path))
+    elif isinstance(a, Items) and isinstance(b, Items):
+        ok, exact, score, detail = _compare_lists(name, path, a, b, config, knowledge)
     elif isinstance(a, Text) and isinstance(b, Text):
         ok, exact, score, detail = _compare_texts(a, b, config.text_threshold, name, knowledge)
     elif isinstance(a, Period) and isinstance(b, Period):
@@ -321,6 +330,82 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
     else:
         ok, exact, score, detail = _compare_plain(a, b)
     return FieldResult(name, ok, exact, score, detail, exact and a == b and not isinstance(a, Missing))
+
+
+# --------------------------------------------------------------------------- lists inside a fact
+
+
+@dataclass(frozen=True, slots=True)
+class _ItemPair:
+    ok: bool
+    exact: bool
+    score: float
+    #: The item fields that differ.
+    failed: tuple[FieldResult, ...]
+    #: Some field agrees: a pair worth aligning (else both items are reported unaligned).
+    related: bool
+
+
+def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
+                  knowledge: Knowledge | None) -> _ItemPair:
+    """Two items field by field, with the comparators and tolerances of top-level fields (a
+    field null or absent in both is not compared); a scalar item is the one field ``""``."""
+    results = []
+    for key in dict.fromkeys((*x.values, *y.values)):
+        u, v = x.get(key), y.get(key)
+        if not (absent(u) and absent(v)):
+            results.append(compare_field(key or name, u, v, config, x.currency, y.currency, knowledge,
+                                         f"{path}.{key}" if key else path))
+    ok = all(f.ok for f in results)
+    return _ItemPair(ok, ok and all(f.exact for f in results),
+                     sum(f.score for f in results) / len(results) if results else 100.0,
+                     tuple(f for f in results if not f.ok), any(f.ok for f in results) or not results)
+
+
+def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair]
+           ) -> list[tuple[int, int, _ItemPair]]:
+    """The aligned items of ``a`` and ``b``: by position when ``ordered``, else one-to-one by
+    most equal items, then most agreement (an optimal assignment: the items' order never
+    matters). Unordered, a pair sharing no equal field is no alignment: both items are left over."""
+    if ordered:
+        return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))]
+    table = [[pair(i, j) for j in range(len(b.items))] for i in range(len(a.items))]
+    # integers keep the solver exact: one equal item outweighs any sum of similarities
+    benefit = [[p.ok * 1_000_000 + round(p.score * 100) for p in row] for row in table]
+    return [(i, j, table[i][j]) for i, j in max_assignment(benefit) if table[i][j].related]
+
+
+def _item_name(n: int, item: Item) -> str:
+    return f"item {n + 1} ({cut_text(item.label, 40)})" if item.label else f"item {n + 1}"
+
+
+def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
+                   knowledge: Knowledge | None) -> _Outcome:
+    """Lists inside a fact: equal when every item aligns with an equal item and none is left
+    over; the detail names the items that differ and those left over (issue 34 item 1)."""
+    if a.items and b.items and a.records != b.records:
+        return False, False, 0.0, f"{_shown(a, b)}: a list of records vs a list of values"
+    aligned = _align(a, b, path in config.ordered,
+                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
+    only_a = [i for i in range(len(a.items)) if i not in {i for i, _, _ in aligned}]
+    only_b = [j for j in range(len(b.items)) if j not in {j for _, j, _ in aligned}]
+    ok = not only_a and not only_b and all(p.ok for _, _, p in aligned)
+    longest = max(len(a.items), len(b.items))
+    score = sum(p.score for _, _, p in aligned) / longest if longest else 100.0
+    exact = ok and all(p.exact for _, _, p in aligned)
+    if ok:
+        moved = "" if all(i == j for i, j, _ in aligned) else " (in another order)"
+        return True, exact, score, f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
+    parts = []
+    for i, _, p in aligned:
+        if not p.ok:
+            differ = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail for f in p.failed)
+            parts.append(f"{_item_name(i, a.items[i])} {differ}")
+    for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
+        if left:
+            names = ", ".join(_item_name(k, items[k]) for k in left[:5]) + (", ..." if len(left) > 5 else "")
+            parts.append(f"{len(left)} item{'' if len(left) == 1 else 's'} missing on {side}: {names}")
+    return False, False, score, "; ".join(parts)
 
 
 def absent(value: Norm) -> bool:

@@ -108,8 +108,8 @@ from ...util.jsonutil import canonical_json as _strict_json
 from .units import Measure, PhysicalUnit, parse_measure, physical_unit
 
 __all__ = [
-    "COMPANY_SUFFIXES", "Measure", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity", "READING",
-    "Reading", "Text",
+    "COMPANY_SUFFIXES", "Item", "Items", "Measure", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity",
+    "READING", "Reading", "Text",
     "Unit", "format_decimal", "is_unit_field", "normalize_fact",
     "normalize_text", "normalize_value", "parse_number", "parse_period", "parse_unit",
     "as_measure", "sorted_tokens", "text_numbers", "text_similarity", "unit_physical", "unit_target",
@@ -257,7 +257,37 @@ class Unit:
 
 EMPTY_UNIT = Unit(raw="")
 
-Norm = Missing | Text | Quantity | Period | Other | Unit | Measure
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One element of a list inside a fact: a record's fields normalised as a fact's are (its
+    unit fields folded into its amounts), or a scalar as the one field ``""``."""
+
+    values: dict[str, Norm]
+    currency: str | None
+    #: How the reasoning names it: its description, name or title, else its first text.
+    label: str
+
+    def get(self, name: str) -> Norm:
+        if name in self.values:
+            return self.values[name]
+        return EMPTY_UNIT if is_unit_field(name) else MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class Items:
+    """A list of records (``records``) or of scalars inside a fact, compared as an unordered
+    list (judges/rules/compare.py aligns the items one-to-one) unless the config's ``ordered``
+    names the field."""
+
+    items: tuple[Item, ...]
+    records: bool
+    json: str
+
+    def describe(self) -> str:
+        return self.json
+
+
+Norm = Missing | Text | Quantity | Period | Other | Unit | Measure | Items
 
 
 def lenient_json(value: Any) -> str:
@@ -901,6 +931,8 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
     """
     if value is None:
         return MISSING
+    if isinstance(value, list) and (items := _items(value, ignore_company_suffixes, reading)) is not None:
+        return items
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return _other(value)
     if isinstance(value, (int, float)):
@@ -923,6 +955,33 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
     if "_" in bare and " " not in bare and (measure := parse_measure(bare.replace("_", " "))) is not None:
         return measure
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
+
+
+_LABEL_FIELDS = ("description", "name", "title", "label", "product", "item")
+
+
+def _label(values: dict[str, Norm]) -> str:
+    texts = {k: v.raw for k, v in values.items() if isinstance(v, Text)}
+    named = next((texts[k] for k in texts if str(k).casefold() in _LABEL_FIELDS), None)
+    if named is None:
+        named = next(iter(texts.values()), None)
+    return named if named is not None else "; ".join(v.describe() for v in values.values())
+
+
+def _items(value: list[Any], ignore_company_suffixes: bool, reading: Reading) -> Items | None:
+    """A list of records or of scalars as :class:`Items`; None for a mixed or nested list (compared
+    by its JSON)."""
+    records = bool(value) and all(isinstance(v, dict) for v in value)
+    if not records and not all(v is None or isinstance(v, (str, int, float)) for v in value) or _holds_nan(value):
+        return None  # a NaN equals nothing, whichever item holds it: one JSON value says so
+    out = []
+    for v in value:
+        if records:
+            values = normalize_fact(v, ignore_company_suffixes=ignore_company_suffixes, reading=reading)
+        else:
+            values = {"": normalize_value(v, ignore_company_suffixes=ignore_company_suffixes, reading=reading)}
+        out.append(Item(values, fact_currency(values), _label(values)))
+    return Items(tuple(out), records, lenient_json(value))
 
 
 def _unit_norm(value: Any) -> Norm:
