@@ -130,7 +130,10 @@ class JudgeConfig(BaseModel):
 
     entity_types: list[StrictStr] = Field(default_factory=list)
     matching_rules: list[StrictStr | dict[str, Any]] = Field(default_factory=list)
-    fields: list[StrictStr] | None = None
+    #: The fields to compare: one list for every fact_type, or a list per fact_type
+    #: (``{invoice: [vendor, total, line_items], line_item: [sku, qty]}``; an unlisted type compares
+    #: the fields its gold facts carry, as without the key).
+    fields: list[StrictStr] | dict[StrictStr, list[StrictStr]] | None = None
     tolerances: dict[StrictStr, Tolerance] = Field(default_factory=dict)
     one_to_one: StrictBool = False
     # rules judge (text similarity, 0-100 rapidfuzz score)
@@ -201,6 +204,20 @@ class JudgeConfig(BaseModel):
                 if key in data and data[key] == default:
                     data.pop(key)
         return data
+
+    def fields_for(self, fact_type: Any) -> list[str] | None:
+        """The fields ``fields`` names for ``fact_type`` (in order, once, ``fact_type`` left out);
+        None where it names none: the gold facts then decide (see core/scope.py)."""
+        if isinstance(self.fields, dict):
+            named = self.fields.get(fact_type) if isinstance(fact_type, str) else None
+        else:
+            named = self.fields
+        return None if named is None else [f for f in dict.fromkeys(named) if f != "fact_type"]
+
+    def field_names(self) -> list[str]:
+        """Every field ``fields`` names, for any fact_type."""
+        named = self.fields.values() if isinstance(self.fields, dict) else [self.fields or []]
+        return list(dict.fromkeys(f for names in named for f in names))
 
     @field_validator("text_threshold")
     @classmethod

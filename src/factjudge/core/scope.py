@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
@@ -34,32 +34,37 @@ def _fields(facts: Iterable[dict[str, Any]]) -> dict[str, dict[str, None]]:
 
 def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
                     config: JudgeConfig) -> tuple[dict[str, tuple[str, ...]] | None, list[str]]:
-    """The fields compared per ``fact_type`` and the warnings about them. ``config.fields`` when
-    given (None here: judges use it as it is); otherwise the fields the gold facts of that type
-    carry, the reference deciding what a fact is. Fields only predictions carry (``confidence``,
-    ``page``...) are not compared, and gold fields no prediction has are named."""
-    if config.fields is not None:
+    """The fields compared per ``fact_type`` and the warnings about them. ``config.fields`` as one
+    list: None here (judges use it as it is); as a list per fact_type: those lists; for any other
+    type, the fields the gold facts of that type carry, the reference deciding what a fact is.
+    Fields only predictions carry (``confidence``, ``page``...) are not compared, and gold fields
+    no prediction has are named."""
+    if isinstance(config.fields, list):
         return None, []
+    listed = config.fields or {}
     gold_fields, pred_fields = _fields(gold), _fields(predicted)
     warnings = []
     for fact_type in sorted(set(gold_fields) & set(pred_fields)):
-        only_pred = [f for f in pred_fields[fact_type] if f not in gold_fields[fact_type]]
-        only_gold = [f for f in gold_fields[fact_type] if f not in pred_fields[fact_type]]
+        names = listed.get(fact_type, gold_fields[fact_type])  # a type's own list says what counts
+        only_pred = [] if fact_type in listed else [f for f in pred_fields[fact_type] if f not in names]
+        only_gold = [f for f in names if f in gold_fields[fact_type] and f not in pred_fields[fact_type]]
         if only_pred:
             warnings.append(f"{fact_type}: predicted facts carry {', '.join(only_pred)}, which no gold "
                             "fact of this type has: not compared (set 'fields' to compare them)")
         if only_gold:
             warnings.append(f"{fact_type}: gold facts carry {', '.join(only_gold)}, which no predicted "
                             "fact of this type has: such predictions cannot match")
-    return {t: tuple(f) for t, f in gold_fields.items()}, warnings
+    per_type = {t: tuple(f) for t, f in gold_fields.items()}
+    per_type.update({t: tuple(config.fields_for(t) or ()) for t in listed})
+    return per_type, warnings
 
 
 def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
-                fields: Mapping[Any, tuple[str, ...]] | None) -> list[str]:
-    """The fields compared for ``fact``: ``config.fields``, else its type's in ``fields`` (from
-    :func:`compared_fields`), else its own."""
-    if config.fields is not None:
-        return [f for f in config.fields if f != "fact_type"]
+                fields: Mapping[Any, Sequence[str]] | None) -> list[str]:
+    """The fields compared for ``fact``: ``config.fields`` (its type's), else its type's in
+    ``fields`` (from :func:`compared_fields`), else its own."""
+    if (named := config.fields_for(fact.get("fact_type"))) is not None:
+        return named
     if fields is not None and fact.get("fact_type") in fields:
         return list(fields[fact["fact_type"]])
     return [k for k in fact if k not in NOT_COMPARED]
@@ -177,7 +182,7 @@ def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> lis
         return f" (did you mean {close[0]!r}?)" if close else ""
 
     if have:  # nothing to judge is not a mistake
-        for name in config.fields or ():
+        for name in config.field_names():
             if name not in have:
                 raise InputError(f"config key 'fields': no fact in {source} carries {name!r}"
                                  f"{hint(name)}; a field no fact has compares nothing, so every "

@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from factjudge import run_judge
-from factjudge.core.scope import merge_warnings, nothing_to_compare
-from factjudge.judges.prompts import fact_tables
+from factjudge.core.scope import compared_fields, merge_warnings, nothing_to_compare
+from factjudge.errors import InputError
+from factjudge.io.config import parse_config
+from factjudge.judges.prompts import fact_tables, system_message
 from factjudge.judges.rules.compare import compare_facts, normalized
 from factjudge.models import JudgeConfig
 from factjudge.util.assignment import max_assignment
@@ -252,3 +254,51 @@ def test_the_assignment_is_optimal_and_one_to_one(benefit):
                    for perm in itertools.permutations(range(rows), cols))
     assert sum(benefit[i][j] for i, j in pairs) == best
     assert max_assignment(benefit) == pairs  # deterministic
+
+
+# --------------------------------------------------------------------------- fields per fact type
+
+PER_TYPE = {"fields": {"invoice": ["vendor", "total"], "line_item": ["sku"]}}
+GOLD = [{"id": "g1", "fact_type": "invoice", "vendor": "Acme", "total": 100, "note": "paid", "po": "7"},
+        {"id": "g2", "fact_type": "line_item", "sku": "A1", "qty": 2},
+        {"id": "g3", "fact_type": "payment", "amount": 5, "method": "card"}]
+PRED = [{"id": "p1", "fact_type": "invoice", "vendor": "Acme", "total": 120, "note": "unpaid", "confidence": 0.9},
+        {"id": "p2", "fact_type": "line_item", "sku": "A1", "qty": 3},
+        {"id": "p3", "fact_type": "payment", "amount": 5, "method": "cash"}]
+
+
+def test_fields_per_fact_type_compare_each_types_own_list():
+    result, g, p = judged(GOLD, PRED, PER_TYPE)
+    # line_item: qty differs but only sku is listed; payment is not listed: all its gold fields count
+    assert g == ["FN", "TP", "FN"] and p == ["FP", "TP", "FP"]
+    assert "note" not in result.gold_facts[0]["reasoning"]
+    near = result.analysis.near_misses
+    assert [(n.fact_type, n.agree, n.differ) for n in near if n.fact_type == "invoice"] == [
+        ("invoice", ["vendor"], ["total"])]
+
+
+def test_fields_per_fact_type_reach_the_prompt_tables_and_the_warnings():
+    config = JudgeConfig(**PER_TYPE)
+    per_type, warnings_ = compared_fields(GOLD, PRED, config)
+    assert per_type is not None
+    assert per_type["invoice"] == ("vendor", "total") and per_type["line_item"] == ("sku",)
+    assert per_type["payment"] == ("amount", "method")
+    table = fact_tables(PRED[:1], per_type)
+    assert "note" not in table and "confidence" not in table and "vendor" in table
+    assert "Fields to compare" not in system_message("gold", config)  # the tables say it per type
+    # no warning about invoice's unlisted fields (po, note, confidence)
+    assert not any(w.startswith("invoice") for w in warnings_)
+    listed_missing = compared_fields(GOLD, PRED, JudgeConfig(fields={"invoice": ["vendor", "po"]}))[1]
+    assert any(w.startswith("invoice: gold facts carry po") for w in listed_missing)
+
+
+def test_the_list_form_of_fields_keeps_its_meaning():
+    config = JudgeConfig(fields=["vendor"])
+    assert compared_fields(GOLD, PRED, config) == (None, [])
+    assert config.fields_for("invoice") == config.fields_for("anything") == ["vendor"]
+    assert "Fields to compare: vendor" in system_message("gold", config)
+
+
+def test_an_empty_list_for_one_type_is_refused():
+    with pytest.raises(InputError, match="fields of 'invoice'"):
+        parse_config({"fields": {"invoice": [], "line_item": ["sku"]}})
