@@ -88,25 +88,9 @@ def eval_cmd(
     """Judge a whole dataset: results per document, aggregate metrics with 95% intervals, reports.
 
     Run it again after an interruption: finished documents are kept, the rest are judged."""
-    if (dataset is None) == (gold is None and predicted is None):
-        raise fail("give either DATASET.jsonl or both --gold and --predicted")
-    if dataset is None and (gold is None or predicted is None):
-        raise fail("--gold and --predicted go together")
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
-    if dataset is not None and (gold_format or predicted_format):
-        raise fail("--gold-format and --predicted-format go with --gold and --predicted; a dataset's "
-                   "format is --format")
-    try:
-        if dataset is not None:
-            data: Dataset = open_dataset(dataset, input_format=input_format)
-        elif gold is not None and predicted is not None:
-            data = open_dataset((gold, predicted), input_format=input_format, gold_format=gold_format,
-                                predicted_format=predicted_format)
-        else:  # refused above
-            raise fail("--gold and --predicted go together")
-    except InputError as exc:  # a format named wrongly
-        raise fail(str(exc)) from None
+    data = _open_input(dataset, gold, predicted, input_format, gold_format, predicted_format)
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
                               zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
 
@@ -122,6 +106,25 @@ def eval_cmd(
     run_command(lambda: _tracked(mlflow, run),
                 interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
                 "command again to judge the rest", after=f"; finished documents are in {output_dir / RESULTS}")
+
+
+def _open_input(dataset: Path | None, gold: Path | None, predicted: Path | None, input_format: str | None,
+                gold_format: str | None, predicted_format: str | None) -> Dataset:
+    """The input as the flags name it: a dataset, or gold and predicted fact files, each in its format."""
+    if (dataset is None) == (gold is None and predicted is None):
+        raise fail("give either DATASET.jsonl or both --gold and --predicted")
+    if dataset is not None and (gold_format or predicted_format):
+        raise fail("--gold-format and --predicted-format go with --gold and --predicted; a dataset's "
+                   "format is --format")
+    try:
+        if dataset is not None:
+            return open_dataset(dataset, input_format=input_format)
+        if gold is not None and predicted is not None:
+            return open_dataset((gold, predicted), input_format=input_format, gold_format=gold_format,
+                                predicted_format=predicted_format)
+    except InputError as exc:  # a format named wrongly
+        raise fail(str(exc)) from None
+    raise fail("--gold and --predicted go together")
 
 
 def with_calibration(settings: ReportSettings, path: Path | None) -> ReportSettings:
