@@ -49,3 +49,31 @@ def without_credentials(url: str) -> str:
         netloc += f":{parts.port}"
     clean = SplitResult(parts.scheme.lower(), netloc, parts.path.rstrip("/"), parts.query, "")
     return urlunsplit(clean)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin(url: str) -> str:
+    """``scheme://host:port`` of ``url``: what may be shown of it (no userinfo, path or query, which
+    may hold credentials) and what a browser decides credentials by."""
+    try:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        port = parts.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        return "(an unreadable URL)"
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}:{port}" if port else f"{scheme}://{host}"
+
+
+def credentials_may_follow(source: str, target: str) -> bool:
+    """Whether a request carrying credentials may follow a redirect from ``source`` to ``target``:
+    the same origin, or the same host moved from http to https on the default ports (what httpx
+    keeps ``Authorization`` for). Never to another host, port, or from https to http."""
+    if origin(source) == origin(target):
+        return True
+    src, dst = urlsplit(source), urlsplit(target)
+    return (src.scheme.lower(), dst.scheme.lower()) == ("http", "https") and src.hostname == dst.hostname \
+        and origin(source).endswith(":80") and origin(target).endswith(":443")
