@@ -294,7 +294,7 @@ class RawServer:
 class ScriptedServer:
     def __init__(self, truth: dict[tuple[str, str], str | None] | None = None,
                  responder: Callable[[dict[str, Any]], Reply] | None = None,
-                 delay: float = 0.0) -> None:
+                 delay: float = 0.0, port: int = 0) -> None:
         self.truth = truth or {}
         self.responder = responder or self._from_truth
         self.faults: dict[tuple[str, str], list[Reply]] = {}
@@ -332,7 +332,9 @@ class ScriptedServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
-        self.port = 0
+        #: the port to listen on (0: a free one); a server started again on its old port is the
+        #: same endpoint to the client (a restarted server)
+        self.port = port
         # --- Files and Batches
         self.files: dict[str, dict[str, Any]] = {}
         self.file_data: dict[str, bytes] = {}
@@ -880,7 +882,7 @@ class ScriptedServer:
         app.router.add_get("/v1/batches/{batch_id}", self._retrieve_batch)
         runner = web.AppRunner(app, access_log=None)
         loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        site = web.TCPSite(runner, "127.0.0.1", self.port, backlog=1024)
         loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._runner = runner

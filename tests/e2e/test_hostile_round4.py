@@ -60,3 +60,51 @@ def test_a_redirect_within_the_origin_is_followed_with_the_key(server, backend):
     assert result.metrics.f1 == 1.0
     headers = server.message_headers if backend == "anthropic" else server.headers
     assert len(headers) == 5 and all(KEY in str(h) for h in headers)
+
+
+# --------------------------------------------------------------------------- item 7: a server that dies
+
+def test_a_server_that_dies_mid_run_stops_eval_and_a_rerun_resumes(tmp_path, write_json):
+    """After some answers the server is shut down: eval stops in one line (exit 2) instead of
+    retrying every fact, the documents judged are kept, and a rerun against the server started
+    again on its port judges only the rest."""
+    import threading
+    import time
+
+    from evalkit import read_lines, run_cli
+
+    docs = [{"doc_id": f"d{i}", "gold_facts": [{"id": f"g{i}", "fact_type": "revenue", "value": i}],
+             "predicted_facts": [{"id": f"p{i}", "fact_type": "revenue", "value": i}]} for i in range(40)]
+    truth = {**{("gold", f"g{i}"): f"p{i}" for i in range(40)}, **{("predicted", f"p{i}"): f"g{i}" for i in range(40)}}
+    data = write_json("data.jsonl", docs)
+    cfg = write_json("cfg.json", {"entity_types": ["revenue"]})
+    out = tmp_path / "out"
+    server = ScriptedServer(truth).start()
+    port, answered = server.port, []
+
+    def dying(body):
+        answered.append(1)
+        if len(answered) == 12:
+            threading.Thread(target=server.stop).start()
+        return server._from_truth(body)
+
+    server.responder = dying
+    args = ["eval", data, "-c", cfg, "--model", "m", "--base-url", server.base_url,
+            "--cache-dir", tmp_path / "cache", "-o", out, "--concurrency", "2"]
+    started = time.monotonic()
+    proc = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    took = time.monotonic() - started
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert len(lines) == 1 and "stopped accepting connections" in lines[0], proc.stderr
+    assert took < 60, took
+    kept = read_lines(out / "results.jsonl")
+    assert 0 < len(kept) < 40
+    assert all(f["status"] != "ERROR" for r in kept for f in r["gold_facts"] + r["predicted_facts"])
+    with ScriptedServer(truth, port=port) as again:
+        proc = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+        assert proc.returncode == 0, proc.stderr
+        kept_ids = {f["id"] for r in kept for f in r["gold_facts"] + r["predicted_facts"]}
+        asked = set(again.subjects())
+        assert asked and not asked & kept_ids  # only the documents not kept are judged again
+    assert len(read_lines(out / "results.jsonl")) == 40

@@ -542,6 +542,7 @@ class LLMJudge(JudgeBase):
         :class:`BackendError` when out of tries or time, :class:`JudgeSetupError` when the server
         cannot work for any question."""
         attempt = 0
+        refused = 0  # tries of this question refused a connection
         bodies: list[str] = []
         while True:
             plan = self._plan(task, self.mode)
@@ -566,6 +567,12 @@ class LLMJudge(JudgeBase):
                 last = delay is None or time.monotonic() + delay >= deadline
                 if not self._answered:
                     self._stop_if_hopeless(exc, last, bodies)
+                elif exc.kind == "connect":
+                    refused += 1
+                    if last and refused > attempt:  # every try refused: the server is gone
+                        raise self._stop(f"the server at {self.endpoint.host} stopped accepting "
+                                         f"connections ({refused} in a row refused: {exc.message}); "
+                                         "check that it is running") from None
                 if last:
                     raise
                 assert delay is not None
