@@ -318,6 +318,9 @@ class ScriptedServer:
         #: A gateway routing by path: chat completions under ``/{prefix}/v1`` are answered by
         #: ``routes[prefix]`` (``base_url_for(prefix)``), the rest by the responder.
         self.routes: dict[str, Callable[[dict[str, Any]], Reply]] = {}
+        #: A check of every raw request body (chat completions or Messages API, as sent) that may
+        #: answer it first, e.g. a refusal in a provider's own words; None lets it through.
+        self.gate: Callable[[dict[str, Any]], Reply | None] | None = None
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         #: (direction, prompt tokens, cached prompt tokens) of every answered request
@@ -409,6 +412,9 @@ class ScriptedServer:
         refused = refusal(body, self.refuse, self.refuse_with_param) if self.refuse else None
         if refused is not None:
             return web.Response(status=400, content_type="application/json", text=refused)
+        gated = self.gate(body) if self.gate else None
+        if gated is not None:
+            return web.Response(status=gated.status, content_type="application/json", text=gated.body or "")
         if mode_of(body) in self.reject_modes:
             return web.Response(status=500, content_type="application/json", text=json.dumps({
                 "error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
@@ -495,7 +501,8 @@ class ScriptedServer:
         with self._lock:
             self.message_requests.append(body)
             self.message_headers.append(dict(request.headers))
-        refused = self._check_headers(request) or self._check_message_body(body)
+        refused = self._check_headers(request) or self._check_message_body(body) or (
+            self.gate(body) if self.gate else None)
         if refused is None and "json_schema" in self.reject_modes and "output_config" in body:
             # a model without structured outputs; the message is ours, the docs give none
             refused = anthropic_error(400, "invalid_request_error",

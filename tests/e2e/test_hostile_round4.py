@@ -2,6 +2,8 @@
 refusals of sampling parameters in other wordings, answers with extra tools or keys. All through
 real HTTP with the scripted server."""
 
+import json
+
 import pytest
 from scripted_server import Reply, ScriptedServer
 
@@ -108,3 +110,51 @@ def test_a_server_that_dies_mid_run_stops_eval_and_a_rerun_resumes(tmp_path, wri
         asked = set(again.subjects())
         assert asked and not asked & kept_ids  # only the documents not kept are judged again
     assert len(read_lines(out / "results.jsonl")) == 40
+
+
+# --------------------------------------------------------------------------- item 8: refusals in other words
+
+def _error(message):
+    return json.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+
+
+REFUSALS = {
+    # backend, status, body, the field it refuses, what the judge adapts to
+    "anthropic-thinking": ("anthropic", 400, json.dumps({"type": "error", "error": {
+        "type": "invalid_request_error", "message": "`temperature` may only be set to 1 when thinking is enabled."}}),
+        "temperature", "no_temperature"),
+    "only-accepts": ("http", 400, _error("This model only accepts temperature=1 (got 0)."), "temperature",
+                     "no_temperature"),
+    "extra-fields-422": ("http", 422, _error("temperature: extra fields not permitted"), "temperature",
+                         "no_temperature"),
+    "deprecated": ("http", 400, _error("max_tokens is deprecated for this model, use max_completion_tokens"),
+                   "max_tokens", "max_completion_tokens"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+def test_a_refused_parameter_in_other_words_adapts_it_not_the_structured_output(server, case):
+    backend, status, body, field, adapted = REFUSALS[case]
+    server.truth = TRUTH
+    server.gate = lambda request: (Reply(status=status, body=body)
+                                   if field in request and request[field] != 1 else None)
+    said = []
+    base = f"http://127.0.0.1:{server.port}" if backend == "anthropic" else server.base_url
+    llm = judge(base, backend)
+    llm.notify = said.append
+    result = run_judge(G, P, {}, llm)
+    assert result.metrics.f1 == 1.0 and result.metrics.errors == 0
+    assert result.usage.adapted == [adapted]
+    assert result.usage.structured_output == "json_schema"  # not blamed on structured output
+    assert not any("structured output" in line for line in said), said
+
+
+def test_a_refused_parameter_that_cannot_be_adapted_is_named_not_blamed_on_structured_output(server):
+    server.gate = lambda request: Reply(status=400, body=_error(
+        "Unrecognized request argument supplied: reasoning_effort")) if "reasoning_effort" in request else None
+    with pytest.raises(JudgeSetupError) as info:
+        run_judge(G, P, {}, judge(server.base_url, reasoning_effort="low"))
+    message = str(info.value)
+    assert "reasoning_effort" in message and "--reasoning-effort" in message
+    assert "structured output" not in message and "Unrecognized request argument" in message
+    assert {json.dumps(r.get("response_format", {}).get("type")) for r in server.requests} == {'"json_schema"'}
