@@ -20,7 +20,7 @@ from datetime import timezone
 from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
-from ....util.urls import credentials_may_follow, origin
+from ....util.urls import credentials_may_follow, origin, query_credentials
 
 #: Longest server message kept in an error (one line).
 MESSAGE_CHARS = 300
@@ -120,7 +120,8 @@ def endpoint(base_url: str | None, api_key: str | None, default_url: str = "http
     """Credentials in the URL's userinfo become Basic auth (else the key is a Bearer token) and are
     kept out of the URL, the cache key and every message. No base URL: ``default_url``."""
     url = urlsplit(base_url or default_url)
-    secrets = [s for s in (api_key,) if s and s != "none"]
+    # a key in the query (?api-key=, ?code=) stays in the request, hidden from every message
+    secrets = [s for s in (api_key, *query_credentials(base_url or "")) if s and s != "none"]
     headers = {"Content-Type": "application/json"}
     if url.username is not None or url.password is not None:
         user, password = unquote(url.username or ""), unquote(url.password or "")
