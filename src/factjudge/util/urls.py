@@ -11,8 +11,8 @@ from .redact import MASK
 #: Query parameters that carry a credential, as gateways and Azure take them: ``api-key``,
 #: ``code`` (Azure Functions), ``sig`` (a SAS signature), ``key``, ``subscription-key``,
 #: ``access_token``, ``client_secret``... Their values are hidden wherever a URL is shown.
-_CREDENTIAL_PARAM = re.compile(r"^(?:code|sig|signature|key|pwd|pass)$|key|token|secret|passw|auth|sig",
-                               re.IGNORECASE)
+_CREDENTIAL_PARAM = re.compile(r"(?:^|[-_.])(?:code|sig|signature|key|apikey|pwd|pass|auth|authorization"
+                               r"|credentials?)$|token|secret|passw", re.IGNORECASE)
 
 
 def _query_pairs(query: str) -> list[tuple[str, str, str, bool]]:
