@@ -58,6 +58,8 @@ class Reply:
     #: more fields of the assistant message, as reasoning servers add them: ``reasoning`` (vLLM
     #: now, Ollama), ``reasoning_content`` (older vLLM, DeepSeek, SGLang)
     message: dict[str, Any] = field(default_factory=dict)
+    #: Messages API: the reply's content blocks as they are (several tool_use blocks, another tool)
+    blocks: list[dict[str, Any]] | None = None
 
 
 def answer(direction: str, subject_id: str, matched: Any, reasoning: str = "scripted") -> Reply:
@@ -651,7 +653,9 @@ class ScriptedServer:
             data = json.loads(reply.content or "")
         except ValueError:
             data = None
-        if choice.get("type") == "tool" and isinstance(data, dict):
+        if reply.blocks is not None:
+            content, stop = reply.blocks, "tool_use"
+        elif choice.get("type") == "tool" and isinstance(data, dict):
             content.append({"type": "tool_use", "id": f"toolu_{len(self.message_requests)}",
                             "name": choice["name"], "input": data})
             stop = "tool_use"

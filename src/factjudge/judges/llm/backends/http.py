@@ -125,6 +125,10 @@ class HTTPBackend:
             start = " ".join(raw[:80].decode("utf-8", "replace").split())
             what = "an empty body" if not raw.strip() else f"not JSON: {start!r}"
             return ChatReply(None, problem=f"the server answered HTTP 200 with {what}")
+        return self.read(data, body)
+
+    def read(self, data: Any, body: RequestBody) -> ChatReply:
+        """A 200's parsed body as a reply (``body``: the request it answers)."""
         return self.parse(data)
 
     async def _post(self, url: str, body: RequestBody, timeout: float) -> bytes | str | None:
