@@ -300,8 +300,12 @@ def test_a_key_in_the_base_urls_query_is_sent_and_written_nowhere(server, datase
     secrets = [*QUERY_SECRETS.values(), "qk-SECRET+sig-4"]
     assert files_holding(out, *secrets) == [] and files_holding(cache, *secrets) == []
     assert not any(s in proc.stderr + proc.stdout for s in secrets)
-    shown = json.loads((out / "summary.json").read_text())["judge"]["base_url"]
+    summary = json.loads((out / "summary.json").read_text())
+    shown = summary["judge"]["base_url"]
     assert shown == f"{server.base_url}?api-version=2024-10-21&api-key=***&code=***&key=***&sig=***"
+    from factjudge.cli.mlflow_hook import run_params  # what eval --mlflow logs as the run's params
+
+    assert not any(s in json.dumps(run_params(summary)) for s in secrets)
 
 
 def test_a_key_in_the_query_is_hidden_from_messages_and_the_specs_repr(server):
