@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError, JudgeSetupError
 from ..models import JudgeConfig
 from ..util.bounds import Bound, numbers_problem
-from ..util.urls import url_problem
+from ..util.urls import redact_query, url_problem
 from .base import Judge
 from .hybrid import HybridJudge
 from .jury import JuryJudge, repeat_name, split_model_spec
@@ -97,7 +97,11 @@ class JudgeSpec:
 
 
 def _hide_userinfo(text: str | None) -> str | None:
-    return None if text is None else _USERINFO.sub("***@", text)
+    """``text`` (a URL, or ``model@URL``) without its userinfo or credential-like query values."""
+    if text is None:
+        return None
+    head, mark, query = _USERINFO.sub("***@", text).partition("?")
+    return head + mark + redact_query(query)
 
 
 #: A judge kind's builder: the spec, and a factory of the LLM judge of one seat (a kind that asks

@@ -352,6 +352,8 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer("the answer must be a JSON object")
     asked = task.config.reasoning != "none"
     expected = {id_key, "reasoning", matched_key} if asked else {id_key, matched_key}
+    if not asked:  # a model (or server) that reasons anyway: its reasoning is taken and dropped
+        data.pop("reasoning", None)
     if set(data) != expected:
         missing, extra = sorted(expected - set(data)), sorted(set(data) - expected)
         raise InvalidAnswer(f"the answer must have exactly the keys {sorted(expected)}"
