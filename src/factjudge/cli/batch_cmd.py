@@ -11,11 +11,10 @@ from typing import Any
 
 import typer
 
-from ..io.datasets import Dataset
 from ..judges.factory import JUDGE_KINDS
 from ..judges.llm.cache import ResponseCache, default_cache_dir
 from .app import app, fail, run_command, say
-from .evalrun import scan
+from .evalrun import EvalRequest, prepare
 from .options import JudgeOptions, inject_options
 
 #: Invalid answers and failed requests listed after an import (all are counted).
@@ -55,34 +54,36 @@ with_batch = inject_options("batch_opts", BATCH_OPTS, lambda v: BatchOptions(
     export=v["batch_export"], submit=v["batch_submit"], poll_interval=v["poll_interval"]))
 
 
-def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | None, output_dir: Path,
-                   skip_invalid: bool, quiet: bool, opts: JudgeOptions, overwrite: bool,
-                   live: Callable[[], int]) -> int:
-    """``eval --batch-export`` (exit 0 once written) or ``eval --batch`` (the batch rounds, then
-    ``live()``: the normal run, which finds the answers in the response cache). The documents
-    asked are those the run would judge: with ``overwrite``, all of them."""
-
+def check_batch(b: BatchOptions, opts: JudgeOptions) -> None:
+    """What the flags alone refuse for ``eval --batch-export`` / ``eval --batch``."""
     flag = "--batch-export" if b.export is not None else "--batch"
+    spec = opts.spec
     if b.export is not None and b.submit:
         raise fail("--batch-export writes a file to run yourself, --batch runs it on the server: "
                    "choose one")
-    if opts.dry_run:
+    if spec.dry_run:
         raise fail(f"--dry-run previews live calls; drop it with {flag} (the export itself calls nothing)")
-    if not JUDGE_KINDS[opts.kind].uses_llm:
+    if not JUDGE_KINDS[spec.resolved_kind].uses_llm:
         raise fail(f"{flag} needs an LLM judge: add --model NAME (with --judge llm or hybrid)")
-    if opts.no_cache:
+    if not spec.cache:
         raise fail(f"{flag} needs the response cache (batch answers are imported into it): drop --no-cache")
-    if opts.backend == "anthropic":  # its lines are chat completions for OpenAI's Files and Batches
+    if spec.backend == "anthropic":  # its lines are chat completions for OpenAI's Files and Batches
         raise fail(f"{flag} speaks OpenAI's Batch API; --backend anthropic asks live only "
                    "(Anthropic's Message Batches API is not supported): drop one of them")
     if b.export is not None and b.export.is_dir():
         raise fail(f"{b.export}: is a folder; --batch-export takes a file name")
+
+
+def run_batch_eval(b: BatchOptions, req: EvalRequest, live: Callable[[], int]) -> int:
+    """``eval --batch-export`` (exit 0 once written) or ``eval --batch`` (the batch rounds, then
+    ``live()``: the normal run, which finds the answers in the response cache). The documents
+    asked are those the run would judge: with ``overwrite``, all of them. The flags were checked
+    by :func:`check_batch`."""
     from ..runners.batch import STATE_FILE, BatchRunner, Imported, export_batch  # only for --batch runs
 
-    cfg = opts.config(config)
+    data, cfg, output_dir, overwrite = req.data, req.config, req.output_dir, req.overwrite
     # an export calls nothing, so it needs no API key (the key is not part of any cache key)
-    judge = (replace(opts, dry_run=True) if b.export is not None else opts).build(cfg)
-    scan(data, name, cfg, judge, skip_invalid)
+    judge, _ = prepare(req, replace(req.spec, dry_run=True) if b.export is not None else None)
     if b.export is not None:
         out = export_batch(data, cfg, judge, output_dir, b.export, overwrite=overwrite)
         names = ", ".join(str(p) for p in out.files)
@@ -100,7 +101,7 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
                                "reasked": out.reasked}))
         return 0
     runner = BatchRunner(data, cfg, judge, output_dir, poll_interval=b.poll_interval, overwrite=overwrite,
-                         notify=(lambda _: None) if quiet else say)
+                         notify=(lambda _: None) if req.quiet else say)
 
     async def batches() -> Imported:
         try:
@@ -109,7 +110,7 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
             await judge.aclose()
 
     total = asyncio.run(batches())
-    if not quiet:
+    if not req.quiet:
         c = total.counts()
         say(f"factjudge: batch phase done ({output_dir / STATE_FILE}): {c['stored']} answer(s) stored; "
             "finishing the run from the response cache")

@@ -34,7 +34,7 @@ from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
-from ..core.scope import scope_check
+from ..core.scope import merge_warnings, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, open_dataset
@@ -252,12 +252,12 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         if settings.csv:
             from ..reports.facts_csv import FactsCsvWriter  # only with --csv
             facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
-        warnings: dict[str, None] = {}
+        warnings: list[str] = []
         shape = InputShape()
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line))
             shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
-            warnings.update(dict.fromkeys(line.get("warnings", ())))
+            warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
                 facts_csv.add(line)
             m = line["metrics"]

@@ -170,8 +170,8 @@ def system_message(direction: Direction, config: JudgeConfig) -> str:
         lines += [f"- {r if isinstance(r, str) else canonical_json(r)}" for r in config.matching_rules]
     else:
         del lines[-2:]  # no rules: no heading either
-    if config.fields:  # the tables show every field then (``fields`` is None)
-        lines += ["", "Fields to compare: " + ", ".join(config.fields)]
+    if isinstance(config.fields, list) and config.fields:  # the tables show every field then
+        lines += ["", "Fields to compare: " + ", ".join(config.fields)]  # (a mapping: per type, in them)
     if config.tolerances:
         lines += ["", "Numeric tolerances per field (a value matches when within either bound):"]
         for name, tol in config.tolerances.items():
@@ -310,8 +310,8 @@ class JudgeTask:
         """The fields to compare for this subject: ``config.fields`` in order; else the fields of
         its fact_type's gold facts (``fields``); else its own. ``fact_type`` is checked before any
         field, and ``id`` is never data: listing it compares nothing (both read as missing)."""
-        if self.config.fields is not None:
-            return [f for f in dict.fromkeys(self.config.fields) if f != "fact_type"]
+        if (named := self.config.fields_for(self.subject.get("fact_type"))) is not None:
+            return named
         if self.fields is not None and self.subject.get("fact_type") in self.fields:
             return list(self.fields[self.subject["fact_type"]])
         return [k for k in self.subject if k not in NOT_COMPARED]
@@ -352,6 +352,8 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer("the answer must be a JSON object")
     asked = task.config.reasoning != "none"
     expected = {id_key, "reasoning", matched_key} if asked else {id_key, matched_key}
+    if not asked:  # a model (or server) that reasons anyway: its reasoning is taken and dropped
+        data.pop("reasoning", None)
     if set(data) != expected:
         missing, extra = sorted(expected - set(data)), sorted(set(data) - expected)
         raise InvalidAnswer(f"the answer must have exactly the keys {sorted(expected)}"

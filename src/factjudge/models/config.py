@@ -93,6 +93,12 @@ class RulesKnowledge(BaseModel):
     names: StrictBool = True
 
 
+#: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)
+#: and response-cache keys as they were.
+_DROPPED_AT_DEFAULT: dict[str, Any] = {"columns": {}, "decimal_separator": ".", "date_order": "MDY",
+                                       "ordered": []}
+
+
 class JudgeConfig(BaseModel):
     """The judge config file. Unknown keys are rejected so typos never pass silently."""
 
@@ -108,12 +114,26 @@ class JudgeConfig(BaseModel):
 
     entity_types: list[StrictStr] = Field(default_factory=list)
     matching_rules: list[StrictStr | dict[str, Any]] = Field(default_factory=list)
-    fields: list[StrictStr] | None = None
+    #: The fields to compare: one list for every fact_type, or a list per fact_type
+    #: (``{invoice: [vendor, total, line_items], line_item: [sku, qty]}``; an unlisted type compares
+    #: the fields its gold facts carry, as without the key).
+    fields: list[StrictStr] | dict[StrictStr, list[StrictStr]] | None = None
     tolerances: dict[StrictStr, Tolerance] = Field(default_factory=dict)
     one_to_one: StrictBool = False
     # rules judge (text similarity, 0-100 rapidfuzz score)
     text_threshold: Number = Field(default=90, ge=0, le=100)
     ignore_company_suffixes: StrictBool = True
+    #: Rules judge: how ``1,234`` and ``1.234`` are read (a single separator before three
+    #: digits): ``"."`` decimal point (the default: ``1,234`` is 1234) or ``","`` decimal comma
+    #: (``1,234`` is 1.234). Unambiguous forms (``148,16``, ``1.234,50``) are read either way.
+    decimal_separator: Literal[".", ","] = "."
+    #: Rules judge: the list fields (or paths inside a list's items, ``line_items.taxes``) whose
+    #: items are compared by position; every other list is compared as an unordered list.
+    ordered: list[StrictStr] = Field(default_factory=list)
+    #: Rules judge: how ``03/04/2024`` is read: ``MDY`` (the default: March 4), ``DMY`` (3 April)
+    #: or ``YMD`` (year-first data; such a day-month form is then read month first).
+    #: ``13/05/2024`` and ``03.04.2024`` (day first) are read either way.
+    date_order: Literal["MDY", "DMY", "YMD"] = "MDY"
     # LLM prompt budget: larger candidate lists are shortlisted to fit (see README)
     max_prompt_tokens: StrictInt = Field(default=100_000, ge=256)
     #: Always shortlist to this many candidates (cheaper, off by default: it defeats prefix caching).
@@ -163,9 +183,25 @@ class JudgeConfig(BaseModel):
     def _no_columns_when_none(self, handler: SerializerFunctionWrapHandler) -> Any:
         # a run without the key keeps its outputs and its input hashes (resume) as they were
         data = handler(self)
-        if not self.columns and isinstance(data, dict):
-            data.pop("columns", None)
+        if isinstance(data, dict):
+            for key, default in _DROPPED_AT_DEFAULT.items():
+                if key in data and data[key] == default:
+                    data.pop(key)
         return data
+
+    def fields_for(self, fact_type: Any) -> list[str] | None:
+        """The fields ``fields`` names for ``fact_type`` (in order, once, ``fact_type`` left out);
+        None where it names none: the gold facts then decide (see core/scope.py)."""
+        if isinstance(self.fields, dict):
+            named = self.fields.get(fact_type) if isinstance(fact_type, str) else None
+        else:
+            named = self.fields
+        return None if named is None else [f for f in dict.fromkeys(named) if f != "fact_type"]
+
+    def field_names(self) -> list[str]:
+        """Every field ``fields`` names, for any fact_type."""
+        named = self.fields.values() if isinstance(self.fields, dict) else [self.fields or []]
+        return list(dict.fromkeys(f for names in named for f in names))
 
     @field_validator("text_threshold")
     @classmethod
