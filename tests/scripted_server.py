@@ -58,6 +58,8 @@ class Reply:
     #: more fields of the assistant message, as reasoning servers add them: ``reasoning`` (vLLM
     #: now, Ollama), ``reasoning_content`` (older vLLM, DeepSeek, SGLang)
     message: dict[str, Any] = field(default_factory=dict)
+    #: Messages API: the reply's content blocks as they are (several tool_use blocks, another tool)
+    blocks: list[dict[str, Any]] | None = None
 
 
 def answer(direction: str, subject_id: str, matched: Any, reasoning: str = "scripted") -> Reply:
@@ -294,7 +296,7 @@ class RawServer:
 class ScriptedServer:
     def __init__(self, truth: dict[tuple[str, str], str | None] | None = None,
                  responder: Callable[[dict[str, Any]], Reply] | None = None,
-                 delay: float = 0.0) -> None:
+                 delay: float = 0.0, port: int = 0) -> None:
         self.truth = truth or {}
         self.responder = responder or self._from_truth
         self.faults: dict[tuple[str, str], list[Reply]] = {}
@@ -318,6 +320,9 @@ class ScriptedServer:
         #: A gateway routing by path: chat completions under ``/{prefix}/v1`` are answered by
         #: ``routes[prefix]`` (``base_url_for(prefix)``), the rest by the responder.
         self.routes: dict[str, Callable[[dict[str, Any]], Reply]] = {}
+        #: A check of every raw request body (chat completions or Messages API, as sent) that may
+        #: answer it first, e.g. a refusal in a provider's own words; None lets it through.
+        self.gate: Callable[[dict[str, Any]], Reply | None] | None = None
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         #: (direction, prompt tokens, cached prompt tokens) of every answered request
@@ -332,7 +337,9 @@ class ScriptedServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
-        self.port = 0
+        #: the port to listen on (0: a free one); a server started again on its old port is the
+        #: same endpoint to the client (a restarted server)
+        self.port = port
         # --- Files and Batches
         self.files: dict[str, dict[str, Any]] = {}
         self.file_data: dict[str, bytes] = {}
@@ -407,6 +414,9 @@ class ScriptedServer:
         refused = refusal(body, self.refuse, self.refuse_with_param) if self.refuse else None
         if refused is not None:
             return web.Response(status=400, content_type="application/json", text=refused)
+        gated = self.gate(body) if self.gate else None
+        if gated is not None:
+            return web.Response(status=gated.status, content_type="application/json", text=gated.body or "")
         if mode_of(body) in self.reject_modes:
             return web.Response(status=500, content_type="application/json", text=json.dumps({
                 "error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
@@ -493,7 +503,8 @@ class ScriptedServer:
         with self._lock:
             self.message_requests.append(body)
             self.message_headers.append(dict(request.headers))
-        refused = self._check_headers(request) or self._check_message_body(body)
+        refused = self._check_headers(request) or self._check_message_body(body) or (
+            self.gate(body) if self.gate else None)
         if refused is None and "json_schema" in self.reject_modes and "output_config" in body:
             # a model without structured outputs; the message is ours, the docs give none
             refused = anthropic_error(400, "invalid_request_error",
@@ -642,7 +653,9 @@ class ScriptedServer:
             data = json.loads(reply.content or "")
         except ValueError:
             data = None
-        if choice.get("type") == "tool" and isinstance(data, dict):
+        if reply.blocks is not None:
+            content, stop = reply.blocks, "tool_use"
+        elif choice.get("type") == "tool" and isinstance(data, dict):
             content.append({"type": "tool_use", "id": f"toolu_{len(self.message_requests)}",
                             "name": choice["name"], "input": data})
             stop = "tool_use"
@@ -880,7 +893,7 @@ class ScriptedServer:
         app.router.add_get("/v1/batches/{batch_id}", self._retrieve_batch)
         runner = web.AppRunner(app, access_log=None)
         loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        site = web.TCPSite(runner, "127.0.0.1", self.port, backlog=1024)
         loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._runner = runner

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from evalkit import CALLS, TRUTH, run_cli
-from scripted_server import answer, describe
+from scripted_server import Reply, answer, describe
 
 from factjudge import LLMJudge, ResponseCache, run_judge
 from factjudge.errors import InputError, JudgeSetupError
@@ -277,3 +277,42 @@ def test_the_llm_judge_refuses_numbers_that_cannot_work(server, kwargs, name):
         LLMJudge("m", base_url=server.base_url, **kwargs)
     msg = str(exc.value)
     assert msg.startswith(name) and "\n" not in msg
+
+
+# --------------------------------------------------------------------------- issue 32 item 11: a key in the query
+
+QUERY_SECRETS = {"api-key": "qk-SECRET-apikey-1", "code": "qk-SECRET-code-2", "key": "qk-SECRET-key-3",
+                 "sig": "qk-SECRET%2Bsig-4"}
+
+
+def test_a_key_in_the_base_urls_query_is_sent_and_written_nowhere(server, dataset, tmp_path):
+    """Gateways and Azure Functions take the key in the query (?api-key=, ?code=, ?key=, ?sig=): it
+    reaches the server, and no output file, cache file or line on the terminal holds it; the rest
+    of the query (api-version) is kept where the URL is shown."""
+    data, cfg = dataset
+    server.truth = TRUTH
+    query = "api-version=2024-10-21&" + "&".join(f"{k}={v}" for k, v in QUERY_SECRETS.items())
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    proc = run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", f"{server.base_url}?{query}",
+                   "--cache-dir", cache, "-o", out, "--csv")
+    assert proc.returncode == 0, proc.stderr
+    assert server.paths[0] == f"/v1/chat/completions?{query}"  # sent as given
+    secrets = [*QUERY_SECRETS.values(), "qk-SECRET+sig-4"]
+    assert files_holding(out, *secrets) == [] and files_holding(cache, *secrets) == []
+    assert not any(s in proc.stderr + proc.stdout for s in secrets)
+    summary = json.loads((out / "summary.json").read_text())
+    shown = summary["judge"]["base_url"]
+    assert shown == f"{server.base_url}?api-version=2024-10-21&api-key=***&code=***&key=***&sig=***"
+    from factjudge.cli.mlflow_hook import run_params  # what eval --mlflow logs as the run's params
+
+    assert not any(s in json.dumps(run_params(summary)) for s in secrets)
+
+
+def test_a_key_in_the_query_is_hidden_from_messages_and_the_specs_repr(server):
+    """A server quoting the URL in its refusal: the stop says it without the key."""
+    url = f"{server.base_url}?code={QUERY_SECRETS['code']}"
+    server.responder = lambda body: Reply(status=401, body=json.dumps({"error": {"message": f"bad {url}"}}))
+    with pytest.raises(JudgeSetupError) as info:
+        run_judge(G, P, {}, LLMJudge("m", base_url=url, api_key="none"))
+    assert QUERY_SECRETS["code"] not in str(info.value)
+    assert QUERY_SECRETS["code"] not in repr(JudgeSpec(models=("m",), base_url=url))

@@ -185,7 +185,7 @@ def test_a_reply_is_read_from_text_or_tool_use_with_every_prompt_token_counted()
     assert (text.content, text.prompt_tokens, text.cached_prompt_tokens, text.completion_tokens) == \
         ('{"a": 1}', 960, 900, 70)
     tool = parse_message({"type": "message", "stop_reason": "tool_use", "usage": usage, "content": [
-        {"type": "text", "text": "Here it is."}, {"type": "tool_use", "id": "t", "name": "x", "input": {"a": 1}}]})
+        {"type": "text", "text": "Here it is."}, tool_use("record_verdict", {"a": 1})]})
     assert json.loads(tool.content) == {"a": 1} and not tool.problem
     refused = parse_message({"type": "message", "content": [], "stop_reason": "refusal", "usage": usage})
     assert "refus" in refused.problem
@@ -248,14 +248,38 @@ def test_openais_batch_api_is_refused_with_the_anthropic_backend(server, dataset
 
 
 def test_ray_workers_get_anthropics_key_and_url(monkeypatch):
-    from factjudge.cli.options import JudgeOptions
     from factjudge.cli.ray_cmd import _worker_env
+    from factjudge.judges.factory import JudgeSpec
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("FACTJUDGE_CACHE_DIR")
-    assert _worker_env(JudgeOptions(backend="anthropic")) == {"ANTHROPIC_API_KEY": KEY,
+    assert _worker_env(JudgeSpec(backend="anthropic")) == {"ANTHROPIC_API_KEY": KEY,
                                                              "ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}
-    assert _worker_env(JudgeOptions()) == {"OPENAI_API_KEY": "sk-openai"}
+    assert _worker_env(JudgeSpec()) == {"OPENAI_API_KEY": "sk-openai"}
+
+
+def tool_use(name, data):
+    return {"type": "tool_use", "id": "toolu_x", "name": name, "input": data}
+
+
+def test_two_tool_use_blocks_or_a_tool_never_offered_are_no_answer(server):
+    """One answer was asked for (issue #32: the first block was taken silently): several tool_use
+    blocks are asked again; a tool never offered, every time, is an ERROR saying so."""
+    server.truth = PAIRS
+    right = {"gold_fact_id": "g1", "reasoning": "r", "matched_predicted_id": "p1"}
+    wrong = {**right, "matched_predicted_id": None}
+    two = [tool_use("record_verdict", wrong), tool_use("record_verdict", right)]
+    server.faults[("gold", "g1")] = [Reply(blocks=two)]
+    server.faults[("gold", "g2")] = [Reply(blocks=[tool_use("delete_files", {"gold_fact_id": "g2"})])] * 3
+    result = run_judge(G, P, {}, claude(server, structured_output="json_object"))
+    by_id = {f["id"]: f for f in result.gold_facts}
+    assert by_id["g1"]["status"] == "TP" and by_id["g1"]["matched_ids"] == ["p1"]
+    assert by_id["g2"]["status"] == "ERROR"
+    assert "calls a tool that was never offered ('delete_files')" in by_id["g2"]["description"]
+    reasks = [r["messages"][-1]["content"] for r in server.message_requests if len(r["messages"]) > 2]
+    assert any("2 tool_use blocks" in json.dumps(m) for m in reasks)
+    # without tools offered (json_schema), any tool_use is no answer either
+    assert "never offered" in parse_message({"content": [tool_use("record_verdict", right)]}, ()).problem

@@ -365,6 +365,29 @@ def test_a_killed_batch_run_resumes_and_never_submits_twice(setup, tmp_path, cut
     same_outputs(out, ref)
 
 
+def test_a_batch_run_keeps_the_config_it_started_with(setup, tmp_path):
+    """The config is read once per run: a file changed while the batch runs does not change what
+    its live phase judges with (read again, a broken file stopped the run after the batches were
+    paid for; another config asked every question again live)."""
+    args, ref, server = setup
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    server.batch_hold = True
+    env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cache)}
+    env.pop("OPENAI_API_KEY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "factjudge", *map(str, batch_args(args, out, "0.02"))],
+                            env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        wait_for(lambda: started_batch(out) and len(server.batch_calls) >= 6)
+        (tmp_path / "cfg.json").write_text(json.dumps({**CONFIG, "no_such_key": 1}), encoding="utf-8")
+        server.batch_hold = False
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    assert server.requests == [] and len(server.batches) == 1
+    same_outputs(out, ref)
+
+
 def test_an_expired_batch_is_asked_again_for_the_rest(setup, tmp_path):
     args, ref, server = setup
     server.batch_plan = [{"status": "expired", "answered": 5}]

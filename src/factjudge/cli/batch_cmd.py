@@ -11,12 +11,11 @@ from typing import Any
 
 import typer
 
-from ..io.datasets import Dataset
 from ..judges.factory import JUDGE_KINDS
 from ..judges.llm.cache import ResponseCache, default_cache_dir
 from .app import app, fail, run_command, say
-from .evalrun import scan
-from .options import JudgeOptions, inject_options
+from .evalrun import EvalRequest, scan
+from .options import JudgeOptions, build_spec, inject_options
 
 #: Invalid answers and failed requests listed after an import (all are counted).
 SHOWN = 5
@@ -55,32 +54,36 @@ with_batch = inject_options("batch_opts", BATCH_OPTS, lambda v: BatchOptions(
     export=v["batch_export"], submit=v["batch_submit"], poll_interval=v["poll_interval"]))
 
 
-def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | None, output_dir: Path,
-                   skip_invalid: bool, quiet: bool, opts: JudgeOptions, overwrite: bool,
-                   live: Callable[[], int]) -> int:
-    """``eval --batch-export`` (exit 0 once written) or ``eval --batch`` (the batch rounds, then
-    ``live()``: the normal run, which finds the answers in the response cache). The documents
-    asked are those the run would judge: with ``overwrite``, all of them."""
-
+def check_batch(b: BatchOptions, opts: JudgeOptions) -> None:
+    """What the flags alone refuse for ``eval --batch-export`` / ``eval --batch``."""
     flag = "--batch-export" if b.export is not None else "--batch"
+    spec = opts.spec
     if b.export is not None and b.submit:
         raise fail("--batch-export writes a file to run yourself, --batch runs it on the server: "
                    "choose one")
-    if opts.dry_run:
+    if spec.dry_run:
         raise fail(f"--dry-run previews live calls; drop it with {flag} (the export itself calls nothing)")
     if b.export is not None and b.export.is_dir():
         raise fail(f"{b.export}: is a folder; --batch-export takes a file name")
+
+
+def run_batch_eval(b: BatchOptions, req: EvalRequest, live: Callable[[], int]) -> int:
+    """``eval --batch-export`` (exit 0 once written) or ``eval --batch`` (the batch rounds, then
+    ``live()``: the normal run, which finds the answers in the response cache). The documents
+    asked are those the run would judge: with ``overwrite``, all of them. The flags were checked
+    by :func:`check_batch`; whether the judge's questions can go to a batch, the judge says."""
     # only for --batch runs
     from ..judges.llm.batch_import import Imported
     from ..judges.llm.batch_lines import batch_llm
     from ..runners.batch import STATE_FILE, BatchRunner, export_batch
 
-    cfg = opts.config(config)
+    data, cfg, output_dir, overwrite = req.data, req.config, req.output_dir, req.overwrite
+    flag = "--batch-export" if b.export is not None else "--batch"
     # an export calls nothing, so an LLM needs no API key (the key is not part of any cache key)
-    no_key = b.export is not None and JUDGE_KINDS[opts.kind].uses_llm
-    judge = (replace(opts, dry_run=True) if no_key else opts).build(cfg)
-    batch_llm(judge, flag)  # the judge says whether its questions can go to a batch
-    scan(data, name, cfg, judge, skip_invalid)
+    no_key = b.export is not None and JUDGE_KINDS[req.spec.resolved_kind].uses_llm
+    judge = build_spec(replace(req.spec, dry_run=True) if no_key else req.spec, cfg)
+    batch_llm(judge, flag)  # a judge that cannot be asked in a batch: one line, before the scan
+    scan(data, req.name, cfg, judge, req.skip_invalid)
     if b.export is not None:
         out = export_batch(data, cfg, judge, output_dir, b.export, overwrite=overwrite)
         names = ", ".join(str(p) for p in out.files)
@@ -98,7 +101,7 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
                                "reasked": out.reasked}))
         return 0
     runner = BatchRunner(data, cfg, judge, output_dir, poll_interval=b.poll_interval, overwrite=overwrite,
-                         notify=(lambda _: None) if quiet else say)
+                         notify=(lambda _: None) if req.quiet else say)
 
     async def batches() -> Imported:
         try:
@@ -107,7 +110,7 @@ def run_batch_eval(b: BatchOptions, data: Dataset, name: str, config: Path | Non
             await judge.aclose()
 
     total = asyncio.run(batches())
-    if not quiet:
+    if not req.quiet:
         c = total.counts()
         say(f"factjudge: batch phase done ({output_dir / STATE_FILE}): {c['stored']} answer(s) stored; "
             "finishing the run from the response cache")

@@ -36,7 +36,7 @@ def _calibrate(labels: Path | None, builtin: bool, config: Path | None, output: 
                opts: JudgeOptions) -> int:
     if (labels is None) == (not builtin):
         raise InputError("give a LABELS.jsonl file or --builtin (not both)")
-    if opts.dry_run:
+    if opts.spec.dry_run:
         raise InputError("--dry-run is for judge and eval")
     cfg = opts.config(config)
     rows = load_labels(builtin_labels_path() if labels is None else labels)  # None: --builtin

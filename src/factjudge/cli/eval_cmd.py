@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 import time
 from collections.abc import Callable
 from enum import Enum
@@ -13,23 +12,16 @@ import typer
 
 from ..core.aggregate import ZeroDivision
 from ..errors import InputError
-from ..evaluation.runner import (
-    EvalRun,
-    ReportSettings,
-    evaluate_async,
-    preview_dataset,
-)
+from ..evaluation.runner import EvalRun, ReportSettings, evaluate_async
 from ..io.datasets import Dataset, open_dataset
 from ..io.formats import file_formats
 from ..io.runfolder import RESULTS
-from ..judges.base import run_info_of
 from .app import app, fail, run_command
-from .batch_cmd import NO_BATCH, BatchOptions, run_batch_eval, with_batch
-from .evalrun import finish, scan
+from .batch_cmd import NO_BATCH, BatchOptions, check_batch, run_batch_eval, with_batch
+from .evalrun import EvalRequest, finish, prepare, print_dry_run, progress_bar
 from .gate import Gate, with_gate
 from .mlflow_hook import tracking, with_mlflow
 from .options import CONFIG_OPT, QUIET_OPT, JudgeOptions, output_opt, with_judge_options
-from .output import ProgressBar, print_plan
 from .ray_cmd import eval_on_ray, ray_active, with_ray
 
 #: The input formats' names, for --format's help (the registry: io/formats/__init__.py).
@@ -96,33 +88,43 @@ def eval_cmd(
     """Judge a whole dataset: results per document, aggregate metrics with 95% intervals, reports.
 
     Run it again after an interruption: finished documents are kept, the rest are judged."""
-    if (dataset is None) == (gold is None and predicted is None):
-        raise fail("give either DATASET.jsonl or both --gold and --predicted")
-    if dataset is None and (gold is None or predicted is None):
-        raise fail("--gold and --predicted go together")
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
+    data = _open_input(dataset, gold, predicted, input_format, gold_format, predicted_format)
+    settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
+                              zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
+
+    def run() -> int:
+        calibrated = with_calibration(settings, judge_calibration)
+        if batch_opts.wanted:  # what the flags alone refuse, before the config is read
+            check_batch(batch_opts, opts)
+        # the one request of the run: the config parsed once, for every way of running
+        req = EvalRequest(data, str(dataset or gold), opts.config(config), opts, output_dir, calibrated,
+                          skip_invalid=skip_invalid, overwrite=overwrite, quiet=quiet, gate=gate)
+        return _eval(req, batch_opts)
+
+    run_command(lambda: _tracked(mlflow, run),
+                interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
+                "command again to judge the rest", after=f"; finished documents are in {output_dir / RESULTS}")
+
+
+def _open_input(dataset: Path | None, gold: Path | None, predicted: Path | None, input_format: str | None,
+                gold_format: str | None, predicted_format: str | None) -> Dataset:
+    """The input as the flags name it: a dataset, or gold and predicted fact files, each in its format."""
+    if (dataset is None) == (gold is None and predicted is None):
+        raise fail("give either DATASET.jsonl or both --gold and --predicted")
     if dataset is not None and (gold_format or predicted_format):
         raise fail("--gold-format and --predicted-format go with --gold and --predicted; a dataset's "
                    "format is --format")
     try:
         if dataset is not None:
-            data: Dataset = open_dataset(dataset, input_format=input_format)
-        elif gold is not None and predicted is not None:
-            data = open_dataset((gold, predicted), input_format=input_format, gold_format=gold_format,
+            return open_dataset(dataset, input_format=input_format)
+        if gold is not None and predicted is not None:
+            return open_dataset((gold, predicted), input_format=input_format, gold_format=gold_format,
                                 predicted_format=predicted_format)
-        else:  # refused above
-            raise fail("--gold and --predicted go together")
     except InputError as exc:  # a format named wrongly
         raise fail(str(exc)) from None
-    settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
-                              zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
-    name = str(dataset or gold)
-    run_command(lambda: _tracked(mlflow, lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts,
-                                                        gate, with_calibration(settings, judge_calibration),
-                                                        overwrite, batch_opts)),
-                interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
-                "command again to judge the rest", after=f"; finished documents are in {output_dir / RESULTS}")
+    raise fail("--gold and --predicted go together")
 
 
 def with_calibration(settings: ReportSettings, path: Path | None) -> ReportSettings:
@@ -141,31 +143,26 @@ def _tracked(mlflow: bool, work: Callable[[], int]) -> int:
         return work()
 
 
-def _eval(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_invalid: bool, quiet: bool,
-          opts: JudgeOptions, gate: Gate, settings: ReportSettings, overwrite: bool,
-          batch: BatchOptions = NO_BATCH) -> int:
+def _eval(req: EvalRequest, batch: BatchOptions = NO_BATCH) -> int:
     if batch.wanted:  # --batch-export / --batch (cli/batch_cmd.py); --batch then finishes live, below
-        return run_batch_eval(batch, data, name, config, output_dir, skip_invalid, quiet, opts, overwrite,
-                              live=lambda: _eval(data, name, config, output_dir, skip_invalid, quiet, opts,
-                                                 gate, settings, overwrite))
+        return run_batch_eval(batch, req, live=lambda: _eval(req))
     if ray_active():  # --ray: the documents are judged by Ray workers (cli/ray_cmd.py)
-        return eval_on_ray(data, name, config, output_dir, skip_invalid, quiet, opts, gate, settings, overwrite)
-    cfg = opts.config(config)
-    judge = opts.build(cfg)
-    problems = scan(data, name, cfg, judge, skip_invalid)
-    if opts.dry_run:
-        print_plan(preview_dataset(data, cfg, judge, output_dir), opts.prices, opts.max_tokens)
-        return 0
+        return eval_on_ray(req)
+    return _live(req)
+
+
+def _live(req: EvalRequest) -> int:
+    judge, problems = prepare(req)
+    if req.spec.dry_run:
+        return print_dry_run(req, judge)
     started = time.perf_counter()
-    progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(run_info_of(judge)))
+    progress = progress_bar(req, judge)
 
     async def run() -> EvalRun:
         async with judge:
             with progress:
                 return await evaluate_async(
-                    data, cfg, judge, output_dir, concurrency=opts.concurrency, skipped=problems,
-                    progress=progress, settings=settings, overwrite=overwrite)
+                    req.data, req.config, judge, req.output_dir, concurrency=req.judge.concurrency,
+                    skipped=problems, progress=progress, settings=req.settings, overwrite=req.overwrite)
 
-    return finish(asyncio.run(run()), output_dir, quiet, problems, gate, started)
-
-
+    return finish(req, asyncio.run(run()), problems, started)

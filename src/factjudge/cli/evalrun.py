@@ -1,25 +1,70 @@
-"""What every way of running eval shares (live, batch, Ray): the input scan before any call and
-the end of the run (summary line, warnings, exit code)."""
+"""What every way of running eval shares (live, batch, Ray): the request built once from the
+flags and the config, the judge and the input scan before any call, the dry run, and the end of
+the run (summary line, warnings, exit code)."""
 from __future__ import annotations
 
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.scope import scope_check
 from ..errors import InputError
-from ..evaluation.runner import EvalRun, input_salt
+from ..evaluation.runner import EvalRun, ReportSettings, input_salt, preview_dataset
 from ..io.datasets import Dataset, Problem
 from ..io.runfolder import FACTS_CSV, REPORT_HTML, REPORT_MD, RESULTS, SUMMARY
-from ..judges.base import Judge
+from ..judges.base import Judge, run_info_of
+from ..judges.factory import JudgeSpec
 from ..models import JudgeConfig
 from ..reports.format import fmt, fmt_ci
 from .app import say
 from .gate import Gate
 from .mlflow_hook import after_run
-from .output import categories_text, cost_text
+from .options import JudgeOptions, build_spec
+from .output import ProgressBar, categories_text, cost_text, print_plan
 
 MAX_PROBLEMS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """One ``factjudge eval`` as asked, built once from its flags and its config file (parsed
+    there, and only there): what the live, Ray and batch paths take."""
+
+    data: Dataset
+    #: The input as messages name it (the dataset, or the gold file).
+    name: str
+    config: JudgeConfig
+    judge: JudgeOptions
+    output_dir: Path
+    settings: ReportSettings
+    skip_invalid: bool = False
+    overwrite: bool = False
+    quiet: bool = False
+    gate: Gate = Gate()
+
+    @property
+    def spec(self) -> JudgeSpec:
+        return self.judge.spec
+
+
+def prepare(req: EvalRequest, spec: JudgeSpec | None = None) -> tuple[Judge, list[Problem]]:
+    """The start of every way of running eval: the judge (of ``spec``, default the request's)
+    built and every line scanned, before any call."""
+    judge = build_spec(spec or req.spec, req.config)
+    return judge, scan(req.data, req.name, req.config, judge, req.skip_invalid)
+
+
+def print_dry_run(req: EvalRequest, judge: Judge) -> int:
+    """``--dry-run``: the plan of the documents a run would judge; nothing is called."""
+    print_plan(preview_dataset(req.data, req.config, judge, req.output_dir), req.judge.prices,
+               req.spec.max_tokens)
+    return 0
+
+
+def progress_bar(req: EvalRequest, judge: Judge) -> ProgressBar:
+    return ProgressBar(enabled=not req.quiet and sys.stderr.isatty(), llm=bool(run_info_of(judge)))
 
 
 def scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid: bool) -> list[Problem]:
@@ -37,10 +82,10 @@ def scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid:
     return problems
 
 
-def finish(outcome: EvalRun, output_dir: Path, quiet: bool, problems: list[Problem], gate: Gate,
-           started: float) -> int:
+def finish(req: EvalRequest, outcome: EvalRun, problems: list[Problem], started: float) -> int:
     """What every way of running eval prints at the end, and its exit code."""
-    if not quiet:
+    output_dir = req.output_dir
+    if not req.quiet:
         _print_summary(outcome, output_dir, time.perf_counter() - started)
     summary = outcome.summary
     # the alerts (the reports' banners) that say more than a warning did: scope, ERROR share
@@ -54,8 +99,8 @@ def finish(outcome: EvalRun, output_dir: Path, quiet: bool, problems: list[Probl
             "left out of precision and recall; run again to retry them")
         code = 1
     else:
-        code = gate.check(micro.precision, micro.recall, micro.f1)
-    return after_run(output_dir, quiet, code)  # eval --mlflow: a failure there keeps a gate's 3
+        code = req.gate.check(micro.precision, micro.recall, micro.f1)
+    return after_run(output_dir, req.quiet, code)  # eval --mlflow: a failure there keeps a gate's 3
 
 
 def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:

@@ -49,7 +49,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
     for path, facts in ((gold, gold_facts), (predicted, pred_facts)):
         one_document(facts, path, f"factjudge eval --gold {gold} --predicted {predicted} -o OUT")
     gc.freeze()  # the facts live to the end: the collector's full passes need not walk them again
-    if output is not None and not opts.dry_run:
+    if output is not None and not opts.spec.dry_run:
         for source in (gold, predicted, config):
             if source is not None and same_file(output, source):
                 raise InputError(f"{output}: is an input of this run; give another -o")
@@ -61,8 +61,8 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
     scope_warnings += input_warnings(shape_of(gold_facts, pred_facts))
     judge = opts.build(cfg)
     scope_warnings += judge_config_warnings(cfg, judge)
-    if opts.dry_run:
-        print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.prices, opts.max_tokens)
+    if opts.spec.dry_run:
+        print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.prices, opts.spec.max_tokens)
         return 0
 
     async def run() -> JudgeResult:

@@ -68,70 +68,27 @@ def output_opt(help: str, required: bool = False) -> Any:
     return typer.Option(... if required else None, "--output", "-o", "--output-dir", help=help)
 
 
-@dataclass
+@dataclass(frozen=True)
 class JudgeOptions:
-    """The judge options of a command line, as typed: a :class:`JudgeSpec` and what only the
-    command line has (concurrency, dry-run prices)."""
+    """The judge options of a command line: the :class:`JudgeSpec` they declare, and what only
+    the command line has (concurrency, prices, the config keys it overrides)."""
 
-    judge: str | None = None
-    #: One name, or several (a jury); each may be ``NAME@URL`` (see :func:`split_model_spec`).
-    model: list[str] | None = None
-    base_url: str | None = None
-    repeats: int = 1
-    jury_rules: bool = False
-    api_key_env: str | None = None
-    backend: str = "http"
-    structured_output: str | None = None
-    timeout: float = 120.0
+    spec: JudgeSpec = JudgeSpec()
     concurrency: int = 8
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-    reasoning: str | None = None
-    candidates: str | None = None
-    cache_dir: Path | None = None
-    no_cache: bool = False
-    warmup: bool = True
-    prompt_cache_key: bool = True
-    dry_run: bool = False
-    pin_id: str = "auto"
-    price_in: float | None = None
-    price_cached: float | None = None
-    price_out: float | None = None
-
-    @property
-    def prices(self) -> Prices | None:
-        """The prices given, if any: the dry run's estimate and a live run's cost."""
-        prices = Prices(input=self.price_in, cached=self.price_cached, output=self.price_out)
-        return prices if prices.given else None
-
-    @property
-    def kind(self) -> str:
-        return self.spec().resolved_kind
-
-    def spec(self) -> JudgeSpec:
-        models = [self.model] if isinstance(self.model, str) else list(self.model or [])
-        return JudgeSpec(kind=self.judge, models=tuple(models), base_url=self.base_url,
-                         repeats=self.repeats, jury_rules=self.jury_rules, api_key_env=self.api_key_env,
-                         backend=self.backend, structured_output=self.structured_output,
-                         timeout=self.timeout, temperature=self.temperature, max_tokens=self.max_tokens,
-                         reasoning_effort=self.reasoning_effort,
-                         cache=not self.no_cache, cache_dir=self.cache_dir, warmup=self.warmup,
-                         prompt_cache_key=self.prompt_cache_key, dry_run=self.dry_run, pin_id=self.pin_id)
+    #: The prices given, if any: the dry run's estimate and a live run's cost.
+    prices: Prices | None = None
+    #: Config keys given as options (``--reasoning``, ``--candidates``), over the config file's.
+    overrides: tuple[tuple[str, str], ...] = ()
 
     def config(self, path: Path | None) -> JudgeConfig:
         """The config file (or the defaults), with what the command line overrides in it."""
         config = load_config(path)
-        overrides = {k: v for k, v in (("reasoning", self.reasoning), ("candidates", self.candidates))
-                     if v is not None}
-        if overrides:
-            config = config.model_copy(update=overrides)
-        return config
+        return config.model_copy(update=dict(self.overrides)) if self.overrides else config
 
     def build(self, config: JudgeConfig) -> Judge:
         """``--judge llm`` or ``--model`` selects the LLM judge; otherwise the offline rules judge.
         Several ``--model``, ``--repeats`` above 1 or ``--jury-rules`` make a jury of them."""
-        return build_spec(self.spec(), config)
+        return build_spec(self.spec, config)
 
 
 def build_spec(spec: JudgeSpec, config: JudgeConfig) -> Judge:
@@ -144,9 +101,12 @@ def build_spec(spec: JudgeSpec, config: JudgeConfig) -> Judge:
         raise InputError(str(exc)) from None
 
 
-_OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
-    "judge": (JudgeKindChoice | None, typer.Option(None, "--judge", help=_kinds_help())),
-    "model": (list[str] | None, typer.Option(None, "--model", metavar="NAME[@URL]",
+#: The judge options, declared once: name -> (annotation, typer option). A name is the field of
+#: :class:`JudgeSpec` it sets, or the config key it overrides (:class:`JudgeConfig`), or one of
+#: :data:`_COMMAND_LINE_ONLY`.
+_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "kind": (JudgeKindChoice | None, typer.Option(None, "--judge", help=_kinds_help())),
+    "models": (list[str] | None, typer.Option(None, "--model", metavar="NAME[@URL]",
               help="Model name for the LLM judge. "
               "NAME@URL gives the model its own server (qwen@http://localhost:8000/v1); a plain NAME "
               "uses --base-url. Repeat it for a jury (--model A --model B --model C): every question "
@@ -213,7 +173,25 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {  # name -> (annotation, typer option)
     "price_out": (float | None, typer.Option(None, "--price-out", min=0, max=MAX_PRICE, help="Price per million "
                   "completion tokens (dry run and live runs).")),
 }
-assert set(_OPTIONS) == {f.name for f in fields(JudgeOptions)}
+#: The options that are the command line's own: how it runs the judge and prices its usage;
+#: ``--no-cache`` sets the spec's ``cache`` (off).
+_COMMAND_LINE_ONLY = {"concurrency", "no_cache", "price_in", "price_cached", "price_out"}
+_SPEC_FIELDS = {f.name for f in fields(JudgeSpec)}
+# every field of a spec has its option (``cache`` through --no-cache), and every option a home
+assert _SPEC_FIELDS - {"cache"} <= set(_OPTIONS)
+assert set(_OPTIONS) <= _SPEC_FIELDS | set(JudgeConfig.model_fields) | _COMMAND_LINE_ONLY
+
+
+def judge_options(values: dict[str, Any]) -> JudgeOptions:
+    """The options as typed (choices as their names) sorted to where they belong: the spec's
+    fields, the config keys given, the command line's own."""
+    values = {name: _plain(value) for name, value in values.items()}
+    spec = JudgeSpec(**{**{n: v for n, v in values.items() if n in _SPEC_FIELDS},
+                        "models": values["models"] or (), "cache": not values["no_cache"]})
+    prices = Prices(input=values["price_in"], cached=values["price_cached"], output=values["price_out"])
+    overrides = tuple((n, v) for n, v in values.items()
+                      if n in JudgeConfig.model_fields and n not in _SPEC_FIELDS and v is not None)
+    return JudgeOptions(spec, values["concurrency"], prices if prices.given else None, overrides)
 
 
 def inject_options(name: str, options: dict[str, tuple[Any, Any]],
@@ -239,5 +217,4 @@ def inject_options(name: str, options: dict[str, tuple[Any, Any]],
 
 
 #: Adds the judge options; the command receives them as ``opts``.
-with_judge_options = inject_options("opts", _OPTIONS, lambda values: JudgeOptions(
-    **{name: _plain(value) for name, value in values.items()}))
+with_judge_options = inject_options("opts", _OPTIONS, judge_options)

@@ -26,16 +26,12 @@ from typing import Any
 import typer
 
 from ..errors import FactJudgeError
-from ..evaluation.runner import ReportSettings, preview_dataset
-from ..io.datasets import Dataset
-from ..judges.base import run_info_of
+from ..judges.factory import JudgeSpec
 from ..judges.llm.backends import provider_of
 from ..models import JudgeResult
 from .app import say
-from .evalrun import finish, scan
-from .gate import Gate
-from .options import JudgeOptions, inject_options
-from .output import ProgressBar, print_plan
+from .evalrun import EvalRequest, finish, prepare, print_dry_run, progress_bar
+from .options import inject_options
 
 
 @dataclass(frozen=True)
@@ -87,12 +83,12 @@ def ray_active() -> RaySettings | None:
     return settings if settings.on else None
 
 
-def _worker_env(opts: JudgeOptions) -> dict[str, str]:
+def _worker_env(spec: JudgeSpec) -> dict[str, str]:
     """What a judge reads from the environment, for the workers of a cluster started elsewhere
     (a local Ray's workers inherit this environment). Sent with the workers' arguments, not as
     the job's ``runtime_env``, which Ray shows on every worker's command line and in its logs."""
-    provider = provider_of(opts.backend)  # ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL for anthropic
-    names = [opts.api_key_env or provider.key_env, provider.url_env, "FACTJUDGE_CACHE_DIR"]
+    provider = provider_of(spec.backend)  # ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL for anthropic
+    names = [spec.api_key_env or provider.key_env, provider.url_env, "FACTJUDGE_CACHE_DIR"]
     return {n: os.environ[n] for n in names if os.environ.get(n)}
 
 
@@ -136,26 +132,21 @@ def ray_messages_to_log() -> Iterator[Path]:
             say(f"factjudge: Ray's own messages are in {log}")
 
 
-def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path, skip_invalid: bool,
-                quiet: bool, opts: JudgeOptions, gate: Gate, settings: ReportSettings,
-                overwrite: bool = False) -> int:
+def eval_on_ray(req: EvalRequest) -> int:
     """``factjudge eval`` with ``--ray``: the same checks, files, summary line and exit code as
     the live run, the documents judged by Ray workers."""
     # only --ray runs load the Ray runner (and through it ray)
     from ..runners.ray_data import RayHooks, RayInput, RayPool, evaluate_ray, import_ray, init_ray
 
-    cfg = opts.config(config)
-    judge = opts.build(cfg)
-    problems = scan(data, name, cfg, judge, skip_invalid)
-    if opts.dry_run:  # a preview makes no call: nothing for Ray to do
-        print_plan(preview_dataset(data, cfg, judge, output_dir), opts.prices, opts.max_tokens)
-        return 0
+    judge, problems = prepare(req)
+    if req.spec.dry_run:  # a preview makes no call: nothing for Ray to do
+        return print_dry_run(req, judge)
     import_ray()  # before any Ray output: a missing extra is one line
     if "FACTJUDGE_CACHE_DIR" in os.environ:  # the workers' folder is not this one's
         os.environ["FACTJUDGE_CACHE_DIR"] = str(Path(os.environ["FACTJUDGE_CACHE_DIR"]).expanduser().resolve())
     ray_settings = ray_active() or RaySettings(enabled=True)
     started = time.perf_counter()
-    progress = ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(run_info_of(judge)))
+    progress = progress_bar(req, judge)
 
     def document_done(info: Any, result: JudgeResult) -> None:
         # the bar counts questions as they are answered; here they come a document at a time
@@ -170,14 +161,15 @@ def eval_on_ray(data: Dataset, name: str, config: Path | None, output_dir: Path,
             init_ray(ray_settings.address)
             with progress:
                 # the workers build their own judge from the spec (and their environment's API key)
-                outcome = evaluate_ray(data, cfg, opts.spec(), output_dir, judge=judge,
-                                       pool=RayPool(concurrency=opts.concurrency), settings=settings,
-                                       source=RayInput(skipped=problems), overwrite=overwrite,
+                outcome = evaluate_ray(req.data, req.config, req.spec, req.output_dir, judge=judge,
+                                       pool=RayPool(concurrency=req.judge.concurrency),
+                                       settings=req.settings, source=RayInput(skipped=problems),
+                                       overwrite=req.overwrite,
                                        hooks=RayHooks(on_start=progress.on_start, on_result=document_done),
-                                       worker_env=_worker_env(opts) if joining else None)
+                                       worker_env=_worker_env(req.spec) if joining else None)
         finally:
             asyncio.run(judge.aclose())
             ray = sys.modules.get("ray")
             if ray is not None and ray.is_initialized():
                 ray.shutdown()
-    return finish(outcome, output_dir, quiet, problems, gate, started)
+    return finish(req, outcome, problems, started)

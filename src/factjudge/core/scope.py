@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
@@ -33,24 +34,121 @@ def _fields(facts: Iterable[dict[str, Any]]) -> dict[str, dict[str, None]]:
 
 def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
                     config: JudgeConfig) -> tuple[dict[str, tuple[str, ...]] | None, list[str]]:
-    """The fields compared per ``fact_type`` and the warnings about them. ``config.fields`` when
-    given (None here: judges use it as it is); otherwise the fields the gold facts of that type
-    carry, the reference deciding what a fact is. Fields only predictions carry (``confidence``,
-    ``page``...) are not compared, and gold fields no prediction has are named."""
-    if config.fields is not None:
+    """The fields compared per ``fact_type`` and the warnings about them. ``config.fields`` as one
+    list: None here (judges use it as it is); as a list per fact_type: those lists; for any other
+    type, the fields the gold facts of that type carry, the reference deciding what a fact is.
+    Fields only predictions carry (``confidence``, ``page``...) are not compared, and gold fields
+    no prediction has are named."""
+    if isinstance(config.fields, list):
         return None, []
+    listed = config.fields or {}
     gold_fields, pred_fields = _fields(gold), _fields(predicted)
     warnings = []
     for fact_type in sorted(set(gold_fields) & set(pred_fields)):
-        only_pred = [f for f in pred_fields[fact_type] if f not in gold_fields[fact_type]]
-        only_gold = [f for f in gold_fields[fact_type] if f not in pred_fields[fact_type]]
+        names = listed.get(fact_type, gold_fields[fact_type])  # a type's own list says what counts
+        only_pred = [] if fact_type in listed else [f for f in pred_fields[fact_type] if f not in names]
+        only_gold = [f for f in names if f in gold_fields[fact_type] and f not in pred_fields[fact_type]]
         if only_pred:
             warnings.append(f"{fact_type}: predicted facts carry {', '.join(only_pred)}, which no gold "
                             "fact of this type has: not compared (set 'fields' to compare them)")
         if only_gold:
             warnings.append(f"{fact_type}: gold facts carry {', '.join(only_gold)}, which no predicted "
                             "fact of this type has: such predictions cannot match")
-    return {t: tuple(f) for t, f in gold_fields.items()}, warnings
+    per_type = {t: tuple(f) for t, f in gold_fields.items()}
+    per_type.update({t: tuple(config.fields_for(t) or ()) for t in listed})
+    return per_type, warnings
+
+
+def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
+                fields: Mapping[Any, Sequence[str]] | None) -> list[str]:
+    """The fields compared for ``fact``: ``config.fields`` (its type's), else its type's in
+    ``fields`` (from :func:`compared_fields`), else its own."""
+    if (named := config.fields_for(fact.get("fact_type"))) is not None:
+        return named
+    if fields is not None and fact.get("fact_type") in fields:
+        return list(fields[fact["fact_type"]])
+    return [k for k in fact if k not in NOT_COMPARED]
+
+
+def _nothing_message(fact_type: Any, count: int) -> str:
+    return (f"{fact_type}: {count} fact{'' if count == 1 else 's'} had nothing to compare (every "
+            "compared field null or absent): absence is no evidence, so the rules judge matches "
+            "such a fact with nothing")
+
+
+_NOTHING = re.compile(r"(?P<type>.*): (?P<count>\d+) facts? had nothing to compare \(")
+
+
+def nothing_to_compare(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], config: JudgeConfig,
+                       fields: Mapping[Any, tuple[str, ...]] | None) -> list[str]:
+    """A warning per fact_type with facts whose compared fields are all null or absent (a
+    Pydantic ``Optional`` left empty): counted on both sides. A type with no field to compare at
+    all is a fact by its type alone and is not counted."""
+    counts: dict[Any, int] = {}
+    for fact in (*gold, *predicted):
+        names = fact_fields(fact, config, fields)
+        if names and all(fact.get(name) is None for name in names):
+            counts[fact["fact_type"]] = counts.get(fact["fact_type"], 0) + 1
+    return [_nothing_message(t, n) for t, n in counts.items()]
+
+
+#: A value that is one number with a single separator before three digits ("1,234", "$1.234"):
+#: a thousands separator or a decimal one, as ``decimal_separator`` says (the rules judge's
+#: normaliser reads it so; the unambiguous forms "148,16" and "1.234,50" never need the key).
+_AMBIGUOUS_NUMBER = re.compile(r"[^\d]*(?<![\d.,])[1-9]\d{0,2}[.,]\d{3}(?![\d.,])[^\d]*")
+#: A day and a month that could be either, with a four-digit year last ("03/04/2024").
+_AMBIGUOUS_DATE = re.compile(r"\s*(?P<a>\d{1,2})(?P<sep>[/-])(?P<b>\d{1,2})(?P=sep)\d{4}\s*")
+
+_READ_BY_DEFAULT = {
+    "decimal_separator": "values such as 1,234 or 1.234 were read with decimal_separator '.' (the "
+                         "default: 1,234 is one thousand two hundred and thirty-four): set "
+                         "decimal_separator: ',' in the config if they are decimal commas",
+    "date_order": "dates such as 03/04/2024 were read month first (date_order MDY, the default): set "
+                  "date_order: DMY in the config if they are day first",
+}
+
+
+def _ambiguous(value: str) -> str | None:
+    """The config key that decides how ``value`` is read, when it is ambiguous; else None."""
+    if len(value) > 40:
+        return None
+    if (m := _AMBIGUOUS_DATE.fullmatch(value)) and int(m["a"]) <= 12 and int(m["b"]) <= 12 \
+            and m["a"].lstrip("0") != m["b"].lstrip("0"):
+        return "date_order"
+    return "decimal_separator" if _AMBIGUOUS_NUMBER.fullmatch(value) else None
+
+
+def read_by_default(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], config: JudgeConfig,
+                    fields: Mapping[Any, tuple[str, ...]] | None) -> list[str]:
+    """A warning per locale key the config leaves to its default while a compared value needs it
+    ("1,234", "03/04/2024"); the same text for every document, so a run says it once."""
+    open_keys = [k for k in _READ_BY_DEFAULT if k not in config.model_fields_set]
+    if not open_keys:
+        return []
+    met: set[str] = set()
+    for fact in (*gold, *predicted):
+        for name in fact_fields(fact, config, fields):
+            value = fact.get(name)
+            if isinstance(value, str) and (key := _ambiguous(value)) in open_keys:
+                met.add(key)
+        if len(met) == len(open_keys):
+            break
+    return [_READ_BY_DEFAULT[k] for k in open_keys if k in met]
+
+
+def merge_warnings(warnings: Iterable[str]) -> list[str]:
+    """The warnings of many documents as one run's: each once, in the order first met, the
+    counts of :func:`nothing_to_compare` summed per fact_type."""
+    out: dict[str, None] = {}
+    counts: dict[str, int] = {}
+    for message in warnings:
+        if m := _NOTHING.match(message):
+            if m["type"] not in counts:
+                out[f"\0nothing:{m['type']}"] = None  # its place in the order
+            counts[m["type"]] = counts.get(m["type"], 0) + int(m["count"])
+        else:
+            out[message] = None
+    return [_nothing_message(w[9:], counts[w[9:]]) if w.startswith("\0nothing:") else w for w in out]
 
 
 def scope_check(config: JudgeConfig, fact_types: Iterable[str], source: str) -> list[str]:
@@ -84,13 +182,14 @@ def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> lis
         return f" (did you mean {close[0]!r}?)" if close else ""
 
     if have:  # nothing to judge is not a mistake
-        for name in config.fields or ():
+        for name in config.field_names():
             if name not in have:
                 raise InputError(f"config key 'fields': no fact in {source} carries {name!r}"
                                  f"{hint(name)}; a field no fact has compares nothing, so every "
                                  "pair of the same fact_type would match")
+    # a path into a list's items (line_items.unit_price) is checked by the list field it starts with
     return [f"tolerances {name!r}: no fact in {source} carries this field{hint(name)}: ignored"
-            for name in config.tolerances if have and name not in have]
+            for name in config.tolerances if have and name not in have and name.split(".")[0] not in have]
 
 
 def matching_rules_check(config: JudgeConfig) -> list[str]:

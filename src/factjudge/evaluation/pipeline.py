@@ -14,7 +14,7 @@ from ..core.alerts import document_warnings
 from ..core.analysis import analyse
 from ..core.metrics import compute_metrics
 from ..core.reconcile import Outcome, reconcile
-from ..core.scope import compared_fields, in_scope_facts
+from ..core.scope import compared_fields, in_scope_facts, nothing_to_compare, read_by_default
 from ..errors import FactJudgeWarning
 from ..io.config import parse_config
 from ..io.facts import coerce_facts
@@ -224,6 +224,7 @@ async def run_judge_async(
     if progress:
         progress.on_questions((len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
     fields, warnings = compared_fields(gold_in, pred_in, config)
+    warnings += nothing_to_compare(gold_in, pred_in, config, fields) + read_by_default(gold_in, pred_in, config, fields)
     tally = _Tally()
     gv, pv = await gather_all(*(
         _judge_direction(JudgePass(direction, candidates, config, fields, doc_id), subjects, judge, limiter,

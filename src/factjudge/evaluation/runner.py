@@ -34,7 +34,7 @@ from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
-from ..core.scope import scope_check
+from ..core.scope import merge_warnings, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, open_dataset
@@ -146,14 +146,14 @@ class EvalRun:
         # one line: the dataclass repr printed the whole summary (and every result line)
         from ..reports.notebook import summary_line  # Jinja2 and the pages only when shown
 
-        line = summary_line(self.summary.model_dump(mode="json"))
+        line = summary_line(self.summary)
         return f"EvalRun({line}; judged {self.judged}, reused {self.reused})"
 
     def _repr_html_(self) -> str:
         """The headline table in a notebook (Jupyter calls this)."""
         from ..reports.notebook import summary_html
 
-        return summary_html(self.summary.model_dump(mode="json"))
+        return summary_html(self.summary)
 
 
 @dataclass(frozen=True)
@@ -253,12 +253,12 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         if settings.csv:
             from ..reports.facts_csv import FactsCsvWriter  # only with --csv
             facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
-        warnings: dict[str, None] = {}
+        warnings: list[str] = []
         shape = InputShape()
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line))
             shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
-            warnings.update(dict.fromkeys(line.get("warnings", ())))
+            warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
                 facts_csv.add(line)
             m = line["metrics"]
@@ -288,13 +288,12 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
              + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
     rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
-    data = summary.model_dump(mode="json")
     worst = agg.worst()
-    write_atomic(out_dir / REPORT_MD, render_markdown(data, worst, rows, rows_total, rows_order="worst"))
-    write_atomic(out_dir / REPORT_HTML, render_html(data, worst, rows, rows_total, rows_order="worst",
+    write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst"))
+    write_atomic(out_dir / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
                                                      documents=wrong))
     # last, so its presence means the whole run finished
-    write_atomic(out_dir / SUMMARY, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary
 
 

@@ -51,11 +51,12 @@ def _unknown_key(source: str, loc: list[str]) -> InputError:
     return InputError(f"{source}: unknown config key '{key}' ({hint})")
 
 
-def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
-    err = exc.errors()[0]
-    # pydantic adds union branch names to the location; keep only the parts present in the input
+def _located(data: Any, loc: tuple[Any, ...]) -> tuple[list[str], Any]:
+    """The parts of a pydantic error location present in the input, and the value there."""
     parts, node = [], data
-    for part in err["loc"]:
+    for part in loc:
+        if isinstance(part, str) and "[" in part and not (isinstance(node, dict) and part in node):
+            continue  # a union's branch ("list[str]" of fields: a list or a list per fact_type)
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
@@ -63,6 +64,14 @@ def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
         else:
             break
         parts.append(str(part))
+    return parts, node
+
+
+def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
+    # of a union's errors, the one that reaches deepest into the input is about its form
+    errors = exc.errors()
+    err = max(errors, key=lambda e: len(_located(data, e["loc"])[0]))
+    parts, node = _located(data, err["loc"])
     loc = ".".join(parts) or "(top level)"
     if err["type"] == "extra_forbidden" and parts:
         return _unknown_key(source, parts)
@@ -77,7 +86,7 @@ def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
     msg = err["msg"]
     if err["type"] == "value_error":  # our own validators' messages, without pydantic's prefix
         msg = str(err["ctx"]["error"])
-    if err["type"] == "int_type" and any(e["type"] == "float_type" for e in exc.errors()[1:]):
+    if err["type"] == "int_type" and any(e["type"] == "float_type" for e in errors if e is not err):
         msg = "Input should be a number"  # not just the first branch of int | float
     return InputError(f"{source}: config key '{loc}': {msg}")
 
@@ -119,8 +128,12 @@ def _with_alias_file(config: JudgeConfig, source: str, base: Path | None) -> Jud
 def _fields_listed(config: JudgeConfig, source: str) -> JudgeConfig:
     """``fields`` that compares nothing would make every pair of one fact_type match (an empty
     list turned recall 0.0 into 1.0): refused. ``fact_type`` alone is such a list too."""
-    if config.fields is not None and not [f for f in config.fields if f != "fact_type"]:
-        raise InputError(f"{source}: config key 'fields': {config.fields!r} names no field to compare "
+    named = config.fields.items() if isinstance(config.fields, dict) else [("", config.fields)]
+    for fact_type, names in named:
+        if names is None or [f for f in names if f != "fact_type"]:
+            continue
+        where = f"fields of {fact_type!r}" if fact_type else "'fields'"
+        raise InputError(f"{source}: config key {where}: {names!r} names no field to compare "
                          "(empty), so every pair of the same fact_type would match: list them, or leave "
                          "'fields' out to compare the fields the gold facts carry")
     return config

@@ -64,8 +64,8 @@ class JudgeTask:
         """The fields to compare for this subject: ``config.fields`` in order; else the fields of
         its fact_type's gold facts (``fields``); else its own. ``fact_type`` is checked before any
         field, and ``id`` is never data: listing it compares nothing (both read as missing)."""
-        if self.config.fields is not None:
-            return [f for f in dict.fromkeys(self.config.fields) if f != "fact_type"]
+        if (named := self.config.fields_for(self.subject.get("fact_type"))) is not None:
+            return named
         if self.fields is not None and self.subject.get("fact_type") in self.fields:
             return list(self.fields[self.subject["fact_type"]])
         return [k for k in self.subject if k not in NOT_COMPARED]

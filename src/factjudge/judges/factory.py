@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError, JudgeSetupError
 from ..models import JudgeConfig
 from ..util.bounds import Bound, numbers_problem
-from ..util.urls import url_problem
+from ..util.urls import redact_query, url_problem
 from .base import Judge
 from .hybrid import HybridJudge
 from .jury import JuryJudge, repeat_name, split_model_spec
@@ -73,6 +73,11 @@ class JudgeSpec:
     dry_run: bool = False
     pin_id: str = "auto"
 
+    def __post_init__(self) -> None:
+        # a list (as typed on a command line) or one name is held as a tuple: the spec stays hashable
+        models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
+        object.__setattr__(self, "models", models)
+
     @property
     def resolved_kind(self) -> str:
         return self.kind or ("llm" if self.models else "rules")
@@ -92,7 +97,11 @@ class JudgeSpec:
 
 
 def _hide_userinfo(text: str | None) -> str | None:
-    return None if text is None else _USERINFO.sub("***@", text)
+    """``text`` (a URL, or ``model@URL``) without its userinfo or credential-like query values."""
+    if text is None:
+        return None
+    head, mark, query = _USERINFO.sub("***@", text).partition("?")
+    return head + mark + redact_query(query)
 
 
 #: A judge kind's builder: the spec, and a factory of the LLM judge of one seat (a kind that asks

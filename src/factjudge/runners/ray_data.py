@@ -261,7 +261,7 @@ def _build_on_worker(source: JudgeSource, config: JudgeConfig) -> Judge:
 class _JudgeWorker:
     """One Ray actor: its own judge, event loop and pool of ``concurrency`` calls."""
 
-    def __init__(self, judge_factory: JudgeSource, config: dict[str, Any], salt: str,
+    def __init__(self, judge_factory: JudgeSource, config: JudgeConfig, salt: str,
                  identity: dict[str, Any], wanted: dict[str, str] | None, concurrency: int,
                  env: WorkerEnv | None = None) -> None:
         #: doc_id -> input hash of the rows to judge; None: every row (the driver checks hashes)
@@ -275,7 +275,7 @@ class _JudgeWorker:
         if env is not None:
             env.apply()  # before the judge reads its key and base URL
         try:
-            self.config = parse_config(config)
+            self.config = config  # parsed once, by the driver (a pydantic model pickles as itself)
             self.judge = _build_on_worker(judge_factory, self.config)
             mine = self.judge.identity()
             if mine != identity:
@@ -465,7 +465,7 @@ def _judge_on_ray(ray: Any, rows: ray.data.Dataset, pick: bool, todo: list[DocIn
         batch_size=pool.batch_size or DOCS_PER_CALL * pool.concurrency,
         batch_format="pyarrow",
         num_cpus=pool.num_cpus,
-        fn_constructor_kwargs={"judge_factory": job.source, "config": job.cfg.model_dump(mode="json"),
+        fn_constructor_kwargs={"judge_factory": job.source, "config": job.cfg,
                                "salt": job.salt, "identity": driver.identity(),
                                "wanted": wanted if pick else None,
                                "concurrency": pool.concurrency, "env": job.env or None},

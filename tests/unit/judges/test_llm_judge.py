@@ -295,14 +295,14 @@ def test_a_server_that_never_answers_stops_the_run():
                   [{"id": "p1", "fact_type": "t"}], {}, judge)
 
 
-def test_connection_failures_after_the_server_answered_are_fact_errors():
+def test_connection_refusals_after_the_server_answered_stop_the_run():
     server = ScriptedServer({("gold", "g1"): "p1", ("predicted", "p1"): "g1"}).start()
     judge = judge_for(server, retries=1)
     gold, pred = [{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}]
     assert run_judge(gold, pred, {}, judge).metrics.f1 == 1.0
-    server.stop()  # gone mid-evaluation: each question left is ERROR, as the retries ran out
-    result = run_judge(gold, pred, {}, judge)
-    assert result.metrics.errors == 2 and "failed after 2 attempt(s)" in result.gold_facts[0]["description"]
+    server.stop()  # gone mid-evaluation: a question whose every try is refused stops the run
+    with pytest.raises(JudgeSetupError, match=r"stopped accepting connections \(2 in a row refused"):
+        run_judge(gold, pred, {}, judge)
 
 
 def test_same_type_candidates_one_prefix_per_fact_type(server):

@@ -106,8 +106,22 @@ NO_TEMPERATURE, COMPLETION_TOKENS, SYSTEM_IN_USER = "no_temperature", "max_compl
 _ROLE_PARAM = re.compile(r"^messages\[\d+\]\.role$")
 #: A refusal says so; without ``param`` (a proxy, another server) its message names what it refuses.
 #: vLLM's "'max_tokens' or 'max_completion_tokens' is too large" names a parameter it takes.
-_REFUSES = re.compile(r"unsupported|not supported|does not support|not allowed|unrecognized|unknown",
-                      re.IGNORECASE)
+#: Other wordings: Anthropic's "`temperature` may only be set to 1 when thinking is enabled.",
+#: "This model only accepts temperature=1 (got 0).", pydantic's "extra fields not permitted" (422),
+#: "max_tokens is deprecated for this model, use max_completion_tokens".
+_REFUSES = re.compile(r"unsupported|not supported|does not support|not allowed|unrecognized|unknown"
+                      r"|not permitted|\bonly\b|deprecated|extra (?:fields|inputs)", re.IGNORECASE)
+#: The request fields a refusal may name other than structured output's. A 400 or 422 naming one
+#: of them and nothing of structured output refused that field: falling back to a weaker
+#: structured-output mode would change nothing and blame the wrong thing.
+_PARAMETERS = re.compile(r"\b(temperature|max_completion_tokens|max_tokens|reasoning_effort|"
+                         r"prompt_cache_key|top_p|top_k|thinking)\b")
+_NAMES_STRUCTURED = re.compile(r"response_format|json_schema|json_object|output_config|output_format|"
+                               r"structured|schema|tool", re.IGNORECASE)
+#: What the user can change for each field the judge cannot adapt by itself.
+_OPTION_FOR = {"temperature": "--temperature", "max_tokens": "--max-tokens",
+               "max_completion_tokens": "--max-tokens", "reasoning_effort": "--reasoning-effort",
+               "prompt_cache_key": "--no-prompt-cache-key"}
 _NAMED = ((re.compile(r"\bmax_tokens\b"), COMPLETION_TOKENS),
           (re.compile(r"\btemperature\b", re.IGNORECASE), NO_TEMPERATURE),
           (re.compile(r"\bsystem\b.{0,60}\brole\b|\brole\b.{0,60}\bsystem\b", re.IGNORECASE | re.DOTALL),
@@ -138,6 +152,15 @@ def refused_parameter(body: str) -> str | None:
             return SYSTEM_IN_USER if "system" in message else None
         return {"max_tokens": COMPLETION_TOKENS, "temperature": NO_TEMPERATURE}.get(param)
     return next((what for pattern, what in _NAMED if pattern.search(message)), None)
+
+
+def refused_field(body: str) -> str | None:
+    """The request field a refusal names when it names one and nothing of structured output (then
+    the structured-output mode is not to blame), else None."""
+    if _NAMES_STRUCTURED.search(body):
+        return None
+    found = _PARAMETERS.search(body)
+    return found.group(1) if found else None
 
 
 def _cut_at(plan: _Plan, reply: ChatReply) -> str:
@@ -524,6 +547,7 @@ class LLMJudge(JudgeBase):
         :class:`BackendError` when out of tries or time, :class:`JudgeSetupError` when the server
         cannot work for any question."""
         attempt = 0
+        refused = 0  # tries of this question refused a connection
         bodies: list[str] = []
         while True:
             plan = self._plan(asked, self.mode)
@@ -548,6 +572,12 @@ class LLMJudge(JudgeBase):
                 last = delay is None or time.monotonic() + delay >= deadline
                 if not self._answered:
                     self._stop_if_hopeless(exc, last, bodies)
+                elif exc.kind == "connect":
+                    refused += 1
+                    if last and refused > attempt:  # every try refused: the server is gone
+                        raise self._stop(f"the server at {self.endpoint.host} stopped accepting "
+                                         f"connections ({refused} in a row refused: {exc.message}); "
+                                         "check that it is running") from None
                 if last:
                     raise
                 assert delay is not None
@@ -576,6 +606,12 @@ class LLMJudge(JudgeBase):
             return False
         if used != self.mode:  # another question already switched
             return True
+        field = refused_field(exc.body) if status in (400, 422) else None
+        if field is not None:
+            option = _OPTION_FOR.get(field)
+            hint = f"; change {option} or " if option else "; "
+            raise self._stop(f"the server at {self.endpoint.host} refused the request's {field} "
+                             f"({exc.message}){hint}check that the model is the one meant")
         if self._mode_index + 1 >= len(self._modes):
             return False
         self._mode_index += 1

@@ -161,8 +161,8 @@ def system_message(direction: Direction, config: JudgeConfig) -> str:
         lines += [f"- {r if isinstance(r, str) else canonical_json(r)}" for r in config.matching_rules]
     else:
         del lines[-2:]  # no rules: no heading either
-    if config.fields:  # the tables show every field then (``fields`` is None)
-        lines += ["", "Fields to compare: " + ", ".join(config.fields)]
+    if isinstance(config.fields, list) and config.fields:  # the tables show every field then
+        lines += ["", "Fields to compare: " + ", ".join(config.fields)]  # (a mapping: per type, in them)
     if config.tolerances:
         lines += ["", "Numeric tolerances per field (a value matches when within either bound):"]
         for name, tol in config.tolerances.items():
@@ -340,6 +340,8 @@ def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
         raise InvalidAnswer("the answer must be a JSON object")
     asked = task.config.reasoning != "none"
     expected = {id_key, "reasoning", matched_key} if asked else {id_key, matched_key}
+    if not asked:  # a model (or server) that reasons anyway: its reasoning is taken and dropped
+        data.pop("reasoning", None)
     if set(data) != expected:
         missing, extra = sorted(expected - set(data)), sorted(set(data) - expected)
         raise InvalidAnswer(f"the answer must have exactly the keys {sorted(expected)}"

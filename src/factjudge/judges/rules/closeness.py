@@ -12,9 +12,10 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from ...core.analysis import Closeness, FieldCheck, Ranker, closest_first
-from ...core.scope import NOT_COMPARED
+from ...core.scope import fact_fields
 from ...models import JudgeConfig
-from .judge import Prepared, compare_facts, normalized
+from .compare import Prepared, compare_facts, normalized
+from .normalize import Reading
 
 #: Candidates fully compared per subject. A larger group is first narrowed to this many by a
 #: C-level text similarity of the whole facts: a full comparison costs about 56 us for three
@@ -32,26 +33,20 @@ def _text(fact: Mapping[str, Any], fields: Sequence[str]) -> str:
     return " ".join(str(fact.get(name, "")) for name in fields).casefold()
 
 
-def fact_fields(fact: Mapping[str, Any], config: JudgeConfig) -> list[str]:
-    """The fields compared for ``fact``: ``config.fields``, else its own (as the gold side decides
-    for the judge: here the subject's)."""
-    if config.fields is not None:
-        return list(config.fields)
-    return [k for k in fact if k not in NOT_COMPARED]
-
-
 def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None = None,
                  pool: int = RANK_POOL) -> Ranker:
     """A :data:`~factjudge.core.analysis.Ranker` comparing as the rules judge does with
-    ``config``; ``fields``: the compared fields per fact_type (else :func:`fact_fields`)."""
+    ``config``; ``fields``: the compared fields per fact_type (see :func:`~factjudge.core.scope.fact_fields`)."""
 
     # each fact normalised once per ranker (about 0.2 ms a fact): a report asks about both sides
     cache: dict[int, tuple[Mapping[str, Any], Prepared]] = {}
+    reading = Reading.of(config)
 
     def prepare(fact: Mapping[str, Any]) -> Prepared:
         hit = cache.get(id(fact))
         if hit is None or hit[0] is not fact:
-            hit = cache[id(fact)] = (fact, normalized(dict(fact), -1, config.ignore_company_suffixes))
+            hit = cache[id(fact)] = (fact, normalized(dict(fact), -1, config.ignore_company_suffixes,
+                                                               reading))
         return hit[1]
 
     def rank(subjects: Sequence[Mapping[str, Any]], candidates: Sequence[Mapping[str, Any]]
@@ -59,8 +54,7 @@ def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
         texts: dict[tuple[str, ...], list[str]] = {}
         out = []
         for subject in subjects:
-            names = list(fields[subject.get("fact_type")]) if fields and subject.get(
-                "fact_type") in fields else fact_fields(subject, config)
+            names = fact_fields(subject, config, fields)
             shortlist: Sequence[int] = range(len(candidates))
             if len(candidates) > pool:
                 choices = texts.setdefault(tuple(names), [_text(c, names) for c in candidates])

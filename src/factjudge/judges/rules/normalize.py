@@ -34,8 +34,11 @@ Numbers (:func:`parse_number`)
     (``$`` is read as USD, ``¥`` as JPY), scale words and abbreviations (thousand/k,
     million/m/mn/mm/mln, billion/b/bn/bln, trillion/tn/trn; ``m`` is always million, never
     metres), and percentages (``%``, ``percent``, ``per cent``, ``pct``; ``bp``/``bps``/``basis
-    points`` are hundredths of a percent). Only the English convention is read: ``12,5`` is not
-    twelve and a half, it is text. A percentage is a number: ``12.5%`` (``12.5 percent``, ``12.5
+    points`` are hundredths of a percent). Decimal commas are read where the form says so
+    (``148,16``, ``1.234,50``, ``1 234,5``, ``0,125``: issue 34 item 4); a single separator
+    followed by exactly three digits (``1,234``, ``1.234``) is ambiguous and read as
+    :class:`Reading` says (config ``decimal_separator``, ``"."`` by default: ``1,234`` is one
+    thousand two hundred and thirty-four). A percentage is a number: ``12.5%`` (``12.5 percent``, ``12.5
     pct``) is 0.125 and equals ``0.125`` (:attr:`Quantity.number`). A bare ``12.5`` is not a
     percentage and does not equal ``12.5%``, unless a unit field says percent (``%``,
     ``percent``, ``pct``): then the bare number is read as one (``{"value": "12.5", "unit": "%"}``
@@ -105,11 +108,34 @@ from ...util.jsonutil import canonical_json as _strict_json
 from .units import Measure, PhysicalUnit, parse_measure, physical_unit
 
 __all__ = [
-    "COMPANY_SUFFIXES", "Measure", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity", "Text",
+    "COMPANY_SUFFIXES", "Item", "Items", "Measure", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity",
+    "READING", "Reading", "Text",
     "Unit", "format_decimal", "is_unit_field", "normalize_fact",
     "normalize_text", "normalize_value", "parse_number", "parse_period", "parse_unit",
     "as_measure", "sorted_tokens", "text_numbers", "text_similarity", "unit_physical", "unit_target",
 ]
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How ambiguous forms are read: ``1,234`` / ``1.234`` by ``decimal`` (the config's
+    ``decimal_separator``), ``03/04/2024`` by ``date_order`` (``MDY``, ``DMY`` or ``YMD``; year
+    first forms are ISO-like and unambiguous, so ``YMD`` reads ``03/04/2024`` month first).
+    Unambiguous forms (``148,16``, ``13/05/2024``) are read the same whatever it says."""
+
+    decimal: str = "."
+    date_order: str = "MDY"
+
+    @classmethod
+    def of(cls, config: Any) -> Reading:
+        """The reading a :class:`~factjudge.models.JudgeConfig` asks for."""
+        return cls(config.decimal_separator, config.date_order)
+
+
+READING = Reading()
+
 
 # --------------------------------------------------------------------------- normal forms
 
@@ -231,7 +257,37 @@ class Unit:
 
 EMPTY_UNIT = Unit(raw="")
 
-Norm = Missing | Text | Quantity | Period | Other | Unit | Measure
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One element of a list inside a fact: a record's fields normalised as a fact's are (its
+    unit fields folded into its amounts), or a scalar as the one field ``""``."""
+
+    values: dict[str, Norm]
+    currency: str | None
+    #: How the reasoning names it: its description, name or title, else its first text.
+    label: str
+
+    def get(self, name: str) -> Norm:
+        if name in self.values:
+            return self.values[name]
+        return EMPTY_UNIT if is_unit_field(name) else MISSING
+
+
+@dataclass(frozen=True, slots=True)
+class Items:
+    """A list of records (``records``) or of scalars inside a fact, compared as an unordered
+    list (judges/rules/compare.py aligns the items one-to-one) unless the config's ``ordered``
+    names the field."""
+
+    items: tuple[Item, ...]
+    records: bool
+    json: str
+
+    def describe(self) -> str:
+        return self.json
+
+
+Norm = Missing | Text | Quantity | Period | Other | Unit | Measure | Items
 
 
 def lenient_json(value: Any) -> str:
@@ -466,7 +522,9 @@ _SCALE_WORDS = _alternation(w for w in _SCALES if not w.startswith(("0", "'")))
 _CURRENCY_BEFORE_SCALE = re.compile(
     rf"(?<=[\s\d])(?P<cur>{_alternation(_CURRENCY_WORDS)})\s*(?P<scale>{_SCALE_WORDS})$")
 _NUMBER_CORE = re.compile(
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d{1,3}(?: \d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)"
+    # thousands by commas, by dots (then a decimal comma), by spaces, or none; _digits reads them
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d{1,3}(?:\.\d{3})+(?:,\d*)?|\d{1,3}(?: \d{3})+(?:\.\d*|,\d+)?"
+    r"|\d+(?:\.\d*|,\d+)?|\.\d+)"
     r"(?P<exp>e[+-]?\d+)?"
     rf"\s*(?:(?P<scale>{_SCALE_WORDS})"
     rf"(?![a-z]))?\s*(?:(?P<pct>{_alternation(_PERCENT_WORDS)})|(?P<bp>{_alternation(_BP_WORDS)}))?"
@@ -484,7 +542,30 @@ _LOSS = re.compile(r"(?:an?\s+)?(?:net\s+)?(?:loss|decline|decrease|drop|fall)\s
 _CENTS = re.compile(r"(?P<rest>[\d.,]+)\s*(?:cents?|¢)")
 
 
-def parse_number(text: str) -> Quantity | None:
+def _digits(num: str, reading: Reading) -> str:
+    """Written digits as Python reads them ("1.234,5" -> "1234.5"). The last of two different
+    separators is the decimal one; a separator written twice groups thousands; one separator
+    is a decimal unless exactly three digits follow a group of one to three that is not 0
+    ("1,234", "1.234": ambiguous, read by ``reading.decimal``)."""
+    num = num.replace(" ", "")
+    seps = [c for c in num if c in ".,"]
+    if not seps:
+        return num
+    if len(set(seps)) == 2:
+        decimal = seps[-1]
+    elif len(seps) > 1:
+        decimal = ""
+    else:
+        head, _, tail = num.partition(seps[0])
+        ambiguous = len(tail) == 3 and 1 <= len(head) <= 3 and head != "0"
+        decimal = (seps[0] if reading.decimal == seps[0] else "") if ambiguous else seps[0]
+    thousands = "".join(c for c in ".," if c != decimal)
+    for c in thousands:
+        num = num.replace(c, "")
+    return num.replace(",", ".")
+
+
+def parse_number(text: str, reading: Reading = READING) -> Quantity | None:
     """Read a written number (see the module docs); None when it is not one. A hedge ("about",
     "approximately", "~") marks it approximate, "loss of" / "decline of" negates it, and
     "25 cents" is 0.25."""
@@ -496,7 +577,7 @@ def parse_number(text: str) -> Quantity | None:
         negative, s = True, m["rest"]
     if m := _CENTS.fullmatch(s):
         cents, s = True, m["rest"]
-    q = _parse_written(s, text.strip())
+    q = _parse_written(s, text.strip(), reading)
     if q is None or not (approx or negative or cents):
         return q
     value, step = q.value, q.step
@@ -515,7 +596,7 @@ def _step(digits: str, exponent: str | None) -> Decimal:
     return Decimal(1).scaleb(place + (int(exponent[1:]) if exponent else 0))
 
 
-def _parse_written(s: str, source: str) -> Quantity | None:
+def _parse_written(s: str, source: str, reading: Reading) -> Quantity | None:
     negative, currency = False, None
     changed = True
     while changed and s:
@@ -547,7 +628,7 @@ def _parse_written(s: str, source: str) -> Quantity | None:
         m = _NUMBER_CORE.fullmatch(s[:-1].rstrip() + "tn")  # "3.2T USD"; a bare "3.2 t" is tonnes
     if not m:
         return None
-    digits = m.group("num").replace(",", "").replace(" ", "")
+    digits = _digits(m.group("num"), reading)
     try:
         value = Decimal(digits + (m.group("exp") or ""))
     except InvalidOperation:
@@ -778,15 +859,15 @@ def _month(name: str) -> int:
     return _MONTHS[name[:3]]
 
 
-def _dated_weekday(weekday: str, rest: str) -> str | None:
+def _dated_weekday(weekday: str, rest: str, reading: Reading) -> str | None:
     """The date after a weekday, if it is a full date falling on that weekday."""
-    key = parse_period(rest)
+    key = parse_period(rest, reading=reading)
     if key is None or len(key) != 10 or not key[0].isdigit():
         return None
     return key if _WEEKDAYS[_dt.date.fromisoformat(key).weekday()] == weekday else None
 
 
-def parse_period(text: str, *, bare_year: bool = True) -> str | None:
+def parse_period(text: str, *, bare_year: bool = True, reading: Reading = READING) -> str | None:
     """The period key of a written date or period (see the module docs), or None.
 
     ``bare_year=False`` leaves four plain digits to be read as a number.
@@ -796,12 +877,13 @@ def parse_period(text: str, *, bare_year: bool = True) -> str | None:
     if not s or not any(ch.isdigit() for ch in s):
         return None
     if m := _WEEKDAY.fullmatch(s):
-        return _dated_weekday(m["wd"], m["rest"])
+        return _dated_weekday(m["wd"], m["rest"], reading)
     if m := _ISO.fullmatch(s):
         return _date_key(int(m["y"]), int(m["m"]), int(m["d"]))
     if m := _NUMERIC_DATE.fullmatch(s):
         a, b, y = int(m["a"]), int(m["b"]), int(m["y"])
-        day_first = m["sep"] == "." or a > 12
+        # 13/05/2024 and 05/13/2024 say which is the day; 03.04.2024 is day first where written
+        day_first = a > 12 or (b <= 12 and (m["sep"] == "." or reading.date_order == "DMY"))
         return _date_key(y, a, b) if not day_first else _date_key(y, b, a)
     if m := (_DAY_MON_YEAR.fullmatch(s) or _MON_DAY_YEAR.fullmatch(s)):
         return _date_key(int(m["y"]), _month(m["mon"]), int(m["d"]))
@@ -842,13 +924,15 @@ def _strip_quotes(text: str) -> str:
 
 
 def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
-                    unit: Unit | None = None, amount: bool = False) -> Norm:
+                    unit: Unit | None = None, amount: bool = False, reading: Reading = READING) -> Norm:
     """The normal form of one (non-unit) field value.
 
     ``amount`` marks the field a unit applies to: four digits are then a number, not a year.
     """
     if value is None:
         return MISSING
+    if isinstance(value, list) and (items := _items(value, ignore_company_suffixes, reading)) is not None:
+        return items
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return _other(value)
     if isinstance(value, (int, float)):
@@ -858,10 +942,10 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
         return _apply_unit(q, unit) if unit is not None else q
     # a quoted date or number ('"1923-11-18"', as RDF literals are written) is still one
     bare = _strip_quotes(value)
-    key = parse_period(bare, bare_year=not amount)
+    key = parse_period(bare, bare_year=not amount, reading=reading)
     if key is not None:
         return Period(key=key, raw=value.strip())
-    q = parse_number(bare)
+    q = parse_number(bare, reading)
     if q is not None:
         return _apply_unit(q, unit) if unit is not None else q
     if (measure := parse_measure(bare)) is not None:
@@ -873,6 +957,33 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
 
 
+_LABEL_FIELDS = ("description", "name", "title", "label", "product", "item")
+
+
+def _label(values: dict[str, Norm]) -> str:
+    texts = {k: v.raw for k, v in values.items() if isinstance(v, Text)}
+    named = next((texts[k] for k in texts if str(k).casefold() in _LABEL_FIELDS), None)
+    if named is None:
+        named = next(iter(texts.values()), None)
+    return named if named is not None else "; ".join(v.describe() for v in values.values())
+
+
+def _items(value: list[Any], ignore_company_suffixes: bool, reading: Reading) -> Items | None:
+    """A list of records or of scalars as :class:`Items`; None for a mixed or nested list (compared
+    by its JSON)."""
+    records = bool(value) and all(isinstance(v, dict) for v in value)
+    if not records and not all(v is None or isinstance(v, (str, int, float)) for v in value) or _holds_nan(value):
+        return None  # a NaN equals nothing, whichever item holds it: one JSON value says so
+    out = []
+    for v in value:
+        if records:
+            values = normalize_fact(v, ignore_company_suffixes=ignore_company_suffixes, reading=reading)
+        else:
+            values = {"": normalize_value(v, ignore_company_suffixes=ignore_company_suffixes, reading=reading)}
+        out.append(Item(values, fact_currency(values), _label(values)))
+    return Items(tuple(out), records, lenient_json(value))
+
+
 def _unit_norm(value: Any) -> Norm:
     if value is None:
         return EMPTY_UNIT
@@ -882,7 +993,7 @@ def _unit_norm(value: Any) -> Norm:
 
 
 def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = False,
-                   skip: frozenset[str] = frozenset()) -> dict[str, Norm]:
+                   skip: frozenset[str] = frozenset(), reading: Reading = READING) -> dict[str, Norm]:
     """The normal form of every field of a fact except those in ``skip``.
 
     Unit-like fields are read first and folded into the amounts they apply to (module docs).
@@ -906,7 +1017,7 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
         targets = [k for k in others if k in _AMOUNT_FIELDS]
         if not targets:
             targets = [k for k in others if isinstance(
-                normalize_value(fact[k], ignore_company_suffixes=ignore_company_suffixes),
+                normalize_value(fact[k], ignore_company_suffixes=ignore_company_suffixes, reading=reading),
                 Quantity)]
         for k in targets:
             applied.setdefault(k, []).extend(generic)
@@ -924,7 +1035,7 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
         unit = _merge_units(applied[k]) if k in applied else None
         out[k] = normalize_value(fact[k], ignore_company_suffixes=ignore_company_suffixes,
                                  unit=unit if unit is not None and unit.is_numeric else None,
-                                 amount=k in amounts)
+                                 amount=k in amounts, reading=reading)
     return out
 
 

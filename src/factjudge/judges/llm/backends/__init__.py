@@ -21,6 +21,7 @@ from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 from ....util.bounds import COUNT_MAX
+from ....util.urls import credentials_may_follow, origin, query_credentials
 
 #: Longest server message kept in an error (one line).
 MESSAGE_CHARS = 300
@@ -32,6 +33,11 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 #: What a reply larger than MAX_BODY_BYTES says (a per-question problem: the question is re-asked).
 BODY_TOO_LARGE = (f"the server's reply is larger than {MAX_BODY_BYTES >> 20} MiB "
                   "(read no further)")
+
+#: Redirect statuses; only 307 and 308 keep a POST's method and body.
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+#: Redirects followed for one request at most (aiohttp's and httpx's default too).
+MAX_REDIRECTS = 10
 
 ErrorKind = Literal["status", "timeout", "connect", "disconnect"]
 
@@ -115,7 +121,8 @@ def endpoint(base_url: str | None, api_key: str | None, default_url: str = "http
     """Credentials in the URL's userinfo become Basic auth (else the key is a Bearer token) and are
     kept out of the URL, the cache key and every message. No base URL: ``default_url``."""
     url = urlsplit(base_url or default_url)
-    secrets = [s for s in (api_key,) if s and s != "none"]
+    # a key in the query (?api-key=, ?code=) stays in the request, hidden from every message
+    secrets = [s for s in (api_key, *query_credentials(base_url or "")) if s and s != "none"]
     headers = {"Content-Type": "application/json"}
     if url.username is not None or url.password is not None:
         user, password = unquote(url.username or ""), unquote(url.password or "")
@@ -131,6 +138,21 @@ def endpoint(base_url: str | None, api_key: str | None, default_url: str = "http
     # longest first, so a secret containing another is redacted whole
     url = url._replace(path=url.path.rstrip("/"))  # the path's slash, not the query's end
     return Endpoint(urlunsplit(url), headers, tuple(sorted(set(secrets), key=len, reverse=True)))
+
+
+def redirect_problem(status: int, source: str, target: str) -> str | None:
+    """Why a redirect from ``source`` to ``target`` is not followed, one line naming both origins
+    (never a path or query: they may hold a key), or None when it may be. A request carries the
+    key (``Authorization``, ``x-api-key``...), and aiohttp keeps every header but three across
+    origins: a redirect to another origin, or from https to http, would hand it over."""
+    if not credentials_may_follow(source, target):
+        return (f"HTTP {status}: the server at {origin(source)} redirects to {origin(target)}; not "
+                "followed, as the API key is never sent to another origin (give that server's "
+                "base URL if it is the one meant)")
+    if status not in (307, 308):
+        return (f"HTTP {status}: the server redirects the request (a {status} turns a POST into a "
+                f"GET without its body); give the base URL it redirects to ({origin(target)})")
+    return None
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

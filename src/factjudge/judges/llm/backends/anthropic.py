@@ -32,6 +32,7 @@ What the API documents and this file does (https://docs.anthropic.com/en/api/mes
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from . import ChatReply, Endpoint, RequestBody, _int, _object, one_line
@@ -112,18 +113,27 @@ def messages_request(chat: dict[str, Any]) -> dict[str, Any]:
     return request
 
 
-def _answer(blocks: list[Any]) -> str | None:
-    """The answer in a reply's content: the forced tool's ``input`` (as JSON), else the text."""
-    for block in blocks:
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            return json.dumps(block.get("input"), ensure_ascii=False)
+def _answer(blocks: list[Any], offered: Collection[str]) -> tuple[str | None, str]:
+    """The answer in a reply's content and what is wrong with it: the forced tool's ``input`` (as
+    JSON), else the text. One answer was asked for: several ``tool_use`` blocks, or a call of a
+    tool the request did not offer, are no answer (asked again, as any invalid one)."""
+    calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if len(calls) > 1:
+        return None, f"the reply has {len(calls)} tool_use blocks; one answer was asked for"
+    if calls:
+        name = calls[0].get("name")
+        if name not in offered:
+            return None, (f"the reply calls a tool that was never offered ({one_line(repr(name), 60)}); "
+                          f"answer with {'the tool ' + repr(TOOL_NAME) if offered else 'the JSON asked for'}")
+        return json.dumps(calls[0].get("input"), ensure_ascii=False), ""
     text = "".join(b["text"] for b in blocks
                    if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
-    return text or None
+    return text or None, ""
 
 
-def parse_message(data: Any) -> ChatReply:
-    """A Messages API response body (already parsed) as a reply."""
+def parse_message(data: Any, offered: Collection[str] = (TOOL_NAME,)) -> ChatReply:
+    """A Messages API response body (already parsed) as a reply; ``offered``: the names of the
+    tools the request offered."""
     if not isinstance(data, dict):
         return ChatReply(None, problem="the server's reply is not a Messages API message (not an object)")
     usage = _object(data.get("usage"))
@@ -137,7 +147,9 @@ def parse_message(data: Any) -> ChatReply:
     blocks = data.get("content")
     if not isinstance(blocks, list):
         return reply(None, "the server's reply has no content blocks")
-    content = _answer(blocks)
+    content, problem = _answer(blocks, offered)
+    if problem:
+        return reply(None, problem)
     stop = data.get("stop_reason")
     if stop == "max_tokens":  # cut by its budget: the judge asks once more for brevity, as for "length"
         return reply(content, finish_reason="length")
@@ -173,6 +185,11 @@ class AnthropicBackend(HTTPBackend):
         # OpenAI-compatible base URLs are, is taken as meant rather than sent to /v1/v1/messages
         path = self.endpoint.base_url.partition("?")[0].rstrip("/")
         self.url = self.endpoint.url("/messages" if path.endswith("/v1") else "/v1/messages")
+
+    def read(self, data: Any, body: RequestBody) -> ChatReply:
+        tools = body.obj().get("tools") if b'"tools":' in body.data else None  # parsed only when sent
+        offered = [str(t.get("name")) for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+        return parse_message(data, offered)
 
     async def send(self, body: RequestBody, timeout: float) -> ChatReply:
         request = messages_request(body.obj())

@@ -13,17 +13,21 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
+import yarl
 
 from ...._version import __version__
 from . import (
     BODY_TOO_LARGE,
     MAX_BODY_BYTES,
+    MAX_REDIRECTS,
+    REDIRECTS,
     BackendError,
     ChatReply,
     Endpoint,
     RequestBody,
     error_message,
     parse_completion,
+    redirect_problem,
     retry_after_seconds,
 )
 
@@ -99,16 +103,16 @@ class HTTPBackend:
 
     async def send(self, body: RequestBody, timeout: float) -> ChatReply:
         redact = self.endpoint.redact
+        url = self.url
         try:
-            async with self._session_for_loop().post(
-                    self.url, data=body.data, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
-                if resp.status != 200:
-                    head = await resp.content.read(_MAX_ERROR_BODY)
-                    text = redact(head.decode("utf-8", "replace"))
-                    raise BackendError("status", redact(error_message(resp.status, text)),
-                                       status=resp.status, body=text,
-                                       retry_after=retry_after_seconds(resp.headers))
-                raw = await _read_body(resp.content)
+            for _ in range(MAX_REDIRECTS + 1):
+                raw = await self._post(url, body, timeout)
+                if isinstance(raw, str):  # a redirect this request may follow
+                    url = raw
+                    continue
+                break
+            else:
+                raise BackendError("status", f"the server redirected more than {MAX_REDIRECTS} times")
         except BackendError:
             raise
         except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -121,7 +125,38 @@ class HTTPBackend:
             start = " ".join(raw[:80].decode("utf-8", "replace").split())
             what = "an empty body" if not raw.strip() else f"not JSON: {start!r}"
             return ChatReply(None, problem=f"the server answered HTTP 200 with {what}")
+        return self.read(data, body)
+
+    def read(self, data: Any, body: RequestBody) -> ChatReply:
+        """A 200's parsed body as a reply (``body``: the request it answers)."""
         return self.parse(data)
+
+    async def _post(self, url: str, body: RequestBody, timeout: float) -> bytes | str | None:
+        """One POST: the 200's body (None when too large), or the URL of a redirect that may be
+        followed. Redirects are followed here, not by aiohttp, which sends every header but
+        ``Authorization``, ``Cookie`` and ``Proxy-Authorization`` to any origin (``x-api-key``
+        would go along); raises BackendError for any other status."""
+        redact = self.endpoint.redact
+        async with self._session_for_loop().post(
+                url, data=body.data, timeout=aiohttp.ClientTimeout(total=timeout),
+                allow_redirects=False) as resp:
+            if resp.status in REDIRECTS and "Location" in resp.headers:
+                try:
+                    target = str(resp.url.join(yarl.URL(resp.headers["Location"])))
+                except ValueError:
+                    raise BackendError("status", f"HTTP {resp.status}: a redirect to a Location that "
+                                       "is not a URL", status=resp.status) from None
+                problem = redirect_problem(resp.status, url, target)
+                if problem is None:
+                    return target
+                raise BackendError("status", problem, status=resp.status)
+            if resp.status != 200:
+                head = await resp.content.read(_MAX_ERROR_BODY)
+                text = redact(head.decode("utf-8", "replace"))
+                raise BackendError("status", redact(error_message(resp.status, text)),
+                                   status=resp.status, body=text,
+                                   retry_after=retry_after_seconds(resp.headers))
+            return await _read_body(resp.content)
 
     async def aclose(self) -> None:
         if self._session is not None and self._loop is asyncio.get_running_loop():

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ....errors import JudgeSetupError
+from ....util.urls import credentials_may_follow
 from . import (
     BODY_TOO_LARGE,
     MAX_BODY_BYTES,
@@ -21,6 +22,7 @@ from . import (
     RequestBody,
     error_message,
     parse_completion,
+    redirect_problem,
     retry_after_seconds,
 )
 
@@ -76,6 +78,25 @@ def _capped_stream_type(base: type) -> type:
             await self._inner.aclose()
 
     return CappedStream
+
+
+class _Redirect(Exception):
+    """A redirect the request may not follow (see ``redirect_problem``); ``status`` is its own."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def _refuse_redirect(response: Any) -> None:
+    """httpx response hook: a redirect to another origin stops before httpx follows it (httpx
+    drops only ``Authorization`` there: a user's ``default_headers`` would go along). Within the
+    origin httpx follows as it does."""
+    if response.is_redirect:
+        source = str(response.request.url)
+        target = str(response.request.url.join(response.headers["Location"]))
+        if not credentials_may_follow(source, target):
+            raise _Redirect(response.status_code, redirect_problem(response.status_code, source, target) or "")
 
 
 async def _cap_body(response: Any) -> None:
@@ -135,7 +156,7 @@ class OpenAISDKBackend:
             # the SDK appends its path after the whole base URL: a query goes in default_query
             url = urlsplit(self.endpoint.base_url)
             query = dict(parse_qsl(url.query, keep_blank_values=True)) or None
-            http = self._openai.DefaultAsyncHttpxClient(event_hooks={"response": [_cap_body]})
+            http = self._openai.DefaultAsyncHttpxClient(event_hooks={"response": [_refuse_redirect, _cap_body]})
             self._client = self._openai.AsyncOpenAI(api_key=key, base_url=urlunsplit(url._replace(query="")),
                                                     max_retries=0, default_headers=extra,
                                                     default_query=query, http_client=http)
@@ -158,9 +179,13 @@ class OpenAISDKBackend:
             raise BackendError("timeout", f"no answer within {timeout:g} s (timeout)") from None
         except _BodyTooLarge:
             return ChatReply(None, problem=BODY_TOO_LARGE)
+        except _Redirect as exc:
+            raise BackendError("status", str(exc), status=exc.status) from None
         except o.APIConnectionError as exc:
             if isinstance(exc.__cause__, _BodyTooLarge):
                 return ChatReply(None, problem=BODY_TOO_LARGE)
+            if isinstance(exc.__cause__, _Redirect):  # as the SDK wraps what a hook raises
+                raise BackendError("status", str(exc.__cause__), status=exc.__cause__.status) from None
             raise _connection_failure(exc, redact) from None
         except (o.APIResponseValidationError, ValueError) as exc:  # a 200 whose body is not JSON
             return ChatReply(None, problem=redact(f"the server's reply is not a chat completion: {exc}"))

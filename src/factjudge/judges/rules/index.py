@@ -1,0 +1,292 @@
+"""The rules judge's candidate index: one candidate list prepared (normalised) once and indexed by
+fact_type and, lazily, per field: exact keys (numbers, periods, JSON, missing), sorted numbers for
+tolerance windows, and the distinct texts for one C-level fuzzy search. :func:`shortlist` gives a
+subject only the few candidates that survive the intersection of those look-ups, which are a
+superset of the candidates that can match.
+"""
+from __future__ import annotations
+
+import bisect
+from collections.abc import Hashable, Iterable
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from rapidfuzz import fuzz, process
+
+from ...models import JudgeConfig, Tolerance
+from . import variants
+from .compare import Prepared, normalized
+from .knowledge import Knowledge
+from .normalize import (
+    READING,
+    Missing,
+    Norm,
+    Other,
+    Period,
+    Quantity,
+    Reading,
+    Text,
+    format_decimal,
+    is_unit_field,
+    sorted_tokens,
+)
+
+#: Stop narrowing the shortlist once it is this small; comparing a few facts is cheaper.
+_SMALL_POOL = 8
+
+def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
+    """The keys a value is filed under; two values can only match if they share one.
+
+    None for texts and units, which are looked up fuzzily or not at all.
+    """
+    if isinstance(norm, Missing):
+        return (("missing",),)
+    if isinstance(norm, Quantity):  # a rounded figure also under its value and last digit's place
+        if norm.rounded and norm.step is not None:
+            return (("n", norm.number), ("n~", norm.percent, norm.value, norm.step))
+        return (("n", norm.number),)
+    if isinstance(norm, Period):
+        if norm.year is not None:  # a year also equals the bare integer
+            return (("d", norm.key), ("n", Decimal(norm.year)))
+        return (("d", norm.key),)
+    if isinstance(norm, Other):
+        return (("j", norm.json),)
+    return None
+
+
+class CandidateIndex:
+    """Prepared candidates of one list, with lazily built per-(fact_type, field) look-ups."""
+
+    def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool,
+                 knowledge: Knowledge | None = None, config: JudgeConfig | None = None) -> None:
+        self.size = len(candidates)
+        self.ignore_company_suffixes = ignore_company_suffixes
+        self.knowledge = knowledge
+        #: The config the knowledge was built from (an index is rebuilt for another one).
+        self.config = config
+        #: How ambiguous numbers and dates were read (the config's; an index is rebuilt for another).
+        self.reading = READING if config is None else Reading.of(config)
+        self.prepared = [normalized(c, i, ignore_company_suffixes, self.reading) for i, c in enumerate(candidates)]
+        self.by_type: dict[Any, list[int]] = {}
+        for p in self.prepared:
+            self.by_type.setdefault(_type_key(p.fact_type), []).append(p.position)
+        self._exact: dict[tuple[Any, str], dict[Hashable, list[int]]] = {}
+        self._numbers: dict[tuple[Any, str], tuple[list[float], list[int]]] = {}
+        self._texts: dict[tuple[Any, str], tuple[list[str], list[list[int]], dict[Hashable, list[int]]]] = {}
+        self._signatures: dict[Any, list[str]] = {}
+
+    def bucket(self, fact_type: Any) -> list[int]:
+        return self.by_type.get(_type_key(fact_type), [])
+
+    def _exact_table(self, fact_type: Any, name: str) -> dict[Hashable, list[int]]:
+        table = self._exact.get((_type_key(fact_type), name))
+        if table is None:
+            table = {}
+            for i in self.bucket(fact_type):
+                for key in _exact_keys(self.prepared[i].get(name)) or ():
+                    table.setdefault(key, []).append(i)  # a list: a set per key costs 3x more
+            self._exact[(_type_key(fact_type), name)] = table
+        return table
+
+    def exact_postings(self, fact_type: Any, name: str, keys: Iterable[Hashable]) -> set[int]:
+        table = self._exact_table(fact_type, name)
+        found: set[int] = set()
+        for key in keys:
+            found.update(table.get(key, ()))
+        return found
+
+    def exact_count(self, fact_type: Any, name: str, keys: Iterable[Hashable]) -> int:
+        """How many postings :meth:`exact_postings` would gather (without gathering them)."""
+        table = self._exact_table(fact_type, name)
+        return sum(len(table.get(key, ())) for key in keys)
+
+    def exact_filter(self, pool: set[int], name: str, keys: Iterable[Hashable]) -> set[int]:
+        """The members of ``pool`` that :meth:`exact_postings` would also return: checked one by
+        one, so a value most candidates share (a period, a unit) costs the pool, not its postings."""
+        wanted = set(keys)
+        return {i for i in pool if not wanted.isdisjoint(_exact_keys(self.prepared[i].get(name)) or ())}
+
+    def number_window(self, fact_type: Any, name: str, low: float, high: float) -> set[int]:
+        entry = self._numbers.get((_type_key(fact_type), name))
+        if entry is None:
+            pairs = sorted((float(q.number), i) for i in self.bucket(fact_type)
+                           if isinstance(q := self.prepared[i].get(name), Quantity))
+            entry = ([v for v, _ in pairs], [i for _, i in pairs])
+            self._numbers[(_type_key(fact_type), name)] = entry
+        values, positions = entry
+        lo, hi = bisect.bisect_left(values, low), bisect.bisect_right(values, high)
+        return set(positions[lo:hi])
+
+    def _text_table(self, fact_type: Any, name: str
+                    ) -> tuple[list[str], list[list[int]], dict[Hashable, list[int]]]:
+        entry = self._texts.get((_type_key(fact_type), name))
+        if entry is None:
+            by_text: dict[str, list[int]] = {}
+            by_key: dict[Hashable, list[int]] = {}
+            for i in self.bucket(fact_type):
+                t = self.prepared[i].get(name)
+                if isinstance(t, Text):
+                    by_text.setdefault(self.searched(name, t), []).append(i)
+                    for key in self.variant_keys(name, t, query=False):
+                        by_key.setdefault(key, []).append(i)
+            entry = (list(by_text), list(by_text.values()), by_key)
+            self._texts[(_type_key(fact_type), name)] = entry
+        return entry
+
+    def searched(self, name: str, t: Text) -> str:
+        """What a text's similarity is computed on: its words sorted, as the knowledge reads them."""
+        if self.knowledge is None:
+            return t.sorted
+        return sorted_tokens(self.knowledge.canon(name, t.raw, t.norm).norm)
+
+    def variant_keys(self, name: str, t: Text, query: bool) -> tuple[Hashable, ...]:
+        if self.knowledge is None:
+            return ()
+        return variants.keys(t.raw, t.norm, self.knowledge.canon(name, t.raw, t.norm), self.knowledge,
+                             name, query)
+
+    def similar_texts(self, fact_type: Any, name: str, subject: Text, threshold: float) -> set[int]:
+        """The candidates whose text may match ``subject``'s: similar enough, or sharing a key of
+        a variant rule (a superset of the matches: variants.keys)."""
+        choices, postings, by_key = self._text_table(fact_type, name)
+        found: set[int] = set()
+        for _, _, k in process.extract(self.searched(name, subject), choices, scorer=fuzz.ratio,
+                                       score_cutoff=threshold, limit=None):
+            found.update(postings[k])
+        for key in self.variant_keys(name, subject, query=True):
+            found.update(by_key.get(key, ()))
+        return found
+
+    def closest_overall(self, subject: Prepared, fields: list[str]) -> int:
+        """The same-type candidate most similar over all its fields (only to explain a miss)."""
+        ft = _type_key(subject.fact_type)
+        if ft not in self._signatures:
+            self._signatures[ft] = [_signature(self.prepared[i]) for i in self.by_type[ft]]
+        best = process.extractOne(_signature(subject, fields), self._signatures[ft],
+                                  scorer=fuzz.ratio)
+        return self.by_type[ft][best[2]] if best else self.by_type[ft][0]
+
+
+def knowledge_key(config: JudgeConfig | None) -> Any:
+    """What of a config the knowledge is built from."""
+    if config is None:
+        return None
+    return ([g.model_dump() for g in config.aliases], config.rules_knowledge.model_dump())
+
+
+def _type_key(fact_type: Any) -> Any:
+    hashable = isinstance(fact_type, (str, int, float, bool, type(None)))
+    return fact_type if hashable else repr(fact_type)
+
+
+def _signature(p: Prepared, fields: list[str] | None = None) -> str:
+    names = fields if fields is not None else list(p.values)
+    parts = []
+    for name in sorted(names, key=str):
+        v = p.get(name)
+        shown = v.norm if isinstance(v, Text) else v.key if isinstance(v, Period) else (
+            format_decimal(v.value) if isinstance(v, Quantity) else v.describe())
+        parts.append(f"{name}={shown}")
+    return "|".join(parts)
+
+
+_Lookups = tuple[list[tuple[str, tuple[Hashable, ...]]],
+                 list[tuple[str, tuple[float, float], tuple[Hashable, ...]]], list[tuple[str, Text]]]
+
+
+def _lookups(subject: Prepared, fields: list[str], config: JudgeConfig) -> _Lookups:
+    """How each field of the subject narrows the candidates: exact keys, a number window (with
+    the keys found outside it), or a text search."""
+    exact: list[tuple[str, tuple[Hashable, ...]]] = []
+    windows: list[tuple[str, tuple[float, float], tuple[Hashable, ...]]] = []
+    texts: list[tuple[str, Text]] = []
+    for name in fields:
+        if is_unit_field(name):
+            continue  # compared by effect, see normalize; never a reason to skip a candidate
+        value = subject.get(name)
+        if isinstance(value, Quantity) and value.metric:
+            continue  # "183 m" may be metres and match a measure, which is filed under no key
+        if isinstance(value, Text):
+            texts.append((name, value))
+        elif isinstance(value, Quantity):
+            keys = (("n", value.number), *_coarser_keys(value))
+            bounds = _bounds(value, config.tolerances.get(name))
+            if bounds is None:
+                exact.append((name, keys))
+            else:
+                windows.append((name, bounds, keys))
+        elif (found := _exact_keys(value)) is not None:
+            exact.append((name, tuple(found)))
+    return exact, windows, texts
+
+
+def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
+              config: JudgeConfig) -> list[int]:
+    """Positions of the same-type candidates that may match; a superset of the true matches."""
+    ft = subject.fact_type
+    exact, windows, texts = _lookups(subject, fields, config)
+    pool: set[int] | None = None
+    if exact:  # the rarest value's candidates, then each other field checked on those only
+        exact.sort(key=lambda nk: index.exact_count(ft, *nk))
+        pool = index.exact_postings(ft, *exact[0])
+        for name, keys in exact[1:]:
+            if not pool:
+                break
+            pool = index.exact_filter(pool, name, keys)
+        if not pool:
+            return []
+    for name, bounds, keys in windows:
+        if pool is not None and len(pool) <= _SMALL_POOL:
+            break
+        # with the keys: a year equal to a plain integer, coarser figures the subject rounds to
+        s = index.number_window(ft, name, *bounds) | index.exact_postings(ft, name, keys)
+        pool = s if pool is None else pool & s
+        if not pool:
+            return []
+    for name, t in texts:
+        if pool is not None and len(pool) <= _SMALL_POOL:
+            break
+        s = index.similar_texts(ft, name, t, config.text_threshold)
+        pool = s if pool is None else pool & s
+        if not pool:
+            return []
+    return sorted(pool) if pool is not None else list(index.bucket(ft))
+
+
+#: Places of the last shown digit a rounded figure may have (1e-6 to 1e15), for its index keys.
+_STEPS = tuple(Decimal(1).scaleb(e) for e in range(-6, 16))
+
+
+def _coarser_keys(q: Quantity) -> tuple[Hashable, ...]:
+    """The keys of the rounded figures ``q`` may round to (each filed by _exact_keys under its
+    value and the place of its last digit)."""
+    return tuple(("n~", q.percent, (q.value / step).to_integral_value(ROUND_HALF_UP) * step, step)
+                 for step in _STEPS if q.step is None or step > q.step)
+
+
+def _bounds(q: Quantity, tol: Tolerance | None) -> tuple[float, float] | None:
+    """The number window of the candidates ``q`` may match by tolerance or by rounding (a
+    rounded subject equals the finer figures within half its last digit); None for neither."""
+    low = high = None
+    if tol is not None and (tol.relative or tol.absolute):
+        low, high = _window(q, tol)
+    if q.rounded and q.step is not None:
+        half = float(q.step) / (200 if q.percent else 2)
+        v, slack = float(q.number), 1e-9 * max(1.0, abs(float(q.number)))
+        low = min(low if low is not None else v, v - half - slack)
+        high = max(high if high is not None else v, v + half + slack)
+    return (low, high) if low is not None and high is not None else None
+
+
+def _window(q: Quantity, tol: Tolerance) -> tuple[float, float]:
+    """Bounds on the plain numbers (:attr:`Quantity.number`) of the candidates that may match."""
+    v = float(q.number)
+    # a percentage compares in percentage points (absolute / 100 as a number); a plain subject
+    # may meet a percentage too, whose window (absolute / 100) lies inside this one
+    width = float(tol.absolute or 0) / (100 if q.percent else 1)
+    if tol.relative:
+        r = float(tol.relative)
+        # |a - b| <= r * max(|a|, |b|) allows b up to |a| / (1 - r) away from zero
+        width = max(width, float("inf") if r >= 1 else r * abs(v) / (1 - r))
+    slack = 1e-9 * max(1.0, abs(v), width)  # float rounding of the decimal values
+    return v - width - slack, v + width + slack

@@ -1,0 +1,304 @@
+"""Records as extractors write them (issue 34): nulls, number and date locales, lists of records
+inside a fact, fields per fact type."""
+import itertools
+import warnings
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from factjudge import run_judge
+from factjudge.core.scope import compared_fields, merge_warnings, nothing_to_compare
+from factjudge.errors import InputError
+from factjudge.io.config import parse_config
+from factjudge.judges.llm.prompts import fact_tables, system_message
+from factjudge.judges.rules.compare import compare_facts, normalized
+from factjudge.models import JudgeConfig
+from factjudge.util.assignment import max_assignment
+
+
+def judged(gold, pred, config=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_judge(gold, pred, config or {})
+    return result, [f["status"] for f in result.gold_facts], [f["status"] for f in result.predicted_facts]
+
+
+# --------------------------------------------------------------------------- null is absence
+
+
+def test_fields_null_on_both_sides_are_no_evidence_of_a_match():
+    # the issue's case: fields naming only attributes neither fact has linked two companies
+    gold = [{"id": "g1", "fact_type": "supplier", "name": "Northwind Traders", "po_number": None, "phone": None}]
+    pred = [{"id": "p1", "fact_type": "supplier", "name": "Fabrikam Holdings", "po_number": None}]
+    result, g, p = judged(gold, pred, {"fields": ["po_number", "phone"]})
+    assert (g, p) == (["FN"], ["FP"])
+    assert "Nothing to compare: po_number, phone null or absent on both sides" in result.gold_facts[0]["reasoning"]
+    assert any(w.startswith("supplier: 2 facts had nothing to compare") for w in result.warnings)
+
+
+def test_a_field_null_on_both_sides_is_not_compared():
+    gold = [{"id": "g1", "fact_type": "invoice", "vendor": "Acme", "total": 5, "note": None}]
+    pred = [{"id": "p1", "fact_type": "invoice", "vendor": "Acme", "total": 5, "note": None}]
+    result, g, p = judged(gold, pred)
+    assert (g, p) == (["TP"], ["TP"])
+    assert "note" not in result.gold_facts[0]["reasoning"]
+    assert not any("nothing to compare" in w for w in result.warnings)
+
+
+def test_a_null_prediction_against_a_gold_value_is_a_missing_value():
+    gold = [{"id": "g1", "fact_type": "invoice", "vendor": "Acme", "total": 5}]
+    pred = [{"id": "p1", "fact_type": "invoice", "vendor": "Acme", "total": None}]
+    result, g, p = judged(gold, pred)
+    assert (g, p) == (["FN"], ["FP"])  # the pair differs on total
+    assert "total: missing on candidate" in result.gold_facts[0]["reasoning"]
+
+
+def test_a_type_without_fields_still_matches_by_its_type():
+    result, g, p = judged([{"id": "g1", "fact_type": "flag"}], [{"id": "p1", "fact_type": "flag"}])
+    assert (g, p) == (["TP"], ["TP"])
+    assert not result.warnings
+
+
+def test_nothing_to_compare_counts_add_up_over_documents():
+    config = JudgeConfig(fields=["total"])
+    doc1 = nothing_to_compare([{"id": "a", "fact_type": "invoice", "total": None}],
+                              [{"id": "b", "fact_type": "invoice"}], config, None)
+    doc2 = nothing_to_compare([{"id": "a", "fact_type": "invoice", "total": None}], [], config, None)
+    merged = merge_warnings([*doc1, "other", *doc2, "other"])
+    assert merged[1] == "other" and len(merged) == 2
+    assert merged[0].startswith("invoice: 3 facts had nothing to compare")
+
+
+# --------------------------------------------------------------------------- number and date locales
+
+
+def one_pair(gold_value, pred_value, config=None, field="total"):
+    gold = [{"id": "g1", "fact_type": "invoice", field: gold_value}]
+    pred = [{"id": "p1", "fact_type": "invoice", field: pred_value}]
+    return judged(gold, pred, config)
+
+
+@pytest.mark.parametrize(("written", "value"), [
+    ("148,16", 148.16),         # a decimal comma before two digits
+    ("1.234,50", 1234.5),       # dots group thousands, the last separator is the decimal one
+    ("1 234,5", 1234.5),        # spaces group thousands
+    ("0,125", 0.125),           # a leading 0 groups nothing
+    ("1.234.567", 1234567),     # a separator written twice groups thousands
+    ("EUR 1.234,50", 1234.5),
+])
+def test_unambiguous_number_forms_are_read_without_configuration(written, value):
+    for config in ({}, {"decimal_separator": ","}, {"decimal_separator": "."}):
+        result, g, p = one_pair(written, value, config)
+        assert (g, p) == (["TP"], ["TP"]), (written, config, result.gold_facts[0]["reasoning"])
+        assert not any("decimal_separator" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(("written", "point", "comma"), [("1,234", 1234, 1.234), ("1.234", 1.234, 1234)])
+def test_ambiguous_numbers_follow_decimal_separator(written, point, comma):
+    for config, value, other in (({}, point, comma), ({"decimal_separator": "."}, point, comma),
+                                 ({"decimal_separator": ","}, comma, point)):
+        assert one_pair(written, value, config)[1:] == (["TP"], ["TP"]), (written, config)
+        assert one_pair(written, other, config)[1:] == (["FN"], ["FP"]), (written, config)
+
+
+def test_a_run_that_read_ambiguous_values_by_default_says_so_once_naming_the_key():
+    result, _, _ = one_pair("1,234", 1234)
+    said = [w for w in result.warnings if "decimal_separator" in w]
+    assert len(said) == 1 and "set decimal_separator: ','" in said[0]
+    assert not any("decimal_separator" in w for w in one_pair("1,234", 1234, {"decimal_separator": "."})[0].warnings)
+    dates = one_pair("03/04/2024", "2024-03-04", field="date")[0].warnings
+    assert sum("date_order" in w for w in dates) == 1
+    assert merge_warnings([*dates, *dates]) == dates  # many documents: still once
+
+
+@pytest.mark.parametrize(("written", "iso"), [
+    ("13/05/2024", "2024-05-13"),   # 13 is no month
+    ("05/13/2024", "2024-05-13"),
+    ("13-05-2024", "2024-05-13"),
+])
+def test_unambiguous_dates_are_read_without_configuration(written, iso):
+    for config in ({}, {"date_order": "DMY"}, {"date_order": "MDY"}, {"date_order": "YMD"}):
+        result, g, p = one_pair(written, iso, config, field="date")
+        assert (g, p) == (["TP"], ["TP"]), (written, config)
+        assert not any("date_order" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(("config", "iso"), [({}, "2024-03-04"), ({"date_order": "MDY"}, "2024-03-04"),
+                                             ({"date_order": "DMY"}, "2024-04-03"),
+                                             ({"date_order": "YMD"}, "2024-03-04")])
+def test_ambiguous_dates_follow_date_order(config, iso):
+    assert one_pair("03/04/2024", iso, config, field="date")[1:] == (["TP"], ["TP"])
+    other = "2024-04-03" if iso == "2024-03-04" else "2024-03-04"
+    assert one_pair("03/04/2024", other, config, field="date")[1:] == (["FN"], ["FP"])
+
+
+def test_the_locale_keys_are_config_keys_with_their_values_checked():
+    assert JudgeConfig(decimal_separator=",", date_order="DMY").date_order == "DMY"
+    with pytest.raises(ValueError):
+        JudgeConfig(decimal_separator=";")
+    with pytest.raises(ValueError):
+        JudgeConfig(date_order="DYM")
+
+
+# --------------------------------------------------------------------------- lists inside a fact
+
+ITEMS = [{"description": "Switch 8-port", "qty": 2, "unit_price": 180},
+         {"description": "Cable Cat6 2m", "qty": 10, "unit_price": "4.50"},
+         {"description": "Router", "qty": 1, "unit_price": 99}]
+
+
+def invoice(fid, items, **more):
+    return {"id": fid, "fact_type": "invoice", "vendor": "Acme", "line_items": items, **more}
+
+
+def test_line_items_in_another_order_are_equal():
+    reordered = [ITEMS[2], {**ITEMS[1], "unit_price": "4,50"}, ITEMS[0]]
+    result, g, p = judged([invoice("g1", ITEMS)], [invoice("p1", reordered)])
+    assert (g, p) == (["TP"], ["TP"])
+    assert "line_items: 3 items equal (in another order)" in result.gold_facts[0]["reasoning"]
+
+
+def test_the_reasoning_names_the_item_that_differs_and_the_one_missing():
+    pred = [{**ITEMS[0], "unit_price": 185}, ITEMS[2]]
+    result, g, p = judged([invoice("g1", ITEMS)], [invoice("p1", pred)])
+    assert (g, p) == (["FN"], ["FP"])
+    reasoning = result.gold_facts[0]["reasoning"]
+    assert "line_items: item 1 (Switch 8-port) unit_price: 180 vs 185: differ" in reasoning
+    assert "1 item missing on candidate: item 2 (Cable Cat6 2m)" in reasoning
+    assert "1 item missing on subject: item 2 (Cable Cat6 2m)" in result.predicted_facts[0]["reasoning"]
+
+
+def test_an_extra_item_makes_the_list_differ():
+    _, g, p = judged([invoice("g1", ITEMS[:2])], [invoice("p1", ITEMS)])
+    assert (g, p) == (["FN"], ["FP"])
+
+
+def test_item_fields_take_tolerances_by_path():
+    pred = [ITEMS[2], {**ITEMS[0], "unit_price": 183}, ITEMS[1]]
+    assert judged([invoice("g1", ITEMS)], [invoice("p1", pred)])[1] == ["FN"]
+    result, g, _ = judged([invoice("g1", ITEMS)], [invoice("p1", pred)],
+                          {"tolerances": {"line_items.unit_price": {"absolute": 5}}})
+    assert g == ["TP"]
+    assert not any("tolerances" in w for w in result.warnings)  # a path is no unknown field
+
+
+def test_lists_of_values_are_multisets():
+    def tags(a, b, config=None):
+        return judged([{"id": "g", "fact_type": "t", "tags": a}], [{"id": "p", "fact_type": "t", "tags": b}],
+                      config)[1]
+    assert tags(["a", "b", "b"], ["b", "a", "b"]) == ["TP"]
+    assert tags(["a", "b"], ["a", "b", "b"]) == ["FN"]
+    assert tags(["12.5", "Acme Inc."], ["acme", 12.5]) == ["TP"]  # each value read as a field is
+    assert tags([], []) == ["TP"]
+
+
+def test_ordered_keeps_the_order_where_it_matters():
+    config = {"ordered": ["steps"]}
+    gold = [{"id": "g", "fact_type": "recipe", "steps": ["mix", "bake"]}]
+    pred = [{"id": "p", "fact_type": "recipe", "steps": ["bake", "mix"]}]
+    assert judged(gold, pred)[1] == ["TP"]
+    result, g, _ = judged(gold, pred, config)
+    assert g == ["FN"]
+    assert 'item 1 (mix) "mix" vs "bake"' in result.gold_facts[0]["reasoning"]
+
+
+def test_the_llm_judge_still_sees_a_list_as_one_json_cell():
+    table = fact_tables([invoice("g1", ITEMS[:1])])
+    assert '[{"description":"Switch 8-port","qty":2,"unit_price":180}]' in table
+
+
+def _same(items_a, items_b, config=None):
+    cfg = JudgeConfig(**(config or {}))
+    a = normalized(invoice("g", items_a), 0, True)
+    b = normalized(invoice("p", items_b), 1, True)
+    r = compare_facts(a, b, ["line_items"], cfg)
+    return r.ok, round(r.score, 6)
+
+
+item = st.fixed_dictionaries({"description": st.sampled_from(["Switch", "Cable", "Router", "Desk"]),
+                              "qty": st.integers(1, 3), "unit_price": st.sampled_from([4.5, 99, 180, 185])})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(item, max_size=5), st.lists(item, max_size=5), st.randoms(use_true_random=False))
+def test_alignment_is_invariant_under_permutation_of_either_list(a, b, rnd):
+    pa, pb = a[:], b[:]
+    rnd.shuffle(pa)
+    rnd.shuffle(pb)
+    assert _same(a, b) == _same(pa, b) == _same(a, pb)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(item, max_size=6), st.randoms(use_true_random=False))
+def test_equal_lists_are_equal_in_any_order(a, rnd):
+    shuffled = a[:]
+    rnd.shuffle(shuffled)
+    assert _same(a, a) == (True, 100.0)
+    assert _same(a, shuffled)[0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda n: st.lists(st.lists(st.integers(0, 9), min_size=n, max_size=n),
+                                                    min_size=1, max_size=5)))
+def test_the_assignment_is_optimal_and_one_to_one(benefit):
+    pairs = max_assignment(benefit)
+    rows, cols = len(benefit), len(benefit[0])
+    assert len(pairs) == min(rows, cols)
+    assert len({i for i, _ in pairs}) == len({j for _, j in pairs}) == len(pairs)
+    if rows <= cols:
+        best = max(sum(benefit[i][j] for i, j in enumerate(perm))
+                   for perm in itertools.permutations(range(cols), rows))
+    else:
+        best = max(sum(benefit[i][j] for j, i in enumerate(perm))
+                   for perm in itertools.permutations(range(rows), cols))
+    assert sum(benefit[i][j] for i, j in pairs) == best
+    assert max_assignment(benefit) == pairs  # deterministic
+
+
+# --------------------------------------------------------------------------- fields per fact type
+
+PER_TYPE = {"fields": {"invoice": ["vendor", "total"], "line_item": ["sku"]}}
+GOLD = [{"id": "g1", "fact_type": "invoice", "vendor": "Acme", "total": 100, "note": "paid", "po": "7"},
+        {"id": "g2", "fact_type": "line_item", "sku": "A1", "qty": 2},
+        {"id": "g3", "fact_type": "payment", "amount": 5, "method": "card"}]
+PRED = [{"id": "p1", "fact_type": "invoice", "vendor": "Acme", "total": 120, "note": "unpaid", "confidence": 0.9},
+        {"id": "p2", "fact_type": "line_item", "sku": "A1", "qty": 3},
+        {"id": "p3", "fact_type": "payment", "amount": 5, "method": "cash"}]
+
+
+def test_fields_per_fact_type_compare_each_types_own_list():
+    result, g, p = judged(GOLD, PRED, PER_TYPE)
+    # line_item: qty differs but only sku is listed; payment is not listed: all its gold fields count
+    assert g == ["FN", "TP", "FN"] and p == ["FP", "TP", "FP"]
+    assert "note" not in result.gold_facts[0]["reasoning"]
+    near = result.analysis.near_misses
+    assert [(n.fact_type, n.agree, n.differ) for n in near if n.fact_type == "invoice"] == [
+        ("invoice", ["vendor"], ["total"])]
+
+
+def test_fields_per_fact_type_reach_the_prompt_tables_and_the_warnings():
+    config = JudgeConfig(**PER_TYPE)
+    per_type, warnings_ = compared_fields(GOLD, PRED, config)
+    assert per_type is not None
+    assert per_type["invoice"] == ("vendor", "total") and per_type["line_item"] == ("sku",)
+    assert per_type["payment"] == ("amount", "method")
+    table = fact_tables(PRED[:1], per_type)
+    assert "note" not in table and "confidence" not in table and "vendor" in table
+    assert "Fields to compare" not in system_message("gold", config)  # the tables say it per type
+    # no warning about invoice's unlisted fields (po, note, confidence)
+    assert not any(w.startswith("invoice") for w in warnings_)
+    listed_missing = compared_fields(GOLD, PRED, JudgeConfig(fields={"invoice": ["vendor", "po"]}))[1]
+    assert any(w.startswith("invoice: gold facts carry po") for w in listed_missing)
+
+
+def test_the_list_form_of_fields_keeps_its_meaning():
+    config = JudgeConfig(fields=["vendor"])
+    assert compared_fields(GOLD, PRED, config) == (None, [])
+    assert config.fields_for("invoice") == config.fields_for("anything") == ["vendor"]
+    assert "Fields to compare: vendor" in system_message("gold", config)
+
+
+def test_an_empty_list_for_one_type_is_refused():
+    with pytest.raises(InputError, match="fields of 'invoice'"):
+        parse_config({"fields": {"invoice": [], "line_item": ["sku"]}})
