@@ -78,3 +78,24 @@ def test_one_retry_policy_for_live_calls_and_batches():
     assert policy.wait(0, BackendError("status", "HTTP 400", status=400)) is None  # would repeat
     assert 0.5 <= RetryPolicy().wait(0, busy) <= 1.0  # jitter: from half the backoff to all of it
     assert "sk-x" not in repr(endpoint(LOCAL, "sk-x"))
+
+
+def test_the_judge_says_whether_it_can_be_asked_in_a_batch(tmp_path):
+    """No list of kinds or backends decides it: a judge is Batchable (the LLM, a hybrid's LLM) or
+    not, and the LLM's backend says whether it speaks OpenAI's Batch API."""
+    from factjudge.judges.llm import Transport
+    from factjudge.judges.llm.batch_lines import batch_llm
+    from factjudge.judges.llm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c")
+    llm = LLMJudge("m", base_url=LOCAL, cache=cache)
+    assert batch_llm(llm) is llm
+    hybrid = build_judge(JudgeSpec(kind="hybrid", models=("m",), base_url=LOCAL, cache_dir=tmp_path))
+    assert batch_llm(hybrid) is hybrid.llm
+    for judge, why in [(RulesJudge(), "--batch needs an LLM judge"),
+                       (JuryJudge([llm, RulesJudge()]), "--batch needs an LLM judge"),
+                       (LLMJudge("m", base_url=LOCAL), "needs the response cache"),
+                       (LLMJudge("m", base_url=LOCAL, api_key="k", cache=cache,
+                                 transport=Transport(backend="anthropic")), "--backend anthropic asks live only")]:
+        with pytest.raises(InputError, match=why):
+            batch_llm(judge, "--batch")
