@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..core.review import EXPORT_KIND, KINDS, VERDICTS, Kind, Review, Verdict, person_match
+from ..core.review import EXPORT_KIND, KINDS, VERDICTS, Kind, Review, Verdict
 from ..errors import InputError
 from .files import same_file, write_atomic
 from .inputs import check_input_kind
@@ -41,6 +41,7 @@ FIXED_FIELDS = ("id", "fact_type")
 class ReviewLine:
     """One line of an export: the review and the facts it was about."""
 
+    id: str
     review: Review
     line: int
     gold_fact: Mapping[str, Any] | None
@@ -109,7 +110,7 @@ def _line(path: Path, lineno: int, rec: Any) -> ReviewLine:
     if rec.get("match") != expected:
         raise InputError(f"{prefix}: 'match' {json.dumps(rec.get('match'))} does not follow from kind "
                          f"{kind} and verdict {verdict} (expected {json.dumps(expected)})")
-    return ReviewLine(review, lineno, gold, pred)
+    return ReviewLine(coerce_id(rec.get("id"), "id", prefix) or f"line {lineno}", review, lineno, gold, pred)
 
 
 def load_review(path: str | Path) -> ReviewExport:
@@ -129,7 +130,7 @@ def load_review(path: str | Path) -> ReviewExport:
                                  f'{{"_header": {{"kind": "{EXPORT_KIND}", ...}}}})')
             continue
         item = _line(path, lineno, rec)
-        key = str(rec.get("id"))
+        key = item.id
         if key in seen:
             raise InputError(f"{path}: line {lineno}: duplicate id {key!r}, first seen at line {seen[key]}")
         seen[key] = lineno

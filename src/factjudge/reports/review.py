@@ -91,10 +91,14 @@ def line_items(line: Mapping[str, Any]) -> list[dict[str, Any]]:
                 score = round(hit[1].score, 1)
                 items.append(_item(doc_id, "miss", g, hit[0], 3 + score / 100,
                                    f"near miss: closest predicted fact, similarity {score:g}", score))
+    # a miss and an extra closest to each other are one decision: listed once, as the miss
+    shown = {(str(i["gold"]["id"]), str(i["predicted"]["id"])) for i in items if i["kind"] == "miss" and i["predicted"]}
     for p in pred:
         if p.get("status") != "FP":
             continue
         hit = near.get(("predicted", str(p.get("id"))))
+        if hit is not None and (str(hit[0].get("id")), str(p.get("id"))) in shown:
+            continue
         if hit is None:
             items.append(_item(doc_id, "extra", None, p, 2.8, "possible gold omission: no gold fact of "
                                "this type is close"))
