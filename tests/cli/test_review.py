@@ -4,59 +4,11 @@ or cut export refused) and ``factjudge calibrate`` reading the export as it stan
 import csv
 import hashlib
 import json
-import re
 
 import pytest
-from evalkit import read_lines, run_cli, write_jsonl
-
-
-def fact(fid, fact_type="revenue", **kw):
-    return {"id": fid, "fact_type": fact_type, **kw}
-
-
-# Worked out by hand with the rules judge: A's g1-p1 and B's g1-p1 are links, A's g2 (200 vs 201)
-# and g3 (Ann Lee vs Bob Stone) are misses beside their closest prediction, A's p4 (an auditor,
-# no gold auditor) an extra with nothing close.
-DOCS = [
-    {"doc_id": "A",
-     "gold_facts": [fact("g1", entity="Xco", value="100"), fact("g2", entity="Xco", period="2023", value="200"),
-                    fact("g3", "ceo", name="Ann Lee")],
-     "predicted_facts": [fact("p1", entity="Xco", value="100"), fact("p2", entity="Xco", period="2023", value="201"),
-                         fact("p3", "ceo", name="Bob Stone"), fact("p4", "auditor", name="KPMG")]},
-    {"doc_id": "B", "gold_facts": [fact("g1", entity="Yco", value="5")],
-     "predicted_facts": [fact("p1", entity="Yco", value="5")]},
-]
-# (doc, kind, gold id, predicted id) -> (verdict, gold correction)
-VERDICTS = {
-    ("A", "miss", "g2", "p2"): ("wrong", {"value": "201"}),  # a match once the gold typo is fixed
-    ("A", "miss", "g3", "p3"): ("right", None),
-    ("A", "extra", None, "p4"): ("omission", None),
-    ("A", "link", "g1", "p1"): ("right", None),
-    ("B", "link", "g1", "p1"): ("wrong", None),
-}
-
-
-def review_data(out):
-    html = (out / "review.html").read_text(encoding="utf-8")
-    return json.loads(re.search(r'<script type="application/json" id="review-data">(.*?)</script>', html, re.S)[1])
-
-
-def export_lines(data, verdicts):
-    """What review.html's Export button writes (static/review.js exportLines), in queue order."""
-    done = []
-    for item in data["items"]:
-        ident = (item["doc_id"], item["kind"], item["gold"] and item["gold"]["id"],
-                 item["predicted"] and item["predicted"]["id"])
-        if ident in verdicts:
-            verdict, correction = verdicts[ident]
-            pair = item["gold"] is not None and item["predicted"] is not None
-            match = (verdict == "right" if item["kind"] == "link" else verdict == "wrong") if pair else None
-            done.append({"id": item["key"], "doc_id": item["doc_id"], "kind": item["kind"], "verdict": verdict,
-                         "match": match, "judge_match": item["kind"] == "link", "category": item["kind"],
-                         "gold_fact": item["gold"], "predicted_fact": item["predicted"],
-                         "gold_correction": correction, "note": None})
-    header = {"_header": {"kind": data["kind"], "version": 1, "run": data["run"], "items": len(done)}}
-    return [header, *done]
+from evalkit import REVIEW_DOCS as DOCS
+from evalkit import REVIEW_VERDICTS as VERDICTS
+from evalkit import export_lines, fact, read_lines, review_data, run_cli, write_jsonl
 
 
 def digest(*paths):

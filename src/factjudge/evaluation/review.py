@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..io.files import write_atomic
 from ..io.review import GoldChanges, ReviewExport, load_review, write_corrected_gold
 from ..io.runfolder import REVIEW_HTML, SUMMARY, RunFolder
+from ..reports.format import fmt
 from ..reports.review import WIDTHS, render_review
 from .calibrate import confusion
 
@@ -44,8 +45,9 @@ class ReviewApplied:
     needed: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def text(self) -> str:
+        """What ``review apply`` prints: the two sets of figures, the judge against the person,
+        the reviews needed, the gold written."""
         f = self.figures
-        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
         j = self.judge
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(f.by_verdict.items()))
         lines = [f"judge:    P {fmt(j.get('precision'))} R {fmt(j.get('recall'))} F1 {fmt(j.get('f1'))}",
