@@ -28,7 +28,7 @@ from ...core.scope import NOT_COMPARED
 from ...models import QUOTE_LIMIT, JudgeConfig, Tolerance, cut_text, quoted
 from ...util.assignment import max_assignment
 from . import variants
-from .knowledge import Knowledge, qualifiers
+from .knowledge import Knowledge, qualifiers, text_units
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -111,6 +111,9 @@ _Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail
 
 def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Outcome:
     shown = _shown(a, b)
+    if a.per != b.per:  # never a different period (issue #37, guideline G15)
+        return False, False, 0.0, (f"{shown}: an amount per {a.per or '(no period)'} vs per "
+                                   f"{b.per or '(no period)'}: a different period")
     if a.currency and b.currency and a.currency != b.currency:
         return False, False, 0.0, f"{shown}: currency {a.currency} != {b.currency}"
     mixed = a.percent != b.percent
@@ -196,6 +199,10 @@ def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledg
         return False, False, 0.0, f"{shown}: {_qualifier_difference(qa, qb)}, which changes what is meant"
     if ca.norm == cb.norm:
         return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})"
+    if knowledge.families.units:  # "2 TB" vs "2 TiB" inside a text: similar, never the same
+        ua, ub = text_units(ca.tokens), text_units(cb.tokens)
+        if ua != ub and ua and ub:
+            return False, False, 0.0, f"{shown}: different units ({', '.join(sorted(ua ^ ub))})"
     decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
     if decision is not None:
         return decision.ok, False, decision.score, f"{shown}: {decision.detail}{by}"
@@ -258,8 +265,11 @@ def _compare_physical_units(a: Unit, b: Unit) -> _Outcome:
     return False, False, 0.0, f"{shown}: different units and no amount to convert"
 
 
-def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None) -> _Outcome:
-    """Physical amounts: same dimension, magnitudes compared in the finer unit (units.py)."""
+def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool = False) -> _Outcome:
+    """Physical amounts: same dimension, magnitudes compared in the finer unit (units.py).
+    ``converted`` (the ``units`` knowledge): a measure in another unit matches when converted and
+    rounded to the digits the other side shows it is that side, within 1% (``15.6 in`` = ``39.6
+    cm``, ``3.5 lb`` = ``1.59 kg``; guideline G14)."""
     ma, mb = as_measure(a), as_measure(b)
     if ma is None or mb is None:
         return _compare_plain(a, b)
@@ -270,7 +280,24 @@ def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None) -> _Outcome:
     va, vb, unit = common
     ok, exact, score, detail = _compare_quantities(Quantity(va, source=ma.source),
                                                    Quantity(vb, source=mb.source), tol)
+    if not ok and converted and ma.unit.name != mb.unit.name and (why := _converted_rounding(ma, mb)):
+        return True, False, score, f"{_shown(a, b)}: {why}"
     return ok, exact, score, f"{detail} (in {unit})"
+
+
+def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
+    """Why one measure is the other converted to its unit and rounded to its digits, or None."""
+    for x, y in ((ma, mb), (mb, ma)):
+        common = common_values(x, Measure(Decimal(1), y.unit, ""))
+        if common is None or common[1] == 0:
+            continue
+        in_y = common[0] / common[1]  # x in y's unit
+        step = Decimal(1).scaleb(min(0, y.value.as_tuple().exponent))  # type: ignore[arg-type]
+        if y.value == 0 or abs(in_y - y.value) > abs(y.value) / 100:
+            continue
+        if (in_y / step).to_integral_value(ROUND_HALF_UP) * step == y.value:
+            return f"{x.source} is {format_decimal(in_y)} in the unit of {y.source}, {y.source} at the digits shown"
+    return None
 
 
 def _compare_plain(a: Norm, b: Norm) -> _Outcome:
@@ -312,7 +339,8 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
         side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
         detail = f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")
     elif isinstance(a, Measure) or isinstance(b, Measure):
-        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(path))
+        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(path),
+                                                     config.rules_knowledge.units)
     elif isinstance(a, Quantity) and isinstance(b, Quantity):
         ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(path))
     elif isinstance(a, Items) and isinstance(b, Items):
