@@ -267,7 +267,7 @@ def _compare_physical_units(a: Unit, b: Unit) -> _Outcome:
 
 def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool = False) -> _Outcome:
     """Physical amounts: same dimension, magnitudes compared in the finer unit (units.py).
-    ``converted`` (the ``units`` knowledge): a measure in another unit matches when converted and
+    ``converted`` (the ``units`` knowledge; no tolerance set): a measure in another unit matches when converted and
     rounded to the digits the other side shows it is that side, within 1% (``15.6 in`` = ``39.6
     cm``, ``3.5 lb`` = ``1.59 kg``; guideline G14)."""
     ma, mb = as_measure(a), as_measure(b)
@@ -280,7 +280,8 @@ def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool =
     va, vb, unit = common
     ok, exact, score, detail = _compare_quantities(Quantity(va, source=ma.source),
                                                    Quantity(vb, source=mb.source), tol)
-    if not ok and converted and ma.unit.name != mb.unit.name and (why := _converted_rounding(ma, mb)):
+    if not ok and converted and tol is None and ma.unit.name != mb.unit.name and (
+            why := _converted_rounding(ma, mb)):
         return True, False, score, f"{_shown(a, b)}: {why}"
     return ok, exact, score, f"{detail} (in {unit})"
 
