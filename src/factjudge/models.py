@@ -130,6 +130,9 @@ class RulesKnowledge(BaseModel):
     #: Results-table vocabulary, in split and metric fields: dataset splits (held-out = test,
     #: dev = validation) and metric names (acc = accuracy, EM = exact match).
     results: StrictBool = True
+    #: Products named as listings name them, in product, item and model fields: without the
+    #: brand (Contoso Zephyr 14 = Zephyr 14) or a trailing parenthetical spec; never another model.
+    products: StrictBool = True
 
 
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)

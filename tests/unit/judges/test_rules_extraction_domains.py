@@ -61,6 +61,10 @@ FAMILIES = [
      ({"title": "Senior Data Analyst"}, {"title": "Data Analyst"})),
     ("results", ({"split": "held-out", "metric": "acc"}, {"split": "test set", "metric": "accuracy"}),
      ({"split": "test", "metric": "accuracy"}, {"split": "validation", "metric": "accuracy"})),
+    ("products", ({"product": "Fabrikam Halcyon X2 (8GB RAM)"}, {"product": "Halcyon X2"}),
+     ({"product": "Fabrikam Halcyon X2"}, {"product": "Halcyon X3"})),
+    ("products", ({"line_item": "Fabrikam Halcyon X2"}, {"line_item": "Halcyon X2"}),
+     ({"line_item": "Fabrikam Halcyon X2"}, {"line_item": "Halcyon X2 Pro"})),
     ("results", ({"metric": "ppl"}, {"metric": "perplexity"}), ({"metric": "macro-F1"}, {"metric": "F1"})),
 ]
 IDS = [f"{family}-{i}" for i, (family, _, _) in enumerate(FAMILIES)]
@@ -117,3 +121,10 @@ def test_a_bound_sign_is_never_dropped_even_with_the_family_off():
 def test_number_words_disagreeing_with_their_digits_stay_text():
     assert not both_ways({"term": "thirty (31) days"}, {"term": "30 days"})
     assert not both_ways({"term": "thirty (31) days"}, {"term": "31 days"})
+
+
+def test_a_brand_alone_or_a_name_without_a_model_number_is_no_product_match():
+    assert not both_ways({"product": "Fabrikam Halcyon X2"}, {"product": "Fabrikam"})
+    assert not both_ways({"product": "Fabrikam Halcyon"}, {"product": "Halcyon"})
+    # only where a product is named: a person's or a company's name keeps its first word
+    assert not both_ways({"organization": "Contoso Zephyr 14"}, {"organization": "Zephyr 14"})

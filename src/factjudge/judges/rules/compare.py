@@ -28,7 +28,7 @@ from ...core.scope import NOT_COMPARED
 from ...models import QUOTE_LIMIT, JudgeConfig, Tolerance, cut_text, quoted
 from ...util.assignment import max_assignment
 from . import variants
-from .knowledge import Knowledge, qualifiers, text_units
+from .knowledge import Canon, Knowledge, is_product_field, qualifiers, text_units
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -203,6 +203,8 @@ def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledg
         ua, ub = text_units(ca.tokens), text_units(cb.tokens)
         if ua != ub and ua and ub:
             return False, False, 0.0, f"{shown}: different units ({', '.join(sorted(ua ^ ub))})"
+    if knowledge.families.products and (why := _brand_dropped(ca, cb, name)):
+        return True, False, 85.0, f"{shown}: {why}"
     decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
     if decision is not None:
         return decision.ok, False, decision.score, f"{shown}: {decision.detail}{by}"
@@ -210,6 +212,22 @@ def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledg
                                               text_numbers(ca.norm), text_numbers(cb.norm),
                                               threshold, shown)
     return ok, exact, score, detail + (f" (read{by})" if used else "")
+
+
+def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:
+    """Why two product names are one product named with and without its brand (one leading word;
+    the rest, with its model number, equal), or None. A trailing parenthetical spec may be left
+    out too. Another model number or variant word is another product."""
+    if not is_product_field(name) or (ca.disambiguator and cb.disambiguator):
+        return None
+    ta, tb = ca.head.split(), cb.head.split()
+    longer, shorter = (ta, tb) if len(ta) > len(tb) else (tb, ta)
+    if len(longer) != len(shorter) + 1 or longer[1:] != shorter or len(shorter) < 2:
+        return None
+    if not longer[0].isalpha() or not any(any(c.isdigit() for c in t) for t in shorter) or not any(
+            t.isalpha() for t in shorter):
+        return None
+    return f"the same product named without its brand ({longer[0]})"
 
 
 def _similar_texts(sa: str, sb: str, numbers_a: tuple[str, ...], numbers_b: tuple[str, ...],

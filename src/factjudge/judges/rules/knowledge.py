@@ -139,6 +139,13 @@ def field_words(name: str) -> frozenset[str]:
 
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
+#: Fields that name a product, where a listing drops the brand (issue #37, guideline G18).
+_PRODUCT_FIELDS = frozenset({"product", "products", "item", "items", "model", "device", "listing"})
+
+
+@functools.lru_cache(maxsize=1024)
+def is_product_field(name: str) -> bool:
+    return bool(field_words(name) & _PRODUCT_FIELDS)
 
 
 #: A group of equivalent values and how the reasoning names a phrase read through it: None for

@@ -94,7 +94,7 @@ def _dimension(registry: Any, units: Any) -> str | None:
 
 #: The families of units read from ``data/rules/units.tsv`` (issue #37): ``units`` (data sizes,
 #: frequency, charge, power, energy, luminance) and ``durations``.
-UNIT_FAMILIES = ("units", "durations")
+UNIT_FAMILIES = frozenset({"units", "durations"})
 #: Names of listed units start with this, so :func:`common_values` converts them without pint.
 _LISTED = "listed:"
 
@@ -209,8 +209,8 @@ def common_values(a: Measure, b: Measure) -> tuple[Decimal, Decimal, str] | None
         if not (a.unit.name.startswith(_LISTED) and b.unit.name.startswith(_LISTED)):
             return None
         size = Decimal(repr(finer.scale))
-        va, vb = (m.value * Decimal(repr(m.unit.scale)) / size for m in (a, b))
-        return va.normalize(), vb.normalize(), finer.name.removeprefix(_LISTED)
+        la, lb = (m.value * Decimal(repr(m.unit.scale)) / size for m in (a, b))
+        return la.normalize(), lb.normalize(), finer.name.removeprefix(_LISTED)
     va = a.value if a.unit == finer else _convert(a.value, a.unit, finer)
     vb = b.value if b.unit == finer else _convert(b.value, b.unit, finer)
     if va is None or vb is None:
