@@ -113,7 +113,13 @@ class RulesKnowledge(BaseModel):
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)
 #: and response-cache keys as they were.
 _DROPPED_AT_DEFAULT: dict[str, Any] = {"columns": {}, "decimal_separator": ".", "date_order": "MDY",
-                                       "ordered": []}
+                                       "ordered": [], "record_type": None,
+                                       "langextract_compare": ["extraction_text", "attributes"]}
+
+
+#: The parts of a LangExtract extraction the config key ``langextract_compare`` may name.
+LangExtractPart = Literal["extraction_text", "attributes", "span", "alignment_status"]
+_LANGEXTRACT_COMPARED: tuple[LangExtractPart, ...] = ("extraction_text", "attributes")
 
 
 class JudgeConfig(BaseModel):
@@ -178,6 +184,13 @@ class JudgeConfig(BaseModel):
     #: factjudge's names for the input's own column or field names, e.g. ``{"doc_id":
     #: "document_id", "id": "fact_id", "fact_type": "type"}`` (fact files, datasets, tables).
     columns: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    #: Input format ``records``: the fact_type of the record a document's top-level scalar keys
+    #: form (default: the file's stem, ``invoices.jsonl`` gives ``invoices``).
+    record_type: StrictStr | None = Field(default=None, min_length=1)
+    #: Input format ``langextract``: which parts of an extraction are compared fields: its
+    #: ``extraction_text``, its ``attributes``, its ``span`` (``char_start``, ``char_end``) and its
+    #: ``alignment_status``. The span and alignment are kept as evidence either way.
+    langextract_compare: list[LangExtractPart] = Field(default_factory=lambda: list(_LANGEXTRACT_COMPARED))
 
     @field_validator("columns")
     @classmethod
