@@ -14,7 +14,6 @@ from typing import Optional
 import pytest
 from pydantic import BaseModel
 
-from factjudge.errors import InputError
 from factjudge.io.formats import open_dataset, pick_format
 from factjudge.models import JudgeConfig
 
