@@ -112,3 +112,21 @@ def test_spans_are_evidence_unless_the_config_asks_to_compare_them(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert _verdicts(tmp_path / "b")["note-1"]["predicted"]["medication-1"] == ("FP", [])
     assert _verdicts(tmp_path / "b")["note-1"]["predicted"]["medication-2"] == ("TP", ["medication-2"])
+
+
+def test_records_of_gold_and_predictions_files_named_differently_meet(tmp_path):
+    """A Pydantic dump on both sides, in files named as people name them: the records' type is
+    the gold file's stem on both sides by default (it was each file's own: no record could match)."""
+    invoice = {"doc_id": "d1", "vendor": "Acme", "total": 148.16,
+               "line_items": [{"sku": "A1", "qty": 2}, {"sku": "B2", "qty": 1}]}
+    gold, predicted = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    gold.write_text(json.dumps(invoice) + "\n")
+    predicted.write_text(json.dumps({**invoice, "line_items": invoice["line_items"][::-1]}) + "\n")
+    out = tmp_path / "out"
+    proc = run_cli("eval", "--gold", gold, "--predicted", predicted, "--format", "records", "-o", out, "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert _verdicts(out) == {"d1": {
+        "gold": {"gold-1": ("TP", ["gold-1"]), "line_items-1": ("TP", ["line_items-2"]),
+                 "line_items-2": ("TP", ["line_items-1"])},
+        "predicted": {"gold-1": ("TP", ["gold-1"]), "line_items-1": ("TP", ["line_items-2"]),
+                      "line_items-2": ("TP", ["line_items-1"])}}}

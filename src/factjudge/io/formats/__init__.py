@@ -138,10 +138,12 @@ def open_dataset(dataset: str | Path | tuple[str | Path, str | Path], *, input_f
     own name wins. Unnamed, each file's format is found by its suffix and first record."""
     if isinstance(dataset, tuple):
         gold, predicted = Path(dataset[0]), Path(dataset[1])
-        return ScannedDataset(PairedFacts(
-            open_facts(gold, gold_format or input_format, "--gold-format" if gold_format else "--format"),
-            open_facts(predicted, predicted_format or input_format,
-                       "--predicted-format" if predicted_format else "--format")))
+        gold_source = open_facts(gold, gold_format or input_format, "--gold-format" if gold_format else "--format")
+        predicted_source = open_facts(predicted, predicted_format or input_format,
+                                      "--predicted-format" if predicted_format else "--format")
+        if isinstance(predicted_source, RecordLines):  # one record type on both sides by default
+            predicted_source.default_type = gold.stem
+        return ScannedDataset(PairedFacts(gold_source, predicted_source))
     if gold_format or predicted_format:
         raise InputError("--gold-format and --predicted-format name the formats of --gold and "
                          "--predicted; a dataset's is --format")

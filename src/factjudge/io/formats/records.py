@@ -11,8 +11,9 @@ https://platform.openai.com/docs/guides/structured-outputs)::
   unordered list, item by item);
 - the other top-level keys (scalars, ``null`` for an ``Optional`` left empty, objects, lists of
   values) form one record of the document's type: ``record_type`` in the config, default the
-  file's stem (``invoices.jsonl``: ``invoices``; name it when gold and predictions files are named
-  differently, or the two records never meet);
+  file's stem (``invoices.jsonl``: ``invoices``); with ``--gold`` and ``--predicted`` both in this
+  format, the gold file's stem names both sides' records (``gold.jsonl`` and ``pred.jsonl`` would
+  otherwise give two types whose records never meet);
 - the doc_id is the key ``columns`` maps ``doc_id`` to, else ``doc_id``, ``document_id`` or
   ``id``, else the line number (:mod:`.document_lines`); it is not a field of the record;
 - an object of a list that has an ``id`` keeps it as its fact id; the others are numbered per
@@ -38,10 +39,13 @@ def claims(first: Any) -> bool:
 
 class RecordLines(DocumentLines):
     expected = EXPECTED
+    #: The records' type when the config names none (default: the file's stem); the gold file's
+    #: stem for the predictions of a paired run (:func:`factjudge.io.formats.open_dataset`).
+    default_type: str | None = None
 
     def convert(self, rec: Any, lineno: int, prefix: str) -> tuple[str, list[dict[str, Any]]]:
         doc_id, id_key = line_doc_id(rec, lineno, prefix, self.config)
-        record_type = self.config.record_type or self.path.stem
+        record_type = self.config.record_type or self.default_type or self.path.stem
         record: dict[str, Any] = {}
         lists: list[tuple[str, list[dict[str, Any]]]] = []
         for key, value in rec.items():
