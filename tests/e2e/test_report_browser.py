@@ -154,10 +154,11 @@ def read_lines(path: Path) -> list[dict]:
 def render_full(out: Path, dest: Path, rows_limit: int = 5000, tp_limit: int = 5000) -> Path:
     """report.html as evaluate renders it once wired: rows and documents worst first, TP rows for
     spot checks, the document view of the worst documents, provenance."""
+    from factjudge.core.aggregate import Summary
     from factjudge.reports.html import render_html
     from factjudge.reports.rows import select_rows, worst_order_key
 
-    summary = {**json.loads((out / "summary.json").read_text()), "provenance": PROVENANCE}
+    summary = Summary.model_validate({**json.loads((out / "summary.json").read_text()), "provenance": PROVENANCE})
     lines = read_lines(out / "results.jsonl")
     order = sorted(range(len(lines)), key=lambda i: worst_order_key(lines[i]["metrics"], i))
     by_worst = [lines[i] for i in order]
@@ -165,9 +166,9 @@ def render_full(out: Path, dest: Path, rows_limit: int = 5000, tp_limit: int = 5
     worst = [{"doc_id": x["doc_id"], **{k: x["metrics"][k] for k in
                                         ("precision", "recall", "f1", "fn", "fp", "errors")}}
              for x in wrong[:10]]
-    m = summary["micro"]
+    m = summary.micro
     rows = select_rows(by_worst, rows_limit, tp_limit=tp_limit)
-    dest.write_text(render_html(summary, worst, rows, m["fn"] + m["fp"] + m["errors"],
+    dest.write_text(render_html(summary, worst, rows, m.fn + m.fp + m.errors,
                                 rows_order="worst", documents=wrong[:50]), encoding="utf-8")
     return dest
 
@@ -253,8 +254,10 @@ def test_tp_rows_are_hidden_until_asked_for_and_rows_filter_by_document(full, tm
 # --------------------------------------------------------------------------- compare
 
 
-def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0) -> dict:
-    """The ``cmp`` dict of ``render_compare_*``, as ``factjudge compare`` builds it."""
+def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0):
+    """The ``cmp`` of ``render_compare_*``, as ``factjudge compare`` builds it."""
+    from factjudge.io.run_models import CompareResult
+
     try:  # evaluate.py was split into aggregate.py / results.py
         from factjudge.core.aggregate import paired_bootstrap
         from factjudge.io.runfolder import read_eval_dir
@@ -270,7 +273,7 @@ def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0) -> 
     keys_b = [fact_type_keys(lines_b[d]) for d in common]
     types = sorted({t for k in keys_a + keys_b for t in k})
     zero = (0, 0, 0, 0)
-    return {"a": str(dir_a), "b": str(dir_b), "documents": len(common),
+    return CompareResult.model_validate({"a": str(dir_a), "b": str(dir_b), "documents": len(common),
             "only_a": len(a) - len(common), "only_b": len(b) - len(common),
             "bootstrap": {"resamples": resamples, "seed": seed},
             "metrics": paired_bootstrap([a[d][0] for d in common], [b[d][0] for d in common],
@@ -278,7 +281,7 @@ def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0) -> 
             "by_fact_type": {t: paired_bootstrap([k.get(t, zero) for k in keys_a],
                                                  [k.get(t, zero) for k in keys_b], resamples, seed)
                              for t in types},
-            "changed": [c for d in common for c in changed_facts(lines_a[d], lines_b[d])]}
+            "changed": [c for d in common for c in changed_facts(lines_a[d], lines_b[d])]})
 
 
 def test_compare_page_filters_changed_facts(report, tmp_path):
@@ -298,8 +301,8 @@ def test_compare_page_filters_changed_facts(report, tmp_path):
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
     cmp = build_cmp(out_a, out_b)
-    assert cmp["metrics"]["recall"]["diff"] > 0 and cmp["only_a"] == 1
-    kinds = {c["change"] for c in cmp["changed"]}
+    assert cmp.metrics["recall"].diff > 0 and cmp.only_a == 1
+    kinds = {c["change"] for c in cmp.changed}
     assert {"fixed", "broke"} <= kinds
     page = tmp_path / "compare.html"
     page.write_text(render_compare_html(cmp), encoding="utf-8")
@@ -307,12 +310,12 @@ def test_compare_page_filters_changed_facts(report, tmp_path):
     assert console == []
     table = lambda dom: dom.split('id="changed"')[1].split("</table>")[0]  # noqa: E731
     rows = [r for r in re.findall(r"<tr [^>]*>", table(dom)) if "hidden" not in r]
-    assert len(rows) == len(cmp["changed"]) == int(text_of(dom, "shown"))
+    assert len(rows) == len(cmp.changed) == int(text_of(dom, "shown"))
     doc = docs[2]["doc_id"]
     dom, console = load(page.as_uri() + f"#change=broke&doc={doc}", tmp_path)
     assert console == []
     rows = [r for r in re.findall(r"<tr [^>]*>", table(dom)) if "hidden" not in r]
-    expected = [c for c in cmp["changed"] if c["change"] == "broke" and c["doc_id"] == doc]
+    expected = [c for c in cmp.changed if c["change"] == "broke" and c["doc_id"] == doc]
     assert rows and len(rows) == len(expected) == int(text_of(dom, "shown"))
     assert all('data-change="broke"' in r and f'data-doc="{doc}"' in r for r in rows)
     assert not re.search(r'<[^>]*\s(src|href)=|url\(|@import', dom)

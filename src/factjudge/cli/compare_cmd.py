@@ -5,7 +5,7 @@ from pathlib import Path
 
 import typer
 
-from ..evaluation.compare import COMPARE_HTML, COMPARE_MD, compare_runs, compare_text, write_compare_pages
+from ..evaluation.compare import COMPARE_HTML, COMPARE_MD, compare_result, compare_text, write_compare_pages
 from .app import app, run_command, say
 from .options import output_opt
 
@@ -24,11 +24,11 @@ def compare_cmd(
 
 
 def _compare(dir_a: Path, dir_b: Path, output: Path | None, bootstrap: int, seed: int) -> None:
-    cmp = compare_runs(dir_a, dir_b, bootstrap, seed)
-    if cmp["only_a"] or cmp["only_b"]:
-        say(f"factjudge: comparing the {cmp['documents']} documents both scored; {cmp['only_a']} "
-            f"only in A and {cmp['only_b']} only in B are left out")
-    for warning in cmp["warnings"]:
+    cmp = compare_result(dir_a, dir_b, bootstrap, seed)
+    if cmp.only_a or cmp.only_b:
+        say(f"factjudge: comparing the {cmp.documents} documents both scored; {cmp.only_a} "
+            f"only in A and {cmp.only_b} only in B are left out")
+    for warning in cmp.warnings:
         say(f"factjudge: warning: {warning}")
     typer.echo(compare_text(cmp))
     if output is not None:

@@ -123,7 +123,7 @@ def run_params(summary: Mapping[str, Any]) -> dict[str, str]:
     prov = summary.get("provenance") or {}
     boot = summary.get("bootstrap") or {}
     params = {"judge": str(judge.get("name", "?")), "model": str(judge.get("model", "")),
-              "judge_label": judge_label(summary), "config_hash": config_hash(summary.get("config")),
+              "judge_label": judge_label(judge), "config_hash": config_hash(summary.get("config")),
               "dataset": ", ".join(str(p) for p in prov.get("inputs") or []) or "?",
               "factjudge": str(prov.get("factjudge", "?")), "documents": str(summary.get("documents", 0)),
               "bootstrap_resamples": str(boot.get("resamples", "?")), "bootstrap_seed": str(boot.get("seed", "?"))}
@@ -209,7 +209,7 @@ def _log(mlflow: Any, output_dir: Path) -> str:
     summary = json.loads((output_dir / SUMMARY).read_text(encoding="utf-8"))
     artifacts = [output_dir / n for n in (SUMMARY, REPORT_HTML, REPORT_MD, RUN, FACTS_CSV)]
     inputs = (summary.get("provenance") or {}).get("inputs") or ["?"]
-    name = f"{judge_label(summary)} on {Path(str(inputs[0])).name}"
+    name = f"{judge_label(summary.get('judge') or {})} on {Path(str(inputs[0])).name}"
     with mlflow.start_run(run_name=name) as run:
         mlflow.log_params(run_params(summary))
         mlflow.log_metrics(run_metrics(summary))

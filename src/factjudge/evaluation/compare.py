@@ -23,12 +23,6 @@ MAX_CHANGED = 20_000
 COMPARE_MD, COMPARE_HTML = "compare.md", "compare.html"
 
 
-def compare_runs(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """The ``cmp`` dict of :func:`~factjudge.reports.markdown.render_compare_markdown` (see
-    ``reports.text.COMPARE_DOC``): :func:`compare_result` as a dict."""
-    return compare_result(dir_a, dir_b, resamples, seed).to_dict()
-
-
 def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 0) -> CompareResult:
     """B minus A over the documents both finished runs scored, with ``warnings`` saying what
     makes the comparison unfair."""
@@ -108,28 +102,27 @@ def _signed(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.3f}"
 
 
-def compare_text(cmp: dict[str, Any]) -> str:
+def compare_text(cmp: CompareResult) -> str:
     """The table ``factjudge compare`` prints."""
-    lines = [f"A: {cmp['a']}", f"B: {cmp['b']}",
+    lines = [f"A: {cmp.a}", f"B: {cmp.b}",
              f"{'metric':<10} {'A':>7} {'B':>7} {'B-A':>7}  {'95% CI of B-A':<18} excludes 0"]
     for k in ("precision", "recall", "f1"):
-        r = cmp["metrics"][k]
-        ci = "n/a" if r["ci95"] is None else f"[{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]"
+        r = cmp.metrics[k]
+        ci = "n/a" if r.ci95 is None else f"[{r.ci95[0]:+.3f}, {r.ci95[1]:+.3f}]"
         verdict = "no"
-        if r["excludes_zero"]:
-            verdict = "yes: B is higher" if r["ci95"][0] > 0 else "yes: A is higher"
-        lines.append(f"{k:<10} {fmt(r['a']):>7} {fmt(r['b']):>7} {_signed(r['diff']):>7}  "
-                     f"{ci:<18} {verdict}")
-    boot = cmp["bootstrap"]
-    lines.append(f"paired bootstrap over {cmp['documents']} documents, {boot['resamples']} resamples, "
-                 f"seed {boot['seed']}; {cmp['changed_total']} facts changed status")
+        if r.excludes_zero and r.ci95 is not None:
+            verdict = "yes: B is higher" if r.ci95[0] > 0 else "yes: A is higher"
+        lines.append(f"{k:<10} {fmt(r.a):>7} {fmt(r.b):>7} {_signed(r.diff):>7}  {ci:<18} {verdict}")
+    boot = cmp.bootstrap
+    lines.append(f"paired bootstrap over {cmp.documents} documents, {boot['resamples']} resamples, "
+                 f"seed {boot['seed']}; {cmp.changed_total} facts changed status")
     near = near_miss_text(cmp)
     if near:
         lines.append(near)
     return "\n".join(lines)
 
 
-def near_miss_text(cmp: dict[str, Any]) -> str:
+def near_miss_text(cmp: CompareResult) -> str:
     """``near misses: A 14 (value 5, location 4, ...), B 9 (value 2)``: each run's near misses and
     the fields they differ in most (empty when neither run has any)."""
     totals = {run: run_categories(cmp, run) for run in ("a", "b")}
@@ -143,12 +136,11 @@ def near_miss_text(cmp: dict[str, Any]) -> str:
     return "near misses: " + ", ".join(parts)
 
 
-def run_categories(cmp: dict[str, Any], run: str) -> CategoryCounts:
+def run_categories(cmp: CompareResult, run: str) -> CategoryCounts:
     """One run's categories over every fact type of a compare (``run``: ``a`` or ``b``)."""
-    by_type = {t: CategoryCounts.model_validate(c) for t, c in (cmp.get("categories") or {}).get(run, {}).items()}
-    return sorted_counts({"": total_categories(by_type)})[""]
+    return sorted_counts({"": total_categories(cmp.categories.get(run, {}))})[""]
 
 
-def write_compare_pages(cmp: dict[str, Any], out_dir: Path) -> None:
+def write_compare_pages(cmp: CompareResult, out_dir: Path) -> None:
     write_atomic(out_dir / COMPARE_MD, render_compare_markdown(cmp))
     write_atomic(out_dir / COMPARE_HTML, render_compare_html(cmp))

@@ -147,14 +147,14 @@ class EvalRun:
         # one line: the dataclass repr printed the whole summary (and every result line)
         from ..reports.notebook import summary_line  # Jinja2 and the pages only when shown
 
-        line = summary_line(self.summary.model_dump(mode="json"))
+        line = summary_line(self.summary)
         return f"EvalRun({line}; judged {self.judged}, reused {self.reused})"
 
     def _repr_html_(self) -> str:
         """The headline table in a notebook (Jupyter calls this)."""
         from ..reports.notebook import summary_html
 
-        return summary_html(self.summary.model_dump(mode="json"))
+        return summary_html(self.summary)
 
 
 @dataclass(frozen=True)
@@ -286,13 +286,12 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
              + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
     rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
-    data = summary.model_dump(mode="json")
     worst = agg.worst()
-    write_atomic(out_dir / REPORT_MD, render_markdown(data, worst, rows, rows_total, rows_order="worst"))
-    write_atomic(out_dir / REPORT_HTML, render_html(data, worst, rows, rows_total, rows_order="worst",
+    write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst"))
+    write_atomic(out_dir / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
                                                      documents=wrong))
     # last, so its presence means the whole run finished
-    write_atomic(out_dir / SUMMARY, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary
 
 

@@ -125,17 +125,18 @@ class BatchState(BaseModel):
 
 
 class MetricDiff(BaseModel):
-    """B minus A of one ratio, with its paired bootstrap interval."""
+    """B minus A of one ratio, with its paired bootstrap interval (None: undefined, or not
+    computed, as for a fact type's figures before their interval is known)."""
 
-    a: float | None
-    b: float | None
-    diff: float | None
-    ci95: list[float] | None
-    excludes_zero: bool
+    a: float | None = None
+    b: float | None = None
+    diff: float | None = None
+    ci95: list[float] | None = None
+    excludes_zero: bool | None = None
 
 
 class CompareResult(BaseModel):
-    """What ``factjudge compare A B`` computes (the ``cmp`` of the compare pages)."""
+    """What ``factjudge compare A B`` computes: what it prints and the compare pages show."""
 
     a: str
     b: str
@@ -154,7 +155,3 @@ class CompareResult(BaseModel):
     #: Per run (``a``, ``b``), the categories per fact type over the shared documents
     #: (:mod:`factjudge.core.analysis`): near misses and the fields they differ in, and the rest.
     categories: dict[str, dict[str, CategoryCounts]] = Field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``cmp`` dict the pages and the CLI read."""
-        return self.model_dump()

@@ -22,6 +22,9 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from ..core.aggregate import Summary
+from ..io.run_models import CompareResult, MetricDiff
+from ..models import Counts
 from .docview import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, embed_documents, first_with_both_sides, json_for_script
 from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 from .rows import ROW_STATUSES
@@ -106,15 +109,15 @@ def _card(label: str, value: str, sub: str = "", ident: str = "", cls: str = "")
     return {"label": label, "value": value, "sub": sub, "ident": ident, "cls": cls}
 
 
-def _report_cards(summary: Mapping[str, Any]) -> list[dict[str, str]]:
-    micro, macro, ci = summary["micro"], summary["macro"], summary["ci95"]
-    cards = [_card("documents", f"{summary['documents']:,}", ident="documents")]
-    cards += [_card(f"micro {metric_label(k)}", fmt(micro[k]), f"95% CI {fmt_ci(ci[k])}", ident=f"micro-{k}")
-              for k in RATIO_KEYS]
-    cards.append(_card("macro F1", fmt(macro["f1"]),
-                       f"P {fmt(macro['precision'])} R {fmt(macro['recall'])}; "
-                       f"{macro['defined']['f1']} docs defined", ident="macro-f1"))
-    cards.append(_card("ERROR facts", str(micro["errors"]), "left out of P and R", ident="errors"))
+def _report_cards(summary: Summary) -> list[dict[str, str]]:
+    micro, macro, ci = summary.micro, summary.macro, summary.ci95
+    cards = [_card("documents", f"{summary.documents:,}", ident="documents")]
+    cards += [_card(f"micro {metric_label(k)}", fmt(getattr(micro, k)), f"95% CI {fmt_ci(ci[k])}",
+                    ident=f"micro-{k}") for k in RATIO_KEYS]
+    cards.append(_card("macro F1", fmt(macro.f1),
+                       f"P {fmt(macro.precision)} R {fmt(macro.recall)}; "
+                       f"{macro.defined['f1']} docs defined", ident="macro-f1"))
+    cards.append(_card("ERROR facts", str(micro.errors), "left out of P and R", ident="errors"))
     return cards
 
 
@@ -126,14 +129,14 @@ LABEL_W, BAR_W, BAR_H, GAP, LEGEND_H = 170, 360, 11, 10, 24
 SHORT = {"precision": "P", "recall": "R", "f1": "F1"}
 
 
-def _bars(figures: Mapping[str, Any], y0: int) -> list[dict[str, Any]]:
+def _bars(figures: Counts, y0: int) -> list[dict[str, Any]]:
     """The P, R and F1 bars of one fact type (``value`` None: undefined, shown as "n/a"). Zero bars
     share one label, on the first of them ("0.00 (P, F1)"): three "0.00" on empty bars stacked
     into one smudge (#24)."""
-    zeros = [m for m in COLORS if figures.get(m) == 0]
+    zeros = [m for m in COLORS if getattr(figures, m) == 0]
     bars = []
     for j, (metric, color) in enumerate(COLORS.items()):
-        y, v = y0 + j * BAR_H, figures.get(metric)
+        y, v = y0 + j * BAR_H, getattr(figures, metric)
         bar: dict[str, Any] = {"metric": metric, "color": color, "y": y, "text_y": y + BAR_H - 2, "value": None}
         if v is not None:
             short = f"{v:.2f}"
@@ -145,14 +148,13 @@ def _bars(figures: Mapping[str, Any], y0: int) -> list[dict[str, Any]]:
     return bars
 
 
-def _support(item: tuple[str, Mapping[str, Any]]) -> tuple[int, int, str]:
+def _support(item: tuple[str, Counts]) -> tuple[int, int, str]:
     """Sort key of a fact type in the chart: most gold facts first, then most predicted, then name."""
     name, c = item
-    return (-(int(c.get("tp_gold") or 0) + int(c.get("fn") or 0)),
-            -(int(c.get("tp_predicted") or 0) + int(c.get("fp") or 0)), name)
+    return -(c.tp_gold + c.fn), -(c.tp_predicted + c.fp), name
 
 
-def bar_chart(by_type: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def bar_chart(by_type: Mapping[str, Counts]) -> dict[str, Any]:
     """Where ``_bar_chart.html.j2`` draws the P/R/F1-per-fact-type chart (horizontal grouped bars,
     inline SVG): legend, ticks, and per fact type its label and bars, the most supported type first
     (alphabetical put a type with one fact above one with a thousand)."""
@@ -172,13 +174,12 @@ def _unique(values: Iterable[Any]) -> list[str]:
     return list(dict.fromkeys(str(v) for v in values))
 
 
-def _facts_table(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], rows_total: int,
+def _facts_table(summary: Summary, rows: Sequence[Mapping[str, Any]], rows_total: int,
                  rows_order: str) -> dict[str, Any]:
     """What the facts table says about itself: its filters, what it holds, the note."""
     failing = sum(r["status"] != "TP" for r in rows)
     tp_shown = len(rows) - failing
-    micro = summary["micro"]
-    tp_total = micro.get("tp_gold", 0) + micro.get("tp_predicted", 0)
+    tp_total = summary.micro.tp_gold + summary.micro.tp_predicted
     held = (f"The table holds {failing:,} of the {rows_total:,} FN/FP/ERROR facts"
             + (f" and {tp_shown:,} of the {tp_total:,} TP facts (hidden until the status filter "
                "shows TP or all; each with the fact it is linked to)" if tp_shown else "")
@@ -190,15 +191,15 @@ def _facts_table(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], 
             "docs": _unique(r["doc_id"] for r in rows)}
 
 
-def _judge_corrected(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+def _judge_corrected(summary: Summary) -> dict[str, Any] | None:
     """What ``_judge_corrected.html.j2`` shows (None: the run had no judge calibration)."""
-    if not summary.get("judge_corrected"):
+    if not summary.judge_corrected:
         return None
-    return {"note": judge_corrected_note(summary["judge_corrected"]), "header": JUDGE_CORRECTED_HEADER,
+    return {"note": judge_corrected_note(summary.judge_corrected), "header": JUDGE_CORRECTED_HEADER,
             "rows": judge_corrected_rows(summary)}
 
 
-def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
+def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
                 rows: Sequence[Mapping[str, Any]], rows_total: int, *,
                 rows_order: str = "dataset", documents: Iterable[Mapping[str, Any]] = (),
                 max_documents: int = MAX_DOCUMENTS,
@@ -213,22 +214,23 @@ def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
       (:func:`~.rows.worst_order_key`), each row made by :func:`~.rows.collect_rows`;
     - documents: the result lines of the worst documents, worst first (up to ``max_documents``
       of them, within ``max_document_bytes`` of JSON, are embedded for the document view);
-    - summary: ``summary.json``, whose ``provenance``, ``judge`` and ``config`` are shown."""
+    - summary: the run's :class:`~factjudge.core.aggregate.Summary` (``summary.json``), whose
+      ``provenance``, ``judge`` and ``config`` are shown."""
     payloads, left_out = embed_documents(documents, max_documents, max_document_bytes)
     start = first_with_both_sides(payloads)
-    prov = summary.get("provenance") or {}
+    prov = summary.provenance
     return render_page(
-        "report.html.j2", summary=summary, boot=summary.get("bootstrap", {}), judge=judge_label(summary),
+        "report.html.j2", summary=summary, boot=summary.bootstrap, judge=judge_label(summary.judge),
         prov=prov, prov_inputs=", ".join(str(p) for p in prov.get("inputs") or []) or "?",
         cards=_report_cards(summary),
-        totals_header=TOTALS_HEADER, totals=totals_row(summary["micro"]),
-        by_type_header=BY_TYPE_HEADER, by_type=by_type_rows(summary["by_fact_type"]),
-        chart=bar_chart(summary["by_fact_type"]),
+        totals_header=TOTALS_HEADER, totals=totals_row(summary.micro),
+        by_type_header=BY_TYPE_HEADER, by_type=by_type_rows(summary.by_fact_type),
+        chart=bar_chart(summary.by_fact_type),
         worst=[(w["doc_id"], worst_cells(w)) for w in worst],
         embedded=frozenset(p["doc_id"] for p in payloads), payloads=payloads, left_out=left_out, start=start,
         banners=banners(summary),
-        skipped=[[s["file"], s["line"], s["error"]] for s in summary.get("skipped") or []],
-        facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary["usage"]),
+        skipped=[[s["file"], s["line"], s["error"]] for s in summary.skipped],
+        facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary.usage),
         provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),
         categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE)
 
@@ -236,30 +238,30 @@ def render_html(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
 # --------------------------------------------------------------------------- compare.html
 
 
-def _compare_cards(metrics: Mapping[str, Mapping[str, Any]]) -> list[dict[str, str]]:
+def _compare_cards(metrics: Mapping[str, MetricDiff]) -> list[dict[str, str]]:
     """B-A per metric, green when the interval says B is better, red when worse."""
     cards = []
     for k, m in metrics.items():
-        diff, excl = m.get("diff"), m.get("excludes_zero")
+        diff, excl = m.diff, m.excludes_zero
         cls = "good" if excl and (diff or 0) > 0 else "bad" if excl and (diff or 0) < 0 else ""
         cards.append(_card(f"{metric_label(k)} B-A", fmt_diff(diff),
-                           f"95% CI {fmt_ci_diff(m.get('ci95'))}; A {fmt(m.get('a'))}, B {fmt(m.get('b'))}",
+                           f"95% CI {fmt_ci_diff(m.ci95)}; A {fmt(m.a)}, B {fmt(m.b)}",
                            ident=f"diff-{k}", cls=cls))
     return cards
 
 
-def render_compare_html(cmp: Mapping[str, Any]) -> str:
+def render_compare_html(cmp: CompareResult) -> str:
     """``compare.html`` of two eval runs, self-contained; ``cmp`` as in :data:`~.text.COMPARE_DOC`.
     The changed facts are filterable by fact type, change kind and document."""
-    changed = cmp.get("changed") or []
+    changed = cmp.changed
     return render_page(
-        "compare.html.j2", cmp=cmp, boot=cmp.get("bootstrap") or {}, only=compare_only_text(cmp),
-        cards=_compare_cards(cmp["metrics"]), metric_header=METRIC_HEADER,
-        metric_rows=metric_rows(cmp["metrics"]), type_header=TYPE_HEADER,
-        type_rows=type_rows(cmp["by_fact_type"]) if cmp.get("by_fact_type") else [],
-        changed=changed, counts=changed_counts(changed), total=cmp.get("changed_total", len(changed)),
+        "compare.html.j2", cmp=cmp, boot=cmp.bootstrap, only=compare_only_text(cmp),
+        cards=_compare_cards(cmp.metrics), metric_header=METRIC_HEADER,
+        metric_rows=metric_rows(cmp.metrics), type_header=TYPE_HEADER,
+        type_rows=type_rows(cmp.by_fact_type), changed=changed, counts=changed_counts(changed),
+        total=cmp.changed_total or len(changed),
         types=sorted({str(c["fact_type"]) for c in changed}), docs=_unique(c["doc_id"] for c in changed),
-        prov=cmp.get("provenance") or {}, categories=compare_category_rows(cmp),
+        prov=cmp.provenance, categories=compare_category_rows(cmp),
         category_header=COMPARE_CATEGORY_HEADER, category_note=CATEGORY_NOTE)
 
 

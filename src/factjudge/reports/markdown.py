@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.aggregate import MicroCounts, Summary
+from ..io.run_models import CompareResult
 from .format import fmt, fmt_ci
 from .text import (
     BY_TYPE_HEADER,
@@ -72,17 +74,15 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]
     return out + [""]
 
 
-def _md_settings(summary: Mapping[str, Any]) -> list[str]:
+def _md_settings(summary: Summary) -> list[str]:
     out = ["## Provenance", ""]
     out += _md_table(["", "value"], provenance_rows(summary))
     out += ["### Judge", ""]
-    judge = summary.get("judge") or {}
-    out += (_md_table(["setting", "value"], [(k, setting_text(v)) for k, v in judge.items()])
-            if judge else ["Not recorded.", ""])
+    out += (_md_table(["setting", "value"], [(k, setting_text(v)) for k, v in summary.judge.items()])
+            if summary.judge else ["Not recorded.", ""])
     out += ["### Config", ""]
-    config = summary.get("config") or {}
-    out += (_md_table(["key", "value"], [(k, setting_text(v)) for k, v in config.items()])
-            if config else ["Not recorded.", ""])
+    out += (_md_table(["key", "value"], [(k, setting_text(v)) for k, v in summary.config.items()])
+            if summary.config else ["Not recorded.", ""])
     return out
 
 
@@ -95,32 +95,32 @@ def _md_rows(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 
-def _md_headline(summary: Mapping[str, Any]) -> list[str]:
-    micro, macro, ci = summary["micro"], summary["macro"], summary["ci95"]
-    boot = summary.get("bootstrap", {})
+def _md_headline(summary: Summary) -> list[str]:
+    micro, macro, ci = summary.micro, summary.macro, summary.ci95
+    boot = summary.bootstrap
     out = ["# factjudge evaluation report", ""]
     out += [line for b in banners(summary) for line in (f"> **Warning:** {md_escape(b)}", "")]
-    out += [(f"{summary['documents']:,} documents, judge {md_escape(judge_label(summary))}. "
+    out += [(f"{summary.documents:,} documents, judge {md_escape(judge_label(summary.judge))}. "
             f"95% intervals: bootstrap over documents ({md_escape(boot.get('resamples', '?'))} "
             f"resamples, seed {md_escape(boot.get('seed', '?'))}). Provenance, judge settings and "
             "config are at the end."), ""]
     return out + _md_table(["", "precision", "recall", "F1"], [
-        ["micro", *(fmt(micro[k]) for k in RATIO_KEYS)],
+        ["micro", *(fmt(getattr(micro, k)) for k in RATIO_KEYS)],
         ["micro 95% CI", *(fmt_ci(ci[k]) for k in RATIO_KEYS)],
-        ["macro", *(fmt(macro[k]) for k in RATIO_KEYS)],
-        ["macro: documents defined", *(str(macro["defined"][k]) for k in RATIO_KEYS)],
+        ["macro", *(fmt(getattr(macro, k)) for k in RATIO_KEYS)],
+        ["macro: documents defined", *(str(macro.defined[k]) for k in RATIO_KEYS)],
     ])
 
 
-def _md_judge_corrected(summary: Mapping[str, Any]) -> list[str]:
+def _md_judge_corrected(summary: Summary) -> list[str]:
     """The figures corrected for the judge (``eval --judge-calibration``), next to the raw ones."""
-    if not summary.get("judge_corrected"):
+    if not summary.judge_corrected:
         return []
-    return (["## Judge-corrected estimates", "", md_escape(judge_corrected_note(summary["judge_corrected"])), ""]
+    return (["## Judge-corrected estimates", "", md_escape(judge_corrected_note(summary.judge_corrected)), ""]
             + _md_table(JUDGE_CORRECTED_HEADER, judge_corrected_rows(summary)))
 
 
-def _md_categories(summary: Mapping[str, Any]) -> list[str]:
+def _md_categories(summary: Summary) -> list[str]:
     """Where the errors are: the categories per fact type and the fields near misses differ in."""
     rows = category_rows(summary)
     if not rows:
@@ -128,28 +128,28 @@ def _md_categories(summary: Mapping[str, Any]) -> list[str]:
     return ["## Where the errors are", "", md_escape(CATEGORY_NOTE), "", *_md_table(CATEGORY_HEADER, rows)]
 
 
-def _md_tables(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]]) -> list[str]:
+def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str]:
     """Totals, by fact type, conflicts, worst documents and skipped lines."""
     out = ["## Totals", ""]
-    out += _md_table(TOTALS_HEADER, [totals_row(summary["micro"])])
+    out += _md_table(TOTALS_HEADER, [totals_row(summary.micro)])
     out += ["## By fact type", ""]
-    out += _md_table(BY_TYPE_HEADER, by_type_rows(summary["by_fact_type"]))
+    out += _md_table(BY_TYPE_HEADER, by_type_rows(summary.by_fact_type))
     out += _md_categories(summary)
     out += ["## Reconciliation conflicts", ""]
-    out += (_md_table(["rule", "count"], list(summary["conflicts"].items()))
-            if summary["conflicts"] else ["None.", ""])
+    out += (_md_table(["rule", "count"], list(summary.conflicts.items()))
+            if summary.conflicts else ["None.", ""])
     out += ["## Worst documents", ""]
     out += (_md_table(["doc_id", "precision", "recall", "F1", "FN", "FP", "ERROR"],
                       [[w["doc_id"], *worst_cells(w)] for w in worst])
             if worst else ["Every document is fully correct.", ""])
-    if summary.get("skipped"):
+    if summary.skipped:
         out += ["## Skipped input lines", ""]
         out += _md_table(["file", "line", "error"],
-                         [[s["file"], s["line"], s["error"]] for s in summary["skipped"]])
+                         [[s["file"], s["line"], s["error"]] for s in summary.skipped])
     return out
 
 
-def _md_facts(micro: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], rows_total: int,
+def _md_facts(micro: MicroCounts, rows: Sequence[Mapping[str, Any]], rows_total: int,
               rows_order: str) -> list[str]:
     """The FN/FP/ERROR facts, then the TP facts of a spot check (if any)."""
     failing = [r for r in rows if r["status"] != "TP"]
@@ -160,7 +160,7 @@ def _md_facts(micro: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], rows_
         out += [note, ""]
     out += _md_rows(failing) if failing else ["None.", ""]
     if tp_rows:
-        tp_total = micro.get("tp_gold", 0) + micro.get("tp_predicted", 0)
+        tp_total = micro.tp_gold + micro.tp_predicted
         out += ["## TP facts (spot check)", "",
                 (f"{len(tp_rows):,} of the {tp_total:,} TP facts, {order_text(rows_order)}, "
                  "each with the fact it is linked to."), ""]
@@ -168,7 +168,7 @@ def _md_facts(micro: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], rows_
     return out
 
 
-def render_markdown(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any]],
+def render_markdown(summary: Summary, worst: Sequence[Mapping[str, Any]],
                     rows: Sequence[Mapping[str, Any]], rows_total: int, *,
                     rows_order: str = "dataset") -> str:
     """``report.md``. ``rows``: from :func:`~.rows.collect_rows` / :func:`~.rows.select_rows`; the
@@ -178,9 +178,9 @@ def render_markdown(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any
     out = _md_headline(summary)
     out += _md_judge_corrected(summary)
     out += _md_tables(summary, worst)
-    out += _md_facts(summary["micro"], rows, rows_total, rows_order)
+    out += _md_facts(summary.micro, rows, rows_total, rows_order)
     out += ["## Usage", ""]
-    out += _md_table(["", "value"], usage_text(summary["usage"]))
+    out += _md_table(["", "value"], usage_text(summary.usage))
     out += _md_settings(summary)
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -188,10 +188,10 @@ def render_markdown(summary: Mapping[str, Any], worst: Sequence[Mapping[str, Any
 # --------------------------------------------------------------------------- compare.md
 
 
-def _md_changed(cmp: Mapping[str, Any]) -> list[str]:
-    changed = cmp.get("changed") or []
+def _md_changed(cmp: CompareResult) -> list[str]:
+    changed = cmp.changed
     counts = changed_counts(changed)
-    total = cmp.get("changed_total", len(changed))
+    total = cmp.changed_total or len(changed)
     out = ["## Facts whose status changed", "",
            counts_text(counts)
            + (f" (showing {len(changed):,} of {total:,})" if total > len(changed) else "") + ".", ""]
@@ -204,27 +204,26 @@ def _md_changed(cmp: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def render_compare_markdown(cmp: Mapping[str, Any]) -> str:
+def render_compare_markdown(cmp: CompareResult) -> str:
     """``compare.md`` of two eval runs; ``cmp`` as in :data:`~.text.COMPARE_DOC`."""
-    boot = cmp.get("bootstrap") or {}
+    boot = cmp.bootstrap
     out = ["# factjudge comparison", "",
-           f"A: {md_escape(cmp['a'])}  ", f"B: {md_escape(cmp['b'])}", "",
-           f"{cmp['documents']:,} documents scored by both" + compare_only_text(cmp)
+           f"A: {md_escape(cmp.a)}  ", f"B: {md_escape(cmp.b)}", "",
+           f"{cmp.documents:,} documents scored by both" + compare_only_text(cmp)
            + ". Micro figures over them; B-A with a paired bootstrap 95% interval over documents"
            + (f" ({md_escape(boot.get('resamples'))} resamples, seed {md_escape(boot.get('seed'))})"
               if boot else "") + ".", ""]
-    for w in cmp.get("warnings") or []:
+    for w in cmp.warnings:
         out += [f"Warning: {md_escape(w)}", ""]
-    out += _md_table(METRIC_HEADER, metric_rows(cmp["metrics"]))
+    out += _md_table(METRIC_HEADER, metric_rows(cmp.metrics))
     out += ["## By fact type", ""]
-    out += (_md_table(TYPE_HEADER, type_rows(cmp["by_fact_type"]))
-            if cmp.get("by_fact_type") else ["None.", ""])
+    out += (_md_table(TYPE_HEADER, type_rows(cmp.by_fact_type)) if cmp.by_fact_type else ["None.", ""])
     categories = compare_category_rows(cmp)
     if categories:
         out += ["## Where the errors are", "", md_escape(CATEGORY_NOTE), ""]
         out += _md_table(COMPARE_CATEGORY_HEADER, categories)
     out += _md_changed(cmp)
-    prov = cmp.get("provenance") or {}
+    prov = cmp.provenance
     if prov:
         out += ["## Provenance", ""]
         out += _md_table(["", "value"], [(k, setting_text(v)) for k, v in prov.items()])

@@ -8,15 +8,18 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.aggregate import MicroCounts, Summary
 from ..core.alerts import ERROR_SHARE_ALERT, in_scope_facts_count
 from ..core.analysis import sorted_counts, total_categories
+from ..io.run_models import CompareResult, MetricDiff
 from ..models import CategoryCounts, Counts, Prices, money
 from ..util.jsonutil import canonical_json
 from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 
 RATIO_KEYS = ("precision", "recall", "f1")
 
-COMPARE_DOC = """The ``cmp`` dict of :func:`render_compare_markdown` / :func:`render_compare_html`:
+COMPARE_DOC = """The ``cmp`` of :func:`render_compare_markdown` / :func:`render_compare_html`, a
+:class:`~factjudge.io.run_models.CompareResult`:
 
 - ``a``, ``b`` (str): the two eval output folders (A the baseline, B the candidate);
 - ``documents`` (int): documents both runs scored (the comparison is over these);
@@ -109,13 +112,13 @@ def order_text(rows_order: str) -> str:
     return "the worst documents first" if rows_order == "worst" else "in dataset order"
 
 
-def judge_label(summary: Mapping[str, Any]) -> str:
-    judge = summary.get("judge") or {}
+def judge_label(judge: Mapping[str, Any]) -> str:
+    """The judge as a report's headline names it (its ``name`` and ``model``), from its identity."""
     return " ".join(str(judge[k]) for k in ("name", "model") if judge.get(k)) or "?"
 
 
-def provenance_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
-    prov = summary.get("provenance") or {}
+def provenance_rows(summary: Summary) -> list[tuple[str, str]]:
+    prov = summary.provenance
     rows = [("factjudge", str(prov.get("factjudge", "not recorded"))),
             ("created", str(prov.get("created", "not recorded")))]
     inputs = prov.get("inputs") or []
@@ -123,13 +126,13 @@ def provenance_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def totals_row(micro: Mapping[str, Any]) -> list[Any]:
-    return [micro[k] for k in TOTALS_KEYS]
+def totals_row(micro: MicroCounts) -> list[int]:
+    return [getattr(micro, k) for k in TOTALS_KEYS]
 
 
-def by_type_rows(by_type: Mapping[str, Mapping[str, Any]]) -> list[list[Any]]:
-    return [[t, c["tp_gold"], c["fn"], c["tp_predicted"], c["fp"], c["errors"],
-             fmt(c["precision"]), fmt(c["recall"]), fmt(c["f1"])] for t, c in by_type.items()]
+def by_type_rows(by_type: Mapping[str, Counts]) -> list[list[str | int]]:
+    return [[t, c.tp_gold, c.fn, c.tp_predicted, c.fp, c.errors, fmt(c.precision), fmt(c.recall), fmt(c.f1)]
+            for t, c in by_type.items()]
 
 
 #: Header of the categories table (:mod:`factjudge.core.analysis`).
@@ -143,46 +146,44 @@ CATEGORY_NOTE = ("correct: TP links; near miss: an FN gold fact and an FP predic
                  "differing in two fields counts under both.")
 
 
-def differ_cell(c: Mapping[str, Any]) -> str:
+def differ_cell(c: CategoryCounts) -> str:
     """``role 6 of 16, city 2 of 16`` (one field only: 5): the fields near misses differ in."""
-    fields = c.get("near_miss_fields") or {}
-    if not fields:
+    if not c.near_miss_fields:
         return ""
-    n = c.get("near_miss", 0)
-    text = ", ".join(f"{name} {k} of {n}" for name, k in fields.items())
-    one = sum((c.get("one_field") or {}).values())
+    text = ", ".join(f"{name} {k} of {c.near_miss}" for name, k in c.near_miss_fields.items())
+    one = sum(c.one_field.values())
     return text + (f" ({one} in one field only)" if one else "")
 
 
-def category_rows(summary: Mapping[str, Any]) -> list[list[Any]]:
-    """One row per fact type and one for all, from summary.json's categories (none without)."""
-    by_type = summary.get("categories_by_fact_type") or {}
-    total = summary.get("categories")
-    if not by_type or not total:
+#: The counted columns of a categories table, in order.
+CATEGORY_KEYS = ("correct", "near_miss", "missing", "spurious", "duplicate", "merges", "splits")
+
+
+def category_rows(summary: Summary) -> list[list[str | int]]:
+    """One row per fact type and one for all, from the summary's categories (none without)."""
+    by_type, total = summary.categories_by_fact_type, summary.categories
+    if not by_type:
         return []
-    keys = ("correct", "near_miss", "missing", "spurious", "duplicate", "merges", "splits")
-    rows = [[t, *(c.get(k, 0) for k in keys), differ_cell(c)] for t, c in by_type.items()]
-    return rows + [["all", *(total.get(k, 0) for k in keys), differ_cell(total)]]
+    rows = [[t, *(getattr(c, k) for k in CATEGORY_KEYS), differ_cell(c)] for t, c in by_type.items()]
+    return rows + [["all", *(getattr(total, k) for k in CATEGORY_KEYS), differ_cell(total)]]
 
 
 #: Header of a compare's categories table.
 COMPARE_CATEGORY_HEADER = ["fact_type", "run", *CATEGORY_HEADER[1:]]
 
 
-def compare_category_rows(cmp: Mapping[str, Any]) -> list[list[Any]]:
+def compare_category_rows(cmp: CompareResult) -> list[list[str | int]]:
     """Rows A and B per fact type, then for all, of a compare's ``categories`` (none without)."""
-    runs = cmp.get("categories") or {}
-    if not any(runs.values()):
+    if not any(cmp.categories.values()):
         return []
-    keys = ("correct", "near_miss", "missing", "spurious", "duplicate", "merges", "splits")
-    by_run = {run: {t: CategoryCounts.model_validate(c) for t, c in runs.get(run, {}).items()} for run in ("a", "b")}
+    by_run = {run: cmp.categories.get(run, {}) for run in ("a", "b")}
     types = sorted({t for counts in by_run.values() for t in counts})
-    rows = []
+    rows: list[list[str | int]] = []
     for t in [*types, None]:
         for run, counts in by_run.items():
             c = sorted_counts({"": total_categories(counts)})[""] if t is None else counts.get(t, CategoryCounts())
-            data = c.model_dump()
-            rows.append(["all" if t is None else t, run.upper(), *(data[k] for k in keys), differ_cell(data)])
+            rows.append(["all" if t is None else t, run.upper(), *(getattr(c, k) for k in CATEGORY_KEYS),
+                         differ_cell(c)])
     return rows
 
 
@@ -194,26 +195,25 @@ def worst_cells(w: Mapping[str, Any]) -> list[Any]:
 # --------------------------------------------------------------------------- compare
 
 
-def compare_only_text(cmp: Mapping[str, Any]) -> str:
+def compare_only_text(cmp: CompareResult) -> str:
     """" (2 only in A and 1 only in B left out)" when the runs do not share every document."""
-    if not (cmp.get("only_a") or cmp.get("only_b")):
+    if not (cmp.only_a or cmp.only_b):
         return ""
-    return f" ({cmp.get('only_a', 0):,} only in A and {cmp.get('only_b', 0):,} only in B left out)"
+    return f" ({cmp.only_a:,} only in A and {cmp.only_b:,} only in B left out)"
 
 
-def metric_rows(metrics: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
-    return [[k, fmt(m.get("a")), fmt(m.get("b")), fmt_diff(m.get("diff")), fmt_ci_diff(m.get("ci95")),
-             yes_no(m.get("excludes_zero"))] for k, m in metrics.items()]
+def metric_rows(metrics: Mapping[str, MetricDiff]) -> list[list[str]]:
+    return [[k, fmt(m.a), fmt(m.b), fmt_diff(m.diff), fmt_ci_diff(m.ci95), yes_no(m.excludes_zero)]
+            for k, m in metrics.items()]
 
 
-def type_rows(by_type: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[list[str]]:
+def type_rows(by_type: Mapping[str, Mapping[str, MetricDiff]]) -> list[list[str]]:
     rows = []
     for t, ms in by_type.items():
         row = [t]
         for k in RATIO_KEYS:
-            m = ms.get(k) or {}
-            row += [fmt(m.get("a")), fmt(m.get("b")), fmt_diff(m.get("diff")),
-                    fmt_ci_diff(m.get("ci95")) if m.get("ci95") else ""]
+            m = ms.get(k) or MetricDiff()
+            row += [fmt(m.a), fmt(m.b), fmt_diff(m.diff), fmt_ci_diff(m.ci95) if m.ci95 else ""]
         rows.append(row)
     return rows
 
@@ -243,10 +243,10 @@ def changed_counts(changed: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 JUDGE_CORRECTED_HEADER = ["", "precision", "recall", "F1"]
 
 
-def judge_corrected_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+def judge_corrected_rows(summary: Summary) -> list[list[str]]:
     """The raw micro figures and the judge-corrected ones, each with its 95% interval."""
-    jc, micro, ci = summary["judge_corrected"], summary["micro"], summary["ci95"]
-    return [["raw (as judged)", *(fmt(micro[k]) for k in RATIO_KEYS)],
+    jc, micro, ci = summary.judge_corrected or {}, summary.micro, summary.ci95
+    return [["raw (as judged)", *(fmt(getattr(micro, k)) for k in RATIO_KEYS)],
             ["raw 95% CI", *(fmt_ci(ci[k]) for k in RATIO_KEYS)],
             ["judge-corrected", *(fmt(jc[k]) for k in RATIO_KEYS)],
             ["judge-corrected 95% CI", *(fmt_ci(jc["ci95"][k]) for k in RATIO_KEYS)]]
@@ -290,16 +290,14 @@ def in_scope_facts(micro: Mapping[str, Any]) -> int:
 _COUNT_KEYS = ("tp_gold", "fn", "tp_predicted", "fp", "errors")
 
 
-def banners(summary: Mapping[str, Any]) -> list[str]:
+def banners(summary: Summary) -> list[str]:
     """What a reader must see before the figures: the summary's ``alerts`` (likely mistakes,
     :mod:`factjudge.core.alerts`), then the ERROR share when it is over the alerts' threshold
     (:data:`~factjudge.core.alerts.ERROR_SHARE_ALERT`) and no alert says so already (a summary
     written before alerts existed)."""
-    alerts = [a for a in summary.get("alerts") or [] if isinstance(a, Mapping)]
-    out = [str(a.get("message", "")) for a in alerts]
-    micro = summary.get("micro") or {}
-    errors, total = int(micro.get("errors") or 0), in_scope_facts(micro)
-    if total and errors / total > ERROR_SHARE_ALERT and not any(a.get("kind") == "errors" for a in alerts):
+    out = [a.message for a in summary.alerts]
+    errors, total = summary.micro.errors, in_scope_facts_count(summary.micro)
+    if total and errors / total > ERROR_SHARE_ALERT and not any(a.kind == "errors" for a in summary.alerts):
         out.append(f"{errors:,} of {total:,} in-scope facts ({100 * errors / total:.0f}%) are ERROR: the judge "
                    "gave no verdict on them and P, R and F1 leave them out. Check usage and the ERROR rows "
                    "before reading the figures.")

@@ -7,6 +7,9 @@ import pytest
 from evalkit import ROOT
 
 from factjudge import run_judge
+from factjudge.core.aggregate import Summary
+from factjudge.io.run_models import CompareResult
+from factjudge.models import Counts
 from factjudge.reports.docview import embed_documents, json_for_script
 from factjudge.reports.html import bar_chart, render_compare_html, render_html
 from factjudge.reports.markdown import md_escape, render_compare_markdown, render_markdown
@@ -43,11 +46,11 @@ def example_lines():
 
 
 def summary_of(lines, **extra):
-    """A summary.json shaped like evaluate's, from result lines."""
+    """A summary shaped like evaluate's, from result lines."""
     keys = ("tp_gold", "fn", "tp_predicted", "fp", "errors", "out_of_scope_gold", "out_of_scope_predicted")
     micro = {k: sum(x["metrics"][k] for x in lines) for k in keys}
     micro.update(precision=0.5, recall=0.5, f1=0.5)
-    return {"documents": len(lines), "micro": micro,
+    return Summary.model_validate({"documents": len(lines), "micro": micro,
             "macro": {"precision": 0.5, "recall": 0.5, "f1": 0.5,
                       "defined": {"precision": 1, "recall": 1, "f1": 1}},
             "by_fact_type": {}, "ci95": {"precision": [0.1, 0.9], "recall": None, "f1": [0.2, 0.8]},
@@ -56,7 +59,7 @@ def summary_of(lines, **extra):
             "judge": {"name": "llm", "model": HOSTILE_MODEL, "temperature": 0.0},
             "config": {"entity_types": ["revenue"], "tolerances": {"value": {"relative": 0.01}},
                        "matching_rules": ["Names [match](javascript:x) <i>loosely</i>"]},
-            **extra}
+            **extra})
 
 
 PROVENANCE = {"factjudge": "9.9.9", "created": "2025-06-01T12:00:00+00:00",
@@ -95,8 +98,8 @@ def test_markdown_report_escapes_model_names_and_fact_text():
             {"id": "g|2", "fact_type": "revenue", "value": "x"}]
     line = line_of("doc [1](javascript:d)", gold, [{"id": "p1", "fact_type": "revenue", "value": "y"}])
     summary = summary_of([line], provenance=PROVENANCE,
-                         skipped=[{"file": "<f>.jsonl", "line": 3, "error": "bad *x*"}])
-    summary["by_fact_type"] = {"rev_<i>": {**line["metrics"]}}
+                         skipped=[{"file": "<f>.jsonl", "line": 3, "error": "bad *x*"}],
+                         by_fact_type={"rev_<i>": {**line["metrics"]}})
     worst = [{"doc_id": line["doc_id"], **{k: line["metrics"][k] for k in
                                            ("precision", "recall", "f1", "fn", "fp", "errors")}}]
     rows = collect_rows(line)
@@ -335,7 +338,7 @@ def make_cmp(lines_a, lines_b, a="runs/a <x>", b="runs/[b](javascript:x)"):
     metric = lambda a_, b_, lo, hi: {"a": a_, "b": b_, "diff": b_ - a_, "ci95": [lo, hi],  # noqa: E731
                                      "excludes_zero": lo > 0 or hi < 0}
     changed = [c for la, lb in zip(lines_a, lines_b, strict=False) for c in changed_facts(la, lb)]
-    return {"a": a, "b": b, "documents": len(lines_a), "only_a": 1, "only_b": 0,
+    return CompareResult.model_validate({"a": a, "b": b, "documents": len(lines_a), "only_a": 1, "only_b": 0,
             "bootstrap": {"resamples": 100, "seed": 3},
             "warnings": ["the gold facts differ in 1 of the 2 shared documents <b>"],
             "metrics": {"precision": metric(0.5, 0.7, 0.05, 0.3), "recall": metric(0.6, 0.55, -0.2, 0.1),
@@ -346,7 +349,7 @@ def make_cmp(lines_a, lines_b, a="runs/a <x>", b="runs/[b](javascript:x)"):
                                                    "excludes_zero": True},
                                         "f1": {"a": 0.5, "b": 1.0, "diff": 0.5}}},
             "changed": changed, "changed_total": len(changed) + 5,
-            "provenance": {"factjudge": "9.9.9", "created": "2025-06-01T12:00:00+00:00"}}
+            "provenance": {"factjudge": "9.9.9", "created": "2025-06-01T12:00:00+00:00"}})
 
 
 def test_compare_pages():
@@ -354,7 +357,7 @@ def test_compare_pages():
     b = line_of("doc <1>", NEAR, [{**f, "value": "9.8%"} if f["id"] == "p2" else f for f in NEAR_PRED[:3]]
                 + [{"id": "p9", "fact_type": "ceo", "name": HOSTILE_TEXT}])
     cmp = make_cmp([a], [b])
-    kinds = sorted((c["id"], c["change"]) for c in cmp["changed"])
+    kinds = sorted((c["id"], c["change"]) for c in cmp.changed)
     assert kinds == [("g1", "fixed"), ("g3", "broke"), ("p2", "fixed"), ("p4", "fixed"), ("p5", "broke"),
                      ("p9", "new")]
 
@@ -426,7 +429,7 @@ def test_bar_chart_sorted_by_support_and_a_zero_labelled_once():
     by_type = {"alpha": {"tp_gold": 0, "fn": 1, "precision": 0.0, "recall": 0.0, "f1": 0.0},
                "beta": {"tp_gold": 5, "fn": 3, "precision": 0.5, "recall": 0.625, "f1": 0.55},
                "gamma": {"tp_gold": 2, "fn": 0, "precision": 0.0, "recall": 1.0, "f1": 0.0}}
-    chart = bar_chart(by_type)
+    chart = bar_chart({t: Counts(**c) for t, c in by_type.items()})
     assert [g["name"] for g in chart["groups"]] == ["beta", "gamma", "alpha"]
     labels = {g["name"]: [b.get("short") for b in g["bars"] if b.get("short")] for g in chart["groups"]}
     assert labels["alpha"] == ["0.00 (P, R, F1)"]
@@ -437,13 +440,13 @@ def test_bar_chart_sorted_by_support_and_a_zero_labelled_once():
 def error_summary(errors: int, **extra):
     lines = [line_of("d", NEAR, NEAR_PRED)]
     summary = summary_of(lines, **extra)
-    summary["micro"]["errors"] = errors
+    summary.micro.errors = errors
     return summary
 
 
 def in_scope(summary) -> int:
-    m = summary["micro"]
-    return m["tp_gold"] + m["fn"] + m["tp_predicted"] + m["fp"] + m["errors"]
+    m = summary.micro
+    return m.tp_gold + m.fn + m.tp_predicted + m.fp + m.errors
 
 
 def test_error_banner_above_five_percent_in_both_reports():

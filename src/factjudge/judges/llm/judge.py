@@ -373,14 +373,6 @@ class LLMJudge(JudgeBase):
             return None
         return BatchRequest(key, self._body(plan, call.task, []).obj(), call.task)
 
-    def store_answer(self, custom_id: str, task: JudgeTask, content: str | None) -> Verdict:
-        """Validate an answer obtained out of band (a batch output line) exactly as a live one,
-        and keep it in the response cache under ``custom_id``. Raises InvalidAnswer."""
-        verdict = parse_answer(task, content)
-        if self.cache is not None:
-            self.cache.put(custom_id, {"content": self.redact(content) if content else content})
-        return self._hide_secrets(verdict)
-
     async def judge(self, task: JudgeTask) -> Verdict:
         return self._hide_secrets(await self._judge(task))
 
