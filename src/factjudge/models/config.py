@@ -117,6 +117,22 @@ class RulesKnowledge(BaseModel):
     #: brand (Contoso Zephyr 14 = Zephyr 14) or a trailing parenthetical spec; never another model.
     products: StrictBool = True
 
+    @model_serializer(mode="wrap")
+    def _new_families_only_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # the families of issue 37 are written only when switched off, so a config that does not
+        # name them keeps its dump, and so its runs' input hashes (resume), as they were
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in _FAMILIES_OF_ISSUE_37:
+                if data.get(key) is True:
+                    data.pop(key)
+        return data
+
+
+#: The knowledge families added by issue 37 (on by default, written only when off).
+_FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds", "abbreviations",
+                         "jobs", "results", "products")
+
 
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)
 #: and response-cache keys as they were.
