@@ -12,8 +12,7 @@ from factjudge.judges.rules.judge import RulesJudge
 def decide(subject_fields, candidate_fields, config=None):
     subject = {"id": "g1", "fact_type": "t", **subject_fields}
     candidate = {"id": "p1", "fact_type": "t", **candidate_fields}
-    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, [candidate], parse_config(config),
-                                               prefix=[]))
+    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, [candidate], parse_config(config)))
     return verdict
 
 
