@@ -547,7 +547,7 @@ class LLMJudge(JudgeBase):
         :class:`BackendError` when out of tries or time, :class:`JudgeSetupError` when the server
         cannot work for any question."""
         attempt = 0
-        refused = 0  # tries of this question refused a connection
+        refused = broken = 0  # tries of this question refused a connection; refused or cut
         bodies: list[str] = []
         while True:
             plan = self._plan(asked, self.mode)
@@ -572,9 +572,11 @@ class LLMJudge(JudgeBase):
                 last = delay is None or time.monotonic() + delay >= deadline
                 if not self._answered:
                     self._stop_if_hopeless(exc, last, bodies)
-                elif exc.kind == "connect":
-                    refused += 1
-                    if last and refused > attempt:  # every try refused: the server is gone
+                elif exc.kind in ("connect", "disconnect"):
+                    refused += exc.kind == "connect"
+                    broken += 1
+                    # every try refused, or cut as the server went down and refused after: it is gone
+                    if last and refused and broken > attempt:
                         raise self._stop(f"the server at {self.endpoint.host} stopped accepting "
                                          f"connections ({refused} in a row refused: {exc.message}); "
                                          "check that it is running") from None
