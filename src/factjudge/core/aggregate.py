@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 from ..models import CategoryCounts, Counts
 from .alerts import Alert
 from .analysis import count_categories, sorted_counts, total_categories
+from .confidence import ConfidenceAccumulator, ConfidenceSummary, DocConfidence, doc_confidence
 from .metrics import f1_score, prf, with_ratios
 
 #: How a document's undefined precision or recall counts in the macro average, as scikit-learn's
@@ -42,6 +43,8 @@ class DocStats:
     jurors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: The categories per fact type (:func:`factjudge.core.analysis.count_categories`).
     categories: Mapping[str, CategoryCounts] = field(default_factory=dict)
+    #: The predictions' confidences by verdict (None: they carry none), see :mod:`.confidence`.
+    confidence: DocConfidence | None = None
 
     @property
     def key(self) -> tuple[int, int, int, int]:
@@ -57,7 +60,8 @@ def key_prf(key: Sequence[int]) -> dict[str, float | None]:
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
-def doc_stats(line: Mapping[str, Any]) -> DocStats:
+def doc_stats(line: Mapping[str, Any], confidence_field: str | None = None) -> DocStats:
+    """The numbers of one result line; ``confidence_field``: the config's (None: found by name)."""
     m = line["metrics"]
     usage = {k: v for k, v in line.get("usage", {}).items()
              if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -75,6 +79,7 @@ def doc_stats(line: Mapping[str, Any]) -> DocStats:
         jurors={name: {k: v for k, v in u.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
                 for name, u in jurors.items() if isinstance(u, dict)},
         categories=count_categories(line),
+        confidence=doc_confidence(line, confidence_field),
     )
 
 
@@ -209,21 +214,29 @@ class Summary(BaseModel):
     #: (:mod:`factjudge.core.alerts`: kind ``errors``, ``entity_types``, ``empty_side``,
     #: ``fact_type_case``); each is also in ``warnings``.
     alerts: list[Alert] = Field(default_factory=list)
+    #: The extractor's confidence against the verdicts (:mod:`factjudge.core.confidence`); absent
+    #: from summary.json when no prediction carries one.
+    confidence: ConfidenceSummary | None = None
 
     @model_serializer(mode="wrap")
     def _absent_when_not_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and self.judge_corrected is None:  # summaries stay as they were
-            data.pop("judge_corrected", None)
+        if isinstance(data, dict):  # summaries without them stay as they were
+            for key in ("judge_corrected", "confidence"):
+                if getattr(self, key) is None:
+                    data.pop(key, None)
         return data
 
 
 class Aggregator:
     """Aggregates built one document at a time: what it keeps per document is four integers
-    (for the bootstrap), so memory does not grow with the size of the documents."""
+    (for the bootstrap), so memory does not grow with the size of the documents; and, when the
+    predictions carry a confidence, 8 bytes per prediction and per gold fact linked to one
+    (:class:`~.confidence.ConfidenceAccumulator`)."""
 
     def __init__(self, worst: int = 10, zero_division: ZeroDivision = "skip") -> None:
         self.zero_division = zero_division
+        self.confidence = ConfidenceAccumulator()
         self.documents = 0
         self.micro: dict[str, int] = {k: 0 for k in COUNT_KEYS}
         self.by_type: dict[str, dict[str, int]] = {}
@@ -251,6 +264,7 @@ class Aggregator:
             _add(self.jurors.setdefault(name, {}), used)
         for t, cats in s.categories.items():
             self.categories.setdefault(t, CategoryCounts()).add(cats)
+        self.confidence.add(s.confidence, s.doc_id)
         for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
         r = key_prf(s.key)
@@ -304,7 +318,7 @@ class Aggregator:
                        conflicts=dict(sorted(self.conflicts.items())), usage=usage,
                        jury_agreement=agreement,
                        categories=sorted_counts({"": total_categories(categories)})[""],
-                       categories_by_fact_type=categories)
+                       categories_by_fact_type=categories, confidence=self.confidence.summary())
 
 
 def aggregate(stats: Iterable[DocStats], resamples: int = 1000, seed: int = 0,

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from .._version import __version__
 from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.alerts import InputShape, input_warnings, run_alerts
+from ..core.confidence import corrected as confidence_corrected
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
 from ..core.scope import merge_warnings, scope_check
 from ..errors import InputError
@@ -255,7 +256,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         warnings: list[str] = []
         shape = InputShape()
         for index, line in enumerate(store.rewrite(dataset.infos)):
-            agg.add(doc_stats(line))
+            agg.add(doc_stats(line, config.confidence_field))
             shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
             warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
@@ -274,8 +275,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    _flag(summary, config, shape, [*dataset.warnings, *warnings, *judge_config_warnings(config, judge)],
-          dataset.fact_types)
+    _flag(summary, config, shape, [*dataset.warnings, *warnings, *judge_config_warnings(config, judge),
+                                   *agg.confidence.warnings()], dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
     if settings.judge_calibration is not None:
@@ -302,6 +303,9 @@ def add_judge_corrected(summary: Summary, keys: Sequence[Sequence[int]], calibra
     corrected = judge_corrected(keys, calibration.errors, settings.resamples, settings.seed)
     corrected.calibration = calibration.describe()
     summary.judge_corrected = corrected.model_dump(mode="json")
+    if summary.confidence is not None:  # its figures follow the same verdicts: the same correction
+        summary.confidence.judge_corrected = confidence_corrected(summary.confidence, corrected.link_precision,
+                                                                  corrected.link_recall)
     summary.warnings += calibration_mismatch(calibration, summary.judge, summary.config)
     if corrected.capped:
         summary.warnings.append(
