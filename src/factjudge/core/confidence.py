@@ -83,9 +83,10 @@ def detect_field(predicted: Iterable[Mapping[str, Any]], gold: Iterable[Mapping[
 @dataclass
 class DocConfidence:
     """One document's confidences by verdict (what :class:`ConfidenceAccumulator` sums);
-    ``field`` None: its predictions carry none (they count as without one if others do)."""
+    ``name`` None: its predictions carry none (they count as without one if others do)."""
 
-    field: str | None
+    #: The field the confidence was read from.
+    name: str | None
     correct: list[float] = field(default_factory=list)
     wrong: list[float] = field(default_factory=list)
     #: Per gold fact judged TP, the highest confidence among the predictions it is linked to.
@@ -304,8 +305,8 @@ class ConfidenceAccumulator:
     def add(self, doc: DocConfidence | None, doc_id: str = "") -> None:
         if doc is None:
             return
-        if doc.field is not None:
-            self.fields[doc.field] = None
+        if doc.name is not None:
+            self.fields[doc.name] = None
         self.correct.extend(doc.correct)
         self.wrong.extend(doc.wrong)
         self.recalled.extend(doc.recalled)

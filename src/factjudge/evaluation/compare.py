@@ -8,6 +8,7 @@ from typing import Any
 from .._version import __version__
 from ..core.aggregate import paired_bootstrap
 from ..core.analysis import count_categories, sorted_counts, total_categories
+from ..core.confidence import ConfidenceAccumulator, doc_confidence
 from ..errors import InputError
 from ..io.files import write_atomic
 from ..io.run_models import CompareResult
@@ -17,6 +18,7 @@ from ..reports.format import fmt
 from ..reports.html import render_compare_html
 from ..reports.markdown import render_compare_markdown
 from ..reports.rows import changed_facts, fact_type_keys
+from ..reports.text import compare_auroc_text
 
 #: Changed facts listed on the compare pages, at most (all are counted).
 MAX_CHANGED = 20_000
@@ -36,7 +38,7 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
     if differ:
         warnings.append(f"the gold facts differ in {differ} of the {len(common)} shared documents; "
                         "the comparison may not be fair")
-    keys_a, keys_b, changed, total, categories = _by_document(dir_a, dir_b, set(common))
+    keys_a, keys_b, changed, total, categories, auroc = _by_document(dir_a, dir_b, set(common))
     types = sorted({t for k in (*keys_a.values(), *keys_b.values()) for t in k})
     zero = (0, 0, 0, 0)
     return CompareResult(
@@ -48,7 +50,7 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
                                           [keys_b[d].get(t, zero) for d in common], resamples, seed)
                       for t in types},
         changed=changed, changed_total=total,
-        provenance={"factjudge": __version__}, categories=categories,
+        provenance={"factjudge": __version__}, categories=categories, auroc=auroc,
     )
 
 
@@ -72,9 +74,11 @@ def _settings_warnings(dir_a: Path, dir_b: Path, key: str, what: str) -> list[st
 
 def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
         dict[str, dict[str, tuple[int, int, int, int]]], dict[str, dict[str, tuple[int, int, int, int]]],
-        list[dict[str, Any]], int, dict[str, dict[str, CategoryCounts]]]:
-    """Per fact type keys of both runs, the changed facts and each run's categories, one document
-    in memory at a time: B's lines are streamed, A's line of the same document is read at its offset."""
+        list[dict[str, Any]], int, dict[str, dict[str, CategoryCounts]], dict[str, float | None]]:
+    """Per fact type keys of both runs, the changed facts, each run's categories and the AUROC of
+    its predictions' confidence (empty when neither carries one; :mod:`factjudge.core.confidence`),
+    one document in memory at a time: B's lines are streamed, A's line of the same document is read
+    at its offset."""
     run_a = RunFolder(dir_a)
     index_a = run_a.index(finished=True)
     keys_a: dict[str, dict[str, tuple[int, int, int, int]]] = {}
@@ -82,6 +86,8 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
     changed: list[dict[str, Any]] = []
     total = 0
     categories: dict[str, dict[str, CategoryCounts]] = {"a": {}, "b": {}}
+    confidence = {"a": ConfidenceAccumulator(), "b": ConfidenceAccumulator()}
+    named = {run: _confidence_field(d) for run, d in (("a", dir_a), ("b", dir_b))}
     with run_a.results.open("rb") as fa:
         for line_b in RunFolder(dir_b).lines(finished=True):
             doc_id = line_b["doc_id"]
@@ -92,10 +98,20 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
             for run, line in (("a", line_a), ("b", line_b)):
                 for t, counts in count_categories(line).items():
                     categories[run].setdefault(t, CategoryCounts()).add(counts)
+                confidence[run].add(doc_confidence(line, named[run]), doc_id)
             rows = changed_facts(line_a, line_b)
             total += len(rows)
             changed.extend(rows[:max(0, MAX_CHANGED - len(changed))])
-    return keys_a, keys_b, changed, total, {run: sorted_counts(c) for run, c in categories.items()}
+    summaries = {run: acc.summary() for run, acc in confidence.items()}
+    auroc = {run: None if c is None else c.auroc for run, c in summaries.items()} \
+        if any(summaries.values()) else {}
+    return keys_a, keys_b, changed, total, {run: sorted_counts(c) for run, c in categories.items()}, auroc
+
+
+def _confidence_field(run_dir: Path) -> str | None:
+    """The run's config key ``confidence_field`` (None: unset, or a run that records no config)."""
+    named = RunFolder(run_dir).run_config().get("confidence_field")
+    return named if isinstance(named, str) else None
 
 
 def _signed(x: float | None) -> str:
@@ -119,7 +135,10 @@ def compare_text(cmp: CompareResult) -> str:
     near = near_miss_text(cmp)
     if near:
         lines.append(near)
+    if cmp.auroc:
+        lines.append(compare_auroc_text(cmp))
     return "\n".join(lines)
+
 
 
 def near_miss_text(cmp: CompareResult) -> str:

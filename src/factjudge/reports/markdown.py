@@ -19,6 +19,8 @@ from .text import (
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
+    RELIABILITY_HEADER,
+    REVIEW_HEADER,
     TOTALS_HEADER,
     TYPE_HEADER,
     banners,
@@ -26,8 +28,12 @@ from .text import (
     category_rows,
     change_text,
     changed_counts,
+    compare_auroc_text,
     compare_category_rows,
     compare_only_text,
+    confidence_corrected_note,
+    confidence_headline,
+    confidence_note,
     counts_text,
     fact_json,
     judge_corrected_note,
@@ -37,9 +43,12 @@ from .text import (
     order_text,
     other_text,
     provenance_rows,
+    reliability_rows,
+    review_table,
     rows_note,
     setting_text,
     status_text,
+    threshold_table,
     totals_row,
     type_rows,
     usage_text,
@@ -128,6 +137,22 @@ def _md_categories(summary: Summary) -> list[str]:
     return ["## Where the errors are", "", md_escape(CATEGORY_NOTE), "", *_md_table(CATEGORY_HEADER, rows)]
 
 
+def _md_confidence(summary: Summary) -> list[str]:
+    """The extractor's confidence: the figures, the reliability bins, thresholds and review curve."""
+    c = summary.confidence
+    if c is None:
+        return []
+    out = ["## Extractor confidence", "", md_escape(confidence_note(c)), ""]
+    if c.judge_corrected:
+        out += [md_escape(confidence_corrected_note(c)), ""]
+    if c.predictions:
+        header, rows = threshold_table(c)
+        out += _md_table(RELIABILITY_HEADER, reliability_rows(c))
+        out += [md_escape(headline) + ".", ""] if (headline := confidence_headline(c)) else []
+        out += _md_table(header, rows) + _md_table(REVIEW_HEADER, review_table(c))
+    return out
+
+
 def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str]:
     """Totals, by fact type, conflicts, worst documents and skipped lines."""
     out = ["## Totals", ""]
@@ -135,6 +160,7 @@ def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str
     out += ["## By fact type", ""]
     out += _md_table(BY_TYPE_HEADER, by_type_rows(summary.by_fact_type))
     out += _md_categories(summary)
+    out += _md_confidence(summary)
     out += ["## Reconciliation conflicts", ""]
     out += (_md_table(["rule", "count"], list(summary.conflicts.items()))
             if summary.conflicts else ["None.", ""])
@@ -216,6 +242,8 @@ def render_compare_markdown(cmp: CompareResult) -> str:
     for w in cmp.warnings:
         out += [f"Warning: {md_escape(w)}", ""]
     out += _md_table(METRIC_HEADER, metric_rows(cmp.metrics))
+    if cmp.auroc:
+        out += [md_escape(compare_auroc_text(cmp)) + ".", ""]
     out += ["## By fact type", ""]
     out += (_md_table(TYPE_HEADER, type_rows(cmp.by_fact_type)) if cmp.by_fact_type else ["None.", ""])
     categories = compare_category_rows(cmp)

@@ -11,6 +11,7 @@ from typing import Any
 from ..core.aggregate import MicroCounts, Summary
 from ..core.alerts import ERROR_SHARE_ALERT, in_scope_facts_count
 from ..core.analysis import sorted_counts, total_categories
+from ..core.confidence import ConfidenceSummary
 from ..io.run_models import CompareResult, MetricDiff
 from ..models import CategoryCounts, Counts, Prices, money
 from ..util.jsonutil import canonical_json
@@ -307,3 +308,85 @@ def banners(summary: Summary) -> list[str]:
 def config_hash(config: Any) -> str:
     """8 hex digits naming a config: the same keys and values give the same hash, in any order."""
     return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:8]
+
+
+# --------------------------------------------------------------------------- extractor confidence
+
+#: Header of a report's thresholds table and of its review table.
+THRESHOLD_HEADER = ["auto-accept", "precision", "recall", "predictions kept"]
+REVIEW_HEADER = ["reviewed (lowest confidence first)", "predictions", "errors caught"]
+
+
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
+def confidence_note(c: ConfidenceSummary) -> str:
+    """The confidence figures in one paragraph: what they are over and what was left out."""
+    without = (f" {c.without_confidence:,} judged prediction{'' if c.without_confidence == 1 else 's'} "
+               f"without one{f' ({c.invalid:,} not a number in [0, 1])' if c.invalid else ''} "
+               f"{'is' if c.without_confidence == 1 else 'are'} in none of the figures."
+               ) if c.without_confidence else ""
+    return (f"The extractor's confidence (field {c.field}) against the judge's verdicts (TP correct, FP "
+            f"wrong) over {c.predictions:,} predictions: AUROC {fmt(c.auroc)} (a correct prediction "
+            f"ranked above a wrong one; 0.5 is chance), ECE {fmt(c.ece)} ({c.ece_bins} equal-width "
+            f"bins), Brier {fmt(c.brier)}.{without}")
+
+
+#: The cut point the reports put in words above the thresholds table.
+HEADLINE_THRESHOLD = 0.9
+
+
+def confidence_headline(c: ConfidenceSummary) -> str:
+    """"auto-accept at >= 0.90: precision 1.000, 53% of predictions kept" ("" without that row)."""
+    row = next((r for r in c.thresholds if r.threshold == HEADLINE_THRESHOLD), None)
+    if row is None:
+        return ""
+    return (f"auto-accept at >= {row.threshold:.2f}: precision {fmt(row.precision)}, recall "
+            f"{fmt(row.recall)}, {_share(row.kept)} of predictions kept")
+
+
+def threshold_table(c: ConfidenceSummary) -> tuple[list[str], list[list[str]]]:
+    """The thresholds table, with the judge-corrected precision and recall when there are some."""
+    jc = {r["threshold"]: r for r in (c.judge_corrected or {}).get("thresholds", ())}
+    header = THRESHOLD_HEADER + (["precision (judge-corrected)", "recall (judge-corrected)"] if jc else [])
+    rows = []
+    for r in c.thresholds:
+        row = [f">= {r.threshold:.2f}", fmt(r.precision), fmt(r.recall),
+               f"{_share(r.kept)} ({r.kept_predictions:,})"]
+        if jc:
+            row += [fmt(jc.get(r.threshold, {}).get("precision")), fmt(jc.get(r.threshold, {}).get("recall"))]
+        rows.append(row)
+    return header, rows
+
+
+def review_table(c: ConfidenceSummary) -> list[list[str]]:
+    return [[_share(r.share_reviewed), f"{r.reviewed:,}", _share(r.errors_caught)] for r in c.review]
+
+
+def confidence_corrected_note(c: ConfidenceSummary) -> str:
+    """What the judge calibration changes here ("" without one)."""
+    jc = c.judge_corrected
+    if not jc:
+        return ""
+    return (f"Judge-corrected (--judge-calibration): ECE {fmt(jc.get('ece'))}; each share of correct "
+            "predictions (a bin's, a threshold's precision and recall) times the judge's link precision / "
+            f"recall ({jc.get('factor', 0):.3f}), capped at 1. AUROC and the review curve rank predictions "
+            "and are not corrected: judge errors that do not depend on the confidence pull AUROC towards 0.5.")
+
+
+def reliability_rows(c: ConfidenceSummary) -> list[list[str]]:
+    """The reliability diagram as a table (report.md): the non-empty bins."""
+    return [[f"{b.low:.1f}-{b.high:.1f}", f"{b.predictions:,}", fmt(b.confidence), fmt(b.accuracy)]
+            for b in c.bins if b.predictions]
+
+
+RELIABILITY_HEADER = ["confidence bin", "predictions", "mean confidence", "share correct"]
+
+
+def compare_auroc_text(cmp: CompareResult) -> str:
+    """``extractor confidence AUROC ...: A 0.783, B 0.812`` ("" when neither run has a confidence)."""
+    if not cmp.auroc:
+        return ""
+    return ("extractor confidence AUROC (a correct prediction ranked above a wrong one, over the shared "
+            f"documents): A {fmt(cmp.auroc.get('a'))}, B {fmt(cmp.auroc.get('b'))}")
