@@ -91,6 +91,47 @@ class RulesKnowledge(BaseModel):
     honorifics: StrictBool = True
     #: Person-name variants: initials, short given names, middle names (J. Smith = Jane Smith).
     names: StrictBool = True
+    #: Medication routes and frequencies as sig codes (PO = by mouth, TID = three times daily =
+    #: every 8 hours), in route/frequency/sig fields; PRN (as needed) stays a qualifier.
+    clinical: StrictBool = True
+    #: Units pint does not read: data sizes in decimal prefixes (1,500 GB = 1.5 TB; TiB apart),
+    #: Hz, mAh, W, nits, inch marks (15.6" = 15.6 in), units written together or apart.
+    units: StrictBool = True
+    #: Durations (18 months = 1.5 years, 2 weeks = 14 days) and number words before a unit.
+    durations: StrictBool = True
+    #: An amount per week or month and its exact yearly equivalent ($5,000/month = $60,000/year);
+    #: an amount per period never equals one of another period or none.
+    per_period: StrictBool = True
+    #: Bound notations of the same bound (5+ years = at least 5 years; up to = at most).
+    bounds: StrictBool = True
+    #: Abbreviations and their expansions, with or without the abbreviation in parentheses
+    #: (VAT = value-added tax (VAT), NDA, SOW, PO = purchase order).
+    abbreviations: StrictBool = True
+    #: Job-posting vocabulary: work arrangements (remote = work from home), seniority (Sr. =
+    #: senior, entry-level = junior), employment types.
+    jobs: StrictBool = True
+    #: Results-table vocabulary, in split and metric fields: dataset splits (held-out = test,
+    #: dev = validation) and metric names (acc = accuracy, EM = exact match).
+    results: StrictBool = True
+    #: Products named as listings name them, in product, item and model fields: without the
+    #: brand (Contoso Zephyr 14 = Zephyr 14) or a trailing parenthetical spec; never another model.
+    products: StrictBool = True
+
+    @model_serializer(mode="wrap")
+    def _new_families_only_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # the families of issue 37 are written only when switched off, so a config that does not
+        # name them keeps its dump, and so its runs' input hashes (resume), as they were
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in _FAMILIES_OF_ISSUE_37:
+                if data.get(key) is True:
+                    data.pop(key)
+        return data
+
+
+#: The knowledge families added by issue 37 (on by default, written only when off).
+_FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds", "abbreviations",
+                         "jobs", "results", "products")
 
 
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)

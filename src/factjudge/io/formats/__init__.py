@@ -141,7 +141,8 @@ def open_dataset(dataset: str | Path | tuple[str | Path, str | Path], *, input_f
         gold_source = open_facts(gold, gold_format or input_format, "--gold-format" if gold_format else "--format")
         predicted_source = open_facts(predicted, predicted_format or input_format,
                                       "--predicted-format" if predicted_format else "--format")
-        if isinstance(predicted_source, RecordLines):  # one record type on both sides by default
+        if isinstance(gold_source, RecordLines) and isinstance(predicted_source, RecordLines):
+            # one record type on both sides by default (a gold file in another format names its types)
             predicted_source.default_type = gold.stem
         return ScannedDataset(PairedFacts(gold_source, predicted_source))
     if gold_format or predicted_format:
