@@ -230,7 +230,8 @@ def reliability_chart(c: ConfidenceSummary) -> dict[str, Any]:
             for b in c.bins if b.predictions and b.accuracy is not None and b.confidence is not None]
     ticks = [{"v": f"{t:g}", "x": x(t), "y": y(t)} for t in (0, 0.5, 1.0)]
     return {"width": PLOT_LEFT + PLOT + 16, "height": PLOT_TOP + PLOT + 36, "left": PLOT_LEFT, "top": PLOT_TOP,
-            "right": x(1), "bottom": y(0), "mid": x(0.5), "bars": bars, "ticks": ticks}
+            "right": x(1), "bottom": y(0), "mid": x(0.5),
+            "middle_y": f"{-(PLOT_TOP + PLOT / 2):.1f}", "bars": bars, "ticks": ticks}
 
 
 def _confidence(summary: Summary) -> dict[str, Any] | None:
