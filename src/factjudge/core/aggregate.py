@@ -209,6 +209,9 @@ class Summary(BaseModel):
     #: ``eval --judge-calibration``: the figures corrected for the judge's measured link errors
     #: (:class:`~factjudge.core.correction.JudgeCorrected`); absent from summary.json without it.
     judge_corrected: dict[str, Any] | None = None
+    #: ``factjudge review apply``: the figures with a person's verdicts in place of the judge's
+    #: where given (:class:`~factjudge.core.review.ReviewedFigures`); absent until a review is applied.
+    reviewed: dict[str, Any] | None = None
 
     #: Likely mistakes behind the figures, each shown as a banner above them in the reports
     #: (:mod:`factjudge.core.alerts`: kind ``errors``, ``entity_types``, ``empty_side``,
@@ -222,7 +225,7 @@ class Summary(BaseModel):
     def _absent_when_not_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):  # summaries without them stay as they were
-            for key in ("judge_corrected", "confidence"):
+            for key in ("judge_corrected", "reviewed", "confidence"):
                 if getattr(self, key) is None:
                     data.pop(key, None)
         return data
