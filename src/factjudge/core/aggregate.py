@@ -15,6 +15,7 @@ from .alerts import Alert
 from .analysis import count_categories, sorted_counts, total_categories
 from .confidence import ConfidenceAccumulator, ConfidenceSummary, DocConfidence, doc_confidence
 from .metrics import f1_score, prf, with_ratios
+from .review import ReviewedSummary
 
 #: How a document's undefined precision or recall counts in the macro average, as scikit-learn's
 #: ``zero_division``: ``skip`` leaves it out (``macro.defined`` says for how many documents each
@@ -26,6 +27,8 @@ COUNT_KEYS = ("tp_gold", "fn", "tp_predicted", "fp", "errors", "out_of_scope_gol
               "out_of_scope_predicted")
 TYPE_KEYS = ("tp_gold", "fn", "tp_predicted", "fp", "errors")
 RATIOS = ("precision", "recall", "f1")
+#: The FN/FP/ERROR rows the reports list by default (``eval --report-rows``).
+REPORT_ROWS = 5000
 
 @dataclass(frozen=True)
 class DocStats:
@@ -210,8 +213,11 @@ class Summary(BaseModel):
     #: (:class:`~factjudge.core.correction.JudgeCorrected`); absent from summary.json without it.
     judge_corrected: dict[str, Any] | None = None
     #: ``factjudge review apply``: the figures with a person's verdicts in place of the judge's
-    #: where given (:class:`~factjudge.core.review.ReviewedFigures`); absent until a review is applied.
-    reviewed: dict[str, Any] | None = None
+    #: where given; absent until a review is applied.
+    reviewed: ReviewedSummary | None = None
+    #: ``eval --report-rows``: the FN/FP/ERROR rows the reports list, so ``review apply`` renders
+    #: them again alike; in summary.json only when not the default (summaries stay as they were).
+    report_rows: int = Field(default=REPORT_ROWS, ge=0)
 
     #: Likely mistakes behind the figures, each shown as a banner above them in the reports
     #: (:mod:`factjudge.core.alerts`: kind ``errors``, ``entity_types``, ``empty_side``,
@@ -228,6 +234,8 @@ class Summary(BaseModel):
             for key in ("judge_corrected", "reviewed", "confidence"):
                 if getattr(self, key) is None:
                     data.pop(key, None)
+            if self.report_rows == REPORT_ROWS:
+                data.pop("report_rows", None)
         return data
 
 

@@ -61,6 +61,8 @@ from .text import (
     order_text,
     provenance_rows,
     review_table,
+    reviewed_line,
+    reviewed_note,
     rows_note,
     setting_text,
     status_text,
@@ -126,6 +128,11 @@ def _report_cards(summary: Summary) -> list[dict[str, str]]:
                        f"P {fmt(macro.precision)} R {fmt(macro.recall)}; "
                        f"{macro.defined['f1']} docs defined", ident="macro-f1"))
     cards.append(_card("ERROR facts", str(micro.errors), "left out of P and R", ident="errors"))
+    reviewed = summary.reviewed
+    if reviewed is not None:  # beside the judge's figures: the person's verdicts in their place
+        cards.append(_card("reviewed F1", fmt(reviewed.f1),
+                           f"P {fmt(reviewed.precision)} R {fmt(reviewed.recall)} on {reviewed.reviewed:,} "
+                           "reviewed facts", ident="reviewed"))
     return cards
 
 
@@ -281,6 +288,8 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
         facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary.usage),
         provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),
         confidence=_confidence(summary),
+        reviewed=None if summary.reviewed is None else {"line": reviewed_line(summary),
+                                                        "note": reviewed_note(summary)},
         categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE)
 
 

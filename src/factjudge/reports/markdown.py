@@ -21,6 +21,7 @@ from .text import (
     RATIO_KEYS,
     RELIABILITY_HEADER,
     REVIEW_HEADER,
+    REVIEWED_HEADER,
     TOTALS_HEADER,
     TYPE_HEADER,
     banners,
@@ -45,6 +46,9 @@ from .text import (
     provenance_rows,
     reliability_rows,
     review_table,
+    reviewed_line,
+    reviewed_note,
+    reviewed_rows,
     rows_note,
     setting_text,
     status_text,
@@ -119,6 +123,15 @@ def _md_headline(summary: Summary) -> list[str]:
         ["macro", *(fmt(getattr(macro, k)) for k in RATIO_KEYS)],
         ["macro: documents defined", *(str(macro.defined[k]) for k in RATIO_KEYS)],
     ])
+
+
+def _md_reviewed(summary: Summary) -> list[str]:
+    """The figures with a person's verdicts (``review apply``), next to the judge's."""
+    line = reviewed_line(summary)
+    if line is None:
+        return []
+    return (["## Reviewed by a person", "", f"**{md_escape(line)}**", "", md_escape(reviewed_note(summary)), ""]
+            + _md_table(REVIEWED_HEADER, reviewed_rows(summary)))
 
 
 def _md_judge_corrected(summary: Summary) -> list[str]:
@@ -202,6 +215,7 @@ def render_markdown(summary: Summary, worst: Sequence[Mapping[str, Any]],
     number of FN/FP/ERROR facts of the whole run. ``rows_order``: ``"worst"`` when the rows were
     selected worst documents first (:func:`~.rows.select_rows`), ``"dataset"`` when in dataset order."""
     out = _md_headline(summary)
+    out += _md_reviewed(summary)
     out += _md_judge_corrected(summary)
     out += _md_tables(summary, worst)
     out += _md_facts(summary.micro, rows, rows_total, rows_order)

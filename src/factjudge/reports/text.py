@@ -253,6 +253,39 @@ def judge_corrected_rows(summary: Summary) -> list[list[str]]:
             ["judge-corrected 95% CI", *(fmt_ci(jc["ci95"][k]) for k in RATIO_KEYS)]]
 
 
+def reviewed_line(summary: Summary) -> str | None:
+    """``reviewed: P .. R .. F1 .. on N reviewed facts`` (``review apply``), None without a review."""
+    r = summary.reviewed
+    if r is None:
+        return None
+    return f"reviewed: P {fmt(r.precision)} R {fmt(r.recall)} F1 {fmt(r.f1)} on {r.reviewed:,} reviewed facts"
+
+
+#: The columns of the reviewed figures' table (report.md).
+REVIEWED_HEADER = ["", "precision", "recall", "F1"]
+
+
+def reviewed_rows(summary: Summary) -> list[list[str]]:
+    """The judge's micro figures and the reviewed ones (:func:`reviewed_line`), side by side."""
+    r, micro = summary.reviewed, summary.micro
+    rows = [["judge", *(fmt(getattr(micro, k)) for k in RATIO_KEYS)]]
+    if r is not None:
+        rows.append([f"reviewed ({r.reviewed:,} facts)", *(fmt(getattr(r, k)) for k in RATIO_KEYS)])
+    return rows
+
+
+def reviewed_note(summary: Summary) -> str:
+    """Where the reviewed figures come from, in one paragraph."""
+    r = summary.reviewed
+    if r is None:
+        return ""
+    verdicts = ", ".join(f"{k} {v:,}" for k, v in sorted(r.by_verdict.items()))
+    return (f"The run's figures with a person's verdicts in place of the judge's where given "
+            f"(factjudge review apply of {r.source or '?'}: {r.reviewed:,} reviewed facts, {verdicts}; "
+            f"gold values corrected: {r.gold_corrections:,}, gold omissions found: {r.omissions:,}). The facts "
+            "not reviewed keep the judge's verdicts.")
+
+
 def judge_corrected_note(jc: Mapping[str, Any]) -> str:
     """How the judge-corrected figures were made, in one paragraph."""
     cal = jc.get("calibration") or {}
