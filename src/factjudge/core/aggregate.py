@@ -1,18 +1,21 @@
-"""Aggregates over documents (micro, macro, per fact type, conflicts, usage) and bootstrap
-intervals. Pure: data in, data out; memory per document is four integers."""
+"""Aggregates over documents (micro, macro, per fact type, conflicts, usage, field-level scores)
+and bootstrap intervals. Pure: data in, data out; memory per document is four integers, and four
+more per field path the document has a value at (for the fields' intervals)."""
 from __future__ import annotations
 
 import random
 from array import array
+from operator import mul
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from ..models import CategoryCounts, Counts
+from ..models import CategoryCounts, Counts, FieldScore, line_analysis
 from .alerts import Alert
 from .analysis import count_categories, sorted_counts, total_categories
+from .fields import Tally, add_tally, field_score, tally_of
 from .metrics import f1_score, prf, with_ratios
 
 #: How a document's undefined precision or recall counts in the macro average, as scikit-learn's
@@ -42,6 +45,8 @@ class DocStats:
     jurors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: The categories per fact type (:func:`factjudge.core.analysis.count_categories`).
     categories: Mapping[str, CategoryCounts] = field(default_factory=dict)
+    #: The field-level counts per fact type and path (:mod:`factjudge.core.fields`).
+    fields: Mapping[str, Mapping[str, Sequence[int]]] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[int, int, int, int]:
@@ -75,6 +80,7 @@ def doc_stats(line: Mapping[str, Any]) -> DocStats:
         jurors={name: {k: v for k, v in u.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
                 for name, u in jurors.items() if isinstance(u, dict)},
         categories=count_categories(line),
+        fields=tally_of(line_analysis(line).fields),
     )
 
 
@@ -126,6 +132,53 @@ def resampled_sums(keys: Sequence[Sequence[int]], resamples: int, seed: int) -> 
     for _ in range(resamples):
         idx = rng.choices(population, k=n)
         yield [sum(map(col.__getitem__, idx)) for col in columns]
+
+
+class _FieldColumns:
+    """One field path's per-document counts, for its bootstrap: the documents that have a value
+    there, and per document its correct, gold and predicted values."""
+
+    __slots__ = ("docs", "correct", "gold", "predicted")
+
+    def __init__(self) -> None:
+        self.docs, self.correct, self.gold, self.predicted = array("q"), array("q"), array("q"), array("q")
+
+    def add(self, doc: int, c: Sequence[int]) -> None:
+        self.docs.append(doc)
+        self.correct.append(c[0])
+        self.gold.append(c[0] + c[1] + c[2])
+        self.predicted.append(c[0] + c[1] + c[3])
+
+
+def field_intervals(columns: Mapping[str, Mapping[str, _FieldColumns]], documents: int, resamples: int = 1000,
+                    seed: int = 0, level: float = 0.95) -> dict[str, dict[str, dict[str, list[float] | None]]]:
+    """Per fact type and path, percentile intervals of the field's precision, recall and F1,
+    resampling documents with replacement: the same resamples as :func:`bootstrap_ci` with the
+    same seed (one draw of documents serves every path)."""
+    samples = {t: {path: {k: [] for k in RATIOS} for path in paths} for t, paths in columns.items()}
+    if documents:
+        rng = random.Random(seed)
+        population = range(documents)
+        for _ in range(resamples):
+            weights = [0] * documents
+            for i in rng.choices(population, k=documents):
+                weights[i] += 1
+            picked: dict[bytes, list[int]] = {}  # paths that share their documents share the weights
+            for t, paths in columns.items():
+                for path, col in paths.items():
+                    key = col.docs.tobytes()
+                    w = picked.get(key)
+                    if w is None:
+                        w = picked[key] = list(map(weights.__getitem__, col.docs))
+                    correct = sum(map(mul, w, col.correct))
+                    p, r, f = prf(correct, sum(map(mul, w, col.predicted)) - correct,
+                                  sum(map(mul, w, col.gold)) - correct)
+                    out = samples[t][path]
+                    for k, v in (("precision", p), ("recall", r), ("f1", f)):
+                        if v is not None:
+                            out[k].append(v)
+    return {t: {path: {k: _interval(v, level) for k, v in ratios.items()} for path, ratios in paths.items()}
+            for t, paths in samples.items()}
 
 
 def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[int, int, int, int]],
@@ -201,6 +254,9 @@ class Summary(BaseModel):
     categories: CategoryCounts = Field(default_factory=CategoryCounts)
     #: ... and per fact type.
     categories_by_fact_type: dict[str, CategoryCounts] = Field(default_factory=dict)
+    #: Field-level scores per fact type and field path, worst-first ordering left to the reports
+    #: (:mod:`factjudge.core.fields`), each with its document-bootstrap ``ci95``.
+    fields: dict[str, dict[str, FieldScore]] = Field(default_factory=dict)
     #: ``eval --judge-calibration``: the figures corrected for the judge's measured link errors
     #: (:class:`~factjudge.core.correction.JudgeCorrected`); absent from summary.json without it.
     judge_corrected: dict[str, Any] | None = None
@@ -231,6 +287,8 @@ class Aggregator:
         self.jury_questions = self.jury_unanimous = 0
         self.jurors: dict[str, dict[str, float]] = {}
         self.categories: dict[str, CategoryCounts] = {}
+        self.fields: Tally = {}
+        self.field_columns: dict[str, dict[str, _FieldColumns]] = {}
         self.usage: dict[str, float] = {}
         self.macro_sum = {k: 0.0 for k in RATIOS}
         self.macro_defined = {k: 0 for k in RATIOS}
@@ -251,6 +309,11 @@ class Aggregator:
             _add(self.jurors.setdefault(name, {}), used)
         for t, cats in s.categories.items():
             self.categories.setdefault(t, CategoryCounts()).add(cats)
+        add_tally(self.fields, s.fields)
+        for t, paths in s.fields.items():
+            mine = self.field_columns.setdefault(t, {})
+            for path, c in paths.items():
+                (mine.get(path) or mine.setdefault(path, _FieldColumns())).add(self.documents, c)
         for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
         r = key_prf(s.key)
@@ -299,12 +362,15 @@ class Aggregator:
             usage["jurors"] = {name: dict(sorted(u.items())) for name, u in sorted(self.jurors.items())}
         agreement = self.jury_unanimous / self.jury_questions if self.jury_questions else None
         categories = sorted_counts(self.categories)
+        intervals = field_intervals(self.field_columns, self.documents, resamples, seed)
+        fields = {t: {path: field_score(c, intervals[t][path]) for path, c in sorted(paths.items())}
+                  for t, paths in sorted(self.fields.items())}
         return Summary(documents=self.documents, micro=micro, macro=macro, by_fact_type=by_type,
                        ci95=bootstrap_ci(list(zip(*self.keys, strict=False)), resamples, seed),
                        conflicts=dict(sorted(self.conflicts.items())), usage=usage,
                        jury_agreement=agreement,
                        categories=sorted_counts({"": total_categories(categories)})[""],
-                       categories_by_fact_type=categories)
+                       categories_by_fact_type=categories, fields=fields)
 
 
 def aggregate(stats: Iterable[DocStats], resamples: int = 1000, seed: int = 0,
