@@ -149,6 +149,11 @@ def _item(tally: dict[str, list[int]], path: str, gold: Any, predicted: Any, mat
         _both(tally, f"{path}.{key}", gold.get(key), predicted.get(key), sub, linked)
 
 
+def _pairable(gold: Mapping[str, Any], predicted: Mapping[str, Any], status: str) -> bool:
+    """Whether two facts can be aligned: the same fact type, the prediction of ``status``."""
+    return predicted.get("status") == status and str(gold.get("fact_type")) == str(predicted.get("fact_type"))
+
+
 def align_facts(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[str, Any]],
                 analysis: Analysis) -> tuple[list[tuple[Mapping[str, Any], Mapping[str, Any], bool]],
                                              list[Mapping[str, Any]], list[Mapping[str, Any]]]:
@@ -163,7 +168,7 @@ def align_facts(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[s
         if g.get("status") not in counted:
             continue
         partner = next((str(i) for i in g.get("matched_ids") or () if str(i) in preds and str(i) not in used
-                        and preds[str(i)].get("status") == "TP"), None) if g.get("status") == "TP" else None
+                        and _pairable(g, preds[str(i)], "TP")), None) if g.get("status") == "TP" else None
         if partner is None:
             alone_g[str(g["id"])] = g
         else:
@@ -171,7 +176,8 @@ def align_facts(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[s
             pairs.append((g, preds[partner], True))
     for n in analysis.near_misses:
         g_fact = alone_g.get(n.gold)
-        if g_fact is not None and n.predicted in preds and n.predicted not in used:
+        if g_fact is not None and n.predicted in preds and n.predicted not in used and _pairable(
+                g_fact, preds[n.predicted], "FP"):
             del alone_g[n.gold]
             used.add(n.predicted)
             pairs.append((g_fact, preds[n.predicted], False))

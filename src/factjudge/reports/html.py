@@ -33,6 +33,8 @@ from .text import (
     CATEGORY_HEADER,
     CATEGORY_NOTE,
     COMPARE_CATEGORY_HEADER,
+    FIELD_HEADER,
+    FIELD_NOTE,
     COMPARE_DOC,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
@@ -45,6 +47,7 @@ from .text import (
     change_text,
     changed_counts,
     compare_category_rows,
+    field_rows,
     compare_only_text,
     fact_json,
     judge_corrected_note,
@@ -232,7 +235,8 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
         skipped=[[s["file"], s["line"], s["error"]] for s in summary.skipped],
         facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary.usage),
         provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),
-        categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE)
+        categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE,
+        field_scores=field_rows(summary), field_header=FIELD_HEADER, field_note=FIELD_NOTE)
 
 
 # --------------------------------------------------------------------------- compare.html

@@ -16,6 +16,8 @@ from .text import (
     CATEGORY_NOTE,
     COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
+    FIELD_HEADER,
+    FIELD_NOTE,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
@@ -30,6 +32,7 @@ from .text import (
     compare_only_text,
     counts_text,
     fact_json,
+    field_rows,
     judge_corrected_note,
     judge_corrected_rows,
     judge_label,
@@ -128,6 +131,14 @@ def _md_categories(summary: Summary) -> list[str]:
     return ["## Where the errors are", "", md_escape(CATEGORY_NOTE), "", *_md_table(CATEGORY_HEADER, rows)]
 
 
+def _md_fields(summary: Summary) -> list[str]:
+    """The field-level scores, worst field first."""
+    rows = field_rows(summary)
+    if not rows:
+        return []
+    return ["## Fields", "", md_escape(FIELD_NOTE), "", *_md_table(FIELD_HEADER, rows)]
+
+
 def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str]:
     """Totals, by fact type, conflicts, worst documents and skipped lines."""
     out = ["## Totals", ""]
@@ -135,6 +146,7 @@ def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str
     out += ["## By fact type", ""]
     out += _md_table(BY_TYPE_HEADER, by_type_rows(summary.by_fact_type))
     out += _md_categories(summary)
+    out += _md_fields(summary)
     out += ["## Reconciliation conflicts", ""]
     out += (_md_table(["rule", "count"], list(summary.conflicts.items()))
             if summary.conflicts else ["None.", ""])
