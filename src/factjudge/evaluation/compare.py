@@ -12,7 +12,7 @@ from ..errors import InputError
 from ..io.files import write_atomic
 from ..io.run_models import CompareResult
 from ..io.runfolder import RunFolder, read_eval_dir
-from ..models import CategoryCounts
+from ..models import CategoryCounts, line_analysis
 from ..reports.format import fmt
 from ..reports.html import render_compare_html
 from ..reports.markdown import render_compare_markdown
@@ -36,7 +36,7 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
     if differ:
         warnings.append(f"the gold facts differ in {differ} of the {len(common)} shared documents; "
                         "the comparison may not be fair")
-    keys_a, keys_b, changed, total, categories = _by_document(dir_a, dir_b, set(common))
+    keys_a, keys_b, changed, total, categories, fields = _by_document(dir_a, dir_b, set(common))
     types = sorted({t for k in (*keys_a.values(), *keys_b.values()) for t in k})
     zero = (0, 0, 0, 0)
     return CompareResult(
@@ -49,6 +49,12 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
                       for t in types},
         changed=changed, changed_total=total,
         provenance={"factjudge": __version__}, categories=categories,
+        fields={t: {path: paired_bootstrap([fields["a"].get(d, {}).get((t, path), zero) for d in common],
+                                           [fields["b"].get(d, {}).get((t, path), zero) for d in common],
+                                           resamples, seed)
+                    for path in sorted({p for run in fields.values() for keys in run.values() for (u, p) in keys
+                                        if u == t})}
+                for t in sorted({t for run in fields.values() for keys in run.values() for (t, _) in keys})},
     )
 
 
@@ -70,11 +76,23 @@ def _settings_warnings(dir_a: Path, dir_b: Path, key: str, what: str) -> list[st
             "not be fair"]
 
 
+_FieldKeys = dict[str, dict[str, dict[tuple[str, str], tuple[int, int, int, int]]]]
+
+
+def _field_keys(line: dict[str, Any]) -> dict[tuple[str, str], tuple[int, int, int, int]]:
+    """A result line's field counts as bootstrap keys, (fact type, path) -> (correct, wrong +
+    spurious, correct, wrong + missing): :func:`~factjudge.core.aggregate.key_prf` of them is the
+    field's precision, recall and F1."""
+    return {(t, path): (c.correct, c.wrong + c.spurious, c.correct, c.wrong + c.missing)
+            for t, paths in line_analysis(line).fields.items() for path, c in paths.items()}
+
+
 def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
         dict[str, dict[str, tuple[int, int, int, int]]], dict[str, dict[str, tuple[int, int, int, int]]],
-        list[dict[str, Any]], int, dict[str, dict[str, CategoryCounts]]]:
-    """Per fact type keys of both runs, the changed facts and each run's categories, one document
-    in memory at a time: B's lines are streamed, A's line of the same document is read at its offset."""
+        list[dict[str, Any]], int, dict[str, dict[str, CategoryCounts]], _FieldKeys]:
+    """Per fact type keys of both runs, the changed facts, each run's categories and its field
+    keys per document, one document in memory at a time: B's lines are streamed, A's line of the
+    same document is read at its offset."""
     run_a = RunFolder(dir_a)
     index_a = run_a.index(finished=True)
     keys_a: dict[str, dict[str, tuple[int, int, int, int]]] = {}
@@ -82,6 +100,7 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
     changed: list[dict[str, Any]] = []
     total = 0
     categories: dict[str, dict[str, CategoryCounts]] = {"a": {}, "b": {}}
+    fields: _FieldKeys = {"a": {}, "b": {}}
     with run_a.results.open("rb") as fa:
         for line_b in RunFolder(dir_b).lines(finished=True):
             doc_id = line_b["doc_id"]
@@ -90,12 +109,13 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
             line_a = run_a.line_at(fa, index_a[doc_id])
             keys_a[doc_id], keys_b[doc_id] = fact_type_keys(line_a), fact_type_keys(line_b)
             for run, line in (("a", line_a), ("b", line_b)):
+                fields[run][doc_id] = _field_keys(line)
                 for t, counts in count_categories(line).items():
                     categories[run].setdefault(t, CategoryCounts()).add(counts)
             rows = changed_facts(line_a, line_b)
             total += len(rows)
             changed.extend(rows[:max(0, MAX_CHANGED - len(changed))])
-    return keys_a, keys_b, changed, total, {run: sorted_counts(c) for run, c in categories.items()}
+    return keys_a, keys_b, changed, total, {run: sorted_counts(c) for run, c in categories.items()}, fields
 
 
 def _signed(x: float | None) -> str:

@@ -16,6 +16,7 @@ from .text import (
     CATEGORY_NOTE,
     COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
+    COMPARE_FIELD_HEADER,
     FIELD_HEADER,
     FIELD_NOTE,
     JUDGE_CORRECTED_HEADER,
@@ -29,6 +30,7 @@ from .text import (
     change_text,
     changed_counts,
     compare_category_rows,
+    compare_field_rows,
     compare_only_text,
     counts_text,
     fact_json,
@@ -234,6 +236,9 @@ def render_compare_markdown(cmp: CompareResult) -> str:
     if categories:
         out += ["## Where the errors are", "", md_escape(CATEGORY_NOTE), ""]
         out += _md_table(COMPARE_CATEGORY_HEADER, categories)
+    if cmp.fields:
+        out += ["## Fields", ""]
+        out += _md_table(COMPARE_FIELD_HEADER, compare_field_rows(cmp))
     out += _md_changed(cmp)
     prov = cmp.provenance
     if prov:

@@ -237,6 +237,15 @@ def type_rows(by_type: Mapping[str, Mapping[str, MetricDiff]]) -> list[list[str]
     return rows
 
 
+#: Header of a compare's field-level table.
+COMPARE_FIELD_HEADER = ["fact_type", "field", *TYPE_HEADER[1:]]
+
+
+def compare_field_rows(cmp: CompareResult) -> list[list[str]]:
+    """A compare's field-level figures: per fact type and field path, A, B, B-A and its interval."""
+    return [[t, *row] for t, paths in cmp.fields.items() for row in type_rows(paths)]
+
+
 def status_text(s: str | None) -> str:
     return "absent" if s is None else s
 
