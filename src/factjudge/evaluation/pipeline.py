@@ -342,20 +342,22 @@ def _analysis(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
     counts (:func:`factjudge.core.fields.count_fields`), with the rules judge's field comparison
     whichever judge ran: one closeness measure everywhere."""
     fn_types = {f["fact_type"] for f in gold if f["status"] == "FN"}
+    prepare: list[Any] = []  # the facts normalised once, for the ranker and the field comparison
     if not any(f["status"] == "FP" and f["fact_type"] in fn_types for f in predicted):
         analysis = analyse(gold, predicted, dropped, lambda subjects, candidates: [])  # no pair to look for
     else:
         # only now: a run without an FN and an FP of one type never loads the rules judge
-        from ..judges.rules.closeness import rules_ranker
+        from ..judges.rules.closeness import preparer, rules_ranker
 
-        analysis = analyse(gold, predicted, dropped, rules_ranker(config, fields))
+        prepare.append(preparer(config))
+        analysis = analyse(gold, predicted, dropped, rules_ranker(config, fields, prepare=prepare[0]))
     comparer: list[FieldComparer] = []
 
     def compare(g: Mapping[str, Any], p: Mapping[str, Any], names: Sequence[str]) -> Mapping[str, Match]:
         if not comparer:  # only when a pair needs it: flat facts linked need no comparison
             from ..judges.rules.fieldscore import rules_field_comparer
 
-            comparer.append(rules_field_comparer(config))
+            comparer.append(rules_field_comparer(config, *prepare))
         return comparer[0](g, p, names)
 
     analysis.fields = field_counts(count_fields(gold, predicted, analysis,

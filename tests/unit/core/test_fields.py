@@ -186,3 +186,37 @@ def test_a_result_line_keeps_its_counts_and_an_old_line_has_none():
 def test_undefined_ratios_are_none():
     only_missing = field_score([0, 0, 2, 0])
     assert only_missing.precision is None and only_missing.recall == 0.0 and only_missing.f1 is None
+
+
+def naive_intervals(per_doc, resamples, seed):
+    """Per path, the bootstrap the slow way: each resample's sums path by path."""
+    import random as _random
+
+    from factjudge.core.aggregate import _interval
+    n = len(per_doc)
+    rng = _random.Random(seed)
+    paths = sorted({p for doc in per_doc for p in doc})
+    samples = {p: {"precision": [], "recall": [], "f1": []} for p in paths}
+    for _ in range(resamples):
+        idx = rng.choices(range(n), k=n)
+        for p in paths:
+            c, w, m, s = (sum(per_doc[i].get(p, (0, 0, 0, 0))[k] for i in idx) for k in range(4))
+            for name, v in zip(("precision", "recall", "f1"), field_score([c, w, m, s]).model_dump(
+                    include={"precision", "recall", "f1"}).values(), strict=True):
+                if v is not None:
+                    samples[p][name].append(v)
+    return {p: {k: _interval(v, 0.95) for k, v in r.items()} for p, r in samples.items()}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from([f"f{i}" for i in range(40)]),
+                                st.tuples(*[st.integers(0, 6)] * 4), max_size=40), min_size=1, max_size=8))
+def test_the_packed_field_bootstrap_is_the_naive_one(per_doc):
+    # 40 paths: more than one packed integer per document (32 paths each)
+    stats = [DocStats(doc_id=str(i), counts=dict.fromkeys(
+        ("tp_gold", "fn", "tp_predicted", "fp", "errors", "out_of_scope_gold", "out_of_scope_predicted"), 0),
+        by_type={}, conflicts={}, usage={}, fields={"t": {p: list(c) for p, c in doc.items()}})
+        for i, doc in enumerate(per_doc)]
+    summary = aggregate(stats, resamples=50, seed=3)
+    got = {p: c.ci95 for p, c in summary.fields.get("t", {}).items()}
+    assert got == naive_intervals(per_doc, 50, 3)

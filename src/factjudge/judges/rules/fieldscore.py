@@ -5,13 +5,14 @@ say, whichever judge ran.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...core.fields import FieldComparer, Match
 from ...models import JudgeConfig
-from .compare import Prepared, _align, _compare_item, absent, compare_field, normalized
-from .normalize import Items, Reading
+from .closeness import preparer
+from .compare import Prepared, _align, _compare_item, absent, compare_field
+from .normalize import Items
 
 
 def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) -> Match:
@@ -39,12 +40,12 @@ def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) ->
     return Match(ok, items=tuple(pairs))
 
 
-def rules_field_comparer(config: JudgeConfig) -> FieldComparer:
-    """A :data:`~factjudge.core.fields.FieldComparer` comparing as the rules judge does with ``config``."""
-    reading = Reading.of(config)
-
-    def prepare(fact: Mapping[str, Any]) -> Prepared:
-        return normalized(dict(fact), -1, config.ignore_company_suffixes, reading)
+def rules_field_comparer(config: JudgeConfig, prepare: Callable[[Mapping[str, Any]], Prepared] | None = None
+                         ) -> FieldComparer:
+    """A :data:`~factjudge.core.fields.FieldComparer` comparing as the rules judge does with
+    ``config``; ``prepare``: the near-miss ranker's :func:`~.closeness.preparer`, so a pair it has
+    read is not normalised again."""
+    prepare = prepare or preparer(config)
 
     def compare(gold: Mapping[str, Any], predicted: Mapping[str, Any], names: Sequence[str]) -> dict[str, Match]:
         g, p = prepare(gold), prepare(predicted)
