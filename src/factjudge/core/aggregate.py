@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 from array import array
-from operator import mul
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import mul
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
@@ -333,8 +333,8 @@ class Aggregator:
         add_tally(self.fields, s.fields)
         for t, paths in s.fields.items():
             mine = self.field_columns.setdefault(t, {})
-            for path, c in paths.items():
-                (mine.get(path) or mine.setdefault(path, _FieldColumns())).add(self.documents, c)
+            for path, values in paths.items():
+                (mine.get(path) or mine.setdefault(path, _FieldColumns())).add(self.documents, values)
         for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
         r = key_prf(s.key)

@@ -13,7 +13,14 @@ from ..core.analysis import analyse
 from ..core.fields import FieldComparer, Match, count_fields, field_counts
 from ..core.metrics import compute_metrics
 from ..core.reconcile import Outcome, reconcile
-from ..core.scope import compared_fields, fact_fields, in_scope_facts, matching_rules_check, nothing_to_compare, read_by_default
+from ..core.scope import (
+    compared_fields,
+    fact_fields,
+    in_scope_facts,
+    matching_rules_check,
+    nothing_to_compare,
+    read_by_default,
+)
 from ..errors import FactJudgeWarning
 from ..io.config import parse_config
 from ..io.facts import coerce_facts

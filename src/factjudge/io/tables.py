@@ -32,8 +32,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from ..errors import InputError, missing_dependency
 from ..core.fields import field_score
+from ..errors import InputError, missing_dependency
 from ..models import import_pandas, line_analysis, result_rows, results_frame
 from .inputs import check_input_kind, empty_file_error, missing_column, rename_header
 from .jsonl import read_error

@@ -56,7 +56,8 @@ def documents(draw):
     gold, predicted = facts("g"), facts("p")
     pred_ids = [p["id"] for p in predicted]
     for g in gold:  # links may name anything, even ids that are no TP prediction
-        g["matched_ids"] = draw(st.lists(st.sampled_from(pred_ids + ["nope"]), max_size=2)) if g["status"] == "TP" else []
+        links = st.lists(st.sampled_from(pred_ids + ["nope"]), max_size=2)
+        g["matched_ids"] = draw(links) if g["status"] == "TP" else []
     near = [NearMiss(fact_type="t", gold=g, predicted=p, score=50, agree=[], differ=[])
             for g, p in draw(st.lists(st.tuples(st.sampled_from([g["id"] for g in gold] + ["g9"]),
                                                 st.sampled_from(pred_ids + ["p9"])), max_size=3))]
