@@ -54,9 +54,11 @@ def label_files(root: Path, split: str) -> dict[str, list[Path]]:
     return kinds
 
 
-def load_kinds(files: dict[str, list[Path]]) -> tuple[list[Label], dict[str, Label]]:
+def load_kinds(files: dict[str, list[Path]], by_family: bool = False
+               ) -> tuple[list[Label], dict[str, Label]]:
     """All labels with ``category`` set to their kind (so the report's ``by_category`` is per
-    kind), and the original labels by id (for their own category in the disagreements)."""
+    kind; ``by_family``: to ``kind/category``, per family of a kind), and the original labels by
+    id (for their own category in the disagreements)."""
     tagged: list[Label] = []
     originals: dict[str, Label] = {}
     for kind, paths in files.items():
@@ -65,7 +67,8 @@ def load_kinds(files: dict[str, list[Path]]) -> tuple[list[Label], dict[str, Lab
                 if label.id in originals:
                     raise SystemExit(f"rules_agreement: id {label.id!r} in two files ({path})")
                 originals[label.id] = label
-                tagged.append(dataclasses.replace(label, category=kind))
+                tagged.append(dataclasses.replace(
+                    label, category=f"{kind}/{label.category}" if by_family else kind))
     return tagged, originals
 
 
@@ -85,12 +88,12 @@ def fmt(value: float | None) -> str:
 
 def row(name: str, c: Confusion, matches: int) -> str:
     share = matches / c.n if c.n else 0.0
-    return (f"{name:<18} {c.n:>5} {share:>7.0%}  {fmt(c.precision)}  {fmt(c.recall)}  "
+    return (f"{name:<30} {c.n:>5} {share:>7.0%}  {fmt(c.precision)}  {fmt(c.recall)}  "
             f"{fmt(c.kappa)}  {c.tp:>4} {c.fp:>4} {c.fn:>4} {c.tn:>4}")
 
 
 def table(title: str, report: CalibrationReport, per_kind: bool) -> list[str]:
-    head = (f"{title:<18} {'pairs':>5} {'match%':>7}  {'    P'}  {'    R'}  {'kappa'}  "
+    head = (f"{title:<30} {'pairs':>5} {'match%':>7}  {'    P'}  {'    R'}  {'kappa'}  "
             f"{'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4}")
     lines = [head, "-" * len(head)]
     if per_kind:
@@ -146,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="list every disagreement with the judge's reasoning")
+    parser.add_argument("--kinds", default=None,
+                        help="only these kinds (comma-separated file stems, e.g. clinical,job)")
+    parser.add_argument("--by-family", action="store_true",
+                        help="one row per kind and labelled category instead of per kind")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     if args.split in ("heldout", "all") and not args.heldout:
@@ -154,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         files = label_files(args.labels_dir, args.split)
-        labels, originals = load_kinds(files)
+        if args.kinds:
+            files = {k: v for k, v in files.items() if k in args.kinds.split(",")}
+        labels, originals = load_kinds(files, args.by_family)
         report = run(labels, args, config)
         out: dict[str, Any] = {"split": args.split, "judge": report.judge,
                                "labelled": report.to_dict()}

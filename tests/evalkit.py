@@ -3,6 +3,7 @@ CLI in this process (or, where a test needs one, as a real process), and file he
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -133,3 +134,46 @@ def outputs(out):
             for name in ("results.jsonl", "summary.json", "report.md", "report.html")}
 
 
+def review_data(out):
+    html = (out / "review.html").read_text(encoding="utf-8")
+    return json.loads(re.search(r'<script type="application/json" id="review-data">(.*?)</script>', html, re.S)[1])
+
+
+def export_lines(data, verdicts):
+    """What review.html's Export button writes (static/review.js exportLines), in queue order."""
+    done = []
+    for item in data["items"]:
+        ident = (item["doc_id"], item["kind"], item["gold"] and item["gold"]["id"],
+                 item["predicted"] and item["predicted"]["id"])
+        if ident in verdicts:
+            verdict, correction = verdicts[ident]
+            pair = item["gold"] is not None and item["predicted"] is not None
+            match = (verdict == "right" if item["kind"] == "link" else verdict == "wrong") if pair else None
+            done.append({"id": item["key"], "doc_id": item["doc_id"], "kind": item["kind"], "verdict": verdict,
+                         "match": match, "judge_match": item["kind"] == "link", "category": item["kind"],
+                         "gold_fact": item["gold"], "predicted_fact": item["predicted"],
+                         "gold_correction": correction, "note": None})
+    header = {"_header": {"kind": data["kind"], "version": 1, "run": data["run"], "items": len(done)}}
+    return [header, *done]
+
+
+# Worked out by hand with the rules judge: A's g1-p1 and B's g1-p1 are links, A's g2 (200 vs 201)
+# and g3 (Ann Lee vs Bob Stone) are misses beside their closest prediction, A's p4 (an auditor,
+# no gold auditor) an extra with nothing close.
+REVIEW_DOCS = [
+    {"doc_id": "A",
+     "gold_facts": [fact("g1", entity="Xco", value="100"), fact("g2", entity="Xco", period="2023", value="200"),
+                    fact("g3", "ceo", name="Ann Lee")],
+     "predicted_facts": [fact("p1", entity="Xco", value="100"), fact("p2", entity="Xco", period="2023", value="201"),
+                         fact("p3", "ceo", name="Bob Stone"), fact("p4", "auditor", name="KPMG")]},
+    {"doc_id": "B", "gold_facts": [fact("g1", entity="Yco", value="5")],
+     "predicted_facts": [fact("p1", entity="Yco", value="5")]},
+]
+# (doc, kind, gold id, predicted id) -> (verdict, gold correction)
+REVIEW_VERDICTS = {
+    ("A", "miss", "g2", "p2"): ("wrong", {"value": "201"}),  # a match once the gold typo is fixed
+    ("A", "miss", "g3", "p3"): ("right", None),
+    ("A", "extra", None, "p4"): ("omission", None),
+    ("A", "link", "g1", "p1"): ("right", None),
+    ("B", "link", "g1", "p1"): ("wrong", None),
+}

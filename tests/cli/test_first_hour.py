@@ -226,7 +226,8 @@ def test_formats_are_named_per_side(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--format", "csv"], "{data}: --format 'csv' reads facts, not documents: give gold and predicted "
                           "files with --gold and --predicted"),
-    (["--format", "xlsx"], "--format 'xlsx': no such input format (known: dataset, facts, csv, tsv, parquet)"),
+    (["--format", "xlsx"], "--format 'xlsx': no such input format (known: dataset, facts, csv, tsv, parquet, "
+                          "langextract, spacy, gliner, records)"),
     (["--gold-format", "csv"], "--gold-format and --predicted-format go with --gold and --predicted; a "
                                "dataset's format is --format"),
 ])

@@ -14,7 +14,7 @@ __all__ = ["app", "main", "register_commands"]
 
 #: The module of each command, in the order ``--help`` lists them.
 COMMANDS = {"judge": "judge_cmd", "eval": "eval_cmd", "compare": "compare_cmd", "agree": "agree_cmd",
-            "calibrate": "calibrate_cmd", "batch-import": "batch_cmd"}
+            "calibrate": "calibrate_cmd", "batch-import": "batch_cmd", "review": "review_cmd"}
 
 
 def register_commands(argv: Sequence[str] | None = None) -> None:

@@ -13,7 +13,7 @@ from ..core.scope import scope_check
 from ..errors import InputError
 from ..evaluation.runner import EvalRun, ReportSettings, input_salt, preview_dataset
 from ..io.datasets import Dataset, Problem
-from ..io.runfolder import FACTS_CSV, REPORT_HTML, REPORT_MD, RESULTS, SUMMARY
+from ..io.runfolder import FACTS_CSV, REPORT_HTML, REPORT_MD, RESULTS, REVIEW_HTML, SUMMARY
 from ..judges.base import Judge
 from ..judges.factory import JudgeSpec
 from ..models import JudgeConfig
@@ -119,7 +119,7 @@ def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
     if summary.judge_corrected is not None:
         say(judge_corrected_line(summary.judge_corrected))
     csv = f", {FACTS_CSV}" if (output_dir / FACTS_CSV).exists() else ""
-    say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}{csv}")
+    say(f"wrote {output_dir / RESULTS}, {SUMMARY}, {REPORT_MD}, {REPORT_HTML}, {REVIEW_HTML}{csv}")
 
 
 def judge_corrected_line(jc: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 import typer
 
 from ..errors import FactJudgeError, InputError
-from ..io.runfolder import FACTS_CSV, REPORT_HTML, REPORT_MD, RUN, SUMMARY
+from ..io.runfolder import FACTS_CSV, REPORT_HTML, REPORT_MD, REVIEW_HTML, RUN, SUMMARY
 from ..reports.text import RATIO_KEYS, config_hash, in_scope_facts, judge_label
 from .app import say
 from .options import inject_options
@@ -207,7 +207,7 @@ def log_run(output_dir: Path) -> str:
 
 def _log(mlflow: Any, output_dir: Path) -> str:
     summary = json.loads((output_dir / SUMMARY).read_text(encoding="utf-8"))
-    artifacts = [output_dir / n for n in (SUMMARY, REPORT_HTML, REPORT_MD, RUN, FACTS_CSV)]
+    artifacts = [output_dir / n for n in (SUMMARY, REPORT_HTML, REPORT_MD, REVIEW_HTML, RUN, FACTS_CSV)]
     inputs = (summary.get("provenance") or {}).get("inputs") or ["?"]
     name = f"{judge_label(summary.get('judge') or {})} on {Path(str(inputs[0])).name}"
     with mlflow.start_run(run_name=name) as run:

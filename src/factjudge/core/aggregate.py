@@ -281,6 +281,9 @@ class Summary(BaseModel):
     #: ``eval --judge-calibration``: the figures corrected for the judge's measured link errors
     #: (:class:`~factjudge.core.correction.JudgeCorrected`); absent from summary.json without it.
     judge_corrected: dict[str, Any] | None = None
+    #: ``factjudge review apply``: the figures with a person's verdicts in place of the judge's
+    #: where given (:class:`~factjudge.core.review.ReviewedFigures`); absent until a review is applied.
+    reviewed: dict[str, Any] | None = None
 
     #: Likely mistakes behind the figures, each shown as a banner above them in the reports
     #: (:mod:`factjudge.core.alerts`: kind ``errors``, ``entity_types``, ``empty_side``,
@@ -290,8 +293,10 @@ class Summary(BaseModel):
     @model_serializer(mode="wrap")
     def _absent_when_not_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and self.judge_corrected is None:  # summaries stay as they were
-            data.pop("judge_corrected", None)
+        if isinstance(data, dict):  # summaries stay as they were
+            for key in ("judge_corrected", "reviewed"):
+                if getattr(self, key) is None:
+                    data.pop(key, None)
         return data
 
 

@@ -9,8 +9,12 @@ from typing import Any
 from ..errors import InputError
 from ..models import OUTPUT_FIELDS, JudgeConfig
 
-#: Never data to compare: the identity, the type, factjudge's own output fields.
-NOT_COMPARED = frozenset({"id", "fact_type", *OUTPUT_FIELDS})
+#: A fact's evidence: where an extractor found it in the source (its span, alignment, the
+#: extractor's own description), kept with the fact and shown, never compared (what a fact states
+#: is in its other fields). The input formats of extractors (LangExtract, spaCy, GLiNER) fill it.
+EVIDENCE = "evidence"
+#: Never data to compare: the identity, the type, factjudge's own output fields, the evidence.
+NOT_COMPARED = frozenset({"id", "fact_type", *OUTPUT_FIELDS, EVIDENCE})
 
 
 def is_in_scope(fact: dict[str, Any], config: JudgeConfig) -> bool:

@@ -33,6 +33,7 @@ from ..io.datasets import Document
 from ..io.facts import validate_facts
 from ..io.inputs import check_input_kind
 from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json, parse_json_line, read_settings
+from ..io.review import load_review, review_header
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
 from ..models import CallUsage, JudgeConfig, JudgeResult
@@ -131,6 +132,8 @@ def load_labels(path: str | Path) -> list[Label]:
     # a spreadsheet is named as one; /dev/zero would be one endless line, read until memory is gone
     check_input_kind(path, "JSON lines", 'write one label per line as JSON: {"id", "gold_fact", '
                      '"predicted_fact", "match"}')
+    if _is_review_export(path):
+        return _review_labels(path)
     labels: list[Label] = []
     seen: dict[str, int] = {}
     for lineno, rec in _records(path):
@@ -142,6 +145,27 @@ def load_labels(path: str | Path) -> list[Label]:
         labels.append(label)
     if not labels:
         raise InputError(f"{path}: no labels (expected one JSON object per line)")
+    return labels
+
+
+def _is_review_export(path: Path) -> bool:
+    for lineno, _, raw in jsonl_lines(path):
+        return review_header(parse_json_line(raw.removesuffix(b"\n"), path, lineno)) is not None
+    return False
+
+
+def _review_labels(path: Path) -> list[Label]:
+    """The labels of a review export (review.html's ``review.jsonl``): each reviewed pair, the
+    person's match decision its label and the kind of decision (link, miss, extra) its category.
+    An item without a pair (a miss or an extra with no fact close) labels nothing."""
+    export = load_review(path)
+    labels = [_label(path, x.line, {"id": x.id, "gold_fact": dict(x.gold_fact), "predicted_fact":
+                                    dict(x.predicted_fact), "match": x.review.match, "category": x.review.kind})
+              for x in export.lines
+              if x.review.match is not None and x.gold_fact is not None and x.predicted_fact is not None]
+    if not labels:
+        raise InputError(f"{path}: no reviewed pair to calibrate with (review links, or misses and "
+                         "extras shown beside a close fact)")
     return labels
 
 

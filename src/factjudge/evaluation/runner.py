@@ -46,6 +46,7 @@ from ..io.runfolder import (
     REPORT_MD,
     REPORTS,
     RESULTS,
+    REVIEW_HTML,
     RUN,
     SUMMARY,
     FolderLock,
@@ -58,6 +59,7 @@ from ..judges.prompts import PROMPT_FORMAT_VERSION
 from ..models import JudgeConfig, JudgeResult, Prices
 from ..reports.html import render_html
 from ..reports.markdown import render_markdown
+from ..reports.review import render_review
 from ..reports.rows import select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
@@ -290,6 +292,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst"))
     write_atomic(out_dir / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
                                                      documents=wrong))
+    folder = RunFolder(out_dir)  # every document, for review.html's queue (streamed: rewritten above)
+    write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True))))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary

@@ -43,15 +43,17 @@ from .run_models import RUN_KEYS, ResultLine, RunManifest, result_line_problem
 
 RESULTS, RUN, SUMMARY = "results.jsonl", "run.json", "summary.json"
 REPORT_MD, REPORT_HTML, FACTS_CSV = "report.md", "report.html", "facts.csv"
+#: The page a person reviews the run's verdicts in (reports/review.py).
+REVIEW_HTML = "review.html"
 #: The lock file of a run folder (:class:`FolderLock`); it stays, empty but for the holder's pid.
 LOCK = ".factjudge.lock"
 #: The outputs an earlier run leaves that must not pass for this run's (removed when a run starts).
-REPORTS = (SUMMARY, REPORT_MD, REPORT_HTML, FACTS_CSV)
+REPORTS = (SUMMARY, REPORT_MD, REPORT_HTML, REVIEW_HTML, FACTS_CSV)
 #: Every name eval writes in a run folder, besides its temporary ``.NAME.*.tmp`` files: the
 #: outputs, the lock, and ``--batch``'s state file and folder (runners/batch.py's STATE_FILE and
 #: BATCH_DIR, a layer above; a test keeps them equal).
 OWN_NAMES = frozenset({RESULTS, RUN, LOCK, *REPORTS, "batch.json", "batch"})
-__all__ = ["FACTS_CSV", "LOCK", "OWN_NAMES", "REPORTS", "REPORT_HTML", "REPORT_MD", "RESULTS", "RUN",
+__all__ = ["FACTS_CSV", "LOCK", "OWN_NAMES", "REPORTS", "REPORT_HTML", "REPORT_MD", "RESULTS", "REVIEW_HTML", "RUN",
            "RUN_KEYS", "SUMMARY", "FolderLock", "LineRef", "ResultStore", "RunFolder", "read_eval_dir"]
 
 

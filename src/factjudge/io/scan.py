@@ -105,12 +105,13 @@ class DocumentSource(Protocol):
     """An input of documents. ``read`` yields every document or problem, in input order (a whole
     input that cannot be read raises InputError); ``read_again`` the documents of the given keys
     (those of ``read``'s documents, in that order) when they are judged; ``warnings`` what
-    ``read`` noticed about the input as a whole."""
+    ``read`` noticed about the input as a whole. ``read`` is given the config for the keys that
+    say how an input is read (``columns``, ``record_type``, ``langextract_compare``)."""
 
     #: The inputs, for provenance and messages.
     sources: list[str]
 
-    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]: ...
+    def read(self, config: JudgeConfig) -> Iterator[Located | Problem]: ...
 
     def read_again(self, keys: Iterable[int]) -> Iterator[Document]: ...
 
@@ -134,7 +135,7 @@ class ScannedDataset:
         problems: list[Problem] = []
         seen: dict[str, str] = {}
         names: set[str] = set()  # every field of every fact, for field_check
-        for item in self.source.read(dict(config.columns)):
+        for item in self.source.read(config):
             if isinstance(item, Problem):
                 problems.append(item)
                 continue
@@ -190,7 +191,7 @@ class FactSource(Protocol):
 
     def check(self) -> None: ...
 
-    def read(self, columns: Mapping[str, str]) -> Iterator[FactEntry | Problem]: ...
+    def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]: ...
 
     def opened(self) -> AbstractContextManager[FactLoader]: ...
 
@@ -215,13 +216,13 @@ class PairedFacts:
         self._index: dict[str, dict[Direction, _Side]] = {}
         self._order: list[str] = []
 
-    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]:
+    def read(self, config: JudgeConfig) -> Iterator[Located | Problem]:
         self._index, self._order = {}, []
         for src in self.sides.values():
             src.check()
         # pass 1: each fact on its own, and where each document's facts are
         for side, src in self.sides.items():
-            for item in src.read(columns):
+            for item in src.read(config):
                 if isinstance(item, Problem):
                     yield item
                     continue

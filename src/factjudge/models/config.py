@@ -91,12 +91,59 @@ class RulesKnowledge(BaseModel):
     honorifics: StrictBool = True
     #: Person-name variants: initials, short given names, middle names (J. Smith = Jane Smith).
     names: StrictBool = True
+    #: Medication routes and frequencies as sig codes (PO = by mouth, TID = three times daily =
+    #: every 8 hours), in route/frequency/sig fields; PRN (as needed) stays a qualifier.
+    clinical: StrictBool = True
+    #: Units pint does not read: data sizes in decimal prefixes (1,500 GB = 1.5 TB; TiB apart),
+    #: Hz, mAh, W, nits, inch marks (15.6" = 15.6 in), units written together or apart.
+    units: StrictBool = True
+    #: Durations (18 months = 1.5 years, 2 weeks = 14 days) and number words before a unit.
+    durations: StrictBool = True
+    #: An amount per week or month and its exact yearly equivalent ($5,000/month = $60,000/year);
+    #: an amount per period never equals one of another period or none.
+    per_period: StrictBool = True
+    #: Bound notations of the same bound (5+ years = at least 5 years; up to = at most).
+    bounds: StrictBool = True
+    #: Abbreviations and their expansions, with or without the abbreviation in parentheses
+    #: (VAT = value-added tax (VAT), NDA, SOW, PO = purchase order).
+    abbreviations: StrictBool = True
+    #: Job-posting vocabulary: work arrangements (remote = work from home), seniority (Sr. =
+    #: senior, entry-level = junior), employment types.
+    jobs: StrictBool = True
+    #: Results-table vocabulary, in split and metric fields: dataset splits (held-out = test,
+    #: dev = validation) and metric names (acc = accuracy, EM = exact match).
+    results: StrictBool = True
+    #: Products named as listings name them, in product, item and model fields: without the
+    #: brand (Contoso Zephyr 14 = Zephyr 14) or a trailing parenthetical spec; never another model.
+    products: StrictBool = True
+
+    @model_serializer(mode="wrap")
+    def _new_families_only_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # the families of issue 37 are written only when switched off, so a config that does not
+        # name them keeps its dump, and so its runs' input hashes (resume), as they were
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in _FAMILIES_OF_ISSUE_37:
+                if data.get(key) is True:
+                    data.pop(key)
+        return data
+
+
+#: The knowledge families added by issue 37 (on by default, written only when off).
+_FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds", "abbreviations",
+                         "jobs", "results", "products")
 
 
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)
 #: and response-cache keys as they were.
 _DROPPED_AT_DEFAULT: dict[str, Any] = {"columns": {}, "decimal_separator": ".", "date_order": "MDY",
-                                       "ordered": []}
+                                       "ordered": [], "record_type": None,
+                                       "langextract_compare": ["extraction_text", "attributes"]}
+
+
+#: The parts of a LangExtract extraction the config key ``langextract_compare`` may name.
+LangExtractPart = Literal["extraction_text", "attributes", "span", "alignment_status"]
+_LANGEXTRACT_COMPARED: tuple[LangExtractPart, ...] = ("extraction_text", "attributes")
 
 
 class JudgeConfig(BaseModel):
@@ -161,6 +208,13 @@ class JudgeConfig(BaseModel):
     #: factjudge's names for the input's own column or field names, e.g. ``{"doc_id":
     #: "document_id", "id": "fact_id", "fact_type": "type"}`` (fact files, datasets, tables).
     columns: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    #: Input format ``records``: the fact_type of the record a document's top-level scalar keys
+    #: form (default: the file's stem, ``invoices.jsonl`` gives ``invoices``).
+    record_type: StrictStr | None = Field(default=None, min_length=1)
+    #: Input format ``langextract``: which parts of an extraction are compared fields: its
+    #: ``extraction_text``, its ``attributes``, its ``span`` (``char_start``, ``char_end``) and its
+    #: ``alignment_status``. The span and alignment are kept as evidence either way.
+    langextract_compare: list[LangExtractPart] = Field(default_factory=lambda: list(_LANGEXTRACT_COMPARED))
 
     @field_validator("columns")
     @classmethod

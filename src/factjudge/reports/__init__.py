@@ -6,5 +6,7 @@
 - ``html``: report.html and compare.html (and agree.html's renderer) from ``templates/``, with
   the stylesheet and scripts of ``static/`` inlined; the only module that imports jinja2;
 - ``docview``: the data report.html's document view embeds;
+- ``review``: review.html, where a person reviews the judge's decisions (its queue, most
+  informative first);
 - ``facts_csv``: facts.csv.
 """

@@ -345,7 +345,8 @@ def test_header_is_skipped_and_integer_ids(tmp_path):
 CATEGORIES = {"numbers_and_scales", "percentages", "currencies", "dates_and_fiscal_periods",
               "company_names", "near_misses", "synonymous_relations", "name_variants",
               "missing_qualifiers", "title_variants", "place_variants", "approximate_numbers",
-              "qualifier_traps"}
+              "qualifier_traps", "clinical_shorthand", "units_and_data_sizes", "durations_and_periods",
+              "bound_notations", "abbreviations", "job_and_results_vocabulary", "product_names"}
 
 
 def test_builtin_set_loads():

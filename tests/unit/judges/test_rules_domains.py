@@ -79,8 +79,11 @@ def test_converted_magnitudes_use_the_tolerance_in_the_finer_unit():
                      {"tolerances": {"height": {"absolute": 0.5}}})
     assert not both_ways({"height": "600 ft"}, {"height": "183 m"},
                          {"tolerances": {"height": {"absolute": 0.3}}})
-    # no tolerance: a conversion must land exactly
-    assert not both_ways({"height": "600 ft"}, {"height": "183 m"})
+    # no tolerance: a conversion must land at the digits the other side shows (guideline G8, G14,
+    # issue #37: 600 ft is 182.88 m, 183 m rounded); exactly with the units knowledge off
+    assert both_ways({"height": "600 ft"}, {"height": "183 m"})
+    assert not both_ways({"height": "600 ft"}, {"height": "184 m"})
+    assert not both_ways({"height": "600 ft"}, {"height": "183 m"}, {"rules_knowledge": {"units": False}})
     assert both_ways({"height": "600 ft"}, {"height": "182.88 m"})
 
 

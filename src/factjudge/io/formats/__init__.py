@@ -13,7 +13,7 @@ the file's suffix; when several formats of the wanted kind share a suffix, the f
 ``fact_jsonl.py`` for one side's facts) and one entry in :data:`FORMATS`."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +24,12 @@ from ..scan import DocumentSource, FactSource, PairedFacts, ScannedDataset
 from .dataset_jsonl import DatasetLines
 from .fact_jsonl import FactLines
 from .fact_table import csv_facts, parquet_facts, tsv_facts
+from .langextract import LangExtractLines
+from .langextract import claims as langextract_claims
 from .ray_rows import RayRows
+from .records import RecordLines
+from .records import claims as records_claims
+from .spans import GlinerLines, SpacyLines, gliner_claims, spacy_claims
 
 #: What an input holds: whole documents (both sides), or one side's facts.
 Holds = Literal["documents", "facts"]
@@ -43,7 +48,7 @@ class InputFormat:
     suffixes: tuple[str, ...] = ()
     documents: Callable[[Any], DocumentSource] | None = None  # given the Path (or the object: files=False)
     facts: Callable[[Path], FactSource] | None = None
-    claims: Callable[[Mapping[str, Any]], bool] | None = None
+    claims: Callable[[Any], bool] | None = None
     files: bool = True
 
     def holds(self) -> Holds:
@@ -58,6 +63,17 @@ FORMATS: dict[str, InputFormat] = {f.name: f for f in (
                 (".csv",), facts=csv_facts),
     InputFormat("tsv", "tab-separated, one fact per row, a doc_id column", (".tsv",), facts=tsv_facts),
     InputFormat("parquet", "Parquet, one fact per row, a doc_id column", (".parquet",), facts=parquet_facts),
+    # extractors' outputs, one document per line: told from "facts" (and each other) by the first
+    # line; "records" last, as it claims any object with a list of objects and no fact_type
+    InputFormat("langextract", "LangExtract's annotated documents (lx.io.save_annotated_documents), one per line",
+                (".jsonl",), facts=LangExtractLines, claims=langextract_claims),
+    InputFormat("spacy", "spaCy's Doc.to_json(), one document per line: its ents and span groups",
+                (".jsonl",), facts=SpacyLines, claims=spacy_claims),
+    InputFormat("gliner", "GLiNER's predict_entities() list, one document per line", (".jsonl",),
+                facts=GlinerLines, claims=gliner_claims),
+    InputFormat("records", "one object per document in your own schema (a Pydantic model_dump(), a "
+                "structured output): each list of objects a fact type", (".jsonl",), facts=RecordLines,
+                claims=records_claims),
     InputFormat("ray", "a ray.data.Dataset of documents, rows {doc_id, gold_facts, predicted_facts} "
                 "(evaluate_ray)", documents=RayRows, files=False),
 )}
@@ -70,12 +86,13 @@ def file_formats() -> list[str]:
     return [name for name, fmt in FORMATS.items() if fmt.files]
 
 
-def first_record(path: Path) -> Mapping[str, Any] | None:
-    """The first line of a JSON-lines file parsed, when it is an object (for ``claims``)."""
+def first_record(path: Path) -> Any:
+    """The first line of a JSON-lines file parsed, when it is an object or an array (for
+    ``claims``; GLiNER writes a list per line)."""
     try:
         for lineno, _, raw in jsonl_lines(path):
             rec = parse_json_line(raw, path, lineno)
-            return rec if isinstance(rec, dict) else None
+            return rec if isinstance(rec, (dict, list)) else None
     except InputError:
         return None  # the format picked says what is wrong, in its own words
     return None
@@ -121,10 +138,13 @@ def open_dataset(dataset: str | Path | tuple[str | Path, str | Path], *, input_f
     own name wins. Unnamed, each file's format is found by its suffix and first record."""
     if isinstance(dataset, tuple):
         gold, predicted = Path(dataset[0]), Path(dataset[1])
-        return ScannedDataset(PairedFacts(
-            open_facts(gold, gold_format or input_format, "--gold-format" if gold_format else "--format"),
-            open_facts(predicted, predicted_format or input_format,
-                       "--predicted-format" if predicted_format else "--format")))
+        gold_source = open_facts(gold, gold_format or input_format, "--gold-format" if gold_format else "--format")
+        predicted_source = open_facts(predicted, predicted_format or input_format,
+                                      "--predicted-format" if predicted_format else "--format")
+        if isinstance(gold_source, RecordLines) and isinstance(predicted_source, RecordLines):
+            # one record type on both sides by default (a gold file in another format names its types)
+            predicted_source.default_type = gold.stem
+        return ScannedDataset(PairedFacts(gold_source, predicted_source))
     if gold_format or predicted_format:
         raise InputError("--gold-format and --predicted-format name the formats of --gold and "
                          "--predicted; a dataset's is --format")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ...errors import InputError
+from ...models import JudgeConfig
 from ..facts import validate_fact_list
 from ..inputs import check_input_kind, empty_file_error, is_empty, rename_fields
 from ..jsonl import jsonl_lines, looks_like_object, parse_object_line, read_line_at
@@ -40,8 +41,8 @@ class DatasetLines:
             sides.append(validate_fact_list(facts, f"{prefix}: {key}", self.columns, checked=True))
         return Document(doc_id, *sides)
 
-    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]:
-        self._offsets, self._lines, self.columns = array("q"), array("q"), dict(columns)
+    def read(self, config: JudgeConfig) -> Iterator[Located | Problem]:
+        self._offsets, self._lines, self.columns = array("q"), array("q"), dict(config.columns)
         check_input_kind(self.path)
         if is_empty(self.path):
             raise empty_file_error(self.path, "one document per line, {\"doc_id\", \"gold_facts\", "

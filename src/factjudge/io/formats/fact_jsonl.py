@@ -3,11 +3,12 @@ file to copy for a format of facts (one side; documents are formed by their doc_
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ...models import JudgeConfig
 from ..facts import validate_facts
 from ..inputs import check_input_kind, rename_fields
 from ..jsonl import jsonl_lines, looks_like_object, parse_object_line, read_line_at
@@ -37,8 +38,8 @@ class FactLines:
         fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
         return validate_facts([(f"{self.unit} {lineno}", fact)], self.name, checked=True)[0]
 
-    def read(self, columns: Mapping[str, str]) -> Iterator[FactEntry | Problem]:
-        self.columns = dict(columns)
+    def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]:
+        self.columns = dict(config.columns)
         bad, first, objects = 0, None, 0
         for lineno, offset, raw in jsonl_lines(self.file):
             objects += looks_like_object(raw)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
+from ...models import JudgeConfig
 from ..inputs import check_input_kind
 from ..scan import FactEntry, Problem
 from ..tables import DATASET_REQUIRED, TableKind, iter_table_rows
@@ -26,17 +27,17 @@ class TableFacts(FactLines):
         if self.kind != "parquet":  # a Parquet file is binary: pyarrow says what is wrong with one
             check_input_kind(self.path)
 
-    def read(self, columns: Mapping[str, str]) -> Iterator[FactEntry | Problem]:
+    def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]:
         if self._spool is None:
             self._spool = tempfile.TemporaryDirectory(prefix="factjudge-")
         self.file = Path(self._spool.name) / "facts.jsonl"
         with self.file.open("w", encoding="utf-8") as out:
             line = 1
-            for row, rec in iter_table_rows(self.path, DATASET_REQUIRED, columns, kind=self.kind):
+            for row, rec in iter_table_rows(self.path, DATASET_REQUIRED, config.columns, kind=self.kind):
                 out.write("\n" * (row - line))  # blank lines for rows the table skipped
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 line = row + 1
-        return super().read(columns)
+        return super().read(config)
 
 
 def csv_facts(path: Path) -> TableFacts:

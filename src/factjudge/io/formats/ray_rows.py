@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
+from ...models import JudgeConfig
 from ..facts import validate_fact_list
 from ..inputs import rename_fields
 from ..scan import Document, Located, Problem, ScannedDataset, doc_id_of
@@ -107,8 +108,8 @@ class RayRows:
         #: The config key ``columns`` (set by ``read``).
         self.columns: dict[str, str] = {}
 
-    def read(self, columns: Mapping[str, str]) -> Iterator[Located | Problem]:
-        self.columns = dict(columns)
+    def read(self, config: JudgeConfig) -> Iterator[Located | Problem]:
+        self.columns = dict(config.columns)
         for n, row in enumerate(dataset_rows(self.ds), start=1):
             prefix = f"{self.name}: row {n}"
             try:

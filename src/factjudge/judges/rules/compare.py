@@ -28,7 +28,7 @@ from ...core.scope import NOT_COMPARED
 from ...models import QUOTE_LIMIT, JudgeConfig, Tolerance, cut_text, quoted
 from ...util.assignment import max_assignment
 from . import variants
-from .knowledge import Knowledge, qualifiers
+from .knowledge import Canon, Knowledge, is_product_field, qualifiers, text_units
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -111,6 +111,9 @@ _Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail
 
 def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Outcome:
     shown = _shown(a, b)
+    if a.per != b.per:  # never a different period (issue #37, guideline G15)
+        return False, False, 0.0, (f"{shown}: an amount per {a.per or '(no period)'} vs per "
+                                   f"{b.per or '(no period)'}: a different period")
     if a.currency and b.currency and a.currency != b.currency:
         return False, False, 0.0, f"{shown}: currency {a.currency} != {b.currency}"
     mixed = a.percent != b.percent
@@ -196,6 +199,12 @@ def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledg
         return False, False, 0.0, f"{shown}: {_qualifier_difference(qa, qb)}, which changes what is meant"
     if ca.norm == cb.norm:
         return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})"
+    if knowledge.families.units:  # "2 TB" vs "2 TiB" inside a text: similar, never the same
+        ua, ub = text_units(ca.tokens), text_units(cb.tokens)
+        if ua != ub and ua and ub:
+            return False, False, 0.0, f"{shown}: different units ({', '.join(sorted(ua ^ ub))})"
+    if knowledge.families.products and (why := _brand_dropped(ca, cb, name)):
+        return True, False, 85.0, f"{shown}: {why}"
     decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
     if decision is not None:
         return decision.ok, False, decision.score, f"{shown}: {decision.detail}{by}"
@@ -203,6 +212,22 @@ def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledg
                                               text_numbers(ca.norm), text_numbers(cb.norm),
                                               threshold, shown)
     return ok, exact, score, detail + (f" (read{by})" if used else "")
+
+
+def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:
+    """Why two product names are one product named with and without its brand (one leading word;
+    the rest, with its model number, equal), or None. A trailing parenthetical spec may be left
+    out too. Another model number or variant word is another product."""
+    if not is_product_field(name) or (ca.disambiguator and cb.disambiguator):
+        return None
+    ta, tb = ca.head.split(), cb.head.split()
+    longer, shorter = (ta, tb) if len(ta) > len(tb) else (tb, ta)
+    if len(longer) != len(shorter) + 1 or longer[1:] != shorter or len(shorter) < 2:
+        return None
+    if not longer[0].isalpha() or not any(any(c.isdigit() for c in t) for t in shorter) or not any(
+            t.isalpha() for t in shorter):
+        return None
+    return f"the same product named without its brand ({longer[0]})"
 
 
 def _similar_texts(sa: str, sb: str, numbers_a: tuple[str, ...], numbers_b: tuple[str, ...],
@@ -258,8 +283,11 @@ def _compare_physical_units(a: Unit, b: Unit) -> _Outcome:
     return False, False, 0.0, f"{shown}: different units and no amount to convert"
 
 
-def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None) -> _Outcome:
-    """Physical amounts: same dimension, magnitudes compared in the finer unit (units.py)."""
+def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool = False) -> _Outcome:
+    """Physical amounts: same dimension, magnitudes compared in the finer unit (units.py).
+    ``converted`` (the ``units`` knowledge; no tolerance set): a measure in another unit matches when converted and
+    rounded to the digits the other side shows it is that side, within 1% (``15.6 in`` = ``39.6
+    cm``, ``3.5 lb`` = ``1.59 kg``; guideline G14)."""
     ma, mb = as_measure(a), as_measure(b)
     if ma is None or mb is None:
         return _compare_plain(a, b)
@@ -270,7 +298,25 @@ def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None) -> _Outcome:
     va, vb, unit = common
     ok, exact, score, detail = _compare_quantities(Quantity(va, source=ma.source),
                                                    Quantity(vb, source=mb.source), tol)
+    if not ok and converted and tol is None and ma.unit.name != mb.unit.name and (
+            why := _converted_rounding(ma, mb)):
+        return True, False, score, f"{_shown(a, b)}: {why}"
     return ok, exact, score, f"{detail} (in {unit})"
+
+
+def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
+    """Why one measure is the other converted to its unit and rounded to its digits, or None."""
+    for x, y in ((ma, mb), (mb, ma)):
+        common = common_values(x, Measure(Decimal(1), y.unit, ""))
+        if common is None or common[1] == 0:
+            continue
+        in_y = common[0] / common[1]  # x in y's unit
+        step = Decimal(1).scaleb(min(0, y.value.as_tuple().exponent))  # type: ignore[arg-type]
+        if y.value == 0 or abs(in_y - y.value) > abs(y.value) / 100:
+            continue
+        if (in_y / step).to_integral_value(ROUND_HALF_UP) * step == y.value:
+            return f"{x.source} is {format_decimal(in_y)} in the unit of {y.source}, {y.source} at the digits shown"
+    return None
 
 
 def _compare_plain(a: Norm, b: Norm) -> _Outcome:
@@ -312,7 +358,8 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
         side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
         detail = f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")
     elif isinstance(a, Measure) or isinstance(b, Measure):
-        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(path))
+        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(path),
+                                                     config.rules_knowledge.units)
     elif isinstance(a, Quantity) and isinstance(b, Quantity):
         ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(path))
     elif isinstance(a, Items) and isinstance(b, Items):

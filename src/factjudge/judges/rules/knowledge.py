@@ -25,6 +25,7 @@ from importlib import resources
 
 from ...models import JudgeConfig, RulesKnowledge
 from .normalize import Text, is_unit_field, normalize_text, normalize_value, parse_unit
+from .units import UNIT_FAMILIES, listed_unit
 
 #: Words that change an office or a claim and never vanish (issue #22; guideline G5): a "former
 #: CEO" is not a "CEO". ``ex`` is read as ``former``; ``co`` only before another word (co-founder).
@@ -32,6 +33,9 @@ QUALIFIERS = frozenset({
     "former", "acting", "interim", "deputy", "vice", "co", "assistant", "associate", "senior",
     "executive", "nonexecutive", "incoming", "outgoing", "elect", "designate", "emeritus",
     "honorary", "lead", "joint", "junior",
+    # as needed is a qualifier of a medication order (issue #37, guideline G13): "q6h PRN" is
+    # not "q6h"; the clinical list rewrites "as needed" and "when required" to it
+    "prn",
 })
 _QUALIFIER_SYNONYMS = {"ex": "former", "erstwhile": "former", "previous": "former",
                        "sr": "senior", "jr": "junior", "non": "nonexecutive"}
@@ -41,7 +45,11 @@ _GENERATION_WORDS = frozenset({"sr", "jr", "senior", "junior"})
 #: The most words of one phrase in a group (longer phrases are never looked up).
 _MAX_PHRASE = 8
 #: Phrase lists (data/rules/<name>.txt) and the family switch each belongs to.
-_FAMILIES = {"titles": "titles", "companies": "companies", "cities": "places"}
+_FAMILIES = {"titles": "titles", "companies": "companies", "cities": "places",
+             "abbreviations": "abbreviations", "vocabulary": "jobs"}
+#: Lists read only in the fields their ``@fields`` line names (issue #37): "PO" is by mouth in a
+#: route and a purchase order on an invoice; "dev" is a validation split, and a developer.
+_FIELD_FAMILIES = {"clinical": "clinical", "splits": "results", "metrics": "results"}
 #: Country short forms read as the country inside a text when written in capitals ("US Naval
 #: Academy" = "United States Naval Academy"); other codes are words too (IN, OR, ME).
 _COUNTRY_SHORT = {"US": "united states", "USA": "united states", "UK": "united kingdom",
@@ -115,7 +123,29 @@ def _data(name: str) -> list[str]:
 
 
 def _groups(name: str) -> list[list[str]]:
-    return [[v.strip() for v in line.split(" = ") if v.strip()] for line in _data(name)]
+    return [[v.strip() for v in line.split(" = ") if v.strip()] for line in _data(name)
+            if not line.startswith("@fields")]
+
+
+@functools.cache
+def _list_fields(name: str) -> frozenset[str]:
+    """The field-name words a list's ``@fields`` line names (empty: read everywhere)."""
+    return frozenset(w for line in _data(name) if line.startswith("@fields") for w in line.split()[1:])
+
+
+def field_words(name: str) -> frozenset[str]:
+    """The words of a field name (``route_of_administration`` -> route, of, administration)."""
+    return frozenset(w for w in re.split(r"[\W_]+", _CAMEL_HUMP.sub("_", name).casefold()) if w)
+
+
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
+#: Fields that name a product, where a listing drops the brand (issue #37, guideline G18).
+_PRODUCT_FIELDS = frozenset({"product", "products", "item", "items", "model", "device", "listing"})
+
+
+@functools.lru_cache(maxsize=1024)
+def is_product_field(name: str) -> bool:
+    return bool(field_words(name) & _PRODUCT_FIELDS)
 
 
 #: A group of equivalent values and how the reasoning names a phrase read through it: None for
@@ -251,22 +281,46 @@ class Knowledge:
     _cache: dict[tuple[str | None, str], Canon] = field(default_factory=dict)
     #: What other modules work out once per field and value (variants: index keys).
     memo: dict[tuple[str, str, str], frozenset[tuple[str, ...]]] = field(default_factory=dict)
+    #: Lists read only in some fields (``clinical``: route, frequency...): their field words and
+    #: the groups, and the tables built from them, once per field name.
+    by_field: tuple[tuple[frozenset[str], tuple[_Group, ...]], ...] = ()
+    groups: tuple[_Group, ...] = ()
+    field_aliases: dict[str, tuple[_Group, ...]] = field(default_factory=dict)
+    _tables: dict[str, tuple[str | None, dict[tuple[str, ...], Rewrite]]] = field(default_factory=dict)
+
+    def _keyed_table(self, name: str) -> tuple[str | None, dict[tuple[str, ...], Rewrite]]:
+        """The table a field is read with and a key naming it (None: the common one)."""
+        found = self._tables.get(name)
+        if found is None:
+            words = field_words(name) if self.by_field else frozenset()
+            extra = [g for fields, groups in self.by_field if fields & words for g in groups]
+            if not extra:
+                found = (name, self.per_field[name]) if name in self.per_field else (None, self.everywhere)
+            else:
+                own = [g for g in self.groups if g[1] != "alias"] + extra + [
+                    g for g in self.groups if g[1] == "alias"] + list(self.field_aliases.get(name, ()))
+                found = (name, _rewrites(own))
+            self._tables[name] = found
+        return found
 
     def table(self, name: str) -> dict[tuple[str, ...], Rewrite]:
-        return self.per_field.get(name, self.everywhere)
+        return self._keyed_table(name)[1]
 
     def canon(self, name: str, raw: str, norm: str) -> Canon:
-        key = (name if name in self.per_field else None, raw)
+        key = (self._keyed_table(name)[0], raw)
         found = self._cache.get(key)
         if found is None:
             if len(self._cache) > 200_000:  # a bound for huge documents; entries are cheap
                 self._cache.clear()
                 self.memo.clear()
-            found = self._cache[key] = self._read(self.table(name), raw, norm)
+            # a route or frequency is no place ("SL" is sublingual, not Sierra Leone)
+            places = self.families.places and self.table(name) is self.everywhere or name in self.per_field
+            found = self._cache[key] = self._read(self.table(name), raw, norm, places)
         return found
 
-    def _read(self, table: dict[tuple[str, ...], Rewrite], raw: str, norm: str) -> Canon:
-        if self.families.places:
+    def _read(self, table: dict[tuple[str, ...], Rewrite], raw: str, norm: str,
+              places: bool = True) -> Canon:
+        if self.families.places and places:
             if (whole := _place(raw, whole=True)) is not None:
                 return Canon(norm=whole.key, head=whole.key, place=whole,
                              used=(f"places: {whole.name}",) if whole.key != norm else ())
@@ -277,9 +331,57 @@ class Knowledge:
         if paren and paren["head"].strip():
             head, used = rewrite(table, normalize_text(paren["head"], ignore_company_suffixes=self.strip_suffixes))
             inner = normalize_text(paren["inner"])
+            if self.families.abbreviations and inner and rewrite(table, inner)[0] == head != inner:
+                # "value-added tax (VAT)": the expansion with its own abbreviation (guideline G17)
+                return Canon(norm=head, head=head, used=(*used, f"abbreviations: ({paren['inner']})"))
             return Canon(norm=f"{head} {inner}".strip(), head=head, disambiguator=inner, used=used)
+        if self.families.units and any(c.isdigit() for c in norm):
+            norm = _GLUED_UNIT.sub(_unglue, norm)
         text, used = rewrite(table, _countries_in(raw, norm) if self.families.places else norm)
+        if self.families.bounds and (bound := _bound(text)) != text:
+            text, used = bound, (*used, "bounds: the same bound in other words")
         return Canon(norm=text, head=text, used=used)
+
+
+#: Writings of one bound next to a number (issue #37, guideline G20), as normalised texts: the
+#: lower bounds read as "at least N", the upper ones as "at most N". Over, more than, under and
+#: less than are other bounds (strict) and stay as written.
+_LOWER = [re.compile(p) for p in (
+    r"\b(?P<n>\d+(?:\.\d+)?) plus\b", r"\b(?:a )?minimum (?:of )?(?P<n>\d+(?:\.\d+)?)\b",
+    r"\bmin (?P<n>\d+(?:\.\d+)?)\b", r"\b(?P<n>\d+(?:\.\d+)?) or more\b",
+    r"\bno (?:less|fewer) than (?P<n>\d+(?:\.\d+)?)\b")]
+_LOWER_AFTER = re.compile(r"\b(?P<n>\d+(?:\.\d+)?) (?P<unit>[a-z]+) (?:minimum|min|or more)$")
+_UPPER = [re.compile(p) for p in (
+    r"\bup to (?P<n>\d+(?:\.\d+)?)\b", r"\b(?:a )?maximum (?:of )?(?P<n>\d+(?:\.\d+)?)\b",
+    r"\bmax (?P<n>\d+(?:\.\d+)?)\b", r"\bno more than (?P<n>\d+(?:\.\d+)?)\b")]
+_UPPER_AFTER = re.compile(r"\b(?P<n>\d+(?:\.\d+)?) (?P<unit>[a-z]+) (?:maximum|max|or less|or fewer)$")
+
+
+#: A number glued to a word in a text ("cloud backup 2tb"): apart when the word is a listed unit.
+_GLUED_UNIT = re.compile(r"\b(\d+(?:\.\d+)?)([a-z]+)\b")
+
+
+def _unglue(m: re.Match[str]) -> str:
+    return f"{m[1]} {m[2]}" if listed_unit(m[2], UNIT_FAMILIES) is not None else m[0]
+
+
+def text_units(tokens: Iterable[str]) -> frozenset[str]:
+    """The listed units (data sizes, Hz, durations...) among a text's words, by name."""
+    return frozenset(u.name for t in tokens if (u := listed_unit(t, UNIT_FAMILIES)) is not None)
+
+
+def _bound(text: str) -> str:
+    """``text`` with each bound notation written the one way (``5 plus years`` -> ``at least 5
+    years``); a bare number stays bare."""
+    if not any(c.isdigit() for c in text):
+        return text
+    text = _LOWER_AFTER.sub(r"at least \g<n> \g<unit>", text)
+    text = _UPPER_AFTER.sub(r"at most \g<n> \g<unit>", text)
+    for pattern in _LOWER:
+        text = pattern.sub(r"at least \g<n>", text)
+    for pattern in _UPPER:
+        text = pattern.sub(r"at most \g<n>", text)
+    return text.replace("at least at least", "at least").replace("at most at most", "at most")
 
 
 def _qualified(table: dict[tuple[str, ...], Rewrite], raw: str, strip: bool) -> Canon | None:
@@ -334,16 +436,21 @@ def build_knowledge(config: JudgeConfig) -> Knowledge:
     families = config.rules_knowledge
     base: list[_Group] = [g for name, family in _FAMILIES.items() if getattr(families, family)
                           for g in _family_groups(name)]
+    by_field = tuple((_list_fields(f"{name}.txt"), _family_groups(name))
+                     for name, family in _FIELD_FAMILIES.items() if getattr(families, family))
     aliases: list[_Group] = [(g.values, "alias", f"alias '{g.label()}'") for g in config.aliases
                              if g.fields is None]
     everywhere = _rewrites([*base, *aliases])
     per_field: dict[str, dict[tuple[str, ...], Rewrite]] = {}
+    field_aliases: dict[str, tuple[_Group, ...]] = {}
     for name in {n for g in config.aliases for n in g.fields or ()}:
         own: list[_Group] = [(g.values, "alias", f"alias '{g.label()}'") for g in config.aliases
                              if name in (g.fields or ())]
+        field_aliases[name] = tuple(own)
         per_field[name] = _rewrites([*base, *aliases, *own])
     return Knowledge(families=families, everywhere=everywhere, per_field=per_field,
-                     strip_suffixes=config.ignore_company_suffixes)
+                     strip_suffixes=config.ignore_company_suffixes, by_field=by_field,
+                     groups=(*base, *aliases), field_aliases=field_aliases)
 
 
 #: Knowledge already built, by what it is built from: a run of many small documents builds

@@ -127,11 +127,21 @@ class Reading:
 
     decimal: str = "."
     date_order: str = "MDY"
+    #: The knowledge families read while normalising (issue #37): ``units`` (data sizes, Hz,
+    #: mAh, W, nits, inch marks), ``durations`` (and number words before them) and
+    #: ``per_period`` (an amount per month, week or year).
+    families: frozenset[str] = frozenset({"units", "durations", "per_period"})
 
     @classmethod
     def of(cls, config: Any) -> Reading:
         """The reading a :class:`~factjudge.models.JudgeConfig` asks for."""
-        return cls(config.decimal_separator, config.date_order)
+        known = config.rules_knowledge
+        return cls(config.decimal_separator, config.date_order,
+                   frozenset(f for f in ("units", "durations", "per_period") if getattr(known, f)))
+
+    @property
+    def unit_families(self) -> frozenset[str]:
+        return self.families - {"per_period"}
 
 
 READING = Reading()
@@ -193,6 +203,10 @@ class Quantity:
     #: A figure written rounded, that equals a finer one rounding to it: a hedged one, a decimal
     #: with a scale word ("$1.25 billion"), a percentage of two digits or more ("42%").
     rounded: bool = False
+    #: An amount per period (``$5,000 per month``): ``year`` for money per week, month or year,
+    #: converted to the year (52 weeks, 12 months); else the period as written (``hour``, ``day``,
+    #: ``month`` for a rate in percent). Two quantities of different ``per`` never match.
+    per: str | None = None
 
     @property
     def number(self) -> Decimal:
@@ -203,6 +217,8 @@ class Quantity:
         shown = format_decimal(self.value) + ("%" if self.percent else "")
         if self.currency:
             shown += f" {self.currency}"
+        if self.per:
+            shown += f" per {self.per}"
         return shown if self.source in ("", shown) else f"{self.source} = {shown}"
 
 
@@ -367,8 +383,18 @@ _CAMEL_CASE = re.compile(r"\b[a-z]{2,}(?:[A-Z][a-z]+)+\b")
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
+#: Bound signs next to a number, kept as words so that a bound never reads as its bare number
+#: ("5+ years" is not "5 years"; guideline G8, G20).
+_BOUND_SIGNS = [(re.compile(r"(?<=\d)\s*\+(?![\d+])"), " plus "), (re.compile(r"≥\s*(?=\d)"), " at least "),
+                (re.compile(r"≤\s*(?=\d)"), " at most "), (re.compile(r">=?\s*(?=[\d$€£])"), " over "),
+                (re.compile(r"<=?\s*(?=[\d$€£])"), " under ")]
+
+
 def normalize_text(text: str, *, ignore_company_suffixes: bool = False) -> str:
     s = unicodedata.normalize("NFKC", text)
+    if any(c in s for c in "+<>≥≤"):
+        for pattern, word in _BOUND_SIGNS:
+            s = pattern.sub(word, s)
     s = _CAMEL_CASE.sub(lambda m: _CAMEL_HUMP.sub(" ", m.group()), s)
     s = _strip_accents(s.casefold())
     s = s.replace("&", " and ")
@@ -948,13 +974,41 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
     q = parse_number(bare, reading)
     if q is not None:
         return _apply_unit(q, unit) if unit is not None else q
-    if (measure := parse_measure(bare)) is not None:
+    families = reading.unit_families
+    if (measure := parse_measure(bare, families)) is not None:
         return measure
     # identifiers write spaces as underscores ("1.8_g" in RDF, as WebNLG does): a measure too, so
     # that "1.8_g" never matches "1.8_mg" by similarity (91)
-    if "_" in bare and " " not in bare and (measure := parse_measure(bare.replace("_", " "))) is not None:
+    if "_" in bare and " " not in bare and (measure := parse_measure(bare.replace("_", " "), families)) is not None:
         return measure
+    if "per_period" in reading.families and (m := _PER_PERIOD.fullmatch(bare.strip())):
+        q = parse_number(m["amount"], reading)
+        if q is not None:
+            return replace(_per_period(q, (m["per"] or m["adverb"]).casefold()), source=bare.strip())
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
+
+
+_PERIOD_WORDS = {"hour": "hour", "hr": "hour", "day": "day", "week": "week", "wk": "week",
+                 "month": "month", "mo": "month", "year": "year", "yr": "year", "annum": "year",
+                 "annually": "year", "yearly": "year", "monthly": "month", "weekly": "week",
+                 "daily": "day", "hourly": "hour", "p.a.": "year", "pa": "year"}
+#: ``$5,000 per month``, ``$9,000/mo``, ``$41,600 annually``, ``1.5% a month`` (issue #37, G15).
+_PER_PERIOD = re.compile(
+    r"(?P<amount>.*?\d.*?)\s*(?:(?:/|\bper\b|\ba\b|\ban\b|\beach\b|\bevery\b)\s*"
+    r"(?P<per>hour|hr|day|week|wk|month|mo|year|yr|annum)s?|\s(?P<adverb>annually|yearly|monthly|"
+    r"weekly|daily|hourly|p\.a\.))", re.IGNORECASE)
+#: Money per week or month is compared per year (exact: 52 weeks, 12 months); per hour and per day
+#: are never converted (the hours and days of a year are not fixed), nor is a rate in percent.
+_PER_YEAR = {"week": Decimal(52), "month": Decimal(12), "year": Decimal(1)}
+
+
+def _per_period(q: Quantity, written: str) -> Quantity:
+    per = _PERIOD_WORDS[written]
+    if q.currency and not q.percent and per in _PER_YEAR:
+        factor = _PER_YEAR[per]
+        return replace(q, value=q.value * factor, step=None if q.step is None else q.step * factor,
+                       per="year", plain=False)
+    return replace(q, per=per, plain=False)
 
 
 _LABEL_FIELDS = ("description", "name", "title", "label", "product", "item")

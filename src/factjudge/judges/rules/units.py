@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-__all__ = ["Measure", "PhysicalUnit", "common_values", "parse_measure", "physical_unit"]
+__all__ = ["Measure", "PhysicalUnit", "common_values", "listed_unit", "parse_measure", "physical_unit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +92,44 @@ def _dimension(registry: Any, units: Any) -> str | None:
     return f"{'*'.join(sorted(top))}/{'*'.join(sorted(bottom))}"
 
 
+#: The families of units read from ``data/rules/units.tsv`` (issue #37): ``units`` (data sizes,
+#: frequency, charge, power, energy, luminance) and ``durations``.
+UNIT_FAMILIES = frozenset({"units", "durations"})
+#: Names of listed units start with this, so :func:`common_values` converts them without pint.
+_LISTED = "listed:"
+
+
+@functools.lru_cache(maxsize=1)
+def _listed() -> tuple[dict[str, tuple[str, PhysicalUnit]], dict[str, tuple[str, PhysicalUnit]]]:
+    """(writing -> (family, unit)) as written, and by casefold for the writings not marked ``!``
+    (``Gb`` is a gigabit, ``GB`` and ``gb`` gigabytes)."""
+    from importlib import resources
+
+    text = resources.files("factjudge").joinpath("data/rules/units.tsv").read_text(encoding="utf-8")
+    exact: dict[str, tuple[str, PhysicalUnit]] = {}
+    folded: dict[str, tuple[str, PhysicalUnit]] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        family, writings, name, dimension, size = line.split("\t")
+        unit = PhysicalUnit(name=_LISTED + name, dimension=dimension, scale=float(size))
+        for writing in writings.split(","):
+            marked = writing.startswith("!")
+            writing = writing.lstrip("!")
+            exact.setdefault(writing, (family, unit))
+            if not marked:
+                folded.setdefault(writing.casefold(), (family, unit))
+    return exact, folded
+
+
+def listed_unit(text: str, families: frozenset[str]) -> PhysicalUnit | None:
+    """A unit of ``data/rules/units.tsv`` in one of ``families``, or None."""
+    exact, folded = _listed()
+    written = " ".join(text.split())
+    found = exact.get(written) or folded.get(written.casefold())
+    return found[1] if found is not None and found[0] in families else None
+
+
 @functools.lru_cache(maxsize=4096)
 def physical_unit(text: str) -> PhysicalUnit | None:
     """The physical unit written in ``text`` (``mg/kg``, ``ft``, ``°C``), or None."""
@@ -112,13 +150,27 @@ def physical_unit(text: str) -> PhysicalUnit | None:
         return None
 
 
-def parse_measure(text: str) -> Measure | None:
-    """``600 ft``, ``2 mg/kg``, ``37 °C``; None when the words after the number are no unit."""
+#: An inch mark after a number (``15.6"``, ``15.6″``, ``15.6''``): read as ``in`` (units family).
+_INCH_MARK = re.compile(r"(?<=\d)\s*(?:\"|″|”|'')$")
+#: ``16-inch``, ``one-year``: a hyphen between a number and its unit.
+_HYPHENATED = re.compile(r"^(?P<num>[\d.,]+)-(?P<unit>[^\W\d_].*)$")
+
+
+def parse_measure(text: str, families: frozenset[str] = frozenset()) -> Measure | None:
+    """``600 ft``, ``2 mg/kg``, ``37 °C``; None when the words after the number are no unit.
+    ``families``: the listed units also read (``16GB``, ``60 Hz``, ``18 months``; inch marks and
+    number words with the ``units`` and ``durations`` families, see :func:`spelled_numbers`)."""
     written = " ".join(unicodedata.normalize("NFKC", text).replace("−", "-").split())
+    if families:
+        written = spelled_numbers(written)
+        if "units" in families:
+            written = _INCH_MARK.sub(" in", written)
+        written = _HYPHENATED.sub(r"\g<num> \g<unit>", written)
     m = _MEASURE.fullmatch(written)
     if not m:
         return None
-    unit = physical_unit(m["unit"].replace("° ", "°"))
+    unit = listed_unit(m["unit"], families) if families else None
+    unit = unit or physical_unit(m["unit"].replace("° ", "°"))
     if unit is None:
         return None
     try:
@@ -151,10 +203,41 @@ def common_values(a: Measure, b: Measure) -> tuple[Decimal, Decimal, str] | None
     if a.unit.dimension != b.unit.dimension:
         return None
     if a.unit.name == b.unit.name:
-        return a.value, b.value, a.unit.name
+        return a.value, b.value, a.unit.name.removeprefix(_LISTED)
     finer = min(a.unit, b.unit, key=lambda u: (u.scale, u.name))
+    if a.unit.name.startswith(_LISTED) or b.unit.name.startswith(_LISTED):
+        if not (a.unit.name.startswith(_LISTED) and b.unit.name.startswith(_LISTED)):
+            return None
+        size = Decimal(repr(finer.scale))
+        la, lb = (m.value * Decimal(repr(m.unit.scale)) / size for m in (a, b))
+        return la.normalize(), lb.normalize(), finer.name.removeprefix(_LISTED)
     va = a.value if a.unit == finer else _convert(a.value, a.unit, finer)
     vb = b.value if b.unit == finer else _convert(b.value, b.unit, finer)
     if va is None or vb is None:
         return None
     return va, vb, finer.name
+
+
+#: Number words (issue #37, guideline G15): "two weeks", "thirty (30) days", "twenty-four months".
+_UNITS_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen".split())}
+_TENS_WORDS = {w: 10 * (i + 2) for i, w in enumerate(
+    "twenty thirty forty fifty sixty seventy eighty ninety".split())}
+_NUMBER_WORD = re.compile(
+    rf"^(?P<word>(?:{'|'.join(_TENS_WORDS)})(?:[- ](?:{'|'.join(w for w in _UNITS_WORDS if _UNITS_WORDS[w] < 10)}))?"
+    rf"|{'|'.join(sorted(_UNITS_WORDS, key=len, reverse=True))})"
+    r"(?:\s*\((?P<digits>\d+)\))?(?=[\s-])", re.IGNORECASE)
+
+
+def spelled_numbers(text: str) -> str:
+    """A leading number word as digits (``two weeks`` -> ``2 weeks``; ``thirty (30) days`` -> ``30
+    days``); the text as it is when the words and the digits in parentheses disagree."""
+    m = _NUMBER_WORD.match(text)
+    if m is None:
+        return text
+    parts = m["word"].casefold().replace("-", " ").split()
+    value = sum(_TENS_WORDS.get(p, _UNITS_WORDS.get(p, 0)) for p in parts)
+    if m["digits"] is not None and int(m["digits"]) != value:
+        return text
+    return f"{value}{text[m.end():]}"

@@ -29,7 +29,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from .knowledge import Canon, Knowledge, honorific_words, nicknames
+from .knowledge import Canon, Knowledge, honorific_words, is_product_field, nicknames
 
 #: Score of a match by a looser reading, below the similarity threshold's default (90), so an
 #: equal or merely re-spelt candidate is preferred.
@@ -322,6 +322,9 @@ def keys(raw: str, norm: str, canon: Canon, kn: Knowledge, field_name: str,
     make the judge compare every candidate."""
     tokens = canon.tokens
     found: list[tuple[str, ...]] = [("head", canon.head)]
+    heads = canon.head.split()
+    if kn.families.products and len(heads) >= 3 and heads[0].isalpha() and is_product_field(field_name):
+        found.append(("head", " ".join(heads[1:])))  # without its brand (compare._brand_dropped)
     if tokens:
         found.append(("core", _core(tokens)))
         content = [w for w in tokens if w not in _ACRONYM_STOP]

@@ -1,0 +1,171 @@
+"""review.html: a person reviews the judge's decisions of a run, most informative first, and
+exports them as ``review.jsonl`` (:mod:`factjudge.io.review`).
+
+Why a static page beside report.html rather than a local server: it opens from a ``file://`` URL,
+offline, from a CI artifact, with nothing listening on a port and no token to leak; progress is
+kept in the browser's ``localStorage`` under the run's identity, and the export is a download the
+person saves. It holds every reviewable decision of the run (up to :data:`MAX_ITEMS`), where
+report.html's document view holds only the worst documents.
+
+The queue (:func:`review_queue`) puts first what most changes the figures' uncertainty: a miss or
+an extra with a close fact on the other side (a near miss: the judge may have missed a link), an
+extra with nothing close (a possible gold omission), a link the LLM made where the rules judge
+could not confirm it (hybrid) or on a low-confidence prediction, then the other links, then
+misses with nothing close. Values are embedded as JSON the page's script reads
+(:func:`~.docview.json_for_script`) and shown with ``textContent`` only.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..core.aggregate import Summary
+from ..core.review import EXPORT_KIND, reviews_needed, run_identity
+from ..models import OUTPUT_FIELDS
+from .docview import json_for_script
+from .format import fmt
+from .html import render_page
+from .rows import ROW_STATUSES, closest_detail
+
+#: At most this many decisions, and this much JSON, are embedded (most informative first).
+MAX_ITEMS = 3000
+MAX_BYTES = 8_000_000
+#: The interval widths the "reviews needed" table is worked out for.
+WIDTHS = (0.10, 0.05)
+#: The judge's link precision and recall assumed when the run has no calibration.
+ASSUMED_LINK_RATE = 0.9
+#: Where the hybrid judge says the LLM decided (judges/hybrid.py).
+LLM_DECIDED = "[decided by the LLM judge]"
+
+
+def input_fact(fact: Mapping[str, Any]) -> dict[str, Any]:
+    """A result fact as it was given: without the judge's output fields."""
+    return {k: v for k, v in fact.items() if k not in OUTPUT_FIELDS}
+
+
+def _confidence(fact: Mapping[str, Any]) -> float | None:
+    value = fact.get("confidence")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    return None
+
+
+def _item(doc_id: str, kind: str, gold: Mapping[str, Any] | None, pred: Mapping[str, Any] | None,
+          priority: float, reason: str, similarity: float | None = None) -> dict[str, Any]:
+    subject = gold if kind != "extra" else pred
+    assert subject is not None
+    return {"key": json_for_script([doc_id, kind, gold and str(gold.get("id")), pred and str(pred.get("id"))]),
+            "doc_id": doc_id, "kind": kind, "priority": round(priority, 4), "reason": reason,
+            "similarity": similarity, "status": str(subject.get("status")),
+            "gold": None if gold is None else input_fact(gold),
+            "predicted": None if pred is None else input_fact(pred),
+            "reasoning": str(subject.get("reasoning") or ""), "note": str(subject.get("description") or "")}
+
+
+def line_items(line: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The reviewable decisions of one result line: each link, each miss, each extra."""
+    doc_id = str(line.get("doc_id"))
+    gold, pred = line.get("gold_facts") or [], line.get("predicted_facts") or []
+    by_id = {str(f.get("id")): f for f in pred}
+    near = closest_detail(line, ROW_STATUSES)
+    items = []
+    for g in gold:
+        if g.get("status") == "TP":
+            for pid in g.get("matched_ids") or []:
+                p = by_id.get(str(pid))
+                if p is None:
+                    continue
+                conf = _confidence(p)
+                if LLM_DECIDED in str(g.get("reasoning") or ""):
+                    items.append(_item(doc_id, "link", g, p, 2.5, "LLM link the rules judge could not confirm"))
+                elif conf is not None and conf < 0.8:
+                    items.append(_item(doc_id, "link", g, p, 2 + (1 - conf),
+                                       f"link on a low-confidence prediction ({conf:g})"))
+                else:
+                    items.append(_item(doc_id, "link", g, p, 1, "link"))
+        elif g.get("status") == "FN":
+            hit = near.get(("gold", str(g.get("id"))))
+            if hit is None:
+                items.append(_item(doc_id, "miss", g, None, 0.5, "miss: nothing predicted of this type is close"))
+            else:
+                score = round(hit[1].score, 1)
+                items.append(_item(doc_id, "miss", g, hit[0], 3 + score / 100,
+                                   f"near miss: closest predicted fact, similarity {score:g}", score))
+    # a miss and an extra closest to each other are one decision: listed once, as the miss
+    shown = {(str(i["gold"]["id"]), str(i["predicted"]["id"])) for i in items if i["kind"] == "miss" and i["predicted"]}
+    for p in pred:
+        if p.get("status") != "FP":
+            continue
+        hit = near.get(("predicted", str(p.get("id"))))
+        if hit is not None and (str(hit[0].get("id")), str(p.get("id"))) in shown:
+            continue
+        if hit is None:
+            items.append(_item(doc_id, "extra", None, p, 2.8, "possible gold omission: no gold fact of "
+                               "this type is close"))
+        else:
+            score = round(hit[1].score, 1)
+            items.append(_item(doc_id, "extra", hit[0], p, 3 + score / 100,
+                               f"near miss: closest gold fact, similarity {score:g}", score))
+    return items
+
+
+def review_queue(lines: Iterable[Mapping[str, Any]], max_items: int = MAX_ITEMS,
+                 max_bytes: int = MAX_BYTES) -> tuple[list[dict[str, Any]], int]:
+    """Every reviewable decision of the run, most informative first (ties in dataset order), cut
+    at ``max_items`` and ``max_bytes`` of JSON. Returns (items, decisions left out)."""
+    items = [item for line in lines for item in line_items(line)]
+    ordered = sorted(enumerate(items), key=lambda x: (-x[1]["priority"], x[0]))
+    out: list[dict[str, Any]] = []
+    size = 0
+    for _, item in ordered:
+        n = len(json_for_script(item).encode("utf-8")) + 1
+        if len(out) >= max_items or size + n > max_bytes:
+            break
+        out.append(item)
+        size += n
+    return out, len(items) - len(out)
+
+
+def needed_rows(summary: Summary) -> tuple[str, list[list[str]]]:
+    """How many reviewed pairs the judge-corrected precision and recall need for their intervals
+    to be :data:`WIDTHS` wide, and from which link rates."""
+    corrected = summary.judge_corrected or {}
+    p_j = corrected.get("link_precision") or ASSUMED_LINK_RATE
+    r_j = corrected.get("link_recall") or ASSUMED_LINK_RATE
+    source = ("the run's judge calibration" if corrected else
+              f"an assumed {ASSUMED_LINK_RATE:g} (the run has no judge calibration)")
+    note = (f"Reviews needed for the judge-corrected figure's 95% interval to be this wide, from the "
+            f"calibration alone, at the judge's link precision {p_j:.2f} and recall {r_j:.2f} "
+            f"({source}); the export of these reviews is such a calibration (factjudge calibrate).")
+    rows = []
+    for name in ("precision", "recall"):
+        raw = getattr(summary.micro, name)
+        if raw is None:
+            continue
+        rows.append([name, fmt(raw), *(f"{reviews_needed(raw, p_j, r_j, w):,}" for w in WIDTHS)])
+    return note, rows
+
+
+def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]]) -> str:
+    """review.html of a run: ``lines`` its result lines (dataset order), read once; the run's
+    identity (:func:`~factjudge.core.review.run_identity`) is taken from them and ``summary``."""
+    inputs: list[tuple[str, str]] = []
+
+    def noted(lines: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+        for line in lines:
+            inputs.append((str(line.get("doc_id")), str(line.get("input_sha256"))))
+            yield line
+
+    items, left_out = review_queue(noted(lines))
+    run = run_identity(summary.judge, summary.config, inputs)
+    note, rows = needed_rows(summary)
+    reviewed = summary.reviewed
+    m = summary.micro
+    return render_page(
+        "review.html.j2", summary=summary, items=items, left_out=left_out,
+        data={"run": dict(run), "kind": EXPORT_KIND, "items": items},
+        needed_note=note, needed_header=["figure", "now", *(f"width {w:g}" for w in WIDTHS)],
+        needed=rows, judge_line=f"judge: P {fmt(m.precision)} R {fmt(m.recall)} F1 {fmt(m.f1)}",
+        reviewed_line=None if not reviewed else (
+            f"reviewed: P {fmt(reviewed.get('precision'))} R {fmt(reviewed.get('recall'))} "
+            f"F1 {fmt(reviewed.get('f1'))} on {reviewed.get('reviewed', 0):,} reviewed facts"))
