@@ -16,6 +16,9 @@ from .text import (
     CATEGORY_NOTE,
     COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
+    COMPARE_FIELD_HEADER,
+    FIELD_HEADER,
+    FIELD_NOTE,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
@@ -31,12 +34,14 @@ from .text import (
     changed_counts,
     compare_auroc_text,
     compare_category_rows,
+    compare_field_rows,
     compare_only_text,
     confidence_corrected_note,
     confidence_headline,
     confidence_note,
     counts_text,
     fact_json,
+    field_rows,
     judge_corrected_note,
     judge_corrected_rows,
     judge_label,
@@ -166,6 +171,14 @@ def _md_confidence(summary: Summary) -> list[str]:
     return out
 
 
+def _md_fields(summary: Summary) -> list[str]:
+    """The field-level scores, worst field first."""
+    rows = field_rows(summary)
+    if not rows:
+        return []
+    return ["## Fields", "", md_escape(FIELD_NOTE), "", *_md_table(FIELD_HEADER, rows)]
+
+
 def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str]:
     """Totals, by fact type, conflicts, worst documents and skipped lines."""
     out = ["## Totals", ""]
@@ -174,6 +187,7 @@ def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str
     out += _md_table(BY_TYPE_HEADER, by_type_rows(summary.by_fact_type))
     out += _md_categories(summary)
     out += _md_confidence(summary)
+    out += _md_fields(summary)
     out += ["## Reconciliation conflicts", ""]
     out += (_md_table(["rule", "count"], list(summary.conflicts.items()))
             if summary.conflicts else ["None.", ""])
@@ -264,6 +278,9 @@ def render_compare_markdown(cmp: CompareResult) -> str:
     if categories:
         out += ["## Where the errors are", "", md_escape(CATEGORY_NOTE), ""]
         out += _md_table(COMPARE_CATEGORY_HEADER, categories)
+    if cmp.fields:
+        out += ["## Fields", ""]
+        out += _md_table(COMPARE_FIELD_HEADER, compare_field_rows(cmp))
     out += _md_changed(cmp)
     prov = cmp.provenance
     if prov:
