@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..models import OUTPUT_FIELDS, JudgeConfig
+from .confidence import detect_field
 
 #: A fact's evidence: where an extractor found it in the source (its span, alignment, the
 #: extractor's own description), kept with the fact and shown, never compared (what a fact states
@@ -26,12 +27,12 @@ def in_scope_facts(facts: list[dict[str, Any]], config: JudgeConfig) -> list[dic
     return [f for f in facts if is_in_scope(f, config)]
 
 
-def _fields(facts: Iterable[dict[str, Any]]) -> dict[str, dict[str, None]]:
+def _fields(facts: Iterable[dict[str, Any]], skip: frozenset[str] = NOT_COMPARED) -> dict[str, dict[str, None]]:
     out: dict[str, dict[str, None]] = {}
     for fact in facts:
         seen = out.setdefault(fact["fact_type"], {})
         for key in fact:
-            if key not in NOT_COMPARED:
+            if key not in skip:
                 seen[key] = None
     return out
 
@@ -41,12 +42,15 @@ def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
     """The fields compared per ``fact_type`` and the warnings about them. ``config.fields`` as one
     list: None here (judges use it as it is); as a list per fact_type: those lists; for any other
     type, the fields the gold facts of that type carry, the reference deciding what a fact is.
-    Fields only predictions carry (``confidence``, ``page``...) are not compared, and gold fields
-    no prediction has are named."""
+    Fields only predictions carry (``page``...) are not compared, and gold fields no prediction has
+    are named. The predictions' confidence (``confidence_field``, or the name
+    :func:`~factjudge.core.confidence.detect_field` finds) is no fact field, on either side."""
     if isinstance(config.fields, list):
         return None, []
     listed = config.fields or {}
-    gold_fields, pred_fields = _fields(gold), _fields(predicted)
+    confidence = detect_field(predicted, gold, config.confidence_field)
+    skip = NOT_COMPARED | {confidence} if confidence else NOT_COMPARED
+    gold_fields, pred_fields = _fields(gold, skip), _fields(predicted, skip)
     warnings = []
     for fact_type in sorted(set(gold_fields) & set(pred_fields)):
         names = listed.get(fact_type, gold_fields[fact_type])  # a type's own list says what counts
@@ -66,12 +70,12 @@ def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
 def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
                 fields: Mapping[Any, Sequence[str]] | None) -> list[str]:
     """The fields compared for ``fact``: ``config.fields`` (its type's), else its type's in
-    ``fields`` (from :func:`compared_fields`), else its own."""
+    ``fields`` (from :func:`compared_fields`), else its own but the config's ``confidence_field``."""
     if (named := config.fields_for(fact.get("fact_type"))) is not None:
         return named
     if fields is not None and fact.get("fact_type") in fields:
         return list(fields[fact["fact_type"]])
-    return [k for k in fact if k not in NOT_COMPARED]
+    return [k for k in fact if k not in NOT_COMPARED and k != config.confidence_field]
 
 
 def _nothing_message(fact_type: Any, count: int) -> str:

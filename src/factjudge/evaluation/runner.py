@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._version import __version__
-from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
+from ..core.aggregate import REPORT_ROWS, Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.alerts import InputShape, input_warnings, run_alerts
+from ..core.confidence import corrected as confidence_corrected
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
 from ..core.scope import merge_warnings, scope_check
 from ..errors import InputError
@@ -164,7 +165,7 @@ class ReportSettings:
 
     resamples: int = 1000
     seed: int = 0
-    report_rows: int = 5000
+    report_rows: int = REPORT_ROWS
     zero_division: ZeroDivision = "skip"
     #: Also write ``facts.csv``: one row per fact of every document.
     csv: bool = False
@@ -249,7 +250,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     questions were asked (default: the judge's :class:`~factjudge.judges.base.RunInfo`; a Ray run
     gives what its workers' judges reported)."""
     agg = Aggregator(zero_division=settings.zero_division)
-    order: list[tuple[tuple[float, int, int], str, int, int]] = []
+    order: list[OrderEntry] = []
     with contextlib.ExitStack() as stack:
         facts_csv = None
         if settings.csv:
@@ -258,14 +259,12 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         warnings: list[str] = []
         shape = InputShape()
         for index, line in enumerate(store.rewrite(dataset.infos)):
-            agg.add(doc_stats(line))
+            agg.add(doc_stats(line, config.confidence_field))
             shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
             warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
                 facts_csv.add(line)
-            m = line["metrics"]
-            order.append((worst_order_key(m, index), line["doc_id"], m["fn"] + m["fp"] + m["errors"],
-                          m["tp_gold"] + m["tp_predicted"]))
+            order.append(_order_entry(line, index))
     summary = agg.summary(settings.resamples, settings.seed)
     info = run_info_of(judge) if run_info is None else run_info
     summary.usage.update({k: v for k, v in info.items() if v is not None})
@@ -278,23 +277,15 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    _flag(summary, config, shape, [*dataset.warnings, *warnings, *judge_config_warnings(config, judge)],
-          dataset.fact_types)
+    _flag(summary, config, shape, [*dataset.warnings, *warnings, *judge_config_warnings(config, judge),
+                                   *agg.confidence.warnings()], dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
     if settings.judge_calibration is not None:
         add_judge_corrected(summary, list(zip(*agg.keys, strict=True)), settings.judge_calibration, settings)
-    lines = _report_lines(store, sorted(order), settings.report_rows)
-    tp_rows = min(settings.report_rows, TP_ROWS)
-    rows = select_rows(lines, settings.report_rows, tp_limit=tp_rows)
-    wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
-             + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
-    rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
-    worst = agg.worst()
-    write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst"))
-    write_atomic(out_dir / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
-                                                     documents=wrong))
-    folder = RunFolder(out_dir)  # every document, for review.html's queue (streamed: rewritten above)
+    summary.report_rows = settings.report_rows
+    folder = RunFolder(out_dir)  # rewritten above: every line streamed in dataset order
+    write_reports(folder, summary, order, agg.worst())
     write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True))))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
@@ -308,6 +299,9 @@ def add_judge_corrected(summary: Summary, keys: Sequence[Sequence[int]], calibra
     corrected = judge_corrected(keys, calibration.errors, settings.resamples, settings.seed)
     corrected.calibration = calibration.describe()
     summary.judge_corrected = corrected.model_dump(mode="json")
+    if summary.confidence is not None:  # its figures follow the same verdicts: the same correction
+        summary.confidence.judge_corrected = confidence_corrected(summary.confidence, corrected.link_precision,
+                                                                  corrected.link_recall)
     summary.warnings += calibration_mismatch(calibration, summary.judge, summary.config)
     if corrected.capped:
         summary.warnings.append(
@@ -330,8 +324,45 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _report_lines(store: ResultStore, order: list[tuple[tuple[float, int, int], str, int, int]],
-                  rows: int) -> list[dict[str, Any]]:
+#: A document's place in the reports: its worst-first sort key, its doc_id, its FN+FP+ERROR and
+#: TP facts.
+OrderEntry = tuple[tuple[float, int, int], str, int, int]
+
+
+def _order_entry(line: Mapping[str, Any], index: int) -> OrderEntry:
+    m = line["metrics"]
+    return (worst_order_key(m, index), line["doc_id"], m["fn"] + m["fp"] + m["errors"],
+            m["tp_gold"] + m["tp_predicted"])
+
+
+def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntry],
+                  worst: Sequence[Mapping[str, Any]]) -> None:
+    """report.md and report.html of the finished run in ``folder`` (its ``results.jsonl`` in
+    dataset order), ``order`` one :data:`OrderEntry` per line, ``worst`` the worst documents
+    (:meth:`~factjudge.core.aggregate.Aggregator.worst`), ``summary.report_rows`` rows listed."""
+    report_rows = summary.report_rows
+    lines = _report_lines(folder, sorted(order), report_rows)
+    rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS))
+    wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
+             + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
+    rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
+    write_atomic(folder.path / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst"))
+    write_atomic(folder.path / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
+                                                        documents=wrong))
+
+
+def rewrite_reports(folder: RunFolder, summary: Summary) -> None:
+    """report.md and report.html of a finished run written again from its folder (``review
+    apply``: the summary gained the reviewed figures), as :func:`finish_run` wrote them."""
+    agg = Aggregator()
+    order: list[OrderEntry] = []
+    for index, line in enumerate(folder.lines(finished=True)):
+        agg.add(doc_stats(line))
+        order.append(_order_entry(line, index))
+    write_reports(folder, summary, order, agg.worst())
+
+
+def _report_lines(folder: RunFolder, order: list[OrderEntry], rows: int) -> list[dict[str, Any]]:
     """The result lines the reports show, worst document first: enough for ``rows`` failing
     rows and the TP spot checks, and the documents of the document view."""
     wanted: set[str] = set()
@@ -344,7 +375,7 @@ def _report_lines(store: ResultStore, order: list[tuple[tuple[float, int, int], 
             failing, tp, view = failing + wrong, tp + right, view + bool(wrong)
         elif failing >= rows and tp >= min(rows, TP_ROWS) and view >= VIEW_DOCUMENTS:
             break
-    found = {line["doc_id"]: line for line in store.lines() if line["doc_id"] in wanted}
+    found = {line["doc_id"]: line for line in folder.lines(finished=True) if line["doc_id"] in wanted}
     return [found[doc_id] for _, doc_id, _, _ in order if doc_id in found]
 
 

@@ -155,3 +155,9 @@ class CompareResult(BaseModel):
     #: Per run (``a``, ``b``), the categories per fact type over the shared documents
     #: (:mod:`factjudge.core.analysis`): near misses and the fields they differ in, and the rest.
     categories: dict[str, dict[str, CategoryCounts]] = Field(default_factory=dict)
+    #: Per run (``a``, ``b``), the AUROC of its predictions' confidence over the shared documents
+    #: (:mod:`factjudge.core.confidence`; None: that run's carry none); empty when neither does.
+    auroc: dict[str, float | None] = Field(default_factory=dict)
+    #: Per fact type and field path, the field-level precision, recall and F1 of A and B with the
+    #: paired bootstrap interval of B-A (:mod:`factjudge.core.fields`).
+    fields: dict[str, dict[str, dict[str, MetricDiff]]] = Field(default_factory=dict)

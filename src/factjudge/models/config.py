@@ -137,7 +137,7 @@ _FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)
 #: and response-cache keys as they were.
 _DROPPED_AT_DEFAULT: dict[str, Any] = {"columns": {}, "decimal_separator": ".", "date_order": "MDY",
-                                       "ordered": [], "record_type": None,
+                                       "ordered": [], "record_type": None, "confidence_field": None,
                                        "langextract_compare": ["extraction_text", "attributes"]}
 
 
@@ -215,6 +215,10 @@ class JudgeConfig(BaseModel):
     #: ``extraction_text``, its ``attributes``, its ``span`` (``char_start``, ``char_end``) and its
     #: ``alignment_status``. The span and alignment are kept as evidence either way.
     langextract_compare: list[LangExtractPart] = Field(default_factory=lambda: list(_LANGEXTRACT_COMPARED))
+    #: The predictions' field holding the extractor's confidence in [0, 1] (default: the first of
+    #: ``confidence``, ``score``, ``probability`` predictions carry and gold facts do not). Never
+    #: compared; summary.json's ``confidence`` measures it against the verdicts (core/confidence.py).
+    confidence_field: StrictStr | None = Field(default=None, min_length=1)
 
     @field_validator("columns")
     @classmethod

@@ -23,6 +23,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..core.aggregate import Summary
+from ..core.confidence import ConfidenceSummary
 from ..io.run_models import CompareResult, MetricDiff
 from ..models import Counts
 from .docview import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, embed_documents, first_with_both_sides, json_for_script
@@ -34,9 +35,13 @@ from .text import (
     CATEGORY_NOTE,
     COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
+    COMPARE_FIELD_HEADER,
+    FIELD_HEADER,
+    FIELD_NOTE,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
+    REVIEW_HEADER,
     TOTALS_HEADER,
     TYPE_HEADER,
     banners,
@@ -44,9 +49,15 @@ from .text import (
     category_rows,
     change_text,
     changed_counts,
+    compare_auroc_text,
     compare_category_rows,
+    compare_field_rows,
     compare_only_text,
+    confidence_corrected_note,
+    confidence_headline,
+    confidence_note,
     fact_json,
+    field_rows,
     judge_corrected_note,
     judge_corrected_rows,
     judge_label,
@@ -54,9 +65,13 @@ from .text import (
     metric_rows,
     order_text,
     provenance_rows,
+    review_table,
+    reviewed_line,
+    reviewed_note,
     rows_note,
     setting_text,
     status_text,
+    threshold_table,
     totals_row,
     type_rows,
     usage_text,
@@ -118,6 +133,11 @@ def _report_cards(summary: Summary) -> list[dict[str, str]]:
                        f"P {fmt(macro.precision)} R {fmt(macro.recall)}; "
                        f"{macro.defined['f1']} docs defined", ident="macro-f1"))
     cards.append(_card("ERROR facts", str(micro.errors), "left out of P and R", ident="errors"))
+    reviewed = summary.reviewed
+    if reviewed is not None:  # beside the judge's figures: the person's verdicts in their place
+        cards.append(_card("reviewed F1", fmt(reviewed.f1),
+                           f"P {fmt(reviewed.precision)} R {fmt(reviewed.recall)} on {reviewed.reviewed:,} "
+                           "reviewed facts", ident="reviewed"))
     return cards
 
 
@@ -199,6 +219,46 @@ def _judge_corrected(summary: Summary) -> dict[str, Any] | None:
             "rows": judge_corrected_rows(summary)}
 
 
+#: The reliability diagram: the plot's side, its left and top margins (px).
+PLOT, PLOT_LEFT, PLOT_TOP = 220, 44, 12
+
+
+def reliability_chart(c: ConfidenceSummary) -> dict[str, Any]:
+    """Where ``_confidence.html.j2`` draws the reliability diagram (inline SVG): per non-empty bin
+    a bar as high as its share of correct predictions and a dot at its mean confidence, and the
+    diagonal a calibrated extractor follows."""
+    def x(v: float) -> str:
+        return f"{PLOT_LEFT + v * PLOT:.1f}"
+
+    def y(v: float) -> str:
+        return f"{PLOT_TOP + (1 - v) * PLOT:.1f}"
+
+    width = PLOT / max(1, len(c.bins))
+    bars = [{"x": f"{PLOT_LEFT + b.low * PLOT + 1:.1f}", "y": y(b.accuracy), "width": f"{width - 2:.1f}",
+             "height": f"{b.accuracy * PLOT:.1f}", "cx": x(b.confidence), "cy": y(b.accuracy),
+             "title": f"confidence {b.low:.1f}-{b.high:.1f}: {b.predictions:,} "
+                      f"prediction{'' if b.predictions == 1 else 's'}, mean confidence "
+                      f"{fmt(b.confidence)}, share correct {fmt(b.accuracy)}"}
+            for b in c.bins if b.predictions and b.accuracy is not None and b.confidence is not None]
+    ticks = [{"v": f"{t:g}", "x": x(t), "y": y(t)} for t in (0, 0.5, 1.0)]
+    return {"width": PLOT_LEFT + PLOT + 16, "height": PLOT_TOP + PLOT + 36, "left": PLOT_LEFT, "top": PLOT_TOP,
+            "right": x(1), "bottom": y(0), "mid": x(0.5),
+            "middle_y": f"{-(PLOT_TOP + PLOT / 2):.1f}", "bars": bars, "ticks": ticks}
+
+
+def _confidence(summary: Summary) -> dict[str, Any] | None:
+    """What ``_confidence.html.j2`` shows (None: the predictions carried no confidence)."""
+    c = summary.confidence
+    if c is None:
+        return None
+    header, rows = threshold_table(c)
+    return {"note": confidence_note(c), "corrected": confidence_corrected_note(c),
+            "chart": reliability_chart(c) if c.predictions else None,
+            "headline": confidence_headline(c),
+            "threshold_header": header, "thresholds": rows,
+            "review_header": REVIEW_HEADER, "review": review_table(c)}
+
+
 def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
                 rows: Sequence[Mapping[str, Any]], rows_total: int, *,
                 rows_order: str = "dataset", documents: Iterable[Mapping[str, Any]] = (),
@@ -232,7 +292,11 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
         skipped=[[s["file"], s["line"], s["error"]] for s in summary.skipped],
         facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary.usage),
         provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),
-        categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE)
+        confidence=_confidence(summary),
+        reviewed=None if summary.reviewed is None else {"line": reviewed_line(summary),
+                                                        "note": reviewed_note(summary)},
+        categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE,
+        field_scores=field_rows(summary), field_header=FIELD_HEADER, field_note=FIELD_NOTE)
 
 
 # --------------------------------------------------------------------------- compare.html
@@ -258,11 +322,12 @@ def render_compare_html(cmp: CompareResult) -> str:
         "compare.html.j2", cmp=cmp, boot=cmp.bootstrap, only=compare_only_text(cmp),
         cards=_compare_cards(cmp.metrics), metric_header=METRIC_HEADER,
         metric_rows=metric_rows(cmp.metrics), type_header=TYPE_HEADER,
-        type_rows=type_rows(cmp.by_fact_type), changed=changed, counts=changed_counts(changed),
+        type_rows=type_rows(cmp.by_fact_type), field_header=COMPARE_FIELD_HEADER,
+        field_rows=compare_field_rows(cmp), changed=changed, counts=changed_counts(changed),
         total=cmp.changed_total or len(changed),
         types=sorted({str(c["fact_type"]) for c in changed}), docs=_unique(c["doc_id"] for c in changed),
         prov=cmp.provenance, categories=compare_category_rows(cmp),
-        category_header=COMPARE_CATEGORY_HEADER, category_note=CATEGORY_NOTE)
+        category_header=COMPARE_CATEGORY_HEADER, category_note=CATEGORY_NOTE, auroc=compare_auroc_text(cmp))
 
 
 render_compare_html.__doc__ = (render_compare_html.__doc__ or "") + "\n\n" + COMPARE_DOC

@@ -16,9 +16,15 @@ from .text import (
     CATEGORY_NOTE,
     COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
+    COMPARE_FIELD_HEADER,
+    FIELD_HEADER,
+    FIELD_NOTE,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
+    RELIABILITY_HEADER,
+    REVIEW_HEADER,
+    REVIEWED_HEADER,
     TOTALS_HEADER,
     TYPE_HEADER,
     banners,
@@ -26,10 +32,16 @@ from .text import (
     category_rows,
     change_text,
     changed_counts,
+    compare_auroc_text,
     compare_category_rows,
+    compare_field_rows,
     compare_only_text,
+    confidence_corrected_note,
+    confidence_headline,
+    confidence_note,
     counts_text,
     fact_json,
+    field_rows,
     judge_corrected_note,
     judge_corrected_rows,
     judge_label,
@@ -37,9 +49,15 @@ from .text import (
     order_text,
     other_text,
     provenance_rows,
+    reliability_rows,
+    review_table,
+    reviewed_line,
+    reviewed_note,
+    reviewed_rows,
     rows_note,
     setting_text,
     status_text,
+    threshold_table,
     totals_row,
     type_rows,
     usage_text,
@@ -112,6 +130,15 @@ def _md_headline(summary: Summary) -> list[str]:
     ])
 
 
+def _md_reviewed(summary: Summary) -> list[str]:
+    """The figures with a person's verdicts (``review apply``), next to the judge's."""
+    line = reviewed_line(summary)
+    if line is None:
+        return []
+    return (["## Reviewed by a person", "", f"**{md_escape(line)}**", "", md_escape(reviewed_note(summary)), ""]
+            + _md_table(REVIEWED_HEADER, reviewed_rows(summary)))
+
+
 def _md_judge_corrected(summary: Summary) -> list[str]:
     """The figures corrected for the judge (``eval --judge-calibration``), next to the raw ones."""
     if not summary.judge_corrected:
@@ -128,6 +155,30 @@ def _md_categories(summary: Summary) -> list[str]:
     return ["## Where the errors are", "", md_escape(CATEGORY_NOTE), "", *_md_table(CATEGORY_HEADER, rows)]
 
 
+def _md_confidence(summary: Summary) -> list[str]:
+    """The extractor's confidence: the figures, the reliability bins, thresholds and review curve."""
+    c = summary.confidence
+    if c is None:
+        return []
+    out = ["## Extractor confidence", "", md_escape(confidence_note(c)), ""]
+    if c.judge_corrected:
+        out += [md_escape(confidence_corrected_note(c)), ""]
+    if c.predictions:
+        header, rows = threshold_table(c)
+        out += _md_table(RELIABILITY_HEADER, reliability_rows(c))
+        out += [md_escape(headline) + ".", ""] if (headline := confidence_headline(c)) else []
+        out += _md_table(header, rows) + _md_table(REVIEW_HEADER, review_table(c))
+    return out
+
+
+def _md_fields(summary: Summary) -> list[str]:
+    """The field-level scores, worst field first."""
+    rows = field_rows(summary)
+    if not rows:
+        return []
+    return ["## Fields", "", md_escape(FIELD_NOTE), "", *_md_table(FIELD_HEADER, rows)]
+
+
 def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str]:
     """Totals, by fact type, conflicts, worst documents and skipped lines."""
     out = ["## Totals", ""]
@@ -135,6 +186,8 @@ def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str
     out += ["## By fact type", ""]
     out += _md_table(BY_TYPE_HEADER, by_type_rows(summary.by_fact_type))
     out += _md_categories(summary)
+    out += _md_confidence(summary)
+    out += _md_fields(summary)
     out += ["## Reconciliation conflicts", ""]
     out += (_md_table(["rule", "count"], list(summary.conflicts.items()))
             if summary.conflicts else ["None.", ""])
@@ -176,6 +229,7 @@ def render_markdown(summary: Summary, worst: Sequence[Mapping[str, Any]],
     number of FN/FP/ERROR facts of the whole run. ``rows_order``: ``"worst"`` when the rows were
     selected worst documents first (:func:`~.rows.select_rows`), ``"dataset"`` when in dataset order."""
     out = _md_headline(summary)
+    out += _md_reviewed(summary)
     out += _md_judge_corrected(summary)
     out += _md_tables(summary, worst)
     out += _md_facts(summary.micro, rows, rows_total, rows_order)
@@ -216,12 +270,17 @@ def render_compare_markdown(cmp: CompareResult) -> str:
     for w in cmp.warnings:
         out += [f"Warning: {md_escape(w)}", ""]
     out += _md_table(METRIC_HEADER, metric_rows(cmp.metrics))
+    if cmp.auroc:
+        out += [md_escape(compare_auroc_text(cmp)) + ".", ""]
     out += ["## By fact type", ""]
     out += (_md_table(TYPE_HEADER, type_rows(cmp.by_fact_type)) if cmp.by_fact_type else ["None.", ""])
     categories = compare_category_rows(cmp)
     if categories:
         out += ["## Where the errors are", "", md_escape(CATEGORY_NOTE), ""]
         out += _md_table(COMPARE_CATEGORY_HEADER, categories)
+    if cmp.fields:
+        out += ["## Fields", ""]
+        out += _md_table(COMPARE_FIELD_HEADER, compare_field_rows(cmp))
     out += _md_changed(cmp)
     prov = cmp.provenance
     if prov:

@@ -11,6 +11,8 @@ from typing import Any
 from ..core.aggregate import MicroCounts, Summary
 from ..core.alerts import ERROR_SHARE_ALERT, in_scope_facts_count
 from ..core.analysis import sorted_counts, total_categories
+from ..core.confidence import ConfidenceSummary
+from ..core.fields import worst_first
 from ..io.run_models import CompareResult, MetricDiff
 from ..models import CategoryCounts, Counts, Prices, money
 from ..util.jsonutil import canonical_json
@@ -187,6 +189,24 @@ def compare_category_rows(cmp: CompareResult) -> list[list[str | int]]:
     return rows
 
 
+#: Header of the field-level table.
+FIELD_HEADER = ["fact_type", "field", "correct", "wrong", "missing", "spurious", "precision", "recall", "F1",
+                "F1 95% CI"]
+#: What the field-level counts mean, under their table (docs/concepts/metrics.md has them in full).
+FIELD_NOTE = ("Each gold fact is aligned with its linked prediction, else with its near-miss partner; list "
+              "items (field[]) are aligned one-to-one. correct: aligned and equal (a linked pair's values "
+              "all count as equal); wrong: aligned, both present, different; missing: a gold value with "
+              "no counterpart; spurious: a predicted value with no counterpart. Precision = correct / "
+              "(correct + wrong + spurious), recall = correct / (correct + wrong + missing). Worst F1 first.")
+
+
+def field_rows(summary: Summary) -> list[list[str | int]]:
+    """One row per fact type and field path of the summary's field-level scores, worst F1 first."""
+    rows = worst_first((t, path, c) for t, paths in summary.fields.items() for path, c in paths.items())
+    return [[t, path, c.correct, c.wrong, c.missing, c.spurious, fmt(c.precision), fmt(c.recall), fmt(c.f1),
+             fmt_ci((c.ci95 or {}).get("f1"))] for t, path, c in rows]
+
+
 def worst_cells(w: Mapping[str, Any]) -> list[Any]:
     """The figures of a worst-documents row (after its doc_id)."""
     return [fmt(w["precision"]), fmt(w["recall"]), fmt(w["f1"]), w["fn"], w["fp"], w["errors"]]
@@ -216,6 +236,15 @@ def type_rows(by_type: Mapping[str, Mapping[str, MetricDiff]]) -> list[list[str]
             row += [fmt(m.a), fmt(m.b), fmt_diff(m.diff), fmt_ci_diff(m.ci95) if m.ci95 else ""]
         rows.append(row)
     return rows
+
+
+#: Header of a compare's field-level table.
+COMPARE_FIELD_HEADER = ["fact_type", "field", *TYPE_HEADER[1:]]
+
+
+def compare_field_rows(cmp: CompareResult) -> list[list[str]]:
+    """A compare's field-level figures: per fact type and field path, A, B, B-A and its interval."""
+    return [[t, *row] for t, paths in cmp.fields.items() for row in type_rows(paths)]
 
 
 def status_text(s: str | None) -> str:
@@ -250,6 +279,39 @@ def judge_corrected_rows(summary: Summary) -> list[list[str]]:
             ["raw 95% CI", *(fmt_ci(ci[k]) for k in RATIO_KEYS)],
             ["judge-corrected", *(fmt(jc[k]) for k in RATIO_KEYS)],
             ["judge-corrected 95% CI", *(fmt_ci(jc["ci95"][k]) for k in RATIO_KEYS)]]
+
+
+def reviewed_line(summary: Summary) -> str | None:
+    """``reviewed: P .. R .. F1 .. on N reviewed facts`` (``review apply``), None without a review."""
+    r = summary.reviewed
+    if r is None:
+        return None
+    return f"reviewed: P {fmt(r.precision)} R {fmt(r.recall)} F1 {fmt(r.f1)} on {r.reviewed:,} reviewed facts"
+
+
+#: The columns of the reviewed figures' table (report.md).
+REVIEWED_HEADER = ["", "precision", "recall", "F1"]
+
+
+def reviewed_rows(summary: Summary) -> list[list[str]]:
+    """The judge's micro figures and the reviewed ones (:func:`reviewed_line`), side by side."""
+    r, micro = summary.reviewed, summary.micro
+    rows = [["judge", *(fmt(getattr(micro, k)) for k in RATIO_KEYS)]]
+    if r is not None:
+        rows.append([f"reviewed ({r.reviewed:,} facts)", *(fmt(getattr(r, k)) for k in RATIO_KEYS)])
+    return rows
+
+
+def reviewed_note(summary: Summary) -> str:
+    """Where the reviewed figures come from, in one paragraph."""
+    r = summary.reviewed
+    if r is None:
+        return ""
+    verdicts = ", ".join(f"{k} {v:,}" for k, v in sorted(r.by_verdict.items()))
+    return (f"The run's figures with a person's verdicts in place of the judge's where given "
+            f"(factjudge review apply of {r.source or '?'}: {r.reviewed:,} reviewed facts, {verdicts}; "
+            f"gold values corrected: {r.gold_corrections:,}, gold omissions found: {r.omissions:,}). The facts "
+            "not reviewed keep the judge's verdicts.")
 
 
 def judge_corrected_note(jc: Mapping[str, Any]) -> str:
@@ -307,3 +369,85 @@ def banners(summary: Summary) -> list[str]:
 def config_hash(config: Any) -> str:
     """8 hex digits naming a config: the same keys and values give the same hash, in any order."""
     return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:8]
+
+
+# --------------------------------------------------------------------------- extractor confidence
+
+#: Header of a report's thresholds table and of its review table.
+THRESHOLD_HEADER = ["auto-accept", "precision", "recall", "predictions kept"]
+REVIEW_HEADER = ["reviewed (lowest confidence first)", "predictions", "errors caught"]
+
+
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
+
+
+def confidence_note(c: ConfidenceSummary) -> str:
+    """The confidence figures in one paragraph: what they are over and what was left out."""
+    without = (f" {c.without_confidence:,} judged prediction{'' if c.without_confidence == 1 else 's'} "
+               f"without one{f' ({c.invalid:,} not a number in [0, 1])' if c.invalid else ''} "
+               f"{'is' if c.without_confidence == 1 else 'are'} in none of the figures."
+               ) if c.without_confidence else ""
+    return (f"The extractor's confidence (field {c.field}) against the judge's verdicts (TP correct, FP "
+            f"wrong) over {c.predictions:,} predictions: AUROC {fmt(c.auroc)} (a correct prediction "
+            f"ranked above a wrong one; 0.5 is chance), ECE {fmt(c.ece)} ({c.ece_bins} equal-width "
+            f"bins), Brier {fmt(c.brier)}.{without}")
+
+
+#: The cut point the reports put in words above the thresholds table.
+HEADLINE_THRESHOLD = 0.9
+
+
+def confidence_headline(c: ConfidenceSummary) -> str:
+    """"auto-accept at >= 0.90: precision 1.000, 53% of predictions kept" ("" without that row)."""
+    row = next((r for r in c.thresholds if r.threshold == HEADLINE_THRESHOLD), None)
+    if row is None:
+        return ""
+    return (f"auto-accept at >= {row.threshold:.2f}: precision {fmt(row.precision)}, recall "
+            f"{fmt(row.recall)}, {_share(row.kept)} of predictions kept")
+
+
+def threshold_table(c: ConfidenceSummary) -> tuple[list[str], list[list[str]]]:
+    """The thresholds table, with the judge-corrected precision and recall when there are some."""
+    jc = {r["threshold"]: r for r in (c.judge_corrected or {}).get("thresholds", ())}
+    header = THRESHOLD_HEADER + (["precision (judge-corrected)", "recall (judge-corrected)"] if jc else [])
+    rows = []
+    for r in c.thresholds:
+        row = [f">= {r.threshold:.2f}", fmt(r.precision), fmt(r.recall),
+               f"{_share(r.kept)} ({r.kept_predictions:,})"]
+        if jc:
+            row += [fmt(jc.get(r.threshold, {}).get("precision")), fmt(jc.get(r.threshold, {}).get("recall"))]
+        rows.append(row)
+    return header, rows
+
+
+def review_table(c: ConfidenceSummary) -> list[list[str]]:
+    return [[_share(r.share_reviewed), f"{r.reviewed:,}", _share(r.errors_caught)] for r in c.review]
+
+
+def confidence_corrected_note(c: ConfidenceSummary) -> str:
+    """What the judge calibration changes here ("" without one)."""
+    jc = c.judge_corrected
+    if not jc:
+        return ""
+    return (f"Judge-corrected (--judge-calibration): ECE {fmt(jc.get('ece'))}; each share of correct "
+            "predictions (a bin's, a threshold's precision and recall) times the judge's link precision / "
+            f"recall ({jc.get('factor', 0):.3f}), capped at 1. AUROC and the review curve rank predictions "
+            "and are not corrected: judge errors that do not depend on the confidence pull AUROC towards 0.5.")
+
+
+def reliability_rows(c: ConfidenceSummary) -> list[list[str]]:
+    """The reliability diagram as a table (report.md): the non-empty bins."""
+    return [[f"{b.low:.1f}-{b.high:.1f}", f"{b.predictions:,}", fmt(b.confidence), fmt(b.accuracy)]
+            for b in c.bins if b.predictions]
+
+
+RELIABILITY_HEADER = ["confidence bin", "predictions", "mean confidence", "share correct"]
+
+
+def compare_auroc_text(cmp: CompareResult) -> str:
+    """``extractor confidence AUROC ...: A 0.783, B 0.812`` ("" when neither run has a confidence)."""
+    if not cmp.auroc:
+        return ""
+    return ("extractor confidence AUROC (a correct prediction ranked above a wrong one, over the shared "
+            f"documents): A {fmt(cmp.auroc.get('a'))}, B {fmt(cmp.auroc.get('b'))}")
