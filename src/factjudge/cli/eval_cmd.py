@@ -79,6 +79,10 @@ def eval_cmd(
         None, "--judge-calibration", help="A judge calibration (the JSON of 'factjudge calibrate -o', made "
         "with this judge and config): also report precision, recall and F1 corrected for the judge's "
         "measured link errors, with 95% intervals."),
+    documents: Path | None = typer.Option(
+        None, "--documents", help="The documents' texts, one per line {\"doc_id\", \"text\"} (default: the "
+        "text the inputs carry, if any): each prediction is checked against its text (found in the "
+        "source or not; an FP found there is a possible gold omission) and the document view shows it."),
     *,
     opts: JudgeOptions,
     gate: Gate,
@@ -95,7 +99,7 @@ def eval_cmd(
                               zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
 
     def run() -> int:
-        calibrated = with_calibration(settings, judge_calibration)
+        calibrated = with_documents(with_calibration(settings, judge_calibration), documents)
         if batch_opts.wanted:  # what the flags alone refuse, before the config is read
             check_batch(batch_opts, opts)
         # the one request of the run: the config parsed once, for every way of running
@@ -135,6 +139,15 @@ def with_calibration(settings: ReportSettings, path: Path | None) -> ReportSetti
     from ..evaluation.calibrate import load_judge_calibration
 
     return dataclasses.replace(settings, judge_calibration=load_judge_calibration(path))
+
+
+def with_documents(settings: ReportSettings, path: Path | None) -> ReportSettings:
+    """``settings`` with the documents file checked and indexed (a bad one stops the run first)."""
+    if path is None:
+        return settings
+    from ..io.documents import DocumentTexts
+
+    return dataclasses.replace(settings, documents=DocumentTexts(path))
 
 
 def _tracked(mlflow: bool, work: Callable[[], int]) -> int:

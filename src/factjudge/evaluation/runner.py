@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import json
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,10 +35,12 @@ from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.confidence import corrected as confidence_corrected
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
+from ..core.grounding import SourceCounts
 from ..core.scope import merge_warnings, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, open_dataset
+from ..io.documents import DocumentTexts
 from ..io.files import write_atomic
 from ..io.run_models import RUN_KEYS, RunManifest
 from ..io.runfolder import (
@@ -175,6 +177,9 @@ class ReportSettings:
     #: A judge calibration (``eval --judge-calibration``): summary.json then gives the figures
     #: corrected for the judge's measured link errors (``judge_corrected``).
     judge_calibration: JudgeCalibration | None = None
+    #: The documents' texts (``eval --documents``), in place of those the inputs carry: facts
+    #: are then checked against their source (summary.json's ``source``, the document view).
+    documents: DocumentTexts | None = None
 
 
 def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> RunManifest:
@@ -250,6 +255,11 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     ``created`` (ISO time, default now) is the provenance time of the results."""
     agg = Aggregator(zero_division=settings.zero_division)
     order: list[tuple[tuple[float, int, int], str, int, int]] = []
+    from ..judges.rules.locate import finder  # the normaliser (the rules judge's package): at the end only
+
+    texts = _texts(dataset, settings.documents)
+    source = SourceCounts("documents file" if settings.documents is not None else "inputs")
+    find = finder(config.ignore_company_suffixes)
     with contextlib.ExitStack() as stack:
         facts_csv = None
         if settings.csv:
@@ -259,6 +269,9 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         shape = InputShape()
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line, config.confidence_field))
+            doc_id, text = next(texts)
+            assert doc_id == line["doc_id"], doc_id  # both in dataset order
+            source.add(doc_id, line.get("predicted_facts", ()), text, find)
             shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
             warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
@@ -281,6 +294,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
                                    *agg.confidence.warnings()], dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
+    if source.summary.documents:
+        summary.source = source.summary
     if settings.judge_calibration is not None:
         add_judge_corrected(summary, list(zip(*agg.keys, strict=True)), settings.judge_calibration, settings)
     lines = _report_lines(store, sorted(order), settings.report_rows)
@@ -290,14 +305,27 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
              + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
     rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
     worst = agg.worst()
+    view_texts = ({d: t for d, t in _texts(dataset, settings.documents, {line["doc_id"] for line in wrong})
+                   if t is not None} if summary.source is not None else {})
     write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst"))
     write_atomic(out_dir / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
-                                                     documents=wrong))
+                                                     documents=wrong, texts=view_texts, find=find,
+                                                     omissions=source.omissions))
     folder = RunFolder(out_dir)  # every document, for review.html's queue (streamed: rewritten above)
-    write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True))))
+    write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True)),
+                                                      omissions=source.omission_keys))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary
+
+
+def _texts(dataset: Dataset, documents: DocumentTexts | None,
+           only: Container[str] | None = None) -> Iterator[tuple[str, str | None]]:
+    """(doc_id, text) of the documents (those in ``only``) in dataset order: from the documents
+    file when one is given, else as the inputs carry them."""
+    if documents is None:
+        return dataset.texts(only)
+    return ((i.doc_id, documents.text(i.doc_id)) for i in dataset.infos if only is None or i.doc_id in only)
 
 
 def add_judge_corrected(summary: Summary, keys: Sequence[Sequence[int]], calibration: JudgeCalibration,
