@@ -307,7 +307,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     worst = agg.worst()
     view_texts = ({d: t for d, t in _texts(dataset, settings.documents, {line["doc_id"] for line in wrong})
                    if t is not None} if summary.source is not None else {})
-    write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst"))
+    write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst",
+                                                     omissions=source.omissions))
     write_atomic(out_dir / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
                                                      documents=wrong, texts=view_texts, find=find,
                                                      omissions=source.omissions))

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.grounding import SourceSummary
+from ..core.scope import EVIDENCE
 from .rows import shown_fields
 
 SOURCE_HEADER = ["fact type", "predicted", "found in the source", "not found", "possible gold omissions",
@@ -42,4 +43,4 @@ def source_rows(s: SourceSummary) -> list[list[Any]]:
 def omission_rows(omissions: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[Any]]:
     """The listed possible gold omissions: doc_id, fact type, id, its fields as ``k: v`` text."""
     return [[doc_id, str(f.get("fact_type")), str(f.get("id")),
-             "; ".join(f"{k}: {v}" for k, v in shown_fields(f).items())] for doc_id, f in omissions]
+             "; ".join(f"{k}: {v}" for k, v in shown_fields(f).items() if k != EVIDENCE)] for doc_id, f in omissions]
