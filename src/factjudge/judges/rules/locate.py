@@ -20,7 +20,8 @@ MAX_CHARS = 1_000_000
 #: A value of more words than this is not searched (a paragraph is no fact's value).
 MAX_WORDS = 64
 _CHUNK = re.compile(r"\S+")
-_EDGE = re.compile(r"^\W+|\W+$")
+#: Punctuation around a chunk, left out of its mark ("(aspirin)," marks "aspirin"; "$3.5m" keeps its "$").
+_EDGE = re.compile("^[(\\[{\"'\u201c\u2018\u00ab]+|[)\\]}\"'\u201d\u2019\u00bb,.;:!?]+$")
 
 
 class TextIndex:
