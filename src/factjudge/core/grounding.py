@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -110,7 +111,7 @@ def segments(text: str, marks: Iterable[tuple[Span, str]]) -> list[tuple[str, li
     kept = [((max(0, s), min(len(text), e)), k) for (s, e), k in marks if s < e and s < len(text)]
     cuts = sorted({0, len(text), *(p for (s, e), _ in kept for p in (s, e))})
     out: list[tuple[str, list[str]]] = []
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in pairwise(cuts):
         keys = [k for (s, e), k in kept if s <= a and b <= e]
         if out and not keys and not out[-1][1]:
             out[-1] = (out[-1][0] + text[a:b], [])
