@@ -1,9 +1,12 @@
 """``eval --judge-calibration CAL.json``: the figures corrected for the judge's measured link errors,
 the warnings when the calibration was made otherwise, and the refusals of a bad file."""
 import json
+import os
+import subprocess
+import sys
 
 import pytest
-from evalkit import CONFIG, DOCS, run_cli, write_jsonl
+from evalkit import CONFIG, DOCS, ROOT, run_cli, write_jsonl
 
 
 def _label(i, gold, pred, match):
@@ -116,3 +119,21 @@ def test_a_missing_calibration_file(tmp_path):
     proc = run_cli("eval", data, "-o", tmp_path / "out", "--judge-calibration", tmp_path / "nope.json")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert str(tmp_path / "nope.json") in proc.stderr
+
+
+def test_calibrate_text_is_stdout_whole_and_the_wrote_line_stderr_alone(tmp_path):
+    """The text report on stdout, read separately and merged with stderr as a shell's ``2>&1``
+    does (a real process: the buffers and ``os._exit``): whole, ending on its last line, and the
+    ``wrote`` line on stderr on a line of its own after it."""
+    labels, out = ROOT / "benchmarks" / "labelled" / "dev" / "finance.jsonl", tmp_path / "x.json"
+    argv = [sys.executable, "-m", "factjudge", "calibrate", str(labels), "-o", str(out)]
+    env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(tmp_path / "cache")}
+    apart = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert apart.returncode == 0, apart.stderr
+    assert apart.stdout.startswith("calibration: 39 labels, 39 scored, 0 errors | accuracy ")
+    assert "\n\nby category\ncategory " in apart.stdout and "\n\nby fact_type\nfact_type " in apart.stdout
+    assert not apart.stdout.endswith("\n\n")  # no blank line left before the next output
+    assert apart.stderr == f"wrote {out}\n"
+    merged = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            timeout=120)
+    assert merged.stdout == apart.stdout + apart.stderr

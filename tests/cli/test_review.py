@@ -4,6 +4,7 @@ or cut export refused) and ``factjudge calibrate`` reading the export as it stan
 import csv
 import hashlib
 import json
+import re
 
 import pytest
 from evalkit import REVIEW_DOCS as DOCS
@@ -59,6 +60,64 @@ def test_review_apply_gives_the_hand_counted_figures_and_the_corrected_gold(revi
     assert lines[1] == data.read_text(encoding="utf-8").splitlines()[1]
     assert "gold: 1 facts corrected, 1 added (omissions)" in proc.stdout
     assert digest(data, export) == before  # the inputs are only read
+
+
+def _card(html, ident):
+    """A card of report.html: its value and the line under it."""
+    found = re.search(rf'<div class="value" id="{ident}">([^<]*)</div><div class="ci">([^<]*)</div>', html)
+    return found and found.groups()
+
+
+def test_review_apply_shows_the_reviewed_figures_beside_the_judges_in_both_reports(reviewed):
+    _, out, export = reviewed
+    md_before = (out / "report.md").read_text(encoding="utf-8")
+    html_before = (out / "report.html").read_text(encoding="utf-8")
+    assert "Reviewed by a person" not in md_before and _card(html_before, "reviewed") is None
+    proc = run_cli("review", "apply", out, export)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads((out / "summary.json").read_text())["reviewed"]
+    line = f"reviewed: P {r['precision']:.3f} R {r['recall']:.3f} F1 {r['f1']:.3f} on {r['reviewed']} reviewed facts"
+    assert line == "reviewed: P 0.600 R 0.600 F1 0.600 on 5 reviewed facts"  # the hand count above
+    md = (out / "report.md").read_text(encoding="utf-8")
+    section = md[md.index("## Reviewed by a person"):md.index("## Totals")]
+    assert f"**{line}**" in section
+    assert "| judge | 0.400 | 0.500 | 0.444 |" in section
+    assert "| reviewed \\(5 facts\\) | 0.600 | 0.600 | 0.600 |" in section
+    assert md.replace(section, "") == md_before  # the rest as eval wrote it
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert _card(html, "reviewed") == ("0.600", "P 0.600 R 0.600 on 5 reviewed facts")
+    assert _card(html, "micro-f1") == _card(html_before, "micro-f1") == ("0.444", "95% CI [0.286, 1.000]")
+    assert f"<strong>{line}</strong>" in html
+    assert f"{out / 'report.md'}, {out / 'report.html'}" in proc.stderr
+    # applied again (the same export): the same reports, the section once
+    assert run_cli("review", "apply", out, export).returncode == 0
+    assert (out / "report.md").read_text(encoding="utf-8") == md
+
+
+def test_review_apply_keeps_the_rows_eval_listed(tmp_path):
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS)
+    out = tmp_path / "out"
+    assert run_cli("eval", data, "-o", out, "--report-rows", "1").returncode == 0
+    assert json.loads((out / "summary.json").read_text())["report_rows"] == 1
+    before = (out / "report.md").read_text(encoding="utf-8")
+    export = write_jsonl(tmp_path / "review.jsonl", export_lines(review_data(out), VERDICTS))
+    assert run_cli("review", "apply", out, export).returncode == 0
+    after = (out / "report.md").read_text(encoding="utf-8")
+    facts = after.index("## FN, FP and ERROR facts")
+    assert after[facts:] == before[before.index("## FN, FP and ERROR facts"):]
+
+
+def test_review_apply_never_writes_through_a_linked_report(reviewed, tmp_path):
+    _, out, export = reviewed
+    mine = tmp_path / "mine.md"
+    mine.write_text("my notes\n", encoding="utf-8")
+    (out / "report.md").unlink()
+    (out / "report.md").symlink_to(mine)
+    summary = (out / "summary.json").read_bytes()
+    proc = run_cli("review", "apply", out, export, "-o", tmp_path / "corrected.jsonl")
+    assert proc.returncode == 2 and "report.md: not a file factjudge wrote" in proc.stderr
+    assert mine.read_text(encoding="utf-8") == "my notes\n"
+    assert (out / "summary.json").read_bytes() == summary and not (tmp_path / "corrected.jsonl").exists()
 
 
 def test_the_next_run_on_the_corrected_gold_scores_the_reviewed_pairs(reviewed, tmp_path):

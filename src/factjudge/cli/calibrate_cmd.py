@@ -53,7 +53,7 @@ def _calibrate(labels: Path | None, builtin: bool, config: Path | None, output: 
         u = report.usage
         report = report.model_copy(update=opts.prices.usage_fields(
             u.prompt_tokens, u.cached_prompt_tokens, u.completion_tokens))
-    typer.echo(format_report(report))
+    typer.echo(format_report(report), nl=False)  # the text ends with its newline: no blank line after it
     if report.usage is not None:
         say(usage_text(Usage(**report.usage.model_dump())) + cost_text(report.model_dump()))
     if output is not None:

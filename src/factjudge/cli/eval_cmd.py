@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ..core.aggregate import ZeroDivision
+from ..core.aggregate import REPORT_ROWS, ZeroDivision
 from ..errors import InputError
 from ..evaluation.runner import EvalRun, ReportSettings, evaluate_async
 from ..io.datasets import Dataset, open_dataset
@@ -66,7 +66,7 @@ def eval_cmd(
                                       "bad ones in the summary, instead of stopping."),
     bootstrap: int = typer.Option(1000, "--bootstrap", min=1, help="Bootstrap resamples for the 95% intervals."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-    report_rows: int = typer.Option(5000, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in "
+    report_rows: int = typer.Option(REPORT_ROWS, "--report-rows", min=0, help="Most FN/FP/ERROR rows shown in "
                                     "the reports (all are in results.jsonl)."),
     zero_division: ZeroDivisionOpt = typer.Option(
         ZeroDivisionOpt.skip, "--zero-division", help="Macro averages: a document's undefined precision "

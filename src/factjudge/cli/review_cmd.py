@@ -25,13 +25,14 @@ def apply_cmd(
                                      "first input, the dataset or --gold of eval)."),
 ) -> None:
     """Recompute the run's figures with the person's verdicts in place of the judge's (into
-    summary.json's "reviewed" and review.html) and write the gold with the person's corrections
+    summary.json's "reviewed", report.md, report.html and review.html) and write the gold with the person's corrections
     and the omissions they found as a new file."""
 
     def run() -> None:
         applied = apply_review(output_dir, export, output, gold)
         typer.echo(applied.text(), nl=False)
-        say(f"wrote {output_dir / 'summary.json'} (reviewed), {output_dir / 'review.html'}"
+        say(f"wrote {output_dir / 'summary.json'} (reviewed), "
+            + ", ".join(str(output_dir / n) for n in ("report.md", "report.html", "review.html"))
             + (f", {output}" if output is not None else ""))
 
     run_command(run, interrupted="nothing written")

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, Field
+
 from ..util.jsonutil import canonical_json
 from .metrics import f1_score, ratio
 
@@ -118,6 +120,29 @@ class ReviewedFigures:
                 "tp_predicted": self.tp_predicted, "fp": self.fp, "tp_gold": self.tp_gold, "fn": self.fn,
                 "by_verdict": self.by_verdict, "by_kind": self.by_kind, "agreement": self.agreement,
                 "gold_corrections": self.gold_corrections, "omissions": self.omissions}
+
+
+class ReviewedSummary(BaseModel):
+    """``summary.json``'s ``reviewed`` (``factjudge review apply``): :meth:`ReviewedFigures.to_dict`,
+    the export it came from and the reviews the judge-corrected intervals need."""
+
+    reviewed: int = 0
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    tp_predicted: int = 0
+    fp: int = 0
+    tp_gold: int = 0
+    fn: int = 0
+    by_verdict: dict[str, int] = Field(default_factory=dict)
+    by_kind: dict[str, int] = Field(default_factory=dict)
+    agreement: dict[str, int] = Field(default_factory=dict)
+    gold_corrections: int = 0
+    omissions: int = 0
+    #: The review export applied, as given.
+    source: str = ""
+    #: Per figure (``precision``, ``recall``), per interval width: the reviews needed.
+    needed: dict[str, dict[str, int]] = Field(default_factory=dict)
 
 
 def reviewed_figures(lines: Iterable[Mapping[str, Any]], reviews: Sequence[Review]) -> ReviewedFigures:

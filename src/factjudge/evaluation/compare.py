@@ -3,7 +3,7 @@ and per fact type, and the facts whose status changed. Reads the runs' folders l
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._version import __version__
 from ..core.aggregate import paired_bootstrap
@@ -13,7 +13,7 @@ from ..errors import InputError
 from ..io.files import write_atomic
 from ..io.run_models import CompareResult
 from ..io.runfolder import RunFolder, read_eval_dir
-from ..models import CategoryCounts
+from ..models import CategoryCounts, line_analysis
 from ..reports.format import fmt
 from ..reports.html import render_compare_html
 from ..reports.markdown import render_compare_markdown
@@ -38,7 +38,8 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
     if differ:
         warnings.append(f"the gold facts differ in {differ} of the {len(common)} shared documents; "
                         "the comparison may not be fair")
-    keys_a, keys_b, changed, total, categories, auroc = _by_document(dir_a, dir_b, set(common))
+    docs = _by_document(dir_a, dir_b, set(common))
+    keys_a, keys_b, fields = docs.keys_a, docs.keys_b, docs.fields
     types = sorted({t for k in (*keys_a.values(), *keys_b.values()) for t in k})
     zero = (0, 0, 0, 0)
     return CompareResult(
@@ -49,8 +50,14 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
         by_fact_type={t: paired_bootstrap([keys_a[d].get(t, zero) for d in common],
                                           [keys_b[d].get(t, zero) for d in common], resamples, seed)
                       for t in types},
-        changed=changed, changed_total=total,
-        provenance={"factjudge": __version__}, categories=categories, auroc=auroc,
+        changed=docs.changed, changed_total=docs.total,
+        provenance={"factjudge": __version__}, categories=docs.categories, auroc=docs.auroc,
+        fields={t: {path: paired_bootstrap([fields["a"].get(d, {}).get((t, path), zero) for d in common],
+                                           [fields["b"].get(d, {}).get((t, path), zero) for d in common],
+                                           resamples, seed)
+                    for path in sorted({p for run in fields.values() for keys in run.values() for (u, p) in keys
+                                        if u == t})}
+                for t in sorted({t for run in fields.values() for keys in run.values() for (t, _) in keys})},
     )
 
 
@@ -72,13 +79,34 @@ def _settings_warnings(dir_a: Path, dir_b: Path, key: str, what: str) -> list[st
             "not be fair"]
 
 
-def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
-        dict[str, dict[str, tuple[int, int, int, int]]], dict[str, dict[str, tuple[int, int, int, int]]],
-        list[dict[str, Any]], int, dict[str, dict[str, CategoryCounts]], dict[str, float | None]]:
-    """Per fact type keys of both runs, the changed facts, each run's categories and the AUROC of
-    its predictions' confidence (empty when neither carries one; :mod:`factjudge.core.confidence`),
-    one document in memory at a time: B's lines are streamed, A's line of the same document is read
-    at its offset."""
+_FieldKeys = dict[str, dict[str, dict[tuple[str, str], tuple[int, int, int, int]]]]
+
+
+def _field_keys(line: dict[str, Any]) -> dict[tuple[str, str], tuple[int, int, int, int]]:
+    """A result line's field counts as bootstrap keys, (fact type, path) -> (correct, wrong +
+    spurious, correct, wrong + missing): :func:`~factjudge.core.aggregate.key_prf` of them is the
+    field's precision, recall and F1."""
+    return {(t, path): (c.correct, c.wrong + c.spurious, c.correct, c.wrong + c.missing)
+            for t, paths in line_analysis(line).fields.items() for path, c in paths.items()}
+
+
+class _Documents(NamedTuple):
+    """What :func:`_by_document` reads from the shared documents of two runs."""
+
+    keys_a: dict[str, dict[str, tuple[int, int, int, int]]]
+    keys_b: dict[str, dict[str, tuple[int, int, int, int]]]
+    changed: list[dict[str, Any]]
+    total: int
+    categories: dict[str, dict[str, CategoryCounts]]
+    auroc: dict[str, float | None]
+    fields: _FieldKeys
+
+
+def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> _Documents:
+    """Per fact type keys of both runs, the changed facts, each run's categories, the AUROC of
+    its predictions' confidence (empty when neither carries one; :mod:`factjudge.core.confidence`)
+    and its field keys per document, one document in memory at a time: B's lines are streamed, A's
+    line of the same document is read at its offset."""
     run_a = RunFolder(dir_a)
     index_a = run_a.index(finished=True)
     keys_a: dict[str, dict[str, tuple[int, int, int, int]]] = {}
@@ -88,6 +116,7 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
     categories: dict[str, dict[str, CategoryCounts]] = {"a": {}, "b": {}}
     confidence = {"a": ConfidenceAccumulator(), "b": ConfidenceAccumulator()}
     named = {run: _confidence_field(d) for run, d in (("a", dir_a), ("b", dir_b))}
+    fields: _FieldKeys = {"a": {}, "b": {}}
     with run_a.results.open("rb") as fa:
         for line_b in RunFolder(dir_b).lines(finished=True):
             doc_id = line_b["doc_id"]
@@ -96,6 +125,7 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
             line_a = run_a.line_at(fa, index_a[doc_id])
             keys_a[doc_id], keys_b[doc_id] = fact_type_keys(line_a), fact_type_keys(line_b)
             for run, line in (("a", line_a), ("b", line_b)):
+                fields[run][doc_id] = _field_keys(line)
                 for t, counts in count_categories(line).items():
                     categories[run].setdefault(t, CategoryCounts()).add(counts)
                 confidence[run].add(doc_confidence(line, named[run]), doc_id)
@@ -105,7 +135,8 @@ def _by_document(dir_a: Path, dir_b: Path, common: set[str]) -> tuple[
     summaries = {run: acc.summary() for run, acc in confidence.items()}
     auroc = {run: None if c is None else c.auroc for run, c in summaries.items()} \
         if any(summaries.values()) else {}
-    return keys_a, keys_b, changed, total, {run: sorted_counts(c) for run, c in categories.items()}, auroc
+    return _Documents(keys_a, keys_b, changed, total, {run: sorted_counts(c) for run, c in categories.items()},
+                      auroc, fields)
 
 
 def _confidence_field(run_dir: Path) -> str | None:

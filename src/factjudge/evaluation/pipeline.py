@@ -5,14 +5,22 @@ import asyncio
 import hashlib
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from ..core.alerts import document_warnings
 from ..core.analysis import analyse
+from ..core.fields import FieldComparer, Match, count_fields, field_counts
 from ..core.metrics import compute_metrics
 from ..core.reconcile import Outcome, reconcile
-from ..core.scope import compared_fields, in_scope_facts, matching_rules_check, nothing_to_compare, read_by_default
+from ..core.scope import (
+    compared_fields,
+    fact_fields,
+    in_scope_facts,
+    matching_rules_check,
+    nothing_to_compare,
+    read_by_default,
+)
 from ..errors import FactJudgeWarning
 from ..io.config import parse_config
 from ..io.facts import coerce_facts
@@ -337,15 +345,31 @@ async def run_judge_async(
 def _analysis(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
               dropped: list[tuple[Direction, str, str]], config: JudgeConfig,
               fields: dict[str, tuple[str, ...]] | None) -> Analysis:
-    """Near misses, merges and splits (:func:`factjudge.core.analysis.analyse`), with the rules
-    judge's field comparison whichever judge ran: one closeness measure everywhere."""
+    """Near misses, merges and splits (:func:`factjudge.core.analysis.analyse`) and the field-level
+    counts (:func:`factjudge.core.fields.count_fields`), with the rules judge's field comparison
+    whichever judge ran: one closeness measure everywhere."""
     fn_types = {f["fact_type"] for f in gold if f["status"] == "FN"}
+    prepare: list[Any] = []  # the facts normalised once, for the ranker and the field comparison
     if not any(f["status"] == "FP" and f["fact_type"] in fn_types for f in predicted):
-        return analyse(gold, predicted, dropped, lambda subjects, candidates: [])  # no pair to look for
-    # only now: a run without an FN and an FP of one type never loads the rules judge
-    from ..judges.rules.closeness import rules_ranker
+        analysis = analyse(gold, predicted, dropped, lambda subjects, candidates: [])  # no pair to look for
+    else:
+        # only now: a run without an FN and an FP of one type never loads the rules judge
+        from ..judges.rules.closeness import preparer, rules_ranker
 
-    return analyse(gold, predicted, dropped, rules_ranker(config, fields))
+        prepare.append(preparer(config))
+        analysis = analyse(gold, predicted, dropped, rules_ranker(config, fields, prepare=prepare[0]))
+    comparer: list[FieldComparer] = []
+
+    def compare(g: Mapping[str, Any], p: Mapping[str, Any], names: Sequence[str]) -> Mapping[str, Match]:
+        if not comparer:  # only when a pair needs it: flat facts linked need no comparison
+            from ..judges.rules.fieldscore import rules_field_comparer
+
+            comparer.append(rules_field_comparer(config, *prepare))
+        return comparer[0](g, p, names)
+
+    analysis.fields = field_counts(count_fields(gold, predicted, analysis,
+                                                lambda f: fact_fields(f, config, fields), compare))
+    return analysis
 
 
 def _assemble(facts: list[dict[str, Any]], answers: Mapping[str, _Answer],

@@ -1,9 +1,10 @@
 """A person's review fed back into a run (``factjudge review apply``): the run's figures with the
-person's verdicts in place of the judge's, in ``summary.json``'s ``reviewed`` and review.html,
-and the gold set with the person's corrections, written as a new file.
+person's verdicts in place of the judge's, in ``summary.json``'s ``reviewed``, report.md,
+report.html and review.html, and the gold set with the person's corrections, written as a new file.
 
-Only files factjudge wrote in the run folder are rewritten (``summary.json`` and review.html,
-atomically); the export, the gold and the other inputs are read, never written. An export from
+Only files factjudge wrote in the run folder are rewritten (``summary.json`` and the reports,
+atomically, under the folder's lock: a run into the folder meanwhile is refused); the export, the
+gold and the other inputs are read, never written. An export from
 another run (judge, config or inputs differ) is refused with the reason.
 """
 from __future__ import annotations
@@ -14,16 +15,27 @@ from pathlib import Path
 from typing import Any
 
 from ..core.aggregate import Summary
-from ..core.review import ReviewedFigures, identity_mismatch, reviewed_figures, reviews_needed, run_identity
+from ..core.review import (
+    ReviewedFigures,
+    ReviewedSummary,
+    identity_mismatch,
+    reviewed_figures,
+    reviews_needed,
+    run_identity,
+)
 from ..errors import InputError
-from ..io.files import write_atomic
+from ..io.files import same_file, write_atomic
 from ..io.review import GoldChanges, ReviewExport, load_review, write_corrected_gold
-from ..io.runfolder import REVIEW_HTML, SUMMARY, RunFolder
+from ..io.runfolder import REPORT_HTML, REPORT_MD, REVIEW_HTML, SUMMARY, FolderLock, RunFolder
 from ..reports.format import fmt
 from ..reports.review import WIDTHS, render_review
 from .calibrate import confusion
+from .runner import rewrite_reports
 
 __all__ = ["ReviewApplied", "apply_review", "folder_identity"]
+
+#: The files of the run folder ``review apply`` rewrites.
+REWRITTEN = (SUMMARY, REPORT_MD, REPORT_HTML, REVIEW_HTML)
 
 
 def folder_identity(folder: RunFolder, summary: dict[str, Any]) -> dict[str, str]:
@@ -83,9 +95,30 @@ def _needed(summary: Summary, figures: ReviewedFigures) -> dict[str, dict[str, i
 def apply_review(out_dir: Path, export_path: Path, output: Path | None = None,
                  gold: Path | None = None) -> ReviewApplied:
     """Apply a review export to the finished run in ``out_dir``: ``summary.json`` gains the
-    reviewed figures, review.html shows them, and with ``output`` the corrected gold is written
-    there (``gold``: the gold input, default the run's first input)."""
+    reviewed figures, report.md, report.html and review.html show them, and with ``output`` the
+    corrected gold is written there (``gold``: the gold input, default the run's first input)."""
     folder = RunFolder(out_dir).require()
+    with FolderLock(folder.path):
+        return _apply(folder, export_path, output, gold)
+
+
+def _check_own(folder: RunFolder, inputs: list[Path]) -> None:
+    """Refuse, before anything is written, to replace what factjudge did not write: a report that
+    is a link or no regular file (replacing it would write what it points at), or an input (the
+    export saved as report.md)."""
+    for name in REWRITTEN:
+        path = folder.path / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise InputError(f"{path}: not a file factjudge wrote (a link or no regular file); "
+                             "review apply rewrites it: move it away first")
+        for source in inputs:
+            if same_file(source, path):
+                raise InputError(f"{source}: an input of this review is the run's {name}, which "
+                                 "review apply rewrites; move it first")
+
+
+def _apply(folder: RunFolder, export_path: Path, output: Path | None, gold: Path | None) -> ReviewApplied:
+    out_dir = folder.path
     raw = folder.summary()
     export: ReviewExport = load_review(export_path)
     why = identity_mismatch(export.run, folder_identity(folder, raw))
@@ -102,15 +135,17 @@ def apply_review(out_dir: Path, export_path: Path, output: Path | None = None,
         gold = gold or (inputs[0] if inputs else None)
         if gold is None:
             raise InputError(f"{out_dir}: the run does not record its inputs; give the gold with --gold")
+    _check_own(folder, [*inputs, *([gold] if gold is not None else []), export_path])
     figures = reviewed_figures(folder.lines(), export.reviews)
     applied = ReviewApplied(figures, {"precision": summary.micro.precision, "recall": summary.micro.recall,
                                       "f1": summary.micro.f1}, needed=_needed(summary, figures))
     if output is not None and gold is not None:
         changes = GoldChanges.of(export)
         applied.corrected = write_corrected_gold(gold, output, changes, [*inputs, export_path,
-                                                                          *(folder.path / n for n in (SUMMARY,))])
+                                                                          *(folder.path / n for n in REWRITTEN)])
         applied.gold, applied.output, applied.added = gold, output, changes.fact_count()[1]
-    summary.reviewed = {**figures.to_dict(), "source": str(export_path), "needed": applied.needed}
+    summary.reviewed = ReviewedSummary(**figures.to_dict(), source=str(export_path), needed=applied.needed)
+    rewrite_reports(folder, summary)
     write_atomic(folder.path / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines())))
     write_atomic(folder.path / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2,
                                                    ensure_ascii=False) + "\n")

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._version import __version__
-from ..core.aggregate import Aggregator, Summary, ZeroDivision, doc_stats
+from ..core.aggregate import REPORT_ROWS, Aggregator, Summary, ZeroDivision, doc_stats
 from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.confidence import corrected as confidence_corrected
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
-from ..core.grounding import SourceCounts
+from ..core.grounding import Finder, SourceCounts
 from ..core.scope import merge_warnings, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
@@ -168,7 +168,7 @@ class ReportSettings:
 
     resamples: int = 1000
     seed: int = 0
-    report_rows: int = 5000
+    report_rows: int = REPORT_ROWS
     zero_division: ZeroDivision = "skip"
     #: Also write ``facts.csv``: one row per fact of every document.
     csv: bool = False
@@ -254,7 +254,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     the final files depend only on the finished lines, never on how they were judged.
     ``created`` (ISO time, default now) is the provenance time of the results."""
     agg = Aggregator(zero_division=settings.zero_division)
-    order: list[tuple[tuple[float, int, int], str, int, int]] = []
+    order: list[OrderEntry] = []
     from ..judges.rules.locate import finder  # the normaliser (the rules judge's package): at the end only
 
     texts = _texts(dataset, settings.documents)
@@ -276,9 +276,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
                 facts_csv.add(line)
-            m = line["metrics"]
-            order.append((worst_order_key(m, index), line["doc_id"], m["fn"] + m["fp"] + m["errors"],
-                          m["tp_gold"] + m["tp_predicted"]))
+            order.append(_order_entry(line, index))
     summary = agg.summary(settings.resamples, settings.seed)
     summary.usage.update({k: v for k, v in judge.run_info().items() if v is not None})
     if settings.prices is not None:  # from the summed tokens the server reported, reused documents too
@@ -298,21 +296,15 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         summary.source = source.summary
     if settings.judge_calibration is not None:
         add_judge_corrected(summary, list(zip(*agg.keys, strict=True)), settings.judge_calibration, settings)
-    lines = _report_lines(store, sorted(order), settings.report_rows)
-    tp_rows = min(settings.report_rows, TP_ROWS)
-    rows = select_rows(lines, settings.report_rows, tp_limit=tp_rows)
-    wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
-             + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
-    rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
-    worst = agg.worst()
-    view_texts = ({d: t for d, t in _texts(dataset, settings.documents, {line["doc_id"] for line in wrong})
-                   if t is not None} if summary.source is not None else {})
-    write_atomic(out_dir / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst",
-                                                     omissions=source.omissions))
-    write_atomic(out_dir / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
-                                                     documents=wrong, texts=view_texts, find=find,
-                                                     omissions=source.omissions))
-    folder = RunFolder(out_dir)  # every document, for review.html's queue (streamed: rewritten above)
+    summary.report_rows = settings.report_rows
+    folder = RunFolder(out_dir)  # rewritten above: every line streamed in dataset order
+
+    def view_texts(doc_ids: set[str]) -> dict[str, str]:
+        """The texts of the documents the document view shows (at most 50 held at once)."""
+        return {d: t for d, t in _texts(dataset, settings.documents, doc_ids) if t is not None}
+
+    write_reports(folder, summary, order, agg.worst(), omissions=source.omissions,
+                  texts=view_texts if summary.source is not None else None, find=find)
     write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True)),
                                                       omissions=source.omission_keys))
     # last, so its presence means the whole run finished
@@ -361,8 +353,53 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _report_lines(store: ResultStore, order: list[tuple[tuple[float, int, int], str, int, int]],
-                  rows: int) -> list[dict[str, Any]]:
+#: A document's place in the reports: its worst-first sort key, its doc_id, its FN+FP+ERROR and
+#: TP facts.
+OrderEntry = tuple[tuple[float, int, int], str, int, int]
+
+
+def _order_entry(line: Mapping[str, Any], index: int) -> OrderEntry:
+    m = line["metrics"]
+    return (worst_order_key(m, index), line["doc_id"], m["fn"] + m["fp"] + m["errors"],
+            m["tp_gold"] + m["tp_predicted"])
+
+
+def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntry],
+                  worst: Sequence[Mapping[str, Any]], *,
+                  omissions: Sequence[tuple[str, Mapping[str, Any]]] = (),
+                  texts: Callable[[set[str]], Mapping[str, str]] | None = None,
+                  find: Callable[[str], Finder] | None = None) -> None:
+    """report.md and report.html of the finished run in ``folder`` (its ``results.jsonl`` in
+    dataset order), ``order`` one :data:`OrderEntry` per line, ``worst`` the worst documents
+    (:meth:`~factjudge.core.aggregate.Aggregator.worst`), ``summary.report_rows`` rows listed.
+    ``omissions``: the possible gold omissions listed; ``texts(doc_ids)`` the texts of the
+    documents the document view shows, ``find`` the value search (None: no text shown)."""
+    report_rows = summary.report_rows
+    lines = _report_lines(folder, sorted(order), report_rows)
+    rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS))
+    wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
+             + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
+    rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
+    shown = texts({line["doc_id"] for line in wrong}) if texts is not None else None
+    write_atomic(folder.path / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst",
+                                                         omissions=omissions))
+    write_atomic(folder.path / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
+                                                        documents=wrong, texts=shown, find=find,
+                                                        omissions=omissions))
+
+
+def rewrite_reports(folder: RunFolder, summary: Summary) -> None:
+    """report.md and report.html of a finished run written again from its folder (``review
+    apply``: the summary gained the reviewed figures), as :func:`finish_run` wrote them."""
+    agg = Aggregator()
+    order: list[OrderEntry] = []
+    for index, line in enumerate(folder.lines(finished=True)):
+        agg.add(doc_stats(line))
+        order.append(_order_entry(line, index))
+    write_reports(folder, summary, order, agg.worst())
+
+
+def _report_lines(folder: RunFolder, order: list[OrderEntry], rows: int) -> list[dict[str, Any]]:
     """The result lines the reports show, worst document first: enough for ``rows`` failing
     rows and the TP spot checks, and the documents of the document view."""
     wanted: set[str] = set()
@@ -375,7 +412,7 @@ def _report_lines(store: ResultStore, order: list[tuple[tuple[float, int, int], 
             failing, tp, view = failing + wrong, tp + right, view + bool(wrong)
         elif failing >= rows and tp >= min(rows, TP_ROWS) and view >= VIEW_DOCUMENTS:
             break
-    found = {line["doc_id"]: line for line in store.lines() if line["doc_id"] in wanted}
+    found = {line["doc_id"]: line for line in folder.lines(finished=True) if line["doc_id"] in wanted}
     return [found[doc_id] for _, doc_id, _, _ in order if doc_id in found]
 
 

@@ -158,3 +158,6 @@ class CompareResult(BaseModel):
     #: Per run (``a``, ``b``), the AUROC of its predictions' confidence over the shared documents
     #: (:mod:`factjudge.core.confidence`; None: that run's carry none); empty when neither does.
     auroc: dict[str, float | None] = Field(default_factory=dict)
+    #: Per fact type and field path, the field-level precision, recall and F1 of A and B with the
+    #: paired bootstrap interval of B-A (:mod:`factjudge.core.fields`).
+    fields: dict[str, dict[str, dict[str, MetricDiff]]] = Field(default_factory=dict)

@@ -32,8 +32,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from ..core.fields import field_score
 from ..errors import InputError, missing_dependency
-from ..models import import_pandas, result_rows, results_frame
+from ..models import import_pandas, line_analysis, result_rows, results_frame
 from .inputs import check_input_kind, empty_file_error, missing_column, rename_header
 from .jsonl import read_error
 from .runfolder import RESULTS, RunFolder
@@ -358,13 +359,34 @@ def iter_result_lines(out: str | Path) -> Iterator[dict[str, Any]]:
     return folder.lines()
 
 
-def eval_to_pandas(out: str | Path) -> Any:
-    """A ``pandas.DataFrame`` with one row per fact of every document of an eval output folder
-    (its ``results.jsonl``), in dataset order; the same columns as :func:`result_to_pandas`,
-    with ``doc_id`` filled in. Raises :class:`~factjudge.errors.InputError` for a folder that is
-    not an eval output, :class:`OptionalDependencyError` (an ``ImportError``) without pandas."""
-    import_pandas()
+#: The columns of :func:`eval_to_pandas` at ``level="field"``.
+FIELD_COLUMNS = ("doc_id", "fact_type", "field", "correct", "wrong", "missing", "spurious", "precision", "recall",
+                 "f1")
+
+
+def eval_to_pandas(out: str | Path, level: Literal["fact", "field"] = "fact") -> Any:
+    """A ``pandas.DataFrame`` of an eval output folder (its ``results.jsonl``), in dataset order.
+
+    ``level="fact"``: one row per fact of every document, the same columns as
+    :func:`result_to_pandas`, with ``doc_id`` filled in. ``level="field"``: one row per document,
+    fact type and field path (``total``, ``line_items[]``, ``line_items[].unit_price``) with its
+    field-level counts and that document's precision, recall and F1 (:data:`FIELD_COLUMNS`; sum
+    the counts over documents for a run's figures, as ``summary.json``'s ``fields`` does).
+
+    Raises :class:`~factjudge.errors.InputError` for a folder that is not an eval output,
+    :class:`OptionalDependencyError` (an ``ImportError``) without pandas."""
+    pd = import_pandas()
     rows: list[dict[str, Any]] = []
+    if level == "field":
+        for line in iter_result_lines(out):
+            for fact_type, paths in line_analysis(line).fields.items():
+                for path, c in paths.items():
+                    score = field_score([c.correct, c.wrong, c.missing, c.spurious])
+                    rows.append({"doc_id": line.get("doc_id"), "fact_type": fact_type, "field": path,
+                                 **score.model_dump(exclude={"ci95"})})
+        return pd.DataFrame(rows, columns=list(FIELD_COLUMNS))
+    if level != "fact":
+        raise ValueError(f"level must be 'fact' or 'field', not {level!r}")
     for line in iter_result_lines(out):
         rows.extend(result_rows(line))
     return results_frame(rows)
@@ -372,5 +394,5 @@ def eval_to_pandas(out: str | Path) -> Any:
 
 __all__ = [
     "TABLE_SUFFIXES", "FACT_REQUIRED", "DATASET_REQUIRED", "TableKind", "is_table", "table_kind", "read_table_records",
-    "iter_table_records", "iter_table_rows", "iter_result_lines", "eval_to_pandas",
+    "iter_table_records", "iter_table_rows", "iter_result_lines", "eval_to_pandas", "FIELD_COLUMNS",
 ]

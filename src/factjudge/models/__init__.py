@@ -9,7 +9,18 @@
 
 Every public name is importable from here (``from factjudge.models import JudgeConfig``).
 """
-from .analysis import CATEGORIES, Analysis, CategoryCounts, FactCategory, Merge, NearMiss, Split, fact_category
+from .analysis import (
+    CATEGORIES,
+    Analysis,
+    CategoryCounts,
+    FactCategory,
+    FieldCounts,
+    FieldScore,
+    Merge,
+    NearMiss,
+    Split,
+    fact_category,
+)
 from .config import AliasGroup, ColumnName, JudgeConfig, Number, RulesKnowledge, Tolerance, alias_values
 from .frames import (
     ADDED_COLUMNS,
@@ -62,6 +73,8 @@ __all__ = [
     "Merge",
     "Split",
     "Analysis",
+    "FieldCounts",
+    "FieldScore",
     "fact_category",
     "REASONING_LIMIT",
     "QUOTE_LIMIT",

@@ -74,12 +74,36 @@ class Split(BaseModel):
     dropped: list[str]
 
 
+class FieldCounts(BaseModel):
+    """The values of one field path of one fact type (:mod:`factjudge.core.fields`): ``correct +
+    wrong + missing`` are the gold values, ``correct + wrong + spurious`` the predicted ones."""
+
+    correct: int = 0
+    wrong: int = 0
+    missing: int = 0
+    spurious: int = 0
+
+
+class FieldScore(FieldCounts):
+    """:class:`FieldCounts` over a run, with precision ``correct / (correct + wrong + spurious)``,
+    recall ``correct / (correct + wrong + missing)``, F1 (None where undefined) and their
+    document-bootstrap 95% intervals (``ci95``: ``{precision: [low, high], ...}``)."""
+
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    ci95: dict[str, list[float] | None] | None = None
+
+
 class Analysis(BaseModel):
-    """Where one document's errors are: near misses, merges and splits (:mod:`factjudge.core.analysis`)."""
+    """Where one document's errors are: near misses, merges and splits (:mod:`factjudge.core.analysis`),
+    and the field-level counts (:mod:`factjudge.core.fields`)."""
 
     near_misses: list[NearMiss] = Field(default_factory=list)
     merges: list[Merge] = Field(default_factory=list)
     splits: list[Split] = Field(default_factory=list)
+    #: Per fact type and field path (``total``, ``line_items[]``, ``line_items[].unit_price``).
+    fields: dict[str, dict[str, FieldCounts]] = Field(default_factory=dict)
 
     def marks(self) -> dict[tuple[str, str], dict[str, Any]]:
         """(side, id) -> what this says of the fact: ``partner`` (the near-miss partner, or for a

@@ -37,6 +37,9 @@ from .text import (
     CATEGORY_NOTE,
     COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
+    COMPARE_FIELD_HEADER,
+    FIELD_HEADER,
+    FIELD_NOTE,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
@@ -50,11 +53,13 @@ from .text import (
     changed_counts,
     compare_auroc_text,
     compare_category_rows,
+    compare_field_rows,
     compare_only_text,
     confidence_corrected_note,
     confidence_headline,
     confidence_note,
     fact_json,
+    field_rows,
     judge_corrected_note,
     judge_corrected_rows,
     judge_label,
@@ -63,6 +68,8 @@ from .text import (
     order_text,
     provenance_rows,
     review_table,
+    reviewed_line,
+    reviewed_note,
     rows_note,
     setting_text,
     status_text,
@@ -128,6 +135,11 @@ def _report_cards(summary: Summary) -> list[dict[str, str]]:
                        f"P {fmt(macro.precision)} R {fmt(macro.recall)}; "
                        f"{macro.defined['f1']} docs defined", ident="macro-f1"))
     cards.append(_card("ERROR facts", str(micro.errors), "left out of P and R", ident="errors"))
+    reviewed = summary.reviewed
+    if reviewed is not None:  # beside the judge's figures: the person's verdicts in their place
+        cards.append(_card("reviewed F1", fmt(reviewed.f1),
+                           f"P {fmt(reviewed.precision)} R {fmt(reviewed.recall)} on {reviewed.reviewed:,} "
+                           "reviewed facts", ident="reviewed"))
     return cards
 
 
@@ -299,7 +311,10 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
         facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary.usage),
         provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),
         confidence=_confidence(summary), source=_source(summary, omissions),
-        categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE)
+        reviewed=None if summary.reviewed is None else {"line": reviewed_line(summary),
+                                                        "note": reviewed_note(summary)},
+        categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE,
+        field_scores=field_rows(summary), field_header=FIELD_HEADER, field_note=FIELD_NOTE)
 
 
 # --------------------------------------------------------------------------- compare.html
@@ -325,7 +340,8 @@ def render_compare_html(cmp: CompareResult) -> str:
         "compare.html.j2", cmp=cmp, boot=cmp.bootstrap, only=compare_only_text(cmp),
         cards=_compare_cards(cmp.metrics), metric_header=METRIC_HEADER,
         metric_rows=metric_rows(cmp.metrics), type_header=TYPE_HEADER,
-        type_rows=type_rows(cmp.by_fact_type), changed=changed, counts=changed_counts(changed),
+        type_rows=type_rows(cmp.by_fact_type), field_header=COMPARE_FIELD_HEADER,
+        field_rows=compare_field_rows(cmp), changed=changed, counts=changed_counts(changed),
         total=cmp.changed_total or len(changed),
         types=sorted({str(c["fact_type"]) for c in changed}), docs=_unique(c["doc_id"] for c in changed),
         prov=cmp.provenance, categories=compare_category_rows(cmp),

@@ -17,11 +17,15 @@ from .text import (
     CATEGORY_NOTE,
     COMPARE_CATEGORY_HEADER,
     COMPARE_DOC,
+    COMPARE_FIELD_HEADER,
+    FIELD_HEADER,
+    FIELD_NOTE,
     JUDGE_CORRECTED_HEADER,
     METRIC_HEADER,
     RATIO_KEYS,
     RELIABILITY_HEADER,
     REVIEW_HEADER,
+    REVIEWED_HEADER,
     TOTALS_HEADER,
     TYPE_HEADER,
     banners,
@@ -31,12 +35,14 @@ from .text import (
     changed_counts,
     compare_auroc_text,
     compare_category_rows,
+    compare_field_rows,
     compare_only_text,
     confidence_corrected_note,
     confidence_headline,
     confidence_note,
     counts_text,
     fact_json,
+    field_rows,
     judge_corrected_note,
     judge_corrected_rows,
     judge_label,
@@ -46,6 +52,9 @@ from .text import (
     provenance_rows,
     reliability_rows,
     review_table,
+    reviewed_line,
+    reviewed_note,
+    reviewed_rows,
     rows_note,
     setting_text,
     status_text,
@@ -122,6 +131,15 @@ def _md_headline(summary: Summary) -> list[str]:
     ])
 
 
+def _md_reviewed(summary: Summary) -> list[str]:
+    """The figures with a person's verdicts (``review apply``), next to the judge's."""
+    line = reviewed_line(summary)
+    if line is None:
+        return []
+    return (["## Reviewed by a person", "", f"**{md_escape(line)}**", "", md_escape(reviewed_note(summary)), ""]
+            + _md_table(REVIEWED_HEADER, reviewed_rows(summary)))
+
+
 def _md_judge_corrected(summary: Summary) -> list[str]:
     """The figures corrected for the judge (``eval --judge-calibration``), next to the raw ones."""
     if not summary.judge_corrected:
@@ -154,6 +172,14 @@ def _md_confidence(summary: Summary) -> list[str]:
     return out
 
 
+def _md_fields(summary: Summary) -> list[str]:
+    """The field-level scores, worst field first."""
+    rows = field_rows(summary)
+    if not rows:
+        return []
+    return ["## Fields", "", md_escape(FIELD_NOTE), "", *_md_table(FIELD_HEADER, rows)]
+
+
 def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str]:
     """Totals, by fact type, conflicts, worst documents and skipped lines."""
     out = ["## Totals", ""]
@@ -162,6 +188,7 @@ def _md_tables(summary: Summary, worst: Sequence[Mapping[str, Any]]) -> list[str
     out += _md_table(BY_TYPE_HEADER, by_type_rows(summary.by_fact_type))
     out += _md_categories(summary)
     out += _md_confidence(summary)
+    out += _md_fields(summary)
     out += ["## Reconciliation conflicts", ""]
     out += (_md_table(["rule", "count"], list(summary.conflicts.items()))
             if summary.conflicts else ["None.", ""])
@@ -218,6 +245,7 @@ def render_markdown(summary: Summary, worst: Sequence[Mapping[str, Any]],
     selected worst documents first (:func:`~.rows.select_rows`), ``"dataset"`` when in dataset order.
     ``omissions``: the first possible gold omissions (summary.json's ``source``), listed first."""
     out = _md_headline(summary)
+    out += _md_reviewed(summary)
     out += _md_judge_corrected(summary)
     out += _md_source(summary, omissions)
     out += _md_tables(summary, worst)
@@ -267,6 +295,9 @@ def render_compare_markdown(cmp: CompareResult) -> str:
     if categories:
         out += ["## Where the errors are", "", md_escape(CATEGORY_NOTE), ""]
         out += _md_table(COMPARE_CATEGORY_HEADER, categories)
+    if cmp.fields:
+        out += ["## Fields", ""]
+        out += _md_table(COMPARE_FIELD_HEADER, compare_field_rows(cmp))
     out += _md_changed(cmp)
     prov = cmp.provenance
     if prov:

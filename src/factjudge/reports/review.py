@@ -27,6 +27,7 @@ from .docview import json_for_script
 from .format import fmt
 from .html import render_page
 from .rows import ROW_STATUSES, closest_detail
+from .text import reviewed_line
 
 #: At most this many decisions, and this much JSON, are embedded (most informative first).
 MAX_ITEMS = 3000
@@ -168,13 +169,10 @@ def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]],
     items, left_out = review_queue(noted(lines), found=omissions)
     run = run_identity(summary.judge, summary.config, inputs)
     note, rows = needed_rows(summary)
-    reviewed = summary.reviewed
     m = summary.micro
     return render_page(
         "review.html.j2", summary=summary, items=items, left_out=left_out,
         data={"run": dict(run), "kind": EXPORT_KIND, "items": items},
         needed_note=note, needed_header=["figure", "now", *(f"width {w:g}" for w in WIDTHS)],
         needed=rows, judge_line=f"judge: P {fmt(m.precision)} R {fmt(m.recall)} F1 {fmt(m.f1)}",
-        reviewed_line=None if not reviewed else (
-            f"reviewed: P {fmt(reviewed.get('precision'))} R {fmt(reviewed.get('recall'))} "
-            f"F1 {fmt(reviewed.get('f1'))} on {reviewed.get('reviewed', 0):,} reviewed facts"))
+        reviewed_line=reviewed_line(summary))

@@ -12,6 +12,7 @@ from ..core.aggregate import MicroCounts, Summary
 from ..core.alerts import ERROR_SHARE_ALERT, in_scope_facts_count
 from ..core.analysis import sorted_counts, total_categories
 from ..core.confidence import ConfidenceSummary
+from ..core.fields import worst_first
 from ..io.run_models import CompareResult, MetricDiff
 from ..models import CategoryCounts, Counts, Prices, money
 from ..util.jsonutil import canonical_json
@@ -188,6 +189,24 @@ def compare_category_rows(cmp: CompareResult) -> list[list[str | int]]:
     return rows
 
 
+#: Header of the field-level table.
+FIELD_HEADER = ["fact_type", "field", "correct", "wrong", "missing", "spurious", "precision", "recall", "F1",
+                "F1 95% CI"]
+#: What the field-level counts mean, under their table (docs/concepts/metrics.md has them in full).
+FIELD_NOTE = ("Each gold fact is aligned with its linked prediction, else with its near-miss partner; list "
+              "items (field[]) are aligned one-to-one. correct: aligned and equal (a linked pair's values "
+              "all count as equal); wrong: aligned, both present, different; missing: a gold value with "
+              "no counterpart; spurious: a predicted value with no counterpart. Precision = correct / "
+              "(correct + wrong + spurious), recall = correct / (correct + wrong + missing). Worst F1 first.")
+
+
+def field_rows(summary: Summary) -> list[list[str | int]]:
+    """One row per fact type and field path of the summary's field-level scores, worst F1 first."""
+    rows = worst_first((t, path, c) for t, paths in summary.fields.items() for path, c in paths.items())
+    return [[t, path, c.correct, c.wrong, c.missing, c.spurious, fmt(c.precision), fmt(c.recall), fmt(c.f1),
+             fmt_ci((c.ci95 or {}).get("f1"))] for t, path, c in rows]
+
+
 def worst_cells(w: Mapping[str, Any]) -> list[Any]:
     """The figures of a worst-documents row (after its doc_id)."""
     return [fmt(w["precision"]), fmt(w["recall"]), fmt(w["f1"]), w["fn"], w["fp"], w["errors"]]
@@ -217,6 +236,15 @@ def type_rows(by_type: Mapping[str, Mapping[str, MetricDiff]]) -> list[list[str]
             row += [fmt(m.a), fmt(m.b), fmt_diff(m.diff), fmt_ci_diff(m.ci95) if m.ci95 else ""]
         rows.append(row)
     return rows
+
+
+#: Header of a compare's field-level table.
+COMPARE_FIELD_HEADER = ["fact_type", "field", *TYPE_HEADER[1:]]
+
+
+def compare_field_rows(cmp: CompareResult) -> list[list[str]]:
+    """A compare's field-level figures: per fact type and field path, A, B, B-A and its interval."""
+    return [[t, *row] for t, paths in cmp.fields.items() for row in type_rows(paths)]
 
 
 def status_text(s: str | None) -> str:
@@ -251,6 +279,39 @@ def judge_corrected_rows(summary: Summary) -> list[list[str]]:
             ["raw 95% CI", *(fmt_ci(ci[k]) for k in RATIO_KEYS)],
             ["judge-corrected", *(fmt(jc[k]) for k in RATIO_KEYS)],
             ["judge-corrected 95% CI", *(fmt_ci(jc["ci95"][k]) for k in RATIO_KEYS)]]
+
+
+def reviewed_line(summary: Summary) -> str | None:
+    """``reviewed: P .. R .. F1 .. on N reviewed facts`` (``review apply``), None without a review."""
+    r = summary.reviewed
+    if r is None:
+        return None
+    return f"reviewed: P {fmt(r.precision)} R {fmt(r.recall)} F1 {fmt(r.f1)} on {r.reviewed:,} reviewed facts"
+
+
+#: The columns of the reviewed figures' table (report.md).
+REVIEWED_HEADER = ["", "precision", "recall", "F1"]
+
+
+def reviewed_rows(summary: Summary) -> list[list[str]]:
+    """The judge's micro figures and the reviewed ones (:func:`reviewed_line`), side by side."""
+    r, micro = summary.reviewed, summary.micro
+    rows = [["judge", *(fmt(getattr(micro, k)) for k in RATIO_KEYS)]]
+    if r is not None:
+        rows.append([f"reviewed ({r.reviewed:,} facts)", *(fmt(getattr(r, k)) for k in RATIO_KEYS)])
+    return rows
+
+
+def reviewed_note(summary: Summary) -> str:
+    """Where the reviewed figures come from, in one paragraph."""
+    r = summary.reviewed
+    if r is None:
+        return ""
+    verdicts = ", ".join(f"{k} {v:,}" for k, v in sorted(r.by_verdict.items()))
+    return (f"The run's figures with a person's verdicts in place of the judge's where given "
+            f"(factjudge review apply of {r.source or '?'}: {r.reviewed:,} reviewed facts, {verdicts}; "
+            f"gold values corrected: {r.gold_corrections:,}, gold omissions found: {r.omissions:,}). The facts "
+            "not reviewed keep the judge's verdicts.")
 
 
 def judge_corrected_note(jc: Mapping[str, Any]) -> str:

@@ -6,7 +6,7 @@ the same wherever it is shown.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -33,12 +33,9 @@ def _text(fact: Mapping[str, Any], fields: Sequence[str]) -> str:
     return " ".join(str(fact.get(name, "")) for name in fields).casefold()
 
 
-def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None = None,
-                 pool: int = RANK_POOL) -> Ranker:
-    """A :data:`~factjudge.core.analysis.Ranker` comparing as the rules judge does with
-    ``config``; ``fields``: the compared fields per fact_type (see :func:`~factjudge.core.scope.fact_fields`)."""
-
-    # each fact normalised once per ranker (about 0.2 ms a fact): a report asks about both sides
+def preparer(config: JudgeConfig) -> Callable[[Mapping[str, Any]], Prepared]:
+    """Facts normalised for ``config``, each once (about 0.2 ms a fact): a report asks about both
+    sides, and eval's field-level counts about the near-miss pairs the ranker has read."""
     cache: dict[int, tuple[Mapping[str, Any], Prepared]] = {}
     reading = Reading.of(config)
 
@@ -48,6 +45,16 @@ def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
             hit = cache[id(fact)] = (fact, normalized(dict(fact), -1, config.ignore_company_suffixes,
                                                                reading))
         return hit[1]
+
+    return prepare
+
+
+def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None = None,
+                 pool: int = RANK_POOL, prepare: Callable[[Mapping[str, Any]], Prepared] | None = None) -> Ranker:
+    """A :data:`~factjudge.core.analysis.Ranker` comparing as the rules judge does with
+    ``config``; ``fields``: the compared fields per fact_type (see :func:`~factjudge.core.scope.fact_fields`);
+    ``prepare``: a :func:`preparer` to share."""
+    prepare = prepare or preparer(config)
 
     def rank(subjects: Sequence[Mapping[str, Any]], candidates: Sequence[Mapping[str, Any]]
              ) -> list[list[tuple[int, Closeness]]]:

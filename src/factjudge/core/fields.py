@@ -1,0 +1,243 @@
+"""Field-level scores (issue 34 item 6): after the judge has linked facts, how many of the
+compared field values of each fact type were found right. Pure: data in, data out; the field
+comparison of a pair is given (:data:`FieldComparer`), as the analysis gets its ranker
+(``factjudge.judges.rules.fieldscore`` builds it from the rules judge's comparators and its list
+alignment).
+
+**Alignment of facts**: every gold fact is aligned with its linked prediction (one-to-one, in gold
+order, the first linked prediction not yet taken), or else with its near-miss partner (the pairing
+of :mod:`factjudge.core.analysis`); every other gold fact and prediction is unaligned. ERROR and
+out-of-scope facts are not counted, as in the fact-level figures.
+
+**Paths**: each compared field (``total``), and inside a list field its items (``line_items[]``)
+and their fields (``line_items[].unit_price``), at any depth. A value is there unless it is null
+or absent (null is absence); a list's items are its values at ``field[]``.
+
+**Counts** per fact type and path:
+
+* ``correct``: aligned, present on both sides, equal;
+* ``wrong``: aligned, present on both sides, different;
+* ``missing``: the gold value has no counterpart (absent from the aligned prediction, in an item
+  left unaligned, or in an unaligned gold fact);
+* ``spurious``: the predicted value has no counterpart.
+
+So ``correct + wrong + missing`` is the number of gold values and ``correct + wrong + spurious``
+the number of predicted values; precision ``correct / (correct + wrong + spurious)``, recall
+``correct / (correct + wrong + missing)``. A linked pair counts every value both sides have as
+correct (the judge said they state the same fact): its list items are still aligned, so an item
+only one side has is missing or spurious. A near-miss pair's values follow the comparison.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import Analysis, FieldCounts, FieldScore
+from .metrics import prf
+
+CORRECT, WRONG, MISSING, SPURIOUS = range(4)
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """What the field comparison says of one value of an aligned pair (a field, or a list item)."""
+
+    ok: bool
+    #: A list on both sides: its aligned items (gold index, predicted index, their match); None:
+    #: items paired by position, each as ``ok`` says (a list the comparison does not align).
+    items: tuple[tuple[int, int, Match], ...] | None = None
+    #: A record item: its fields' matches by name; a field not named here is as ``ok`` says.
+    fields: Mapping[str, Match] = field(default_factory=dict)
+
+
+#: The field comparison of an aligned pair: (gold fact, predicted fact, field names) -> a
+#: :class:`Match` per field name (a name left out is equal).
+FieldComparer = Callable[[Mapping[str, Any], Mapping[str, Any], Sequence[str]], Mapping[str, Match]]
+#: A fact's compared fields.
+FieldsOf = Callable[[Mapping[str, Any]], Sequence[str]]
+#: Per fact type (as a string), per path: [correct, wrong, missing, spurious].
+Tally = dict[str, dict[str, list[int]]]
+
+_EQUAL, _DIFFERENT = Match(True), Match(False)
+
+
+def _slot(tally: dict[str, list[int]], path: str) -> list[int]:
+    found = tally.get(path)
+    if found is None:
+        found = tally[path] = [0, 0, 0, 0]
+    return found
+
+
+def _one_side(tally: dict[str, list[int]], path: str, value: Any, kind: int) -> None:
+    """``value`` and everything inside it counted as ``kind`` (missing or spurious)."""
+    if value is None:
+        return
+    _slot(tally, path)[kind] += 1
+    if isinstance(value, list):
+        for item in value:
+            _item_one_side(tally, path + "[]", item, kind)
+
+
+def _item_one_side(tally: dict[str, list[int]], path: str, item: Any, kind: int) -> None:
+    _one_side(tally, path, item, kind)
+    if isinstance(item, dict):
+        for key, value in item.items():
+            _one_side(tally, f"{path}.{key}", value, kind)
+
+
+def _pairs(match: Match, gold: list[Any], predicted: list[Any]) -> list[tuple[int, int, Match]]:
+    """The aligned items of two lists: the comparison's (indices checked, each item once), or by
+    position."""
+    if match.items is None:
+        return [(i, i, match) for i in range(min(len(gold), len(predicted)))]
+    used_g: set[int] = set()
+    used_p: set[int] = set()
+    out = []
+    for i, j, m in match.items:
+        if 0 <= i < len(gold) and 0 <= j < len(predicted) and i not in used_g and j not in used_p:
+            used_g.add(i)
+            used_p.add(j)
+            out.append((i, j, m))
+    return out
+
+
+def _both(tally: dict[str, list[int]], path: str, gold: Any, predicted: Any, match: Match,
+          linked: bool) -> None:
+    """One value of an aligned pair, and everything inside it."""
+    if gold is None or predicted is None:
+        _one_side(tally, path, gold, MISSING)
+        _one_side(tally, path, predicted, SPURIOUS)
+        return
+    _slot(tally, path)[CORRECT if linked or match.ok else WRONG] += 1
+    g_list, p_list = isinstance(gold, list), isinstance(predicted, list)
+    if not (g_list and p_list):  # a list against a scalar: its items have no counterpart
+        if g_list:
+            for item in gold:
+                _item_one_side(tally, path + "[]", item, MISSING)
+        if p_list:
+            for item in predicted:
+                _item_one_side(tally, path + "[]", item, SPURIOUS)
+        return
+    items = path + "[]"
+    pairs = _pairs(match, gold, predicted)
+    for i, j, m in pairs:
+        _item(tally, items, gold[i], predicted[j], m, linked)
+    taken_g, taken_p = {i for i, _, _ in pairs}, {j for _, j, _ in pairs}
+    for i, item in enumerate(gold):
+        if i not in taken_g:
+            _item_one_side(tally, items, item, MISSING)
+    for j, item in enumerate(predicted):
+        if j not in taken_p:
+            _item_one_side(tally, items, item, SPURIOUS)
+
+
+def _item(tally: dict[str, list[int]], path: str, gold: Any, predicted: Any, match: Match,
+          linked: bool) -> None:
+    """Two aligned list items: whole (``path``), then their fields when both are records."""
+    if not (isinstance(gold, dict) and isinstance(predicted, dict)):
+        _both(tally, path, gold, predicted, match, linked)
+        if isinstance(gold, dict) or isinstance(predicted, dict):  # a record against a scalar
+            for record, kind in ((gold, MISSING), (predicted, SPURIOUS)):
+                if isinstance(record, dict):
+                    for key, value in record.items():
+                        _one_side(tally, f"{path}.{key}", value, kind)
+        return
+    _slot(tally, path)[CORRECT if linked or match.ok else WRONG] += 1
+    for key in dict.fromkeys((*gold, *predicted)):
+        sub = match.fields.get(key) or (_EQUAL if match.ok else _DIFFERENT)
+        _both(tally, f"{path}.{key}", gold.get(key), predicted.get(key), sub, linked)
+
+
+def _pairable(gold: Mapping[str, Any], predicted: Mapping[str, Any], status: str) -> bool:
+    """Whether two facts can be aligned: the same fact type, the prediction of ``status``."""
+    return predicted.get("status") == status and str(gold.get("fact_type")) == str(predicted.get("fact_type"))
+
+
+def align_facts(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[str, Any]],
+                analysis: Analysis) -> tuple[list[tuple[Mapping[str, Any], Mapping[str, Any], bool]],
+                                             list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """The aligned pairs (gold, prediction, linked), then the unaligned gold facts and
+    predictions, of one judged document's output facts (ERROR and out of scope left out)."""
+    counted = ("TP", "FN", "FP")
+    preds = {str(p["id"]): p for p in predicted if p.get("status") in counted}
+    used: set[str] = set()
+    pairs: list[tuple[Mapping[str, Any], Mapping[str, Any], bool]] = []
+    alone_g: dict[str, Mapping[str, Any]] = {}
+    for g in gold:
+        if g.get("status") not in counted:
+            continue
+        partner = next((str(i) for i in g.get("matched_ids") or () if str(i) in preds and str(i) not in used
+                        and _pairable(g, preds[str(i)], "TP")), None) if g.get("status") == "TP" else None
+        if partner is None:
+            alone_g[str(g["id"])] = g
+        else:
+            used.add(partner)
+            pairs.append((g, preds[partner], True))
+    for n in analysis.near_misses:
+        g_fact = alone_g.get(n.gold)
+        if g_fact is not None and n.predicted in preds and n.predicted not in used and _pairable(
+                g_fact, preds[n.predicted], "FP"):
+            del alone_g[n.gold]
+            used.add(n.predicted)
+            pairs.append((g_fact, preds[n.predicted], False))
+    return pairs, list(alone_g.values()), [p for i, p in preds.items() if i not in used]
+
+
+def count_fields(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[str, Any]],
+                 analysis: Analysis, fields_of: FieldsOf, compare: FieldComparer) -> Tally:
+    """Per fact type (a string) and path, [correct, wrong, missing, spurious] of one judged
+    document (see the module docs). ``compare`` is asked about near-miss pairs, and about linked
+    pairs only for the fields that hold a list (to align their items)."""
+    tally: Tally = {}
+    pairs, alone_g, alone_p = align_facts(gold, predicted, analysis)
+    for g, p, linked in pairs:
+        names = fields_of(g)
+        asked = [n for n in names if isinstance(g.get(n), list) and isinstance(p.get(n), list)] if linked else names
+        matches = compare(g, p, asked) if asked else {}
+        mine = tally.setdefault(str(g.get("fact_type")), {})
+        for name in names:
+            _both(mine, name, g.get(name), p.get(name), matches.get(name, _EQUAL), linked)
+    for facts, kind in ((alone_g, MISSING), (alone_p, SPURIOUS)):
+        for f in facts:
+            mine = tally.setdefault(str(f.get("fact_type")), {})
+            for name in fields_of(f):
+                _one_side(mine, name, f.get(name), kind)
+    return tally
+
+
+def field_counts(tally: Mapping[str, Mapping[str, Sequence[int]]]) -> dict[str, dict[str, FieldCounts]]:
+    """A :data:`Tally` as :class:`~factjudge.models.FieldCounts` (what a result line keeps),
+    types and paths sorted."""
+    return {t: {path: FieldCounts(correct=c[0], wrong=c[1], missing=c[2], spurious=c[3])
+                for path, c in sorted(paths.items())} for t, paths in sorted(tally.items())}
+
+
+def field_score(c: Sequence[int], ci95: Mapping[str, list[float] | None] | None = None) -> FieldScore:
+    """Counts [correct, wrong, missing, spurious] with precision, recall and F1 (None where undefined)."""
+    correct, wrong, missing, spurious = c
+    # prf's fp and fn: a wrong value is both a wrong prediction and a gold value not found
+    p, r, f = prf(correct, wrong + spurious, wrong + missing)
+    return FieldScore(correct=correct, wrong=wrong, missing=missing, spurious=spurious, precision=p, recall=r,
+                      f1=f, ci95=dict(ci95) if ci95 is not None else None)
+
+
+def add_tally(into: Tally, other: Mapping[str, Mapping[str, Sequence[int]]]) -> None:
+    for t, paths in other.items():
+        mine = into.setdefault(t, {})
+        for path, c in paths.items():
+            slot = _slot(mine, path)
+            for k in range(4):
+                slot[k] += c[k]
+
+
+def tally_of(counts: Mapping[str, Mapping[str, FieldCounts]]) -> Tally:
+    """The :data:`Tally` of stored :class:`~factjudge.models.FieldCounts`."""
+    return {t: {path: [c.correct, c.wrong, c.missing, c.spurious] for path, c in paths.items()}
+            for t, paths in counts.items()}
+
+
+def worst_first(rows: Iterable[tuple[str, str, FieldScore]]) -> list[tuple[str, str, FieldScore]]:
+    """(fact type, path, counts) lowest F1 first (undefined last), then most values, then by name."""
+    return sorted(rows, key=lambda r: (r[2].f1 is None, r[2].f1 or 0.0,
+                                       -(r[2].correct + r[2].wrong + r[2].missing + r[2].spurious), r[0], r[1]))

@@ -1,0 +1,63 @@
+"""The field comparison of field-level scores (:data:`factjudge.core.fields.FieldComparer`), built
+from the rules judge's own comparators and its alignment of list items (:mod:`.compare`), so a
+near-miss pair's fields are equal or not exactly as the rules judge and the near-miss analysis
+say, whichever judge ran.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ...core.fields import FieldComparer, Match
+from ...models import JudgeConfig
+from .closeness import preparer
+from .compare import Prepared, _align, _compare_item, absent, compare_field
+from .normalize import Items
+
+
+def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) -> Match:
+    """Two lists inside a fact: the rules judge's one-to-one alignment of their items, each item
+    pair with its fields' outcomes (a list inside an item aligned in turn)."""
+    if a.items and b.items and a.records != b.records:
+        return Match(False, items=())  # a list of records vs a list of values: nothing aligns
+    aligned = _align(a, b, path in config.ordered,
+                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, None))
+    pairs = []
+    for i, j, pair in aligned:
+        x, y = a.items[i], b.items[j]
+        failed = {f.name for f in pair.failed}
+        fields: dict[str, Match] = {}
+        if a.records:
+            for key in dict.fromkeys((*x.values, *y.values)):
+                u, v = x.get(key), y.get(key)
+                if isinstance(u, Items) and isinstance(v, Items):
+                    fields[key] = list_match(key, f"{path}.{key}", u, v, config)
+                else:
+                    fields[key] = Match(key not in failed)
+        pairs.append((i, j, Match(pair.ok, fields=fields)))
+    # equal as the judge says: every item aligned with an equal item, none left over
+    ok = len(aligned) == len(a.items) == len(b.items) and all(p.ok for _, _, p in aligned)
+    return Match(ok, items=tuple(pairs))
+
+
+def rules_field_comparer(config: JudgeConfig, prepare: Callable[[Mapping[str, Any]], Prepared] | None = None
+                         ) -> FieldComparer:
+    """A :data:`~factjudge.core.fields.FieldComparer` comparing as the rules judge does with
+    ``config``; ``prepare``: the near-miss ranker's :func:`~.closeness.preparer`, so a pair it has
+    read is not normalised again."""
+    prepare = prepare or preparer(config)
+
+    def compare(gold: Mapping[str, Any], predicted: Mapping[str, Any], names: Sequence[str]) -> dict[str, Match]:
+        g, p = prepare(gold), prepare(predicted)
+        out = {}
+        for name in names:
+            a, b = g.get(name), p.get(name)
+            if absent(a) and absent(b):
+                continue
+            if isinstance(a, Items) and isinstance(b, Items):
+                out[name] = list_match(name, name, a, b, config)
+            else:
+                out[name] = Match(compare_field(name, a, b, config, g.currency, p.currency).ok)
+        return out
+
+    return compare
