@@ -37,6 +37,15 @@ class ZeroDivisionOpt(str, Enum):
 _ZERO_DIVISION: dict[ZeroDivisionOpt, ZeroDivision] = {
     ZeroDivisionOpt.skip: "skip", ZeroDivisionOpt.zero: "0", ZeroDivisionOpt.one: "1"}
 
+JUDGE_CALIBRATION_OPT = typer.Option(
+    None, "--judge-calibration", help="A judge calibration (the JSON of 'factjudge calibrate -o', made "
+    "with this judge and config): also report precision, recall and F1 corrected for the judge's "
+    "measured link errors, with 95% intervals.")
+DOCUMENTS_OPT = typer.Option(
+    None, "--documents", help="The documents' texts, one per line {\"doc_id\", \"text\"} (default: the "
+    "text the inputs carry, if any): each prediction is checked against its text (found in the "
+    "source or not; an FP found there is a possible gold omission) and the document view shows it.")
+
 #: Bad lines printed before the run stops (all of them are in the summary with --skip-invalid).
 
 
@@ -75,14 +84,8 @@ def eval_cmd(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of another run "
                                    "(other inputs, config or judge) in the output folder."),
     quiet: bool = QUIET_OPT,
-    judge_calibration: Path | None = typer.Option(
-        None, "--judge-calibration", help="A judge calibration (the JSON of 'factjudge calibrate -o', made "
-        "with this judge and config): also report precision, recall and F1 corrected for the judge's "
-        "measured link errors, with 95% intervals."),
-    documents: Path | None = typer.Option(
-        None, "--documents", help="The documents' texts, one per line {\"doc_id\", \"text\"} (default: the "
-        "text the inputs carry, if any): each prediction is checked against its text (found in the "
-        "source or not; an FP found there is a possible gold omission) and the document view shows it."),
+    judge_calibration: Path | None = JUDGE_CALIBRATION_OPT,
+    documents: Path | None = DOCUMENTS_OPT,
     *,
     opts: JudgeOptions,
     gate: Gate,

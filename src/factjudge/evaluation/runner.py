@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import tempfile
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -255,11 +256,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     ``created`` (ISO time, default now) is the provenance time of the results."""
     agg = Aggregator(zero_division=settings.zero_division)
     order: list[OrderEntry] = []
-    from ..judges.rules.locate import finder  # the normaliser (the rules judge's package): at the end only
-
-    texts = _texts(dataset, settings.documents)
-    source = SourceCounts("documents file" if settings.documents is not None else "inputs")
-    find = finder(config.ignore_company_suffixes)
+    texts, source, find = _source_check(dataset, config, settings.documents)
     with contextlib.ExitStack() as stack:
         facts_csv = None
         if settings.csv:
@@ -298,18 +295,28 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         add_judge_corrected(summary, list(zip(*agg.keys, strict=True)), settings.judge_calibration, settings)
     summary.report_rows = settings.report_rows
     folder = RunFolder(out_dir)  # rewritten above: every line streamed in dataset order
-
-    def view_texts(doc_ids: set[str]) -> dict[str, str]:
-        """The texts of the documents the document view shows (at most 50 held at once)."""
-        return {d: t for d, t in _texts(dataset, settings.documents, doc_ids) if t is not None}
-
-    write_reports(folder, summary, order, agg.worst(), omissions=source.omissions,
-                  texts=view_texts if summary.source is not None else None, find=find)
+    write_reports(folder, summary, order, agg.worst(), omissions=source.omissions, find=find,
+                  texts=functools.partial(_view_texts, dataset, settings.documents) if summary.source else None)
     write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True)),
                                                       omissions=source.omission_keys))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary
+
+
+def _source_check(dataset: Dataset, config: JudgeConfig, documents: DocumentTexts | None
+                  ) -> tuple[Iterator[tuple[str, str | None]], SourceCounts, Callable[[str], Finder]]:
+    """The documents' texts in dataset order, the counts of the predictions against them, and
+    the value search (the rules judge's normaliser)."""
+    from ..judges.rules.locate import finder  # the normaliser (the rules judge's package): at the end only
+
+    source = SourceCounts("documents file" if documents is not None else "inputs")
+    return _texts(dataset, documents), source, finder(config.ignore_company_suffixes)
+
+
+def _view_texts(dataset: Dataset, documents: DocumentTexts | None, doc_ids: set[str]) -> dict[str, str]:
+    """The texts of the documents the document view shows (at most 50 held at once)."""
+    return {d: t for d, t in _texts(dataset, documents, doc_ids) if t is not None}
 
 
 def _texts(dataset: Dataset, documents: DocumentTexts | None,
