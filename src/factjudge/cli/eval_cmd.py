@@ -37,6 +37,15 @@ class ZeroDivisionOpt(str, Enum):
 _ZERO_DIVISION: dict[ZeroDivisionOpt, ZeroDivision] = {
     ZeroDivisionOpt.skip: "skip", ZeroDivisionOpt.zero: "0", ZeroDivisionOpt.one: "1"}
 
+JUDGE_CALIBRATION_OPT = typer.Option(
+    None, "--judge-calibration", help="A judge calibration (the JSON of 'factjudge calibrate -o', made "
+    "with this judge and config): also report precision, recall and F1 corrected for the judge's "
+    "measured link errors, with 95% intervals.")
+DOCUMENTS_OPT = typer.Option(
+    None, "--documents", help="The documents' texts, one per line {\"doc_id\", \"text\"} (default: the "
+    "text the inputs carry, if any): each prediction is checked against its text (found in the "
+    "source or not; an FP found there is a possible gold omission) and the document view shows it.")
+
 #: Bad lines printed before the run stops (all of them are in the summary with --skip-invalid).
 
 
@@ -75,10 +84,8 @@ def eval_cmd(
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the results of another run "
                                    "(other inputs, config or judge) in the output folder."),
     quiet: bool = QUIET_OPT,
-    judge_calibration: Path | None = typer.Option(
-        None, "--judge-calibration", help="A judge calibration (the JSON of 'factjudge calibrate -o', made "
-        "with this judge and config): also report precision, recall and F1 corrected for the judge's "
-        "measured link errors, with 95% intervals."),
+    judge_calibration: Path | None = JUDGE_CALIBRATION_OPT,
+    documents: Path | None = DOCUMENTS_OPT,
     *,
     opts: JudgeOptions,
     gate: Gate,
@@ -95,7 +102,7 @@ def eval_cmd(
                               zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
 
     def run() -> int:
-        calibrated = with_calibration(settings, judge_calibration)
+        calibrated = with_documents(with_calibration(settings, judge_calibration), documents)
         if batch_opts.wanted:  # what the flags alone refuse, before the config is read
             check_batch(batch_opts, opts)
         # the one request of the run: the config parsed once, for every way of running
@@ -135,6 +142,15 @@ def with_calibration(settings: ReportSettings, path: Path | None) -> ReportSetti
     from ..evaluation.calibrate import load_judge_calibration
 
     return dataclasses.replace(settings, judge_calibration=load_judge_calibration(path))
+
+
+def with_documents(settings: ReportSettings, path: Path | None) -> ReportSettings:
+    """``settings`` with the documents file checked and indexed (a bad one stops the run first)."""
+    if path is None:
+        return settings
+    from ..io.documents import DocumentTexts
+
+    return dataclasses.replace(settings, documents=DocumentTexts(path))
 
 
 def _tracked(mlflow: bool, work: Callable[[], int]) -> int:

@@ -17,6 +17,7 @@ from .alerts import Alert
 from .analysis import count_categories, sorted_counts, total_categories
 from .confidence import ConfidenceAccumulator, ConfidenceSummary, DocConfidence, doc_confidence
 from .fields import Tally, add_tally, field_score, tally_of
+from .grounding import SourceSummary
 from .metrics import f1_score, prf, with_ratios
 from .review import ReviewedSummary
 
@@ -303,12 +304,15 @@ class Summary(BaseModel):
     #: The extractor's confidence against the verdicts (:mod:`factjudge.core.confidence`); absent
     #: from summary.json when no prediction carries one.
     confidence: ConfidenceSummary | None = None
+    #: The predictions checked against their documents' text (:mod:`factjudge.core.grounding`):
+    #: found or not, possible gold omissions, ungrounded; absent when no document has a text.
+    source: SourceSummary | None = None
 
     @model_serializer(mode="wrap")
     def _absent_when_not_asked(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
         if isinstance(data, dict):  # summaries without them stay as they were
-            for key in ("judge_corrected", "reviewed", "confidence"):
+            for key in ("judge_corrected", "reviewed", "confidence", "source"):
                 if getattr(self, key) is None:
                     data.pop(key, None)
             if self.report_rows == REPORT_ROWS:

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,10 +36,12 @@ from ..core.aggregate import REPORT_ROWS, Aggregator, Summary, ZeroDivision, doc
 from ..core.alerts import InputShape, input_warnings, run_alerts
 from ..core.confidence import corrected as confidence_corrected
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
+from ..core.grounding import Finder, SourceCounts
 from ..core.scope import merge_warnings, scope_check
 from ..errors import InputError
 from ..io.config import load_config, parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem, open_dataset
+from ..io.documents import DocumentTexts
 from ..io.files import write_atomic
 from ..io.run_models import RUN_KEYS, RunManifest
 from ..io.runfolder import (
@@ -174,6 +177,9 @@ class ReportSettings:
     #: A judge calibration (``eval --judge-calibration``): summary.json then gives the figures
     #: corrected for the judge's measured link errors (``judge_corrected``).
     judge_calibration: JudgeCalibration | None = None
+    #: The documents' texts (``eval --documents``), in place of those the inputs carry: facts
+    #: are then checked against their source (summary.json's ``source``, the document view).
+    documents: DocumentTexts | None = None
 
 
 def run_manifest(dataset: Dataset, config: JudgeConfig, judge: Judge) -> RunManifest:
@@ -251,6 +257,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     gives what its workers' judges reported)."""
     agg = Aggregator(zero_division=settings.zero_division)
     order: list[OrderEntry] = []
+    texts, source, find = _source_check(dataset, config, settings.documents)
     with contextlib.ExitStack() as stack:
         facts_csv = None
         if settings.csv:
@@ -260,6 +267,9 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         shape = InputShape()
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line, config.confidence_field))
+            doc_id, text = next(texts)
+            assert doc_id == line["doc_id"], doc_id  # both in dataset order
+            source.add(doc_id, line.get("predicted_facts", ()), text, find)
             shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
             warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
@@ -281,15 +291,43 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
                                    *agg.confidence.warnings()], dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
+    if source.summary.documents:
+        summary.source = source.summary
     if settings.judge_calibration is not None:
         add_judge_corrected(summary, list(zip(*agg.keys, strict=True)), settings.judge_calibration, settings)
     summary.report_rows = settings.report_rows
     folder = RunFolder(out_dir)  # rewritten above: every line streamed in dataset order
-    write_reports(folder, summary, order, agg.worst())
-    write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True))))
+    write_reports(folder, summary, order, agg.worst(), omissions=source.omissions, find=find,
+                  texts=functools.partial(_view_texts, dataset, settings.documents) if summary.source else None)
+    write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True)),
+                                                      omissions=source.omission_keys))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary
+
+
+def _source_check(dataset: Dataset, config: JudgeConfig, documents: DocumentTexts | None
+                  ) -> tuple[Iterator[tuple[str, str | None]], SourceCounts, Callable[[str], Finder]]:
+    """The documents' texts in dataset order, the counts of the predictions against them, and
+    the value search (the rules judge's normaliser)."""
+    from ..judges.rules.locate import finder  # the normaliser (the rules judge's package): at the end only
+
+    source = SourceCounts("documents file" if documents is not None else "inputs")
+    return _texts(dataset, documents), source, finder(config.ignore_company_suffixes)
+
+
+def _view_texts(dataset: Dataset, documents: DocumentTexts | None, doc_ids: set[str]) -> dict[str, str]:
+    """The texts of the documents the document view shows (at most 50 held at once)."""
+    return {d: t for d, t in _texts(dataset, documents, doc_ids) if t is not None}
+
+
+def _texts(dataset: Dataset, documents: DocumentTexts | None,
+           only: Container[str] | None = None) -> Iterator[tuple[str, str | None]]:
+    """(doc_id, text) of the documents (those in ``only``) in dataset order: from the documents
+    file when one is given, else as the inputs carry them."""
+    if documents is None:
+        return dataset.texts(only)
+    return ((i.doc_id, documents.text(i.doc_id)) for i in dataset.infos if only is None or i.doc_id in only)
 
 
 def add_judge_corrected(summary: Summary, keys: Sequence[Sequence[int]], calibration: JudgeCalibration,
@@ -336,19 +374,27 @@ def _order_entry(line: Mapping[str, Any], index: int) -> OrderEntry:
 
 
 def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntry],
-                  worst: Sequence[Mapping[str, Any]]) -> None:
+                  worst: Sequence[Mapping[str, Any]], *,
+                  omissions: Sequence[tuple[str, Mapping[str, Any]]] = (),
+                  texts: Callable[[set[str]], Mapping[str, str]] | None = None,
+                  find: Callable[[str], Finder] | None = None) -> None:
     """report.md and report.html of the finished run in ``folder`` (its ``results.jsonl`` in
     dataset order), ``order`` one :data:`OrderEntry` per line, ``worst`` the worst documents
-    (:meth:`~factjudge.core.aggregate.Aggregator.worst`), ``summary.report_rows`` rows listed."""
+    (:meth:`~factjudge.core.aggregate.Aggregator.worst`), ``summary.report_rows`` rows listed.
+    ``omissions``: the possible gold omissions listed; ``texts(doc_ids)`` the texts of the
+    documents the document view shows, ``find`` the value search (None: no text shown)."""
     report_rows = summary.report_rows
     lines = _report_lines(folder, sorted(order), report_rows)
     rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS))
     wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
              + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
     rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
-    write_atomic(folder.path / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst"))
+    shown = texts({line["doc_id"] for line in wrong}) if texts is not None else None
+    write_atomic(folder.path / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst",
+                                                         omissions=omissions))
     write_atomic(folder.path / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
-                                                        documents=wrong))
+                                                        documents=wrong, texts=shown, find=find,
+                                                        omissions=omissions))
 
 
 def rewrite_reports(folder: RunFolder, summary: Summary) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -65,6 +65,8 @@ class Dataset(Protocol):
 
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]: ...
 
+    def texts(self, only: Container[str] | None = None) -> Iterator[tuple[str, str | None]]: ...
+
 
 def doc_hash(salt: str, doc: Document) -> str:
     """A document's input hash: what a resumed run compares (never change its material: every
@@ -115,6 +117,11 @@ class DocumentSource(Protocol):
 
     def read_again(self, keys: Iterable[int]) -> Iterator[Document]: ...
 
+    def texts(self, keys: Iterable[int]) -> Iterator[str | None]:
+        """The text of each document of ``keys`` when its input carries it (a dataset line's
+        ``text``, LangExtract's, spaCy's, GLiNER's), else None: for showing facts in their source."""
+        ...
+
     def warnings(self) -> list[str]: ...
 
 
@@ -159,6 +166,13 @@ class ScannedDataset:
         return self.source.read_again(k for info, k in zip(self.infos, self._keys, strict=True)
                                       if info.doc_id not in skip)
 
+    def texts(self, only: Container[str] | None = None) -> Iterator[tuple[str, str | None]]:
+        """(doc_id, its text or None) of the scanned documents (those in ``only``), in dataset
+        order, read one at a time: no text is held longer than its caller holds it."""
+        infos = [i for i in self.infos if only is None or i.doc_id in only]
+        keys = [k for i, k in zip(self.infos, self._keys, strict=True) if only is None or i.doc_id in only]
+        return zip((i.doc_id for i in infos), self.source.texts(keys), strict=True)
+
 
 # --------------------------------------------------------------------------- one side's facts
 
@@ -194,6 +208,11 @@ class FactSource(Protocol):
     def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]: ...
 
     def opened(self) -> AbstractContextManager[FactLoader]: ...
+
+    def source_text(self, key: int, lineno: int) -> str | None:
+        """The document's text where the record at ``key`` carries it (an extractor's document
+        line), else None."""
+        ...
 
 
 @dataclass
@@ -267,6 +286,20 @@ class PairedFacts:
                 where = self._index[doc_id]
                 gold, pred = (self._unique(doc_id, s, where[s], loaders[s])[0] for s in DIRECTIONS)
                 yield Document(doc_id, gold, pred)
+
+    def texts(self, keys: Iterable[int]) -> Iterator[str | None]:
+        """Each document's text from the predictions' file, else the gold file's (the first
+        record of the document that carries one)."""
+        for key in keys:
+            where = self._index[self._order[key]]
+            text = None
+            for side in ("predicted", "gold"):
+                places: _Side = where[side]
+                if places.keys:
+                    text = self.sides[side].source_text(places.keys[0], places.lines[0])
+                    if text is not None:
+                        break
+            yield text
 
     def warnings(self) -> list[str]:
         """A warning when documents have gold facts only AND others predicted facts only: doc_ids

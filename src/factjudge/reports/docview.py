@@ -6,9 +6,10 @@ element it sits in: ``<``, ``>`` and ``&`` as ``\\u003c`` etc. (so no ``</script
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..core.grounding import Finder, Span, ground, segments
 from ..models import Direction
 from .format import fmt
 from .rows import closest_facts, shown_fields
@@ -16,6 +17,8 @@ from .rows import closest_facts, shown_fields
 #: Defaults of the document view: how many documents and how much JSON report.html embeds.
 MAX_DOCUMENTS = 50
 MAX_DOCUMENT_BYTES = 5_000_000
+#: A document's text is shown up to this many characters.
+MAX_TEXT_CHARS = 100_000
 
 
 def json_for_script(data: Any) -> str:
@@ -23,6 +26,32 @@ def json_for_script(data: Any) -> str:
     return (json.dumps(data, ensure_ascii=False, separators=(",", ":"))
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _source(payload: dict[str, Any], text: str, find: Callable[[str], Finder]) -> None:
+    """The document's text in ``payload`` as pieces, each marked with the facts whose evidence
+    covers it (``g3``, ``p1``: the cards' keys), and each prediction tagged found or not found in
+    it (:func:`~factjudge.core.grounding.ground`). A text over :data:`MAX_TEXT_CHARS` is cut."""
+    cut = text[:MAX_TEXT_CHARS]
+    finder: Finder | None = None
+
+    def lazy(value: str) -> Sequence[Span]:
+        nonlocal finder
+        finder = finder or find(text)
+        return finder(value)
+
+    marks: list[tuple[Span, str]] = []
+    for side, key in (("gold", "g"), ("predicted", "p")):
+        for i, (fact, shown) in enumerate(zip(payload.pop(f"_{side}"), payload[side], strict=True)):
+            if fact.get("status") == "OUT_OF_SCOPE":
+                continue
+            g = ground(fact, text, lazy)
+            marks += [(span, f"{key}{i}") for span in g.spans]
+            if side == "predicted":
+                shown["source"] = g.tag
+                shown["ungrounded"] = g.ungrounded
+    payload["text"] = [[piece, keys] for piece, keys in segments(cut, marks)]
+    payload["text_cut"] = len(text) - len(cut)
 
 
 def _doc_payload(line: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,16 +104,23 @@ def _doc_payload(line: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def embed_documents(documents: Iterable[Mapping[str, Any]], max_documents: int = MAX_DOCUMENTS,
-                    max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[list[dict[str, Any]], int]:
+                    max_bytes: int = MAX_DOCUMENT_BYTES, texts: Mapping[str, str] | None = None,
+                    find: Callable[[str], Finder] | None = None) -> tuple[list[dict[str, Any]], int]:
     """The document-view payloads of ``documents`` (in order) that fit: at most ``max_documents``,
     at most ``max_bytes`` of JSON in all (a document that would pass the cap is left out and the
-    next ones are tried). Returns (payloads, documents left out for size)."""
+    next ones are tried). ``texts``: doc_id -> the document's text, shown with each fact's evidence
+    marked (``find`` searches a value in a text: :func:`factjudge.judges.rules.locate.finder`).
+    Returns (payloads, documents left out for size)."""
     out: list[dict[str, Any]] = []
     size = left_out = 0
     for line in documents:
         if len(out) >= max_documents:
             break
         payload = _doc_payload(line)
+        text = (texts or {}).get(str(line.get("doc_id")))
+        if text is not None and find is not None:
+            payload["_gold"], payload["_predicted"] = line.get("gold_facts") or [], line.get("predicted_facts") or []
+            _source(payload, text, find)
         n = len(json_for_script(payload).encode("utf-8")) + 1
         if size + n > max_bytes:
             left_out += 1

@@ -14,7 +14,7 @@ This is the one module that imports jinja2, so commands that write no page never
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 from urllib.parse import quote
@@ -24,11 +24,13 @@ from markupsafe import Markup
 
 from ..core.aggregate import Summary
 from ..core.confidence import ConfidenceSummary
+from ..core.grounding import Finder
 from ..io.run_models import CompareResult, MetricDiff
 from ..models import Counts
 from .docview import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, embed_documents, first_with_both_sides, json_for_script
 from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
 from .rows import ROW_STATUSES
+from .source import OMISSION_HEADER, SOURCE_HEADER, omission_rows, source_note, source_rows
 from .text import (
     BY_TYPE_HEADER,
     CATEGORY_HEADER,
@@ -259,11 +261,23 @@ def _confidence(summary: Summary) -> dict[str, Any] | None:
             "review_header": REVIEW_HEADER, "review": review_table(c)}
 
 
+def _source(summary: Summary, omissions: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any] | None:
+    """What ``_source.html.j2`` shows (None: no document had a text)."""
+    s = summary.source
+    if s is None:
+        return None
+    return {"note": source_note(s), "header": SOURCE_HEADER, "rows": source_rows(s),
+            "omission_header": OMISSION_HEADER, "omissions": omission_rows(omissions),
+            "more": s.possible_gold_omissions.total - len(omissions)}
+
+
 def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
                 rows: Sequence[Mapping[str, Any]], rows_total: int, *,
                 rows_order: str = "dataset", documents: Iterable[Mapping[str, Any]] = (),
                 max_documents: int = MAX_DOCUMENTS,
-                max_document_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+                max_document_bytes: int = MAX_DOCUMENT_BYTES, texts: Mapping[str, str] | None = None,
+                find: Callable[[str], Finder] | None = None,
+                omissions: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> str:
     """``report.html``, one self-contained file. ``rows``, ``rows_total``, ``rows_order`` as for
     :func:`~.markdown.render_markdown` (TP rows are in the table, hidden until the status filter
     shows them). ``documents``: result lines, worst first, for the document view (see
@@ -275,8 +289,12 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
     - documents: the result lines of the worst documents, worst first (up to ``max_documents``
       of them, within ``max_document_bytes`` of JSON, are embedded for the document view);
     - summary: the run's :class:`~factjudge.core.aggregate.Summary` (``summary.json``), whose
-      ``provenance``, ``judge`` and ``config`` are shown."""
-    payloads, left_out = embed_documents(documents, max_documents, max_document_bytes)
+      ``provenance``, ``judge`` and ``config`` are shown;
+    - texts, find: the embedded documents' texts and the value search, for the document view's
+      text with each fact's evidence marked (:func:`~.docview.embed_documents`);
+    - omissions: the first possible gold omissions, (doc_id, predicted fact), listed in their
+      section (:class:`~factjudge.core.grounding.SourceCounts`)."""
+    payloads, left_out = embed_documents(documents, max_documents, max_document_bytes, texts, find)
     start = first_with_both_sides(payloads)
     prov = summary.provenance
     return render_page(
@@ -292,7 +310,7 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
         skipped=[[s["file"], s["line"], s["error"]] for s in summary.skipped],
         facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary.usage),
         provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),
-        confidence=_confidence(summary),
+        confidence=_confidence(summary), source=_source(summary, omissions),
         reviewed=None if summary.reviewed is None else {"line": reviewed_line(summary),
                                                         "note": reviewed_note(summary)},
         categories=category_rows(summary), category_header=CATEGORY_HEADER, category_note=CATEGORY_NOTE,

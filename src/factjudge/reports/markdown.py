@@ -10,6 +10,7 @@ from typing import Any
 from ..core.aggregate import MicroCounts, Summary
 from ..io.run_models import CompareResult
 from .format import fmt, fmt_ci
+from .source import OMISSION_HEADER, SOURCE_HEADER, omission_rows, source_note, source_rows
 from .text import (
     BY_TYPE_HEADER,
     CATEGORY_HEADER,
@@ -221,16 +222,32 @@ def _md_facts(micro: MicroCounts, rows: Sequence[Mapping[str, Any]], rows_total:
     return out
 
 
+def _md_source(summary: Summary, omissions: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """The predictions checked against their text, and the possible gold omissions listed."""
+    s = summary.source
+    if s is None:
+        return []
+    out = ["## Possible gold omissions", "", md_escape(source_note(s)), ""]
+    out += _md_table(SOURCE_HEADER, source_rows(s))
+    if omissions:
+        out += _md_table(OMISSION_HEADER, omission_rows(omissions))
+        more = s.possible_gold_omissions.total - len(omissions)
+        out += [f"{more:,} more are not listed (summary.json counts them all).", ""] if more > 0 else []
+    return out
+
+
 def render_markdown(summary: Summary, worst: Sequence[Mapping[str, Any]],
                     rows: Sequence[Mapping[str, Any]], rows_total: int, *,
-                    rows_order: str = "dataset") -> str:
+                    rows_order: str = "dataset", omissions: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> str:
     """``report.md``. ``rows``: from :func:`~.rows.collect_rows` / :func:`~.rows.select_rows`; the
     FN/FP/ERROR ones are listed, TP ones (if any) in a section of their own. ``rows_total``: the
     number of FN/FP/ERROR facts of the whole run. ``rows_order``: ``"worst"`` when the rows were
-    selected worst documents first (:func:`~.rows.select_rows`), ``"dataset"`` when in dataset order."""
+    selected worst documents first (:func:`~.rows.select_rows`), ``"dataset"`` when in dataset order.
+    ``omissions``: the first possible gold omissions (summary.json's ``source``), listed first."""
     out = _md_headline(summary)
     out += _md_reviewed(summary)
     out += _md_judge_corrected(summary)
+    out += _md_source(summary, omissions)
     out += _md_tables(summary, worst)
     out += _md_facts(summary.micro, rows, rows_total, rows_order)
     out += ["## Usage", ""]

@@ -9,14 +9,15 @@ report.html's document view holds only the worst documents.
 
 The queue (:func:`review_queue`) puts first what most changes the figures' uncertainty: a miss or
 an extra with a close fact on the other side (a near miss: the judge may have missed a link), an
-extra with nothing close (a possible gold omission), a link the LLM made where the rules judge
+extra with nothing close (a possible gold omission; first among them those found in the
+source text), a link the LLM made where the rules judge
 could not confirm it (hybrid) or on a low-confidence prediction, then the other links, then
 misses with nothing close. Values are embedded as JSON the page's script reads
 (:func:`~.docview.json_for_script`) and shown with ``textContent`` only.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from ..core.aggregate import Summary
@@ -63,8 +64,9 @@ def _item(doc_id: str, kind: str, gold: Mapping[str, Any] | None, pred: Mapping[
             "reasoning": str(subject.get("reasoning") or ""), "note": str(subject.get("description") or "")}
 
 
-def line_items(line: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The reviewable decisions of one result line: each link, each miss, each extra."""
+def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = ()) -> list[dict[str, Any]]:
+    """The reviewable decisions of one result line: each link, each miss, each extra. ``found``:
+    (doc_id, id) of the FP predictions found in their document's text (possible gold omissions)."""
     doc_id = str(line.get("doc_id"))
     gold, pred = line.get("gold_facts") or [], line.get("predicted_facts") or []
     by_id = {str(f.get("id")): f for f in pred}
@@ -100,7 +102,10 @@ def line_items(line: Mapping[str, Any]) -> list[dict[str, Any]]:
         hit = near.get(("predicted", str(p.get("id"))))
         if hit is not None and (str(hit[0].get("id")), str(p.get("id"))) in shown:
             continue
-        if hit is None:
+        if hit is None and (doc_id, str(p.get("id"))) in found:
+            items.append(_item(doc_id, "extra", None, p, 2.9, "possible gold omission: found in the source, "
+                               "no gold fact of this type is close"))
+        elif hit is None:
             items.append(_item(doc_id, "extra", None, p, 2.8, "possible gold omission: no gold fact of "
                                "this type is close"))
         else:
@@ -111,10 +116,12 @@ def line_items(line: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def review_queue(lines: Iterable[Mapping[str, Any]], max_items: int = MAX_ITEMS,
-                 max_bytes: int = MAX_BYTES) -> tuple[list[dict[str, Any]], int]:
+                 max_bytes: int = MAX_BYTES, found: Container[tuple[str, str]] = ()
+                 ) -> tuple[list[dict[str, Any]], int]:
     """Every reviewable decision of the run, most informative first (ties in dataset order), cut
-    at ``max_items`` and ``max_bytes`` of JSON. Returns (items, decisions left out)."""
-    items = [item for line in lines for item in line_items(line)]
+    at ``max_items`` and ``max_bytes`` of JSON; ``found`` as for :func:`line_items`. Returns
+    (items, decisions left out)."""
+    items = [item for line in lines for item in line_items(line, found)]
     ordered = sorted(enumerate(items), key=lambda x: (-x[1]["priority"], x[0]))
     out: list[dict[str, Any]] = []
     size = 0
@@ -147,9 +154,11 @@ def needed_rows(summary: Summary) -> tuple[str, list[list[str]]]:
     return note, rows
 
 
-def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]]) -> str:
+def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]],
+                  omissions: Container[tuple[str, str]] = ()) -> str:
     """review.html of a run: ``lines`` its result lines (dataset order), read once; the run's
-    identity (:func:`~factjudge.core.review.run_identity`) is taken from them and ``summary``."""
+    identity (:func:`~factjudge.core.review.run_identity`) is taken from them and ``summary``.
+    ``omissions``: (doc_id, id) of the FP predictions found in the source, put first among extras."""
     inputs: list[tuple[str, str]] = []
 
     def noted(lines: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
@@ -157,7 +166,7 @@ def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]]) -> str:
             inputs.append((str(line.get("doc_id")), str(line.get("input_sha256"))))
             yield line
 
-    items, left_out = review_queue(noted(lines))
+    items, left_out = review_queue(noted(lines), found=omissions)
     run = run_identity(summary.judge, summary.config, inputs)
     note, rows = needed_rows(summary)
     m = summary.micro

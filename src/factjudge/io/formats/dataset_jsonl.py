@@ -10,7 +10,7 @@ from ...errors import InputError
 from ...models import JudgeConfig
 from ..facts import validate_fact_list
 from ..inputs import check_input_kind, empty_file_error, is_empty, rename_fields
-from ..jsonl import jsonl_lines, looks_like_object, parse_object_line, read_line_at
+from ..jsonl import jsonl_lines, looks_like_object, parse_json_line, parse_object_line, read_line_at
 from ..scan import Document, Located, Problem, doc_id_of, not_json_lines
 
 
@@ -65,6 +65,18 @@ class DatasetLines:
         with self.path.open("rb") as fh:
             for key in keys:
                 yield self._document(read_line_at(fh, self._offsets[key]), self._lines[key])
+
+    def texts(self, keys: Iterable[int]) -> Iterator[str | None]:
+        """A line's ``text`` (a string), when it has one: the document the facts were taken from."""
+        with self.path.open("rb") as fh:
+            for key in keys:
+                raw = read_line_at(fh, self._offsets[key])
+                if b'"text"' not in raw:  # most datasets carry none: no second parse of every line
+                    yield None
+                    continue
+                rec = parse_json_line(raw, self.path, self._lines[key])
+                text = rec.get("text") if isinstance(rec, dict) else None
+                yield text if isinstance(text, str) else None
 
     def warnings(self) -> list[str]:
         return []

@@ -54,6 +54,9 @@ class FactLines:
             yield FactEntry(lineno, offset, doc_id)
         not_json_lines(self.name, bad, first, objects)
 
+    def source_text(self, key: int, lineno: int) -> str | None:
+        return None  # a fact per line: no document's text
+
     @contextlib.contextmanager
     def opened(self) -> Iterator[FactLoader]:
         with self.file.open("rb") as fh:

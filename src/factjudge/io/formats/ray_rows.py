@@ -124,6 +124,10 @@ class RayRows:
             if n in wanted:
                 yield row_document(row, f"{self.name}: row {n}", self.columns)
 
+    def texts(self, keys: Iterable[int]) -> Iterator[str | None]:
+        """None each: a Ray run's report shows no source text (its rows are not read again)."""
+        return (None for _ in keys)
+
     def warnings(self) -> list[str]:
         return []
 

@@ -40,7 +40,8 @@
   var NS = "http://www.w3.org/2000/svg";
   var view = byId("docview"), svg = byId("doc-links"), goldCol = byId("doc-gold-facts"),
       predCol = byId("doc-pred-facts"), docSelect = byId("doc-select"), docType = byId("doc-type"),
-      showNear = byId("doc-near"), align = byId("doc-align"), docInfo = byId("doc-info");
+      showNear = byId("doc-near"), align = byId("doc-align"), docInfo = byId("doc-info"),
+      textBox = byId("doc-text");
   if (!view || !docs.length) { return; }
   var index = new Map();
   docs.forEach(function (d, i) {
@@ -50,7 +51,26 @@
     o.textContent = d.label;
     docSelect.appendChild(o);
   });
-  var current = null, cards = {gold: [], predicted: []}, hover = new Map();
+  var current = null, cards = {gold: [], predicted: []}, hover = new Map(), marks = new Map();
+
+  // the document's text, in pieces (reports/docview.py): a piece some facts' evidence covers is a
+  // <mark> naming them; hovering a fact lights its marks
+  function showText(d) {
+    while (textBox.firstChild) { textBox.removeChild(textBox.firstChild); }
+    marks = new Map();
+    textBox.hidden = !d.text;
+    if (!d.text) { return; }
+    var ids = function (k) { return (k[0] === "g" ? d.gold : d.predicted)[Number(k.slice(1))].id; };
+    d.text.forEach(function (piece) {
+      if (!piece[1].length) { textBox.appendChild(document.createTextNode(piece[0])); return; }
+      var m = el("mark", piece[1].some(function (k) { return k[0] === "p"; }) ? "ev ev-p" : "ev ev-g", piece[0]);
+      m.dataset.keys = piece[1].join(" ");
+      m.title = piece[1].map(function (k) { return (k[0] === "g" ? "gold " : "predicted ") + ids(k); }).join(", ");
+      piece[1].forEach(function (k) { if (!marks.has(k)) { marks.set(k, []); } marks.get(k).push(m); });
+      textBox.appendChild(m);
+    });
+    if (d.text_cut) { textBox.appendChild(el("p", "muted", "\u2026 " + d.text_cut + " more characters not shown")); }
+  }
 
   function el(tag, cls, text) {
     var x = document.createElement(tag);
@@ -70,6 +90,10 @@
     head.appendChild(el("span", "badge st-" + f.status, f.status));
     if (f.closest) {
       head.appendChild(el("span", "fact-near", "closest " + f.closest.id + " (" + f.closest.score + ")"));
+    }
+    if (f.source) {
+      head.appendChild(el("span", "fact-src " + (f.source === "found in the source" ? "src-found" : "src-missing"),
+                          f.source + (f.ungrounded ? " (no span)" : "")));
     }
     c.appendChild(head);
     var body = el("div", "fact-fields");
@@ -97,6 +121,7 @@
 
   function highlight(key, on) {
     (hover.get(key) || []).forEach(function (x) { x.classList.toggle("hl", on); });
+    (marks.get(key) || []).forEach(function (x) { x.classList.toggle("hl", on); });
     var self = view.querySelector('[data-key="' + key + '"]');
     if (self) { self.classList.toggle("hl", on); }
   }
@@ -128,6 +153,7 @@
     });
     docType.value = types.has(keep) ? keep : "";
     docInfo.textContent = current.info;
+    showText(current);
     [goldCol, predCol].forEach(function (col) { while (col.firstChild) { col.removeChild(col.firstChild); } });
     cards = {gold: [], predicted: []};
     current.gold.forEach(function (f, gi) {
