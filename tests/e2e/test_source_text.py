@@ -103,3 +103,23 @@ def test_without_a_text_summary_json_has_no_source(tmp_path):
     out, summary = _eval(tmp_path, "--gold", tmp_path / "gold.csv", "--predicted", tmp_path / "pred.jsonl")
     assert "source" not in summary
     assert "Possible gold omissions" not in (out / "report.md").read_text()
+
+
+def test_a_near_miss_found_at_its_span_is_a_wrong_value_not_a_possible_omission(tmp_path):
+    """A LangExtract span covers the extraction's text only: paracetamol 1 g against gold's 500 mg
+    is at its span, but it is the near-miss partner of a missed gold fact (a wrong dosage of a
+    fact gold has), so it is not counted as a fact gold lacks; ibuprofen, which gold lacks, is."""
+    (tmp_path / "gold.csv").write_text("doc_id,id,fact_type,extraction_text,dosage\n"
+                                       "note-3,g1,medication,paracetamol,500 mg\n", encoding="utf-8")
+    text = "Paracetamol 1 g at night; ibuprofen 200 mg."
+    extractions = [{**_extraction("medication", "paracetamol", (0, 11), 1), "attributes": {"dosage": "1 g"}},
+                   {**_extraction("medication", "ibuprofen", (26, 35), 2), "attributes": {"dosage": "200 mg"}}]
+    path = tmp_path / "extractions.jsonl"
+    path.write_text(json.dumps({"extractions": extractions, "text": text, "document_id": "note-3"}) + "\n",
+                    encoding="utf-8")
+    out, summary = _eval(tmp_path, "--gold", tmp_path / "gold.csv", "--predicted", path)
+    line = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert [(m["gold"], m["predicted"]) for m in line["analysis"]["near_misses"]] == [("g1", "medication-1")]
+    s = summary["source"]
+    assert s["found"]["total"] == 2
+    assert s["possible_gold_omissions"] == {"total": 1, "by_fact_type": {"medication": 1}}  # ibuprofen only

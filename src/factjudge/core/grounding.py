@@ -13,7 +13,10 @@ decides only what counts.
 
 A predicted fact the judge calls FP that is found in the source is a *possible gold omission*:
 annotators miss facts, and an FP that the text states may be one of them rather than a
-hallucination. :class:`SourceCounts` counts these per fact type for ``summary.json``."""
+hallucination; unless it is the near-miss partner of a missed gold fact (one field differs: a
+wrong value of a fact gold has, not a fact gold lacks; a LangExtract span covers the extraction's
+text only, so a wrong attribute is still "at its span"). :class:`SourceCounts` counts these per
+fact type for ``summary.json``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -164,9 +167,12 @@ class SourceCounts:
         self.summary = SourceSummary(text_from=self.text_from)
 
     def add(self, doc_id: str, predicted: Iterable[Mapping[str, Any]], text: str | None,
-            find: Callable[[str], Finder]) -> dict[str, Grounding]:
+            find: Callable[[str], Finder], near_misses: Iterable[str] = ()) -> dict[str, Grounding]:
         """Count one document's predictions; ``find(text)`` makes the finder of its text (made
-        once, only when a fact has no span of its own). Returns each fact id's grounding."""
+        once, only when a fact has no span of its own); ``near_misses``: the ids of the FP
+        predictions that are near-miss partners (never possible omissions). Returns each fact
+        id's grounding."""
+        partners = set(near_misses)
         s = self.summary
         if text is None:
             s.documents_without_text += 1
@@ -188,7 +194,7 @@ class SourceCounts:
             (s.found if g.found else s.not_found).add(fact_type)
             if g.ungrounded:
                 s.ungrounded.add(fact_type)
-            if g.found and fact.get("status") == "FP":
+            if g.found and fact.get("status") == "FP" and str(fact.get("id")) not in partners:
                 s.possible_gold_omissions.add(fact_type)
                 if len(self.omissions) < self.rows:
                     self.omissions.append((doc_id, fact))

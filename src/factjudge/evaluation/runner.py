@@ -59,7 +59,7 @@ from ..io.runfolder import (
 )
 from ..io.scan import doc_hash
 from ..judges.base import PROMPT_FORMAT_VERSION, Judge, run_info_of
-from ..models import JudgeConfig, JudgeResult, Prices
+from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
 from ..reports.html import render_html
 from ..reports.markdown import render_markdown
 from ..reports.review import render_review
@@ -269,7 +269,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             agg.add(doc_stats(line, config.confidence_field))
             doc_id, text = next(texts)
             assert doc_id == line["doc_id"], doc_id  # both in dataset order
-            source.add(doc_id, line.get("predicted_facts", ()), text, find)
+            source.add(doc_id, line.get("predicted_facts", ()), text, find,
+                       (m.predicted for m in line_analysis(line).near_misses))
             shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
             warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
