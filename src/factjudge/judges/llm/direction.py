@@ -16,6 +16,7 @@ from ...models import Verdict
 from ..base import Estimate, JudgePass, Stage, by_type_key, type_key
 from .batch_lines import BatchRequest
 from .prompts import Asked, Prefix, direction_prefix
+from .request import body, cache_key
 
 if TYPE_CHECKING:
     from .judge import LLMJudge
@@ -66,8 +67,8 @@ class LLMPass:
             call = llm.prepare(asked)
         except PromptTooLarge:
             return Estimate("too_large")
-        plan = llm._plan(call.asked, llm.mode)
-        if llm.cache is not None and llm.cache.get(llm._cache_key(plan, call.asked.task)) is not None:
+        plan = llm.plan(call.asked)
+        if llm.cache is not None and llm.cache.get(cache_key(plan, call.asked.task)) is not None:
             return Estimate("cache_hit")
         if call.asked is not asked:  # shortlisted: a prefix of its own, cached by no earlier call
             return Estimate("call", call.prompt_tokens, 0, True)
@@ -87,8 +88,8 @@ class LLMPass:
         except PromptTooLarge:
             return None
         task = call.asked.task
-        plan = llm._plan(call.asked, llm.mode)
-        key = llm._cache_key(plan, task)
+        plan = llm.plan(call.asked)
+        key = cache_key(plan, task)
         if llm.cache is not None and llm.cache.get(key) is not None:
             return None
-        return BatchRequest(key, llm._body(plan, task, []).obj(), task)
+        return BatchRequest(key, body(plan, task, []).obj(), task)
