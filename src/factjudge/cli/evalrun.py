@@ -22,7 +22,7 @@ from .app import say
 from .gate import Gate
 from .mlflow_hook import after_run
 from .options import JudgeOptions, build_spec
-from .output import ProgressBar, categories_text, cost_text, print_plan
+from .output import ProgressBar, categories_text, cost_text, print_plan, run_notes
 
 MAX_PROBLEMS_SHOWN = 20
 
@@ -115,6 +115,7 @@ def _print_summary(outcome: EvalRun, output_dir: Path, seconds: float) -> None:
         f"R {fmt(m.recall)} {fmt_ci(ci['recall'])} F1 {fmt(m.f1)} {fmt_ci(ci['f1'])} | "
         f"errors {m.errors} | {calls}{seconds:.1f}s{cost_text(u)}"
         f"{categories_text(summary.categories, summary.judge.get('name') == 'rules')}"
+        + run_notes(summary.usage, summary.conflicts)
         + (f" | {len(summary.alerts)} alert(s): see the warnings below" if summary.alerts else ""))
     if summary.judge_corrected is not None:
         say(judge_corrected_line(summary.judge_corrected))

@@ -53,6 +53,26 @@ def categories_text(c: CategoryCounts, rules_judge: bool) -> str:
     return text
 
 
+def run_notes(usage: Mapping[str, Any], conflicts: Mapping[str, int]) -> str:
+    """`` | 13 retries (2 re-asks) | 3 settled by proof (5 candidates left out) | 4 gold facts
+    promoted by a predicted fact's link``: what shaped the figures besides the verdicts, when
+    there is any (issue #36: a newcomer saw none of it)."""
+    out = ""
+    retries, reasks = int(usage.get("retries", 0)), int(usage.get("reasks", 0))
+    if retries:
+        out += f" | {retries} retr{'ies' if retries != 1 else 'y'}" + (f" ({reasks} re-ask{'s' if reasks != 1 else ''})"
+                                                                      if reasks else "")
+    proved, left = int(usage.get("proved_different", 0)), int(usage.get("proof_left_out", 0))
+    if proved or left:
+        out += f" | {proved} settled by proof" + (f" ({left} candidate{'s' if left != 1 else ''} proved different "
+                                                  "left out of questions)" if left else "")
+    promoted = int(conflicts.get("gold_promoted_by_predicted", 0))
+    if promoted:
+        out += (f" | {promoted} gold fact{'s' if promoted != 1 else ''} promoted to TP by a predicted fact's "
+                "link (gold_promoted_by_predicted)")
+    return out
+
+
 def summary_line(result: JudgeResult) -> str:
     m, u = result.metrics, result.usage
     by_type = count_categories({"gold_facts": result.gold_facts, "predicted_facts": result.predicted_facts,
@@ -61,7 +81,7 @@ def summary_line(result: JudgeResult) -> str:
     return (f"gold: {m.tp_gold} TP, {m.fn} FN | predicted: {m.tp_predicted} TP, {m.fp} FP | "
             f"errors {m.errors} | out of scope {m.out_of_scope_gold}+{m.out_of_scope_predicted} | "
             f"P {fmt(m.precision)} R {fmt(m.recall)} F1 {fmt(m.f1)} | {usage_text(u)} | "
-            f"{u.seconds:.2f}s{cost_text(u.model_dump())}"
+            f"{u.seconds:.2f}s{cost_text(u.model_dump())}{run_notes(u.model_dump(), result.conflicts)}"
             f"{categories_text(total_categories(by_type), rules_judge)}")
 
 

@@ -26,7 +26,7 @@ from .scope import field_check, scope_check
 #: facts > 5% of in-scope facts"); below it the figures still rest on nearly every fact.
 ERROR_SHARE_ALERT = 0.05
 
-AlertKind = Literal["errors", "entity_types", "fact_type_case", "empty_side"]
+AlertKind = Literal["errors", "entity_types", "fact_type_case", "empty_side", "linked_against_proof"]
 
 
 class Alert(BaseModel):
@@ -128,9 +128,52 @@ def error_alert(counts: Counts) -> Alert | None:
                          "only; run again to retry them")
 
 
-def run_alerts(config: JudgeConfig, shape: InputShape, counts: Counts, out_of_scope: int) -> list[Alert]:
+#: Examples a ``linked_against_proof`` alert names, at most.
+PROOF_EXAMPLES = 3
+#: How each hard field's kind is said: "whose numbers differ" (judges/rules/proof.py's kinds).
+_KIND_WORDS = {"number": "numbers", "date": "dates", "identifier": "identifiers"}
+
+
+@dataclass
+class ProofLinks:
+    """The links of a run whose pair the rules prove different on a hard field (a number beyond
+    tolerance, a date, an identifier): per kind how many, and the first examples as
+    ``total 936.32 vs 936.33``."""
+
+    kinds: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, example: str) -> None:
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        if len(self.examples) < PROOF_EXAMPLES:
+            self.examples.append(example)
+
+    @property
+    def count(self) -> int:
+        return sum(self.kinds.values())
+
+
+def proof_alert(links: ProofLinks) -> Alert | None:
+    """The ``linked_against_proof`` alert: the judge (an LLM: the rules judge proves what it
+    links) linked pairs the rules prove different."""
+    if not links.count:
+        return None
+    kinds = " and ".join(_KIND_WORDS.get(k, k) for k in sorted(links.kinds, key=links.kinds.__getitem__,
+                                                                  reverse=True))
+    more = ", ..." if links.count > len(links.examples) else ""
+    return Alert(kind="linked_against_proof",
+                 message=f"the LLM linked {links.count} pair{'s' if links.count != 1 else ''} whose {kinds} "
+                         f"differ: {', '.join(links.examples)}{more}; the rules prove these pairs different, so "
+                         "these TPs are likely wrong: review them (review.html), or use --judge hybrid, which "
+                         "does not ask the model about such pairs")
+
+
+def run_alerts(config: JudgeConfig, shape: InputShape, counts: Counts, out_of_scope: int,
+               proof_links: ProofLinks | None = None) -> list[Alert]:
     """Every alert of a run, in the order a reader should see them."""
     alerts = [a for a in (error_alert(counts), entity_types_alert(config, shape, out_of_scope)) if a]
+    if proof_links is not None and (proof := proof_alert(proof_links)) is not None:
+        alerts.append(proof)
     alerts += [Alert(kind="empty_side", message=m) for m in empty_sides(shape)]
     alerts += [Alert(kind="fact_type_case", message=m) for m in case_mismatches(shape)]
     return alerts

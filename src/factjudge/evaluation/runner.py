@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from .._version import __version__
 from ..core.aggregate import REPORT_ROWS, Aggregator, Summary, ZeroDivision, doc_stats
-from ..core.alerts import InputShape, input_warnings, run_alerts
+from ..core.alerts import InputShape, ProofLinks, input_warnings, run_alerts
 from ..core.confidence import corrected as confidence_corrected
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
 from ..core.grounding import Finder, SourceCounts
@@ -265,6 +265,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
         warnings: list[str] = []
         shape = InputShape()
+        links = _LinkCheck(config, judge)
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line, config.confidence_field))
             doc_id, text = next(texts)
@@ -272,6 +273,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             source.add(doc_id, line.get("predicted_facts", ()), text, find,
                        (m.predicted for m in line_analysis(line).near_misses))
             shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
+            links.add(line)
             warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
                 facts_csv.add(line)
@@ -288,7 +290,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.skipped = [p.to_dict() for p in skipped]
     summary.judge = judge.identity()
     summary.config = config.model_dump(mode="json")
-    _flag(summary, config, shape, [*dataset.warnings, *warnings, *judge_config_warnings(config, judge),
+    _flag(summary, config, shape, links.found, [*dataset.warnings, *warnings, *judge_config_warnings(config, judge),
                                    *agg.confidence.warnings()], dataset.fact_types)
     summary.provenance = {"factjudge": __version__, "created": created or _now(),
                           "inputs": dataset.sources}
@@ -350,12 +352,32 @@ def add_judge_corrected(summary: Summary, keys: Sequence[Sequence[int]], calibra
             "(are its labelled pairs like this run's?)")
 
 
-def _flag(summary: Summary, config: JudgeConfig, shape: InputShape, warnings: list[str],
-          fact_types: set[str]) -> None:
+class _LinkCheck:
+    """After an LLM's run, every final link checked by the rules' comparators: a pair they prove
+    different on a hard field is counted (the ``linked_against_proof`` alert, issue #36). The rules
+    judge's own links are not checked (it links nothing it proves different)."""
+
+    def __init__(self, config: JudgeConfig, judge: Judge) -> None:
+        self.config, self.found = config, ProofLinks()
+        self.on = judge.identity().get("name") != "rules"
+
+    def add(self, line: Mapping[str, Any]) -> None:
+        if not self.on:
+            return
+        from ..judges.rules.proof import link_proofs  # the normaliser: with an LLM's run only
+
+        for proof in link_proofs(list(line.get("gold_facts", ())), list(line.get("predicted_facts", ())),
+                                 self.config):
+            self.found.add(proof.kind, proof.example())
+
+
+def _flag(summary: Summary, config: JudgeConfig, shape: InputShape, proof_links: ProofLinks,
+          warnings: list[str], fact_types: set[str]) -> None:
     """The run's warnings and alerts (the banners of the reports): scope first, then the inputs'
     likely mistakes, then the dataset's and the documents' own."""
     micro = summary.micro
-    summary.alerts = run_alerts(config, shape, micro, micro.out_of_scope_gold + micro.out_of_scope_predicted)
+    summary.alerts = run_alerts(config, shape, micro, micro.out_of_scope_gold + micro.out_of_scope_predicted,
+                                proof_links)
     summary.warnings = [*scope_check(config, fact_types, "the dataset"), *input_warnings(shape), *warnings]
 
 

@@ -138,7 +138,8 @@ _FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds
 #: and response-cache keys as they were.
 _DROPPED_AT_DEFAULT: dict[str, Any] = {"columns": {}, "decimal_separator": ".", "date_order": "MDY",
                                        "ordered": [], "record_type": None, "confidence_field": None,
-                                       "langextract_compare": ["extraction_text", "attributes"]}
+                                       "langextract_compare": ["extraction_text", "attributes"],
+                                       "identifier_fields": [], "proof_guard": True}
 
 
 #: The parts of a LangExtract extraction the config key ``langextract_compare`` may name.
@@ -219,6 +220,14 @@ class JudgeConfig(BaseModel):
     #: ``confidence``, ``score``, ``probability`` predictions carry and gold facts do not). Never
     #: compared; summary.json's ``confidence`` measures it against the verdicts (core/confidence.py).
     confidence_field: StrictStr | None = Field(default=None, min_length=1)
+    #: The fields holding identifiers or codes (compared after normalising case, spaces and
+    #: punctuation; two that differ then prove the facts different), besides those recognised by
+    #: name: ``id``, ``number``, ``no``, ``code``, ``sku``, ``ticker``, ``iban``... alone or as the
+    #: last part (``invoice_number``, ``customer_id``; judges/rules/proof.py).
+    identifier_fields: list[StrictStr] = Field(default_factory=list)
+    #: Hybrid judge: a pair the rules prove different on a hard field (a number beyond tolerance, a
+    #: date, an identifier) is not asked: the model cannot overrule proof. On by default.
+    proof_guard: StrictBool = True
 
     @field_validator("columns")
     @classmethod

@@ -17,10 +17,21 @@ class CallUsage(BaseModel):
     cache_hits: int = 0
     #: Questions the hybrid judge settled with the rules judge instead of an LLM call.
     llm_calls_saved: int = 0
+    #: Of those, the questions the hybrid judge settled because the rules proved every candidate
+    #: of the fact's type different on a hard field (judges/rules/proof.py).
+    proved_different: int = 0
+    #: Candidates left out of the LLM's questions because the rules proved them different.
+    proof_left_out: int = 0
     retries: int = 0
+    #: Of the retries, the questions asked again because the answer was invalid or cut.
+    reasks: int = 0
     prompt_tokens: int = 0
     cached_prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    @model_serializer(mode="wrap")
+    def _absent_when_zero(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return _without_zero_proofs(handler(self))
 
     def add(self, other: CallUsage) -> None:
         """Add ``other``'s counts to these: the one place usage is summed (a document's
@@ -121,4 +132,17 @@ class Usage(CallUsage):
             for name in ("jurors", "cost", "prices", "adapted"):
                 if getattr(self, name) is None:
                     data.pop(name, None)
-        return data
+        return _without_zero_proofs(data)
+
+
+def _without_zero_proofs(data: Any) -> Any:
+    """Usage without the proof guard's counts and the re-asks when zero: the outputs of a run
+    without them stay as they were."""
+    if isinstance(data, dict):
+        for name in _PROOF_COUNTS:
+            if data.get(name) == 0:
+                del data[name]
+    return data
+
+
+_PROOF_COUNTS = ("proved_different", "proof_left_out", "reasks")

@@ -9,6 +9,7 @@ the question's line of a batch file.
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from ...errors import PromptTooLarge
@@ -43,15 +44,19 @@ class LLMPass:
             prefix = self._prefixes[key] = direction_prefix(q.direction, candidates, q.config, q.doc_id, q.fields)
         return prefix
 
-    def asked(self, subject: dict[str, Any]) -> Asked:
-        """The question about ``subject`` as sent: shown the candidates of its prefix."""
-        return Asked(self.questions.task(subject, self.same_type), self._prefix(subject))
+    def asked(self, subject: dict[str, Any], leave_out: Collection[str] = ()) -> Asked:
+        """The question about ``subject`` as sent: shown the candidates of its prefix, but those
+        in ``leave_out`` (ids the rules proved different: a prefix of its own, fewer tokens)."""
+        asked = Asked(self.questions.task(subject, self.same_type), self._prefix(subject))
+        if not leave_out:
+            return asked
+        return asked.with_candidates([c for c in asked.task.candidates if str(c["id"]) not in leave_out])
 
-    async def judge(self, subject: dict[str, Any]) -> Verdict:
+    async def judge(self, subject: dict[str, Any], leave_out: Collection[str] = ()) -> Verdict:
         skipped = self.questions.unasked(subject)
         if skipped is not None:
             return skipped
-        return await self.llm.ask(self.asked(subject))
+        return await self.llm.ask(self.asked(subject, leave_out))
 
     def stages(self, subjects: list[dict[str, Any]]) -> list[Stage]:
         """One prefix after another (with ``candidates: same_type``, one fact_type in order of first
@@ -60,8 +65,8 @@ class LLMPass:
         groups = list(by_type_key(subjects).values()) if self.same_type else [subjects]
         return [Stage(group, self.llm.warmup) for group in groups]
 
-    def estimate(self, subject: dict[str, Any]) -> Estimate:
-        asked = self.asked(subject)
+    def estimate(self, subject: dict[str, Any], leave_out: Collection[str] = ()) -> Estimate:
+        asked = self.asked(subject, leave_out)
         llm = self.llm
         try:
             call = llm.prepare(asked)
@@ -70,21 +75,21 @@ class LLMPass:
         plan = llm.plan(call.asked)
         if llm.cache is not None and llm.cache.get(cache_key(plan, call.asked.task)) is not None:
             return Estimate("cache_hit")
-        if call.asked is not asked:  # shortlisted: a prefix of its own, cached by no earlier call
+        if call.asked is not asked or leave_out:  # shortlisted: a prefix of its own, cached by no earlier call
             return Estimate("call", call.prompt_tokens, 0, True)
         key = asked.prefix.cache_key
         cached = plan.tokens if key in self._warm and plan.tokens >= MIN_CACHED_PREFIX else 0
         self._warm.add(key)
         return Estimate("call", call.prompt_tokens, plan.tokens, False, cached)
 
-    def batch_request(self, subject: dict[str, Any]) -> BatchRequest | None:
+    def batch_request(self, subject: dict[str, Any], leave_out: Collection[str] = ()) -> BatchRequest | None:
         """The live request about ``subject`` as a batch line, unless nothing would be sent (no
         candidate of its type, too large, or answered in the response cache)."""
         if self.questions.unasked(subject) is not None:
             return None
         llm = self.llm
         try:
-            call = llm.prepare(self.asked(subject))
+            call = llm.prepare(self.asked(subject, leave_out))
         except PromptTooLarge:
             return None
         task = call.asked.task

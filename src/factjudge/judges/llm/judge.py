@@ -258,6 +258,7 @@ class LLMJudge(JudgeBase):
         for ask in range(self.answer_retries + 1):
             if ask:
                 usage.retries += 1
+                usage.reasks += 1
             try:
                 reply, plan = await self._send(asked, extra, usage, deadline)
             except BackendError as exc:

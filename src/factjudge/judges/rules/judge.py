@@ -24,6 +24,7 @@ from ..base import JudgeBase, JudgePass, JudgeTask, negative_status
 from .compare import CandidateResult, Prepared, compare_facts, normalized
 from .index import CandidateIndex, shortlist
 from .knowledge import knowledge_for
+from .proof import Proof, proved_different
 
 
 class RulesJudge(JudgeBase):
@@ -91,6 +92,22 @@ class RulesPass:
 
     def decide(self, subject: dict[str, Any]) -> tuple[Verdict, bool]:
         return self.rules.decide(self.questions.task(subject), self.index)
+
+    def proofs(self, subject: dict[str, Any]) -> tuple[dict[str, Proof], int]:
+        """The candidates of ``subject``'s fact_type proved different from it on a hard field
+        (:mod:`.proof`), by id, and how many candidates of its type there are."""
+        task = self.questions.task(subject)
+        index, config = self.index, task.config
+        prepared = normalized(subject, -1, config.ignore_company_suffixes, index.reading)
+        bucket = index.bucket(prepared.fact_type)
+        fields = task.compared
+        proofs = {}
+        for i in bucket:
+            cand = index.prepared[i]
+            proof = proved_different(prepared, cand, subject, self.questions.candidates[i], fields, config)
+            if proof is not None:
+                proofs[cand.fact_id] = proof
+        return proofs, len(bucket)
 
     async def judge(self, subject: dict[str, Any]) -> Verdict:
         return self.decide(subject)[0]
