@@ -368,6 +368,19 @@ class ScriptedServer:
         #: (direction, prompt tokens, cache_read_input_tokens, cache_creation_input_tokens)
         self.message_usage: list[tuple[str, int, int, int]] = []
         self._cached_prefixes: set[str] = set()
+        # --- llama.cpp's server's own endpoints (tools/server/README.md in ggml-org/llama.cpp)
+        #: Serve ``GET /health``: 200 ``{"status": "ok"}``, or while ``loading`` 503 with llama.cpp's
+        #: "Loading model" error; chat completions are refused alike while loading. Off: 404.
+        self.llama_health = False
+        #: Seconds after start during which the server is loading its model (a cold start).
+        self.loading_seconds = 0.0
+        #: ``GET /props`` answers this (``{"total_slots": 2, ...}``) when set, ``GET /slots`` this list.
+        self.props: dict[str, Any] | None = None
+        self.slot_list: list[dict[str, Any]] | None = None
+        #: path of every GET to /health, /props, /slots
+        self.probes: list[str] = []
+        self._started_at = 0.0
+        self.in_flight = self.max_in_flight = 0
 
     @property
     def base_url(self) -> str:
@@ -409,6 +422,11 @@ class ScriptedServer:
             self.requests.append(body)
             self.headers.append(dict(request.headers))
             self.paths.append(request.path_qs)
+        if self.loading():
+            if self.llama_health:  # llama.cpp refuses requests while it loads its model
+                return self._api_error(503, "Loading model")
+            # a server that says nothing until it is ready (loading, or a first prompt on CPU)
+            await asyncio.sleep(self.loading_seconds - (time.monotonic() - self._started_at))
         if self.delay:
             await asyncio.sleep(self.delay)
         refused = refusal(body, self.refuse, self.refuse_with_param) if self.refuse else None
@@ -877,11 +895,45 @@ class ScriptedServer:
             resp.text = text
         return resp
 
+    def loading(self) -> bool:
+        return time.monotonic() - self._started_at < self.loading_seconds
+
+    @web.middleware
+    async def _in_flight(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Count the chat requests being answered at once (``max_in_flight``)."""
+        if not request.path.endswith("/chat/completions"):
+            return await handler(request)
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await handler(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _llama_get(self, request: web.Request) -> web.Response:
+        with self._lock:
+            self.probes.append(request.path)
+        if request.path == "/health" and self.llama_health:
+            if self.loading():
+                return self._api_error(503, "Loading model")
+            return web.json_response({"status": "ok"})
+        if request.path == "/props" and self.props is not None:
+            return web.json_response(self.props)
+        if request.path == "/slots" and self.slot_list is not None:
+            return web.json_response(self.slot_list)
+        return web.Response(status=404, text="File Not Found")
+
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
         app = web.Application(client_max_size=1 << 30)  # batch input files may be large
         app.middlewares.append(self._hostile)
+        app.middlewares.append(self._in_flight)
+        app.router.add_get("/health", self._llama_get)
+        app.router.add_get("/props", self._llama_get)
+        app.router.add_get("/slots", self._llama_get)
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_post("/{prefix}/v1/chat/completions", self._handle)
         app.router.add_post("/v1/messages", self._messages)
@@ -903,6 +955,7 @@ class ScriptedServer:
         loop.close()
 
     def start(self) -> ScriptedServer:
+        self._started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         if not self._started.wait(10):

@@ -9,7 +9,6 @@ import json
 from evalkit import fact, run_cli, write_jsonl
 from scripted_server import ScriptedServer, answer, prompt_facts
 
-from factjudge.judges.rules.proof import IDENTIFIER_NAME, pair_proof
 from factjudge.models import JudgeConfig
 
 #: The newcomer's invoice case (issue #36), in the same shape: two pairs the rules prove different
@@ -114,6 +113,8 @@ def test_rules_alone_raise_no_alert_about_their_own_links(tmp_path):
 
 
 def test_what_a_proof_is():
+    from factjudge.judges.rules.proof import IDENTIFIER_NAME, pair_proof
+
     cfg = JudgeConfig()
     g = fact("g", "t", total="$1,200.00", when="2024-03-01", sku="AB-12 c", name="Acme")
     assert pair_proof(g, fact("p", "t", total="1.2k USD", when="2024-03-01", sku="ab12C", name="ACME Inc"),

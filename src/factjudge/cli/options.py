@@ -132,8 +132,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
                           "server) or none (the schema in the prompt).")),
     "timeout": (float, typer.Option(120.0, "--timeout", min=0.001, max=TIMEOUT.high, help="Seconds one LLM request may "
                 "take; one question (all its tries) gets at most 3 times this.")),
-    "concurrency": (int, typer.Option(8, "--concurrency", min=1, help="Judge questions in flight at "
-                    "once (1 for single-slot servers such as llama-cpp-python's).")),
+    "concurrency": (int | None, typer.Option(None, "--concurrency", min=1, help="Judge questions in flight at "
+                    "once (default 8; with llama.cpp's server on one's own machine, its slots, read from "
+                    "its /props; 1 for single-slot servers such as llama-cpp-python's).")),
     "temperature": (float, typer.Option(0.0, "--temperature", min=0.0, max=TEMPERATURE.high,
                     help="Sampling temperature of the LLM judge.")),
     "max_tokens": (int | None, typer.Option(None, "--max-tokens", min=0, max=int(MAX_TOKENS.high),
@@ -177,8 +178,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
 #: ``--no-cache`` sets the spec's ``cache`` (off).
 _COMMAND_LINE_ONLY = {"concurrency", "no_cache", "price_in", "price_cached", "price_out"}
 _SPEC_FIELDS = {f.name for f in fields(JudgeSpec)}
-# every field of a spec has its option (``cache`` through --no-cache), and every option a home
-assert _SPEC_FIELDS - {"cache"} <= set(_OPTIONS)
+# every field of a spec has its option (``cache`` through --no-cache, ``fit_slots`` through
+# --concurrency), and every option a home
+assert _SPEC_FIELDS - {"cache", "fit_slots"} <= set(_OPTIONS)
 assert set(_OPTIONS) <= _SPEC_FIELDS | set(JudgeConfig.model_fields) | _COMMAND_LINE_ONLY
 
 
@@ -187,11 +189,13 @@ def judge_options(values: dict[str, Any]) -> JudgeOptions:
     fields, the config keys given, the command line's own."""
     values = {name: _plain(value) for name, value in values.items()}
     spec = JudgeSpec(**{**{n: v for n, v in values.items() if n in _SPEC_FIELDS},
-                        "models": values["models"] or (), "cache": not values["no_cache"]})
+                        "models": values["models"] or (), "cache": not values["no_cache"],
+                        "fit_slots": values["concurrency"] is None})
     prices = Prices(input=values["price_in"], cached=values["price_cached"], output=values["price_out"])
     overrides = tuple((n, v) for n, v in values.items()
                       if n in JudgeConfig.model_fields and n not in _SPEC_FIELDS and v is not None)
-    return JudgeOptions(spec, values["concurrency"], prices if prices.given else None, overrides)
+    return JudgeOptions(spec, values["concurrency"] or JudgeOptions.concurrency, prices if prices.given else None,
+                        overrides)
 
 
 def inject_options(name: str, options: dict[str, tuple[Any, Any]],

@@ -69,6 +69,9 @@ class JudgeSpec:
     cache: bool = True
     cache_dir: Path | None = None
     warmup: bool = True
+    #: A self-hosted server: ask at most as many questions at once as it has slots (off when the
+    #: concurrency is given: --concurrency).
+    fit_slots: bool = True
     prompt_cache_key: bool = True
     dry_run: bool = False
     pin_id: str = "auto"
@@ -236,7 +239,8 @@ def _llm_judge(spec: JudgeSpec, model: str, url: str | None, repeat: int, cache:
                        sampling=Sampling(spec.temperature, spec.max_tokens, mode, spec.reasoning_effort,
                                          pin_id=spec.pin_id),
                        transport=Transport(backend=spec.backend, timeout=spec.timeout,
-                                           send_prompt_cache_key=spec.prompt_cache_key, warmup=spec.warmup),
+                                           send_prompt_cache_key=spec.prompt_cache_key, warmup=spec.warmup,
+                                           fit_slots=spec.fit_slots),
                        retry=RetryPolicy(), cache=cache, notify=notify)
     except JudgeSetupError as exc:
         # the judge names its Python arguments; a spec names the options

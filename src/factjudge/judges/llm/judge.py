@@ -10,6 +10,7 @@ the contract, the response cache, re-asks of invalid answers and transport retri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, endpoint, 
 from .cache import ResponseCache
 from .direction import LLMPass
 from .failfast import FATAL_STATUSES, GoneCheck, refused_judge, stop_if_hopeless
+from .local import PROBE_TIMEOUT, server_slots, wait_until_ready
 from .prompts import Asked, PreparedCall, direction_prefix, last_message, parse_answer, prepare_call, reask_messages
 from .request import (
     COMPLETION_TOKENS,
@@ -64,6 +66,8 @@ __all__ = ["COMPLETION_TOKENS", "DEFAULT_MAX_TOKENS", "FATAL_STATUSES", "MAX_TOK
            "QUESTION_SECONDS", "REASONING_EFFORTS", "REASONING_MAX_TOKENS", "RETRIES", "SYSTEM_IN_USER",
            "TEMPERATURE", "TIMEOUT", "WAIT_SECONDS", "LLMJudge", "refused_field", "refused_parameter"]
 
+#: How many times a self-hosted server's timed out request goes again with twice the time.
+LONGER_TIMEOUTS = 2
 #: What asks again for an answer the budget cut (once).
 _BREVITY = ("Your answer was cut at {at}, the most it may take. Answer again, much shorter: "
             "keep the reasoning to a few sentences.")
@@ -126,6 +130,15 @@ class LLMJudge(JudgeBase):
         #: Whether the server has ever answered 200: until then a failure that would repeat for
         #: every question stops the run instead of marking every fact ERROR.
         self._answered = False
+        #: A server of one's own (by its address): waited for, asked per its slots, given more
+        #: time on a timeout (local.py); a hosted provider is not.
+        self._local = transport.local_server and self_hosted(self.server_url)
+        self._ready: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._probed = False
+        #: The server's slots once read (llama.cpp's /props), and the questions in flight kept to it.
+        self.slots: int | None = None
+        self._in_flight: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._longer_said = False
         #: The judged id pinned in the schema (--pin-id; auto: a self-hosted server, by its address)
         self._pin = sampling.pin_id == "always" or (sampling.pin_id == "auto" and provider.auto_pin
                                                     and self_hosted(self.server_url))
@@ -208,7 +221,9 @@ class LLMJudge(JudgeBase):
                 else:
                     usage.cache_hits = 1
                     return verdict.model_copy(update={"usage": usage, "note": prepared.note})
-        verdict, content, plan = await self._ask(asked, usage)
+        await self._before_first_question()
+        async with self._slot():
+            verdict, content, plan = await self._ask(asked, usage)
         if verdict.status != "ERROR" and self.cache is not None:  # the cache file holds no secret either
             self.cache.put(cache_key(plan, task), {"content": self.redact(content) if content else content})
         verdict.note = "; ".join(n for n in (verdict.note, prepared.note) if n)
@@ -218,6 +233,41 @@ class LLMJudge(JudgeBase):
         await self.backend.aclose()
         if self.cache is not None:
             self.cache.flush()
+
+    # ------------------------------------------------------------------ a server of one's own
+
+    async def _before_first_question(self) -> None:
+        """A self-hosted server, once per judge: wait while it loads its model, read its slots."""
+        if not self._local or self._probed:
+            return
+        loop = asyncio.get_running_loop()
+        if self._ready is None or self._ready[0] is not loop:
+            self._ready = (loop, asyncio.Lock())
+        async with self._ready[1]:
+            if self._probed:
+                return
+            base, headers, host = self.endpoint.base_url, self.endpoint.headers, self.endpoint.host
+
+            def say(text: str) -> None:
+                self.notify(self.redact(text))
+
+            llama = await wait_until_ready(base, headers, say, host, probe=min(PROBE_TIMEOUT, self.transport.timeout))
+            if llama and self.transport.fit_slots:
+                self.slots = await server_slots(base, headers)
+                if self.slots is not None:
+                    say(f"factjudge: the server at {host} has {self.slots} slot(s) (its /props): asking at "
+                        f"most {self.slots} question(s) at once; --concurrency sets another number")
+            self._probed = True
+
+    def _slot(self) -> asyncio.Semaphore | contextlib.nullcontext[None]:
+        """Held while a question is asked: at most the server's slots at once (a question queued at
+        the server would spend its timeout waiting)."""
+        if self.slots is None:
+            return contextlib.nullcontext()
+        loop = asyncio.get_running_loop()
+        if self._in_flight is None or self._in_flight[0] is not loop:
+            self._in_flight = (loop, asyncio.Semaphore(self.slots))
+        return self._in_flight[1]
 
     # ------------------------------------------------------------------ requests
 
@@ -295,14 +345,15 @@ class LLMJudge(JudgeBase):
         """One answer from the server, retrying what can be retried; raises the last
         :class:`BackendError` when out of tries or time, :class:`JudgeSetupError` when the server
         cannot work for any question."""
-        attempt = 0
+        attempt = longer = 0
+        limit = self.transport.timeout  # a self-hosted server's grows on a timeout
         gone = GoneCheck()
         bodies: list[str] = []  # the first question's failed tries (failfast)
         host = self.endpoint.host
         while True:
             plan = self.plan(asked)
             usage.llm_calls += 1
-            timeout = max(0.001, min(self.transport.timeout, deadline - time.monotonic()))
+            timeout = max(0.001, min(limit, deadline - time.monotonic()))
             try:
                 reply = await self.backend.send(body(plan, asked.task, extra), timeout)
             except BackendError as exc:
@@ -314,6 +365,19 @@ class LLMJudge(JudgeBase):
                     usage.retries += 1
                     continue
                 if not self._answered and self.adaptation.retry_refused(plan, exc):
+                    usage.retries += 1
+                    continue
+                bounded = self.transport.max_question_seconds is not None
+                if exc.kind == "timeout" and self._local and longer < LONGER_TIMEOUTS and (
+                        not bounded or time.monotonic() < deadline):
+                    # a server of one's own is slow, not gone: busy slots, a cold start, a long
+                    # answer on CPU. Try again at once with twice the time, within the question's
+                    # time unless the user bounded it (--max-question-seconds)
+                    longer += 1
+                    limit = min(limit * 2, TIMEOUT.high)
+                    if not bounded:
+                        deadline = max(deadline, time.monotonic() + limit)
+                    self._say_longer(limit)
                     usage.retries += 1
                     continue
                 delay = self.retry.wait(attempt, exc)
@@ -333,6 +397,13 @@ class LLMJudge(JudgeBase):
                 continue
             self._answered = True
             return reply, plan
+
+    def _say_longer(self, limit: float) -> None:
+        if not self._longer_said:
+            self._longer_said = True
+            self.notify(self.redact(f"factjudge: the server at {self.endpoint.host} did not answer within "
+                                    f"{self.transport.timeout:g} s; asking again with up to {limit:g} s (a "
+                                    "self-hosted server may be busy or loading; said once)"))
 
     def _stop(self, message: str) -> JudgeSetupError:
         return JudgeSetupError(self.redact(message))

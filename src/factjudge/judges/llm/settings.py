@@ -53,10 +53,17 @@ class Transport:
     max_question_seconds: float | None = None
     send_prompt_cache_key: bool = True
     warmup: bool = True
+    #: A self-hosted server: wait while it loads its model (llama.cpp's /health; see
+    #: :mod:`.local`) and try a timed out request again with a longer timeout.
+    local_server: bool = True
+    #: A self-hosted server: ask at most as many questions at once as it has slots (llama.cpp's
+    #: /props); off when the user sets the concurrency.
+    fit_slots: bool = True
 
     def __repr__(self) -> str:  # a client may hold credentials: named by its type only
         client = f", client=<{type(self.client).__name__}>" if self.client is not None else ""
         backend = repr(self.backend) if isinstance(self.backend, str) else f"<{type(self.backend).__name__}>"
         return (f"Transport(backend={backend}{client}, timeout={self.timeout!r}, "
                 f"max_question_seconds={self.max_question_seconds!r}, "
-                f"send_prompt_cache_key={self.send_prompt_cache_key!r}, warmup={self.warmup!r})")
+                f"send_prompt_cache_key={self.send_prompt_cache_key!r}, warmup={self.warmup!r}, "
+                f"local_server={self.local_server!r}, fit_slots={self.fit_slots!r})")
