@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import typer
@@ -93,6 +94,70 @@ def price_usage(usage: Usage, prices: Prices | None) -> Usage:
         usage.prompt_tokens, usage.cached_prompt_tokens, usage.completion_tokens))
 
 
+class Pace:
+    """Answered questions per second over a moving window, and an ETA that does not jump (issue
+    #36: a 2-slot CPU server answering 0.4 questions/s showed ``0/s`` throughout, and the ETA
+    jumped with each answer). The rate counts the answers of the last :attr:`WINDOW` seconds (all
+    of them until the window is full); the ETA is the remaining questions at that rate, smoothed
+    exponentially, and ``estimating`` until :attr:`MIN_ANSWERS` answers are in."""
+
+    WINDOW = 30.0
+    MIN_ANSWERS = 5
+    #: The weight of a new ETA against the smoothed one: small enough that one fast or slow
+    #: answer moves it little, large enough to follow a real change within ~10 answers.
+    SMOOTHING = 0.2
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.times: deque[tuple[float, int]] = deque()  # (time, answers then) per update
+        self.answered = 0
+        self.eta: float | None = None
+        self._at = self.started  # when the ETA was last estimated
+
+    def restart(self) -> None:
+        self.started, self.answered, self.eta = self.clock(), 0, None
+        self.times.clear()
+
+    def add(self, answered: int, remaining: int) -> None:
+        now = self.clock()
+        self.answered += answered
+        self.times.append((now, self.answered))
+        while len(self.times) > 2 and now - self.times[1][0] >= self.WINDOW:
+            self.times.popleft()  # keep one point at or before the window's start
+        rate = self.rate()
+        if self.answered < self.MIN_ANSWERS or not rate:
+            return
+        fresh = remaining / rate
+        self.eta = fresh if self.eta is None else self.SMOOTHING * fresh + (1 - self.SMOOTHING) * self.eta
+        self._at = now
+
+    def rate(self) -> float:
+        """Answers per second over the window (from the run's start until it is full)."""
+        if not self.times:
+            return 0.0
+        now = self.clock()
+        first_time, first_count = self.times[0]
+        if now - self.started < self.WINDOW or len(self.times) < 2:
+            first_time, first_count = self.started, 0
+        seconds = now - first_time
+        return (self.answered - first_count) / seconds if seconds > 0 else 0.0
+
+    def rate_text(self) -> str:
+        rate = self.rate()
+        if rate and rate < 0.1:
+            return f"{rate * 60:.1f}/min"
+        return f"{rate:.1f}/s" if rate < 10 else f"{rate:.0f}/s"
+
+    def eta_text(self) -> str:
+        if self.eta is None:
+            return "estimating"
+        left = max(0.0, self.eta - (self.clock() - self._at))  # counted down between answers
+        minutes, seconds = divmod(int(left + 0.5), 60)
+        hours, minutes = divmod(minutes, 60)
+        return f"{hours}:{minutes:02d}:{seconds:02d}"
+
+
 class ProgressBar:
     """The CLI's progress observer (:class:`~factjudge.evaluation.runner.RunProgress`).
 
@@ -105,11 +170,12 @@ class ProgressBar:
         self.llm = llm
         self.total = self.docs_total = self.docs_done = self.answered = self.cache_hits = self.errors = 0
         self.started = time.perf_counter()
+        self.pace = Pace()
         self.bar: Any = None
         if not enabled:
             return
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
         from rich.table import Column
 
         # the counts and the ETA never wrap or shrink; the details give way on a narrow terminal
@@ -118,13 +184,14 @@ class ProgressBar:
                             TextColumn("questions", table_column=fixed),
                             TextColumn("{task.fields[info]}", table_column=Column(
                                 no_wrap=True, overflow="ellipsis", ratio=1)),
-                            TextColumn("ETA", table_column=fixed), TimeRemainingColumn(table_column=fixed),
+                            TextColumn("ETA {task.fields[eta]}", table_column=fixed),
                             console=Console(stderr=True, highlight=False), transient=True, expand=True)
-        self.task = self.bar.add_task("judging", total=0, info="")
+        self.task = self.bar.add_task("judging", total=0, info="", eta="estimating")
 
     def on_start(self, to_judge: int, reused: int, questions: int) -> None:
         self.docs_total, self.docs_done = to_judge + reused, reused
         self.started = time.perf_counter()
+        self.pace.restart()
         self.total = questions
         self._refresh()
 
@@ -142,6 +209,7 @@ class ProgressBar:
         self.answered += answered
         self.cache_hits += cache_hits
         self.errors += errors
+        self.pace.add(answered, max(0, self.total - self.answered))
         self._refresh()
 
     def on_document(self, doc_id: str = "") -> None:
@@ -151,8 +219,7 @@ class ProgressBar:
     def _refresh(self) -> None:
         if self.bar is None:  # no terminal: keep the counts, skip the text
             return
-        rate = self.answered / max(time.perf_counter() - self.started, 1e-9)
-        parts = [f"{rate:.0f}/s"]
+        parts = [self.pace.rate_text()]
         if self.docs_total:
             parts.insert(0, f"{self.docs_done}/{self.docs_total} docs")
         if self.llm:
@@ -160,7 +227,7 @@ class ProgressBar:
         if self.errors:
             parts.append(f"[red]{self.errors} err[/red]")
         self.bar.update(self.task, total=self.total, completed=self.answered,
-                        info="| " + " | ".join(parts))
+                        info="| " + " | ".join(parts), eta=self.pace.eta_text())
 
     def __enter__(self) -> ProgressBar:
         if self.bar is not None:
