@@ -59,7 +59,7 @@ def prepare(req: EvalRequest, spec: JudgeSpec | None = None) -> tuple[Judge, lis
 def print_dry_run(req: EvalRequest, judge: Judge) -> int:
     """``--dry-run``: the plan of the documents a run would judge; nothing is called."""
     print_plan(preview_dataset(req.data, req.config, judge, req.output_dir), req.judge.prices,
-               req.spec.max_tokens)
+               req.spec.max_tokens, req.config.reasoning)
     return 0
 
 

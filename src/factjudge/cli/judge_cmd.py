@@ -62,7 +62,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
     judge = opts.build(cfg)
     scope_warnings += judge_config_warnings(cfg, judge)
     if opts.spec.dry_run:
-        print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.prices, opts.spec.max_tokens)
+        print_plan(preview(gold_facts, pred_facts, cfg, judge), opts.prices, opts.spec.max_tokens, cfg.reasoning)
         return 0
 
     async def run() -> JudgeResult:

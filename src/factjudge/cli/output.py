@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from ..core.analysis import count_categories, total_categories
+from ..judges.llm.tokens import answer_tokens
 from ..models import CategoryCounts, Direction, JudgeResult, Prices, Usage, Verdict, money
 from ..reports.format import fmt
 
@@ -239,17 +240,14 @@ class ProgressBar:
             self.bar.stop()
 
 
-#: Completion tokens assumed per call in cost previews when --max-tokens is not given.
-EST_COMPLETION_TOKENS = 200
-
-
-def print_plan(plan: dict[str, Any], prices: Prices | None, max_tokens: int | None) -> None:
-    """The dry run's report, on stdout: a table, then the same figures as JSON."""
+def print_plan(plan: dict[str, Any], prices: Prices | None, max_tokens: int | None, reasoning: str = "full") -> None:
+    """The dry run's report, on stdout: a table, then the same figures as JSON. An answer is
+    estimated at the length measured for ``reasoning`` (:func:`answer_tokens`), within ``max_tokens``."""
     calls = plan["gold"]["calls"] + plan["predicted"]["calls"]
     before = plan["gold"]["prompt_tokens"] + plan["predicted"]["prompt_tokens"]
     after = (plan["gold"]["prompt_tokens_after_prefix_cache"]
              + plan["predicted"]["prompt_tokens_after_prefix_cache"])
-    completion = calls * (max_tokens or EST_COMPLETION_TOKENS)
+    completion = calls * answer_tokens(reasoning, max_tokens)
     lines = [f"dry run: no call made; tokens counted with {plan['token_counter']}"]
     if "documents" in plan:
         lines.append(f"documents: {plan['documents']} to judge, {plan['reused_documents']} finished "

@@ -26,6 +26,19 @@ MESSAGE_OVERHEAD = 4
 #: Tokens that prime the assistant's reply, once per request.
 REPLY_PRIMING = 3
 ESTIMATE_NAME = "estimate:utf8_bytes/3"
+#: Generated tokens per answer with prompt format 5 per ``reasoning``, measured with
+#: Qwen2.5-Coder-1.5B on llama.cpp (benchmarks/real_judge.py on the builtin calibration set; the
+#: same figures in benchmarks/cost.py): the dry run's estimate of an answer's length. The fixed
+#: 200 it assumed before made the estimated cost 2.5x the cost of the tokens the server reported
+#: (issue #36); a budget below these bounds them.
+ANSWER_TOKENS = {"full": 87, "brief": 66, "none": 23}
+
+
+def answer_tokens(reasoning: str, budget: int | None) -> int:
+    """The dry run's estimate of one answer's output tokens: the measured length for ``reasoning``,
+    at most the budget sent (``--max-tokens``; 0 or None: none)."""
+    typical = ANSWER_TOKENS.get(reasoning, ANSWER_TOKENS["full"])
+    return min(typical, budget) if budget else typical
 
 
 def _tiktoken_cache_dir() -> str:
