@@ -39,9 +39,9 @@ def invoice_docs() -> list[dict[str, object]]:
             {"id": f"g{n}3", "fact_type": "vendor", "name": "Acme Industrial Supplies GmbH", "vat_id": "DE811907980"},
             {"id": f"g{n}4", "fact_type": "customer", "name": "Northwind Traders Ltd", "city": "London"},
             {"id": f"g{n}5", "fact_type": "due_date", "date": "2024-03-31", "terms": "net 30"},
-            {"id": f"g{n}6", "fact_type": "line_item", "description": "Hydraulic pump HP-200", "quantity": 2,
+            {"id": f"g{n}6", "fact_type": "line_item", "item": "Hydraulic pump HP-200", "quantity": 2,
              "amount": "410.00 EUR"},
-            {"id": f"g{n}7", "fact_type": "line_item", "description": "Seal kit SK-9", "quantity": 4,
+            {"id": f"g{n}7", "fact_type": "line_item", "item": "Seal kit SK-9", "quantity": 4,
              "amount": "96.32 EUR"},
             {"id": f"g{n}8", "fact_type": "tax", "rate": "19%", "amount": "149.50 EUR"},
         ]
@@ -51,9 +51,9 @@ def invoice_docs() -> list[dict[str, object]]:
             {"id": f"p{n}3", "fact_type": "vendor", "name": "ACME Industrial Supplies", "vat_id": "DE 811 907 980"},
             {"id": f"p{n}4", "fact_type": "customer", "name": "Northwind Traders", "city": "London, UK"},
             {"id": f"p{n}5", "fact_type": "due_date", "date": "31/03/2024", "terms": "30 days net"},
-            {"id": f"p{n}6", "fact_type": "line_item", "description": "HP-200 hydraulic pump", "quantity": 2,
+            {"id": f"p{n}6", "fact_type": "line_item", "item": "HP-200 hydraulic pump", "quantity": 2,
              "amount": "410 EUR"},
-            {"id": f"p{n}7", "fact_type": "line_item", "description": "Seal kit (SK-9)", "quantity": 4,
+            {"id": f"p{n}7", "fact_type": "line_item", "item": "Seal kit (SK-9)", "quantity": 4,
              "amount": "96.32 EUR"},
             {"id": f"p{n}8", "fact_type": "tax", "rate": "0.19", "amount": "149.5 EUR"},
         ]
@@ -98,7 +98,7 @@ def main() -> None:
     common = ["eval", str(data), "--judge", "llm", "--model", args.model, "--base-url", base_url,
               "--reasoning", args.reasoning, "--timeout", "900"]
     try:
-        dry = factjudge(*common, "--dry-run", env=env)
+        dry = factjudge(*common, "--dry-run", "-o", str(work / "dry"), env=env)
         if dry.returncode:
             sys.exit(dry.stderr)
         plan = json.loads(dry.stdout.strip().splitlines()[-1])

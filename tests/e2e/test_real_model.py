@@ -121,3 +121,32 @@ def test_qwen_eval_hybrid_two_slots_concurrency_two(real_servers: ServerPool, qw
     errors, facts = error_share([f for r in results for f in r["gold_facts"] + r["predicted_facts"]])
     print(f"qwen eval hybrid, 2 slots: {summary['usage']['llm_calls']} requests, {errors} of {facts} facts ERROR")
     check_exit(proc, summary["micro"]["errors"])
+
+
+#: The newcomer's invoice case of issue #36 (8+8 facts): Qwen linked the total 936.32 to 936.33 and
+#: INV-0077 to 2024-INV-0077, and hybrid asked it exactly those questions.
+INVOICE_GOLD = [{"id": "g1", "fact_type": "invoice_total", "total": "936.32 EUR"},
+                {"id": "g2", "fact_type": "invoice_id", "invoice_number": "INV-0077"},
+                {"id": "g3", "fact_type": "vendor", "name": "Acme Industrial Supplies GmbH"},
+                {"id": "g4", "fact_type": "due_date", "date": "2024-03-01"}]
+INVOICE_PREDICTED = [{"id": "p1", "fact_type": "invoice_total", "total": "936.33 EUR"},
+                     {"id": "p2", "fact_type": "invoice_id", "invoice_number": "2024-INV-0077"},
+                     {"id": "p3", "fact_type": "vendor", "name": "ACME Industrial"},
+                     {"id": "p4", "fact_type": "due_date", "date": "March 1, 2024"}]
+
+
+def test_qwen_hybrid_keeps_the_pairs_proved_different_apart(real_servers: ServerPool, qwen_gguf: Path,
+                                                             tmp_path: Path) -> None:
+    """Issue #36: two proved differences (a total, an invoice number) stay FN + FP whatever the
+    model would say: they are not asked; only the vendor's name is (2 questions)."""
+    server = real_servers.get(qwen_gguf, n_parallel=2)
+    dataset = write(tmp_path / "invoice.jsonl", [{"doc_id": "inv", "gold_facts": INVOICE_GOLD,
+                                                  "predicted_facts": INVOICE_PREDICTED}])
+    proc, tasks = factjudge(server, tmp_path, "eval", str(dataset), "--judge", "hybrid", *COMMON, "-o", "out",
+                            timeout=RUN_TIMEOUT)
+    result = json.loads((tmp_path / "out" / "results.jsonl").read_text("utf-8").splitlines()[0])
+    status = {f["id"]: f["status"] for f in result["gold_facts"] + result["predicted_facts"]}
+    assert (status["g1"], status["p1"], status["g2"], status["p2"]) == ("FN", "FP", "FN", "FP"), status
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text("utf-8"))
+    assert summary["usage"]["proved_different"] == 4 and tasks <= 2 + summary["usage"].get("reasks", 0)
+    print(f"qwen hybrid, invoice case: {status}; {tasks} requests")

@@ -7,8 +7,11 @@ A hard field is one whose difference is not a matter of wording:
 
 * a number, amount or quantity (and a physical measure) that differs beyond its tolerance after
   normalisation of scale (``1.2k``), unit (``lb`` vs ``kg``) and currency: the comparator's own
-  verdict (:func:`~factjudge.judges.rules.compare.compare_field`);
-* a date or period denoting another day or period (its normalised key differs);
+  verdict (:func:`~factjudge.judges.rules.compare.compare_field`), unless the two are a power of
+  ten apart (a percentage written as a fraction, a scale word read two ways) or one is a bare
+  number and the other a measure;
+* a date or period denoting another day or period of the same kind (its normalised key differs,
+  both days, both months...: ``FY2023`` against ``2023`` proves nothing);
 * an identifier or code that differs after normalising case, spaces and punctuation
   (``inv 0077`` = ``INV-0077`` != ``2024-INV-0077``). A field is an identifier when the config
   names it (``identifier_fields``) or by its name: :data:`IDENTIFIER_NAME` (``id``, ``number``,
@@ -23,19 +26,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal
 
 from ...core.scope import NOT_COMPARED
 from ...models import QUOTE_LIMIT, JudgeConfig, cut_text
 from .compare import Prepared, compare_field, normalized
-from .normalize import Missing, Period, Quantity, Reading
-from .units import Measure
+from .normalize import Period, Quantity, Reading
+from .units import Measure, common_values
 
 #: A field named so holds an identifier or a code (see the module's docstring).
 IDENTIFIER_NAME = re.compile(
     r"(?:^|[_\s-])(?:id|number|no|num|nr|code|sku|ticker|symbol|iban|isin|cusip|ean|upc|gtin|vin|ref|"
     r"reference)$", re.IGNORECASE)
 _NOT_ALNUM = re.compile(r"[\W_]+")
+_DIGITS = re.compile(r"\d")
 
 ProofKind = Literal["number", "date", "identifier"]
 #: How each kind is said in a message: "whose numbers differ".
@@ -89,19 +94,41 @@ def field_proof(name: str, subject: Prepared, candidate: Prepared, raw_subject: 
     if is_identifier(name, config):
         return _identifier_proof(name, raw_subject.get(name), raw_candidate.get(name))
     a, b = subject.get(name), candidate.get(name)
-    if isinstance(a, Missing) or isinstance(b, Missing):
-        return None
     kind: ProofKind
-    if isinstance(a, (Quantity, Measure)) and isinstance(b, (Quantity, Measure)):
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        if _powers_of_ten_apart(a.number, b.number):
+            return None
+        kind = "number"
+    elif isinstance(a, Measure) and isinstance(b, Measure):
+        if common_values(a, b) is None:  # kinds apart (metres vs minutes): read wrong, not proved
+            return None
         kind = "number"
     elif isinstance(a, Period) and isinstance(b, Period):
+        if _shape(a.key) != _shape(b.key):  # FY2023 vs 2023, a month vs a day: not the same kind of period
+            return None
         kind = "date"
-    else:
+    else:  # missing, texts, lists, a number against a measure (546 vs 546 metres): nothing proved
         return None
     result = compare_field(name, a, b, config, subject.currency, candidate.currency)
     if result.ok:
         return None
     return Proof(name, kind, a.describe(), b.describe(), result.detail)
+
+
+def _powers_of_ten_apart(a: Decimal, b: Decimal) -> bool:
+    """Whether ``a`` is ``b`` times a power of ten: a percentage written as a fraction (51.2 vs
+    0.512, 42.1% vs 42.1), a scale word read two ways (``2,776 m``: million or metres). Such pairs
+    differ in how they were read, not provably in what they say: the labelled sets hold five
+    matches of this kind (benchmarks/proof_agreement.py)."""
+    if not a or not b or a == b:
+        return False
+    ratio = abs(a / b)
+    return ratio == Decimal(10) ** round(ratio.log10())
+
+
+def _shape(key: str) -> str:
+    """A period's kind by its key's shape: ``2024-03-01`` and ``2024-03-02`` are alike."""
+    return _DIGITS.sub("9", key)
 
 
 def hard_fields(fields: list[str]) -> list[str]:
