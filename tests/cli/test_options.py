@@ -42,8 +42,10 @@ def test_every_flag_lands_in_its_field_of_the_spec():
         kind="hybrid", models=("a", "b@http://127.0.0.1:1/v1"), base_url="http://127.0.0.1:2/v1", repeats=3,
         jury_rules=True, api_key_env="FJ_KEY", backend="openai-sdk", structured_output="json_object",
         timeout=7.5, temperature=0.5, max_tokens=99, reasoning_effort="low", cache=False,
-        cache_dir=Path("cache"), warmup=False, prompt_cache_key=False, dry_run=True, pin_id="never")
+        cache_dir=Path("cache"), warmup=False, prompt_cache_key=False, dry_run=True, pin_id="never",
+        fit_slots=False)  # --concurrency given: a local server's slots do not set it (#36)
     assert opts.concurrency == 3
+    assert parsed("eval", ["-o", "out"]).spec.fit_slots and parsed("eval", ["-o", "out"]).concurrency == 8
     assert opts.prices == Prices(input=1.0, cached=0.5, output=2.0)
     assert dict(opts.overrides) == {"reasoning": "brief", "candidates": "same_type"}
 
