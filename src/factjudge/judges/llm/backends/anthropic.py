@@ -35,8 +35,9 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from . import ChatReply, Endpoint, RequestBody, _int, _object, one_line
+from .base import ChatReply, Endpoint, RequestBody, one_line
 from .http import HTTPBackend
+from .openai_format import reply_object, reported_count
 
 #: The only version of the Messages API (https://docs.anthropic.com/en/api/versioning).
 API_VERSION = "2023-06-01"
@@ -81,9 +82,9 @@ def _turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _structured(response_format: Any) -> dict[str, Any]:
     """The request fields that ask for the answer's schema (see the module's docstring)."""
-    fmt = _object(response_format)
+    fmt = reply_object(response_format)
     if fmt.get("type") == "json_schema":
-        spec = _object(fmt.get("json_schema"))
+        spec = reply_object(fmt.get("json_schema"))
         return {"output_config": {"format": {"type": "json_schema", "schema": spec.get("schema", {})}}}
     if fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict):
         tool = {"name": TOOL_NAME, "description": "Record the verdict on the fact judged.",
@@ -136,12 +137,12 @@ def parse_message(data: Any, offered: Collection[str] = (TOOL_NAME,)) -> ChatRep
     tools the request offered."""
     if not isinstance(data, dict):
         return ChatReply(None, problem="the server's reply is not a Messages API message (not an object)")
-    usage = _object(data.get("usage"))
-    read = _int(usage.get("cache_read_input_tokens"))
-    prompt = _int(usage.get("input_tokens")) + read + _int(usage.get("cache_creation_input_tokens"))
+    usage = reply_object(data.get("usage"))
+    read = reported_count(usage.get("cache_read_input_tokens"))
+    prompt = reported_count(usage.get("input_tokens")) + read + reported_count(usage.get("cache_creation_input_tokens"))
 
     def reply(content: str | None, problem: str = "", finish_reason: str = "") -> ChatReply:
-        return ChatReply(content, prompt_tokens=prompt, completion_tokens=_int(usage.get("output_tokens")),
+        return ChatReply(content, prompt_tokens=prompt, completion_tokens=reported_count(usage.get("output_tokens")),
                          cached_prompt_tokens=read, problem=problem, finish_reason=finish_reason)
 
     blocks = data.get("content")

@@ -16,7 +16,7 @@ import aiohttp
 import yarl
 
 from ...._version import __version__
-from . import (
+from .base import (
     BODY_TOO_LARGE,
     MAX_BODY_BYTES,
     MAX_REDIRECTS,
@@ -25,11 +25,10 @@ from . import (
     ChatReply,
     Endpoint,
     RequestBody,
-    error_message,
-    parse_completion,
     redirect_problem,
     retry_after_seconds,
 )
+from .openai_format import error_message, parse_completion
 
 #: Error bodies longer than this are cut before they are read into an error message.
 _MAX_ERROR_BODY = 64 * 1024

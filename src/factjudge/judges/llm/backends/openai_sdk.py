@@ -13,18 +13,17 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ....errors import JudgeSetupError
 from ....util.urls import credentials_may_follow
-from . import (
+from .base import (
     BODY_TOO_LARGE,
     MAX_BODY_BYTES,
     BackendError,
     ChatReply,
     Endpoint,
     RequestBody,
-    error_message,
-    parse_completion,
     redirect_problem,
     retry_after_seconds,
 )
+from .openai_format import error_message, parse_completion
 
 #: Keys of a request body the SDK's ``create()`` takes as keywords; the rest go in ``extra_body``.
 _KEYWORDS = ("model", "messages", "response_format", "temperature", "max_tokens")
