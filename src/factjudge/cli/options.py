@@ -46,7 +46,7 @@ ReasoningChoice = _choice("ReasoningChoice", REASONING_CHOICES)
 CandidatesChoice = _choice("CandidatesChoice", get_args(JudgeConfig.model_fields["candidates"].annotation))
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     """A choice as the name it stands for."""
     return value.value if isinstance(value, Enum) else value
 

@@ -187,7 +187,7 @@ class BatchClient:
     def _answered(self, what: str) -> str:
         return f"{what}: the server at {self.endpoint.host} answered"
 
-    def _batch_object(self, obj: Any, what: str) -> dict[str, Any]:
+    def _batch_object(self, obj: object, what: str) -> dict[str, Any]:
         """``obj`` when it is a batch object whose ids are safe (:func:`safe_id`)."""
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
             raise BatchError(f"{what}: the server's answer is not a batch object")

@@ -54,7 +54,7 @@ EMPTY_ANSWER = "(empty answer)"
 _EFFORTS = ("low", "medium", "high")
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     """A chat message's content as text (a string, or OpenAI's list of text parts)."""
     if isinstance(content, str):
         return content
@@ -80,7 +80,7 @@ def _turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return turns
 
 
-def _structured(response_format: Any) -> dict[str, Any]:
+def _structured(response_format: object) -> dict[str, Any]:
     """The request fields that ask for the answer's schema (see the module's docstring)."""
     fmt = reply_object(response_format)
     if fmt.get("type") == "json_schema":
@@ -132,7 +132,7 @@ def _answer(blocks: list[Any], offered: Collection[str]) -> tuple[str | None, st
     return text or None, ""
 
 
-def parse_message(data: Any, offered: Collection[str] = (TOOL_NAME,)) -> ChatReply:
+def parse_message(data: object, offered: Collection[str] = (TOOL_NAME,)) -> ChatReply:
     """A Messages API response body (already parsed) as a reply; ``offered``: the names of the
     tools the request offered."""
     if not isinstance(data, dict):
@@ -187,7 +187,7 @@ class AnthropicBackend(HTTPBackend):
         path = self.endpoint.base_url.partition("?")[0].rstrip("/")
         self.url = self.endpoint.url("/messages" if path.endswith("/v1") else "/v1/messages")
 
-    def read(self, data: Any, body: RequestBody) -> ChatReply:
+    def read(self, data: object, body: RequestBody) -> ChatReply:
         tools = body.obj().get("tools") if b'"tools":' in body.data else None  # parsed only when sent
         offered = [str(t.get("name")) for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
         return parse_message(data, offered)

@@ -126,7 +126,7 @@ class HTTPBackend:
             return ChatReply(None, problem=f"the server answered HTTP 200 with {what}")
         return self.read(data, body)
 
-    def read(self, data: Any, body: RequestBody) -> ChatReply:
+    def read(self, data: object, body: RequestBody) -> ChatReply:
         """A 200's parsed body as a reply (``body``: the request it answers)."""
         return self.parse(data)
 

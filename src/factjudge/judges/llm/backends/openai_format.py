@@ -34,7 +34,7 @@ def error_message(status: int, text: str) -> str:
     return f"HTTP {status}: {one_line(text) or '(empty body)'}"
 
 
-def parse_completion(data: Any) -> ChatReply:
+def parse_completion(data: object) -> ChatReply:
     """A chat-completions response body (already parsed) as a reply; usage as OpenAI, vLLM or
     llama.cpp report it."""
     if not isinstance(data, dict):
@@ -114,7 +114,7 @@ def last_json_object(text: str) -> str | None:
     return found
 
 
-def reply_object(value: Any) -> dict[str, Any]:
+def reply_object(value: object) -> dict[str, Any]:
     """A JSON object of a reply, or an empty one for anything else."""
     return value if isinstance(value, dict) else {}
 
