@@ -180,7 +180,7 @@ class AnthropicBackend(HTTPBackend):
     name = "anthropic"
     parse = staticmethod(parse_message)
 
-    def __init__(self, endpoint: Endpoint, **kw: Any) -> None:
+    def __init__(self, endpoint: Endpoint, **kw: object) -> None:
         super().__init__(_messages_endpoint(endpoint), **kw)
         # Anthropic's base URL has no /v1 (https://api.anthropic.com); one given with it, as
         # OpenAI-compatible base URLs are, is taken as meant rather than sent to /v1/v1/messages

@@ -10,7 +10,6 @@ import asyncio
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
 import aiohttp
 import yarl
@@ -80,7 +79,7 @@ class HTTPBackend:
     #: How a 200's parsed body becomes a reply (a subclass speaking another API sets its own).
     parse = staticmethod(parse_completion)
 
-    def __init__(self, endpoint: Endpoint, **_: Any) -> None:
+    def __init__(self, endpoint: Endpoint, **_: object) -> None:
         self.endpoint = endpoint
         self.url = endpoint.url("/chat/completions")
         self._headers = {**endpoint.headers, "User-Agent": f"factjudge/{__version__}",

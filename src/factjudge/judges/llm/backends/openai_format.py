@@ -119,8 +119,9 @@ def reply_object(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def reported_count(value: Any) -> int:
+def reported_count(value: object) -> int:
     """A count the server reported; anything but a positive int up to COUNT_MAX is read as not
     reported (0): a server's 10**400 tokens ended a finished run in an OverflowError when priced."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= COUNT_MAX
-    return value if ok else 0
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= COUNT_MAX:
+        return value
+    return 0

@@ -131,7 +131,7 @@ def _connection_failure(exc: BaseException, redact: Callable[[str], str]) -> Bac
 class OpenAISDKBackend:
     name = "openai-sdk"
 
-    def __init__(self, endpoint: Endpoint, *, client: object = None, **_: Any) -> None:
+    def __init__(self, endpoint: Endpoint, *, client: object = None, **_: object) -> None:
         try:
             import openai
         except ImportError:

@@ -5,23 +5,22 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlparse
 
 from .base import ChatBackend, Endpoint
 
 
-def _http(ep: Endpoint, **kw: Any) -> ChatBackend:
+def _http(ep: Endpoint, **kw: object) -> ChatBackend:
     from .http import HTTPBackend  # aiohttp is loaded by the runs that send requests
     return HTTPBackend(ep, **kw)
 
 
-def _openai_sdk(ep: Endpoint, **kw: Any) -> ChatBackend:
+def _openai_sdk(ep: Endpoint, **kw: object) -> ChatBackend:
     from .openai_sdk import OpenAISDKBackend  # the openai extra, only when chosen
     return OpenAISDKBackend(ep, **kw)
 
 
-def _anthropic(ep: Endpoint, **kw: Any) -> ChatBackend:
+def _anthropic(ep: Endpoint, **kw: object) -> ChatBackend:
     from .anthropic import AnthropicBackend
     return AnthropicBackend(ep, **kw)
 
