@@ -132,3 +132,15 @@ def test_what_a_proof_is():
     assert all(IDENTIFIER_NAME.search(n) for n in ("invoice_number", "customer_id", "sku", "ticker", "iban",
                                                     "product_code", "po_no"))
     assert not any(IDENTIFIER_NAME.search(n) for n in ("name", "total", "identity", "number_of_items"))
+
+
+def test_the_judge_command_warns_of_llm_links_against_proof(tmp_path):
+    gold = tmp_path / "gold.json"
+    pred = tmp_path / "pred.json"
+    gold.write_text(json.dumps(INVOICE["gold_facts"]), encoding="utf-8")
+    pred.write_text(json.dumps(INVOICE["predicted_facts"]), encoding="utf-8")
+    with ScriptedServer(responder=yes_man) as server:
+        proc = run_cli("judge", gold, pred, "--judge", "llm", "--model", "m", "--base-url", server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: the LLM linked 2 pairs whose numbers and identifiers differ" in proc.stderr
+    assert any("the LLM linked 2 pairs" in w for w in json.loads(proc.stdout)["warnings"])

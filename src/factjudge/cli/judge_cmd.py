@@ -8,13 +8,14 @@ from pathlib import Path
 
 import typer
 
-from ..core.alerts import input_warnings, shape_of
+from ..core.alerts import ProofLinks, input_warnings, proof_alert, shape_of
 from ..core.scope import field_check, scope_check
 from ..errors import InputError
 from ..evaluation.pipeline import judge_config_warnings, preview, run_judge_async
 from ..io.facts import load_facts, one_document
 from ..io.files import check_writable, same_file, write_atomic
 from ..judges.base import run_info_of
+from ..judges.rules.proof import count_link_proofs
 from ..models import JudgeResult
 from .app import app, run_command, say
 from .gate import Gate, with_gate
@@ -74,6 +75,10 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
 
     result = asyncio.run(run())
     result.warnings[:0] = scope_warnings
+    if judge.identity().get("name") != "rules":  # an LLM's links the rules prove wrong (#36)
+        alert = proof_alert(count_link_proofs(ProofLinks(), result.gold_facts, result.predicted_facts, cfg))
+        if alert is not None:
+            result.warnings.append(alert.message)
     result.usage = price_usage(result.usage, opts.prices)
     if output is None:
         result.write_json(sys.stdout)

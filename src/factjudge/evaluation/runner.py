@@ -364,11 +364,10 @@ class _LinkCheck:
     def add(self, line: Mapping[str, Any]) -> None:
         if not self.on:
             return
-        from ..judges.rules.proof import link_proofs  # the normaliser: with an LLM's run only
+        from ..judges.rules.proof import count_link_proofs  # the normaliser: with an LLM's run only
 
-        for proof in link_proofs(list(line.get("gold_facts", ())), list(line.get("predicted_facts", ())),
-                                 self.config):
-            self.found.add(proof.kind, proof.example())
+        count_link_proofs(self.found, list(line.get("gold_facts", ())), list(line.get("predicted_facts", ())),
+                          self.config)
 
 
 def _flag(summary: Summary, config: JudgeConfig, shape: InputShape, proof_links: ProofLinks,

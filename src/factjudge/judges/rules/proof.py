@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from ...core.alerts import ProofLinks
 from ...core.scope import NOT_COMPARED
 from ...models import QUOTE_LIMIT, JudgeConfig, cut_text
 from .compare import Prepared, compare_field, normalized
@@ -174,3 +175,11 @@ def link_proofs(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
             if proof is not None:
                 out.append(proof)
     return out
+
+
+def count_link_proofs(found: ProofLinks, gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
+                      config: JudgeConfig) -> ProofLinks:
+    """``found`` with the links of one judged document whose pair is proved different added."""
+    for proof in link_proofs(gold, predicted, config):
+        found.add(proof.kind, proof.example())
+    return found
