@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..models import status_of
+from ..models import own_fields, status_of
 from .scope import EVIDENCE, NOT_COMPARED
 
 Span = tuple[int, int]
@@ -66,7 +66,7 @@ def searchable_values(fact: Mapping[str, Any]) -> list[str]:
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             out[str(v)] = None
 
-    for key, value in fact.items():
+    for key, value in own_fields(fact).items():  # an older run's verdict beside the fields is none
         if key not in NOT_COMPARED:
             add(value)
     return list(out)

@@ -95,7 +95,8 @@ def _ranker(line: Mapping[str, Any]) -> Ranker:
     from ..judges.rules.closeness import rules_ranker  # when first needed: the run starts faster
 
     config = _line_config(line)
-    in_scope = [[f for f in line.get(f"{side}_facts") or [] if status_of(f) != "OUT_OF_SCOPE"
+    # the fields of the facts themselves: an older run wrote its verdict beside them
+    in_scope = [[own_fields(f) for f in line.get(f"{side}_facts") or [] if status_of(f) != "OUT_OF_SCOPE"
                  and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
     return rules_ranker(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL)
 
