@@ -210,7 +210,8 @@ async def score_system(name: str, gold: list[tuple[str, list[Triple]]],
         m = res.metrics
         counts.update(tp_gold=m.tp_gold, fn=m.fn, tp_pred=m.tp_predicted, fp=m.fp, err=m.errors)
         by_id = dict(zip((f["id"] for f in res.predicted_facts), p, strict=False))
-        doc_links = [(t, by_id[i]) for f, t in zip(res.gold_facts, g, strict=False) for i in f["factjudge"]["matched_ids"]]
+        doc_links = [(t, by_id[i])
+                for f, t in zip(res.gold_facts, g, strict=False) for i in f["factjudge"]["matched_ids"]]
         links += doc_links
         counts["exact_unlinked"] += exact_counts(g, p) - sum(a == b for a, b in doc_links)
         fps = {tuple(map(_loose, t)): t for f, t in zip(res.predicted_facts, p, strict=False)

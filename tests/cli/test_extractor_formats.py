@@ -42,7 +42,8 @@ def _write(tmp_path, lines=LANGEXTRACT, name="extractions.jsonl"):
 
 def _verdicts(out):
     lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    return {d["doc_id"]: {side: {f["id"]: (f["factjudge"]["status"], f["factjudge"].get("matched_ids")) for f in d[f"{side}_facts"]}
+    return {d["doc_id"]: {side: {f["id"]: (f["factjudge"]["status"], f["factjudge"].get("matched_ids"))
+            for f in d[f"{side}_facts"]}
                           for side in ("gold", "predicted")} for d in lines}
 
 

@@ -56,7 +56,8 @@ def deeper(where, inner, status="TP"):
 
 LINE_CASES = {
     "matched_ids number": (dict(edit_line=verdict0(matched_ids=5)),
-                           "line 1: field 'gold_facts[0].factjudge.matched_ids': must be a list of fact ids, got number"),
+                           "line 1: field 'gold_facts[0].factjudge.matched_ids': must be a list of fact ids, "
+                           "got number"),
     "matched_ids nested": (dict(edit_line=verdict0(matched_ids=[["p1"]])),
                            "line 1: field 'gold_facts[0].factjudge.matched_ids[0]': a fact id is a string or an "
                            "integer, got array"),

@@ -31,7 +31,8 @@ def claude(server, structured_output="auto", retries=4, warmup=True, base_url=No
 
 
 def statuses(result):
-    return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"]) for f in result.gold_facts + result.predicted_facts]
+    return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+            for f in result.gold_facts + result.predicted_facts]
 
 
 def test_a_run_speaks_the_messages_api_as_documented(server):

@@ -135,7 +135,8 @@ def test_shortlisting_when_the_prompt_does_not_fit(server):
     assert kept == sorted(kept, key=lambda k: int(k[1:]))  # shown in input order
     g = result.gold_facts[0]
     assert g["factjudge"]["status"] == "TP" and g["factjudge"]["matched_ids"] == ["p7"]
-    assert f"context truncated: {len(kept)} of 40 candidates kept (max_prompt_tokens=1200)" in g["factjudge"]["description"]
+    assert f"context truncated: {len(kept)} of 40 candidates kept (max_prompt_tokens=1200)" in \
+        g["factjudge"]["description"]
     assert result.usage.token_counter  # the counter used is reported
 
 

@@ -36,7 +36,8 @@ def answered(server):
 
 
 def statuses(result):
-    return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"]) for f in result.gold_facts + result.predicted_facts]
+    return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+            for f in result.gold_facts + result.predicted_facts]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -28,7 +28,8 @@ def judge_for(server, pin_id="auto", structured_output="auto", backend="http", *
 
 
 def statuses(result):
-    return {f["id"]: (f["factjudge"]["status"], f["factjudge"]["matched_ids"]) for f in result.gold_facts + result.predicted_facts}
+    return {f["id"]: (f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+            for f in result.gold_facts + result.predicted_facts}
 
 
 def schema_of(request):

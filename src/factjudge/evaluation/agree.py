@@ -31,7 +31,7 @@ from ..core.metrics import cohen_kappa
 from ..errors import InputError
 from ..io.jsonl import check_json_value, json_type
 from ..io.runfolder import SUMMARY, LineRef, RunFolder
-from ..models import VERDICT_KEY, DIRECTIONS, Direction, NegativeStatus, Status, own_fields, status_of, verdict_of
+from ..models import DIRECTIONS, VERDICT_KEY, Direction, NegativeStatus, Status, own_fields, status_of, verdict_of
 from ..reports.html import render_page
 from ..reports.text import config_hash
 

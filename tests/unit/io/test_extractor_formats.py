@@ -102,7 +102,8 @@ def test_langextract_ids_are_the_same_on_every_reading(tmp_path):
 
 @pytest.mark.parametrize(("extraction", "message"), [
     (_extraction("medication", "aspirin", (18, 25), attributes={"factjudge": "active"}),
-     "{f}: line 1 (id 'medication-1'): field 'factjudge' is reserved for factjudge's verdict in its output: rename the field"),
+     "{f}: line 1 (id 'medication-1'): field 'factjudge' is reserved for "
+     "factjudge's verdict in its output: rename the field"),
     (_extraction("medication", "aspirin", (18, 25), attributes={"id": "m1"}),
      "{f}: line 1 (document_id 'note-1'): extraction 1 (medication): attribute 'id' has the name of a field "
      "factjudge gives every LangExtract fact: rename it"),
@@ -194,7 +195,8 @@ def test_records_doc_ids_come_from_a_key_else_the_line_number(tmp_path):
     ({"doc_id": "a", "items": [{"sku": "A", "fact_type": "x"}]}, {},
      "{f}: line 1: 'items' item 1 has a field 'fact_type': the list's key names the type of its items"),
     ({"doc_id": "a", "items": [{"sku": "A", "factjudge": "open"}]}, {},
-     "{f}: line 1 (id 'items-1'): field 'factjudge' is reserved for factjudge's verdict in its output: rename the field"),
+     "{f}: line 1 (id 'items-1'): field 'factjudge' is reserved for "
+     "factjudge's verdict in its output: rename the field"),
     ({"number": "a", "items": [{"sku": "A"}]}, {"columns": {"doc_id": "invoice_number"}},
      "{f}: line 1: no key 'invoice_number' (the doc_id, as the config key columns names it); keys found: number, "
      "items"),

@@ -101,7 +101,8 @@ def test_majority_ties_votes_agreement_and_per_juror_usage(servers):
     assert f["g1"]["factjudge"]["votes"] == {"a": "TP:p1", "b": "TP:p1", "c": "TP:p1"}
     assert f["g2"]["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
     assert f["p2"]["factjudge"]["votes"] == {"a": "TP:g2", "b": "FP", "c": "FP"}
-    assert f["g2"]["factjudge"]["description"] == "jury: no strict majority of 3 (a: TP:p2, b: FN, c: TP:p1): FN by default"
+    assert f["g2"]["factjudge"]["description"] == \
+        "jury: no strict majority of 3 (a: TP:p2, b: FN, c: TP:p1): FN by default"
     assert f["g3"]["factjudge"]["description"] == "jury: 2 of 3 voted TP:p3 (dissent c: FN)"
     assert f["g1"]["factjudge"]["description"] == ""
     assert f["g1"]["factjudge"]["reasoning"] == "[a: TP:p1] scripted | [b: TP:p1] scripted | [c: TP:p1] scripted"
@@ -137,11 +138,13 @@ def test_a_failed_juror_is_a_vote_for_nothing(servers):
                                             llm("c", c, warmup=False)]))
     f = facts(result)
     # a and c agree: 2 of 3 decide whatever b would have said
-    assert f["g1"]["factjudge"]["status"] == "TP" and f["g1"]["factjudge"]["votes"] == {"a": "TP:p1", "b": "ERROR", "c": "TP:p1"}
+    assert f["g1"]["factjudge"]["status"] == "TP"
+    assert f["g1"]["factjudge"]["votes"] == {"a": "TP:p1", "b": "ERROR", "c": "TP:p1"}
     assert f["g1"]["factjudge"]["description"].startswith("jury: 2 of 3 voted TP:p1 (dissent b: ERROR); b failed: "
                                              "no valid answer after 3 tries")
     # a and c disagree: b's answer would have decided, so nothing is guessed
-    assert f["g3"]["factjudge"]["status"] == "ERROR" and "jury undecided: 1 of 3 juror(s) failed" in f["g3"]["factjudge"]["description"]
+    assert f["g3"]["factjudge"]["status"] == "ERROR"
+    assert "jury undecided: 1 of 3 juror(s) failed" in f["g3"]["factjudge"]["description"]
     assert result.metrics.errors == 1
     assert result.usage.jurors["b"].retries == 4 and result.metrics.jury_agreement == pytest.approx(1 / 6)
 
@@ -275,7 +278,8 @@ def test_cli_jury_of_three_servers(servers, files):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     f = {x["id"]: x for x in out["gold_facts"] + out["predicted_facts"]}
-    assert f["g2"]["factjudge"]["status"] == "FN" and f["g2"]["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
+    assert f["g2"]["factjudge"]["status"] == "FN"
+    assert f["g2"]["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
     assert f["g3"]["factjudge"]["status"] == "TP" and f["g3"]["factjudge"]["votes"]["c"] == "FN"
     assert out["metrics"]["jury_agreement"] == pytest.approx(1 / 3)
     assert {k: v["llm_calls"] for k, v in out["usage"]["jurors"].items()} == {"a": 6, "b": 6, "c": 6}
@@ -313,7 +317,8 @@ def test_cli_repeats_asks_each_repeat_and_caches_each_apart(files):
         assert len(server.requests) == 18 and set(asked.values()) == {3}  # no repeat from the cache
         assert {r["temperature"] for r in server.requests} == {0.7}
         g2 = out["gold_facts"][1]
-        assert g2["factjudge"]["votes"] == {"m#1": "TP:p2", "m#2": "FN", "m#3": "TP:p2"} and g2["factjudge"]["status"] == "TP"
+        assert g2["factjudge"]["votes"] == {"m#1": "TP:p2", "m#2": "FN", "m#3": "TP:p2"}
+        assert g2["factjudge"]["status"] == "TP"
         assert g2["factjudge"]["description"] == "jury: 2 of 3 voted TP:p2 (dissent m#2: FN)"
         assert out["metrics"]["jury_agreement"] == pytest.approx(4 / 6)
         assert set(out["usage"]["jurors"]) == {"m#1", "m#2", "m#3"}
@@ -322,7 +327,8 @@ def test_cli_repeats_asks_each_repeat_and_caches_each_apart(files):
         assert again.returncode == 0 and len(server.requests) == 18
         out2 = json.loads(again.stdout)
         assert out2["usage"]["cache_hits"] == 18 and out2["usage"]["llm_calls"] == 0
-        assert [x["factjudge"]["votes"] for x in out2["gold_facts"]] == [x["factjudge"]["votes"] for x in out["gold_facts"]]
+        assert [x["factjudge"]["votes"] for x in out2["gold_facts"]] == \
+            [x["factjudge"]["votes"] for x in out["gold_facts"]]
 
 
 def test_cli_eval_with_a_jury_writes_votes_per_document(servers, write_json, tmp_path):

@@ -75,7 +75,8 @@ def test_prompt_layout_schema_and_scope(server):
         assert len(formats) == 1
 
     facts = by_id(result)
-    assert facts[("gold", "g4")]["factjudge"]["status"] == "OUT_OF_SCOPE" and facts[("gold", "g4")]["factjudge"]["in_scope"] is False
+    assert facts[("gold", "g4")]["factjudge"]["status"] == "OUT_OF_SCOPE"
+    assert facts[("gold", "g4")]["factjudge"]["in_scope"] is False
     assert facts[("predicted", "p3")]["factjudge"]["matched_ids"] == []
     assert facts[("gold", "g1")]["factjudge"]["matched_ids"] == ["p1"]
     assert result.usage.llm_calls == 5 and result.usage.retries == 0
@@ -131,7 +132,8 @@ def test_transport_and_answer_retries_then_success(server):
                                           answer("predicted", "p1", ["g1"])]
     result = run_judge(gold, pred, {}, judge_for(server))
     facts = by_id(result)
-    assert facts[("gold", "g1")]["factjudge"]["status"] == "TP" and facts[("predicted", "p1")]["factjudge"]["status"] == "TP"
+    assert facts[("gold", "g1")]["factjudge"]["status"] == "TP"
+    assert facts[("predicted", "p1")]["factjudge"]["status"] == "TP"
     gold_reqs = [r for r in server.requests if describe(r)[0] == "gold"]
     assert len(gold_reqs) == 5
     # the re-asks tell the model what was wrong, after its own bad answer
@@ -209,7 +211,8 @@ def test_api_key_never_leaks(server, monkeypatch):
     server.faults[("gold", "g2")] = [Reply(status=400, body=json.dumps(
         {"error": {"message": f"bad request for key {secret}"}}))]
     result = run_judge([{"id": "g2", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {}, judge)
-    assert result.gold_facts[0]["factjudge"]["status"] == "ERROR" and "400" in result.gold_facts[0]["factjudge"]["description"]
+    assert result.gold_facts[0]["factjudge"]["status"] == "ERROR"
+    assert "400" in result.gold_facts[0]["factjudge"]["description"]
     assert "key ***" in result.gold_facts[0]["factjudge"]["description"] and secret not in result.to_json()
 
 
@@ -327,15 +330,18 @@ def test_same_type_candidates_one_prefix_per_fact_type(server):
 
     result = run_judge(gold, pred, {"candidates": "same_type"}, judge_for(server, sampling=Sampling(pin_id="never")),
                        concurrency=4)
-    assert [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"]) for f in result.gold_facts + result.predicted_facts] == [
-        (f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"]) for f in whole.gold_facts + whole.predicted_facts]
+    def outcomes(r):
+        return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+                for f in r.gold_facts + r.predicted_facts]
+    assert outcomes(result) == outcomes(whole)
     asked = [(describe(r)[0], describe(r)[1], describe(r)[2]) for r in server.requests]
     gold_asked = [a for a in asked if a[0] == "gold"]
     # revenue first (the first type of the gold facts), then ceo; g5 (address) asks nothing
     assert gold_asked == [("gold", "g1", ["p2", "p3"]), ("gold", "g3", ["p2", "p3"]),
                           ("gold", "g2", ["p1", "p4"]), ("gold", "g4", ["p1", "p4"])]
     g5 = by_id(result)[("gold", "g5")]
-    assert g5["factjudge"]["status"] == "FN" and "no in-scope predicted facts of its fact_type" in g5["factjudge"]["description"]
+    assert g5["factjudge"]["status"] == "FN"
+    assert "no in-scope predicted facts of its fact_type" in g5["factjudge"]["description"]
     for ids in (["p2", "p3"], ["p1", "p4"]):  # one prefix and one schema per type
         same = [r for r in server.requests if describe(r)[0] == "gold" and describe(r)[2] == ids]
         assert len({json.dumps(r["messages"][:-1]) + json.dumps(r["response_format"]) for r in same}) == 1

@@ -21,7 +21,8 @@ def judged(gold, pred, config=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = run_judge(gold, pred, config or {})
-    return result, [f["factjudge"]["status"] for f in result.gold_facts], [f["factjudge"]["status"] for f in result.predicted_facts]
+    return (result, [f["factjudge"]["status"] for f in result.gold_facts],
+            [f["factjudge"]["status"] for f in result.predicted_facts])
 
 
 # --------------------------------------------------------------------------- null is absence
@@ -33,7 +34,8 @@ def test_fields_null_on_both_sides_are_no_evidence_of_a_match():
     pred = [{"id": "p1", "fact_type": "supplier", "name": "Fabrikam Holdings", "po_number": None}]
     result, g, p = judged(gold, pred, {"fields": ["po_number", "phone"]})
     assert (g, p) == (["FN"], ["FP"])
-    assert "Nothing to compare: po_number, phone null or absent on both sides" in result.gold_facts[0]["factjudge"]["reasoning"]
+    assert "Nothing to compare: po_number, phone null or absent on both sides" in \
+        result.gold_facts[0]["factjudge"]["reasoning"]
     assert any(w.startswith("supplier: 2 facts had nothing to compare") for w in result.warnings)
 
 
