@@ -3,7 +3,7 @@ import json
 import time
 
 import pytest
-from scripted_server import Reply, ScriptedServer, answer, describe, http_error
+from scripted_server import Reply, ScriptedServer, answer, describe, http_error, prompt_facts
 
 from factjudge import LLMJudge, run_judge
 from factjudge.judges import JudgeSetupError
@@ -348,3 +348,22 @@ def test_same_type_candidates_one_prefix_per_fact_type(server):
         assert same[0]["response_format"]["json_schema"]["schema"]["properties"]["matched_predicted_id"][
             "anyOf"][0]["enum"] == ids
     assert result.usage.llm_calls == 8 and result.usage.prompt_tokens < whole.usage.prompt_tokens
+
+
+def test_a_facts_own_status_and_description_are_cells_of_the_prompt_and_come_back_unchanged(server):
+    """Issue 34 item 5: fields named like the verdict's are the fact's own: the LLM sees them as
+    any other cell, and the output keeps them beside the verdict under ``factjudge``."""
+    server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
+    own = {"status": "shipped", "description": "Switch 8-port", "reasoning": "typed", "matched_ids": ["x"]}
+    gold = [{"id": "g1", "fact_type": "item", **own}]
+    pred = [{"id": "p1", "fact_type": "item", **own, "status": "returned"}]
+    result = run_judge(gold, pred, {}, judge_for(server))
+    asked = {prompt_facts(r)[1]["id"]: prompt_facts(r) for r in server.requests}
+    assert {k: asked["g1"][1][k] for k in own} == own  # the subject's cells
+    assert asked["g1"][2][0]["status"] == "returned" and asked["p1"][1]["status"] == "returned"
+    assert asked["g1"][2][0]["matched_ids"] == ["x"]  # a JSON cell, as any list
+    g1, p1 = result.gold_facts[0], result.predicted_facts[0]
+    assert {k: v for k, v in g1.items() if k != "factjudge"} == gold[0]
+    assert {k: v for k, v in p1.items() if k != "factjudge"} == pred[0]
+    assert (g1["factjudge"]["status"], g1["factjudge"]["matched_ids"]) == ("TP", ["p1"])
+    assert p1["factjudge"]["reasoning"] == "scripted" and result.metrics.precision == 1.0
