@@ -79,7 +79,7 @@ def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
     return [k for k in fact if k not in NOT_COMPARED and k != config.confidence_field]
 
 
-def _nothing_message(fact_type: Any, count: int) -> str:
+def _nothing_message(fact_type: object, count: int) -> str:
     return (f"{fact_type}: {count} fact{'' if count == 1 else 's'} had nothing to compare (every "
             "compared field null or absent): absence is no evidence, so the rules judge matches "
             "such a fact with nothing")
