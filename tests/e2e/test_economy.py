@@ -147,7 +147,7 @@ def test_shortlist_top_k_and_too_large_error(server):
     req = next(r for r in server.requests if describe(r)[0] == "gold")
     assert len(describe(req)[2]) == 3
     assert "3 of 10 candidates kept (shortlist_top_k=3)" in run_judge(
-        gold, pred, {"shortlist_top_k": 3}, judge_for(server, None)).gold_facts[0]["description"]
+        gold, pred, {"shortlist_top_k": 3}, judge_for(server, None)).gold_facts[0]["factjudge"]["description"]
     server.requests.clear()
     huge = [{"id": "g0", "fact_type": "t", "text": "word " * 2000}]
     result = run_judge(huge, pred, {"max_prompt_tokens": 500}, judge_for(server, None))
