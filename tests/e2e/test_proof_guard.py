@@ -9,7 +9,7 @@ import json
 from evalkit import fact, run_cli, write_jsonl
 from scripted_server import ScriptedServer, answer, prompt_facts
 
-from factjudge.models import JudgeConfig
+from factjudge.models import JudgeConfig, verdict_of
 
 #: The newcomer's invoice case (issue #36), in the same shape: two pairs the rules prove different
 #: (total 936.32 vs 936.33 with no tolerance; INV-0077 vs 2024-INV-0077), one the model must judge
@@ -48,7 +48,7 @@ def run(tmp_path, judge, config=None):
 
 
 def statuses(results):
-    return {f["id"]: f["status"] for f in [*results["gold_facts"], *results["predicted_facts"]]}
+    return {f["id"]: verdict_of(f)["status"] for f in [*results["gold_facts"], *results["predicted_facts"]]}
 
 
 def test_hybrid_never_asks_about_a_pair_proved_different_and_keeps_it_apart(tmp_path):
@@ -61,9 +61,9 @@ def test_hybrid_never_asks_about_a_pair_proved_different_and_keeps_it_apart(tmp_
     # only the vendor was asked (both ways): the date is equal, the rest proved different
     assert sorted(subject["id"] for _, subject, _ in asked) == ["g3", "p3"]
     g1 = next(f for f in results["gold_facts"] if f["id"] == "g1")
-    assert "proved different on total" in g1["reasoning"] and "936.32" in g1["reasoning"]
+    assert "proved different on total" in verdict_of(g1)["reasoning"] and "936.32" in verdict_of(g1)["reasoning"]
     g2 = next(f for f in results["gold_facts"] if f["id"] == "g2")
-    assert "proved different on invoice_number (identifiers)" in g2["reasoning"]
+    assert "proved different on invoice_number (identifiers)" in verdict_of(g2)["reasoning"]
     assert summary["usage"]["proved_different"] == 4
     assert "4 settled by proof" in proc.stderr
     assert not any(a["kind"] == "linked_against_proof" for a in summary["alerts"])

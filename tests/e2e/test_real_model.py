@@ -31,6 +31,8 @@ from realserver import (
     write,
 )
 
+from factjudge.models import verdict_of
+
 pytestmark = [pytest.mark.real_server, pytest.mark.slow, pytest.mark.xdist_group("real_server")]
 
 #: The default output budget (1024 tokens), as a user runs it: answers are 90-180 generated tokens
@@ -146,7 +148,7 @@ def test_qwen_hybrid_keeps_the_pairs_proved_different_apart(real_servers: Server
     proc, tasks = factjudge(server, tmp_path, "eval", str(dataset), "--judge", "hybrid", *COMMON, "-o", "out",
                             timeout=RUN_TIMEOUT)
     result = json.loads((tmp_path / "out" / "results.jsonl").read_text("utf-8").splitlines()[0])
-    status = {f["id"]: f["status"] for f in result["gold_facts"] + result["predicted_facts"]}
+    status = {f["id"]: verdict_of(f)["status"] for f in result["gold_facts"] + result["predicted_facts"]}
     assert (status["g1"], status["p1"], status["g2"], status["p2"]) == ("FN", "FP", "FN", "FP"), status
     summary = json.loads((tmp_path / "out" / "summary.json").read_text("utf-8"))
     assert summary["usage"]["proved_different"] == 4 and tasks <= 2 + summary["usage"].get("reasks", 0)

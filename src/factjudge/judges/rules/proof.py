@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from ...core.alerts import ProofLinks
 from ...core.scope import NOT_COMPARED
-from ...models import QUOTE_LIMIT, JudgeConfig, cut_text
+from ...models import QUOTE_LIMIT, JudgeConfig, cut_text, own_fields, verdict_of
 from .compare import Prepared, compare_field, normalized
 from .normalize import Period, Quantity, Reading
 from .units import Measure, common_values
@@ -162,14 +162,16 @@ def link_proofs(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
                 config: JudgeConfig) -> list[Proof]:
     """The final links of one judged document (its output facts: ``status`` TP, ``matched_ids``)
     whose pair the rules prove different, one proof per link."""
-    preds = {str(p.get("id")): p for p in predicted}
+    preds = {str(p.get("id")): own_fields(p) for p in predicted}
     read = Reading.of(config)
     out = []
-    for g in gold:
-        if g.get("status") != "TP":
+    for fact in gold:
+        verdict = verdict_of(fact)
+        if verdict.get("status") != "TP":
             continue
+        g = own_fields(fact)  # the fact's own fields, whatever they are named (a "status" too)
         fields = config.fields_for(g.get("fact_type")) or [k for k in g if k not in NOT_COMPARED]
-        for pid in g.get("matched_ids") or ():
+        for pid in verdict.get("matched_ids") or ():
             p = preds.get(str(pid))
             proof = pair_proof(g, p, fields, config, read) if p is not None else None
             if proof is not None:
