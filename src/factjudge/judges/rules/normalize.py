@@ -949,12 +949,52 @@ def _strip_quotes(text: str) -> str:
     return t
 
 
+#: Normal forms by what decides them: a fact is normalised as a candidate, again as a subject of the
+#: other direction, by the near-miss analysis and by the reports' closest-fact search, and values
+#: repeat across facts (periods, units, company names). The forms are immutable, so one is shared.
+#: Bounded like the knowledge cache (a run of unique values only clears it now and then).
+_VALUES: dict[Any, Norm] = {}
+_FACTS: dict[Any, dict[str, Norm]] = {}
+CACHE_LIMIT = 200_000
+
+
+def _cached(cache: dict[Any, Any], key: Any, make: Any) -> Any:
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= CACHE_LIMIT:
+            cache.clear()
+        found = cache[key] = make()
+    return found
+
+
+def _value_key(value: Any) -> Any:
+    """``value`` as a cache key: its type too (``1``, ``1.0`` and ``True`` are equal keys but
+    normalise differently); lists and records by their items."""
+    if isinstance(value, list):
+        return list, tuple(_value_key(v) for v in value)
+    if isinstance(value, dict):
+        return dict, tuple((k, _value_key(v)) for k, v in value.items())
+    return type(value), value
+
+
 def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
                     unit: Unit | None = None, amount: bool = False, reading: Reading = READING) -> Norm:
     """The normal form of one (non-unit) field value.
 
     ``amount`` marks the field a unit applies to: four digits are then a number, not a year.
     """
+    if value is None:
+        return MISSING
+    try:
+        key = (_value_key(value), ignore_company_suffixes, unit, amount, reading)
+        return _cached(_VALUES, key, lambda: _normalize_value(value, ignore_company_suffixes, unit, amount,
+                                                              reading))
+    except TypeError:  # an unhashable value inside (a set, an object): not cached
+        return _normalize_value(value, ignore_company_suffixes, unit, amount, reading)
+
+
+def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | None, amount: bool,
+                     reading: Reading) -> Norm:
     if value is None:
         return MISSING
     if isinstance(value, list) and (items := _items(value, ignore_company_suffixes, reading)) is not None:
@@ -1051,7 +1091,18 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
     """The normal form of every field of a fact except those in ``skip``.
 
     Unit-like fields are read first and folded into the amounts they apply to (module docs).
+    The result is shared by every equal fact of the run: it must not be changed.
     """
+    try:
+        key = (tuple((k, _value_key(v)) for k, v in fact.items() if k not in skip), ignore_company_suffixes,
+               reading)
+        return _cached(_FACTS, key, lambda: _normalize_fact(fact, ignore_company_suffixes, skip, reading))
+    except TypeError:  # an unhashable value inside: not cached
+        return _normalize_fact(fact, ignore_company_suffixes, skip, reading)
+
+
+def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: frozenset[str],
+                    reading: Reading) -> dict[str, Norm]:
     names = [k for k in fact if k not in skip]
     units = {k: _unit_norm(fact[k]) for k in names if is_unit_field(k)}
     # which unit applies to which field
