@@ -62,8 +62,8 @@ from ..judges.base import PROMPT_FORMAT_VERSION, Judge, run_info_of
 from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
 from ..reports.html import render_html
 from ..reports.markdown import render_markdown
-from ..reports.review import render_review
-from ..reports.rows import select_rows, worst_order_key
+from ..reports.review import ReviewQueue, render_review
+from ..reports.rows import ClosestMap, ClosestMemo, closest_detail, select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
 from .pipeline import (
@@ -265,6 +265,9 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
         warnings: list[str] = []
         shape = InputShape()
+        # each line is read once: the review queue and the reports' closest facts from this pass
+        queue = ReviewQueue(found=source.omission_keys)
+        memo = ClosestMemo(keep=settings.report_rows + VIEW_DOCUMENTS)
         for index, line in enumerate(store.rewrite(dataset.infos)):
             agg.add(doc_stats(line, config.confidence_field))
             doc_id, text = next(texts)
@@ -275,7 +278,11 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
             if facts_csv is not None:
                 facts_csv.add(line)
-            order.append(_order_entry(line, index))
+            entry = _order_entry(line, index)
+            order.append(entry)
+            near = closest_detail(line)
+            queue.add(line, near)
+            memo.add(line, entry[0], near)
     summary = agg.summary(settings.resamples, settings.seed)
     info = run_info_of(judge) if run_info is None else run_info
     summary.usage.update({k: v for k, v in info.items() if v is not None})
@@ -299,9 +306,9 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     summary.report_rows = settings.report_rows
     folder = RunFolder(out_dir)  # rewritten above: every line streamed in dataset order
     write_reports(folder, summary, order, agg.worst(), omissions=source.omissions, find=find,
-                  texts=functools.partial(_view_texts, dataset, settings.documents) if summary.source else None)
-    write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True)),
-                                                      omissions=source.omission_keys))
+                  texts=functools.partial(_view_texts, dataset, settings.documents) if summary.source else None,
+                  closest=memo)
+    write_atomic(out_dir / REVIEW_HTML, render_review(summary, queue))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary
@@ -378,15 +385,17 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
                   worst: Sequence[Mapping[str, Any]], *,
                   omissions: Sequence[tuple[str, Mapping[str, Any]]] = (),
                   texts: Callable[[set[str]], Mapping[str, str]] | None = None,
-                  find: Callable[[str], Finder] | None = None) -> None:
+                  find: Callable[[str], Finder] | None = None,
+                  closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail) -> None:
     """report.md and report.html of the finished run in ``folder`` (its ``results.jsonl`` in
     dataset order), ``order`` one :data:`OrderEntry` per line, ``worst`` the worst documents
     (:meth:`~factjudge.core.aggregate.Aggregator.worst`), ``summary.report_rows`` rows listed.
     ``omissions``: the possible gold omissions listed; ``texts(doc_ids)`` the texts of the
-    documents the document view shows, ``find`` the value search (None: no text shown)."""
+    documents the document view shows, ``find`` the value search (None: no text shown);
+    ``closest``: the closest-fact search, or a :class:`~factjudge.reports.rows.ClosestMemo` of it."""
     report_rows = summary.report_rows
     lines = _report_lines(folder, sorted(order), report_rows)
-    rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS))
+    rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS), closest=closest)
     wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
              + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
     rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
@@ -395,7 +404,7 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
                                                          omissions=omissions))
     write_atomic(folder.path / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
                                                         documents=wrong, texts=shown, find=find,
-                                                        omissions=omissions))
+                                                        omissions=omissions, closest=closest))
 
 
 def rewrite_reports(folder: RunFolder, summary: Summary) -> None:
