@@ -193,8 +193,10 @@ def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]] | ReviewQ
     :class:`ReviewQueue` they were added to; the run's identity
     (:func:`~factjudge.core.review.run_identity`) is taken from them and ``summary``.
     ``omissions``: (doc_id, id) of the FP predictions found in the source, put first among extras."""
-    queue = lines if isinstance(lines, ReviewQueue) else ReviewQueue(found=omissions)
-    if queue is not lines:
+    if isinstance(lines, ReviewQueue):
+        queue = lines
+    else:
+        queue = ReviewQueue(found=omissions)
         for line in lines:
             queue.add(line)
     items, left_out = queue.items()

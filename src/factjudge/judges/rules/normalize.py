@@ -100,9 +100,10 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar
 
 from ...util.jsonutil import canonical_json as _strict_json
 from .units import Measure, PhysicalUnit, parse_measure, physical_unit
@@ -958,7 +959,10 @@ _FACTS: dict[Any, dict[str, Norm]] = {}
 CACHE_LIMIT = 200_000
 
 
-def _cached(cache: dict[Any, Any], key: Any, make: Any) -> Any:
+_T = TypeVar("_T")
+
+
+def _cached(cache: dict[Any, _T], key: Any, make: Callable[[], _T]) -> _T:
     found = cache.get(key)
     if found is None:
         if len(cache) >= CACHE_LIMIT:
