@@ -1,6 +1,8 @@
 """Issue 39: a value and a fact are normalised once per run; equal keys of other types are not mixed."""
 from __future__ import annotations
 
+import json
+
 from factjudge.judges.rules.normalize import Other, Quantity, normalize_fact, normalize_value
 
 
@@ -21,3 +23,10 @@ def test_equal_values_of_other_types_normalise_apart() -> None:
 def test_lists_of_records_are_cached_by_their_items() -> None:
     items = [{"sku": "A1", "qty": 2}, {"sku": "B2", "qty": 1}]
     assert normalize_fact({"line_items": items}) is normalize_fact({"line_items": [dict(i) for i in items]})
+
+
+def test_values_are_quoted_as_json_writes_them() -> None:
+    from factjudge.judges.rules.normalize import quote
+
+    for text in ["Acme Inc.", 'say "x"', "a\\b", "tab\there", "Zürich", "\x7f", "", "1,234.5 USD"]:
+        assert quote(text) == json.dumps(text, ensure_ascii=False)

@@ -151,6 +151,14 @@ READING = Reading()
 # --------------------------------------------------------------------------- normal forms
 
 
+def quote(text: str) -> str:
+    """``text`` as a JSON string, as the reasoning quotes a value: every field comparison quotes
+    both values, so the common case (printable ASCII, nothing to escape) skips the encoder."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return f'"{text}"'
+    return json.dumps(text, ensure_ascii=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Missing:
     def describe(self) -> str:
@@ -178,7 +186,7 @@ class Text:
         return text_numbers(self.norm)
 
     def describe(self) -> str:
-        return json.dumps(self.raw, ensure_ascii=False)
+        return quote(self.raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +277,7 @@ class Unit:
                 or self.physical is not None)
 
     def describe(self) -> str:
-        return json.dumps(self.raw, ensure_ascii=False) if self.raw else "(no unit)"
+        return quote(self.raw) if self.raw else "(no unit)"
 
 
 EMPTY_UNIT = Unit(raw="")
