@@ -97,7 +97,8 @@ def test_qwen_judge_llm_one_slot_answers_every_fact(one_slot_run: tuple[dict[str
     out, _, _ = one_slot_run
     errors, facts = error_share(out["gold_facts"] + out["predicted_facts"])
     print(f"qwen 15+15, 1 slot: {errors} of {facts} facts ERROR")
-    assert errors == 0, [f["description"] for f in out["gold_facts"] + out["predicted_facts"] if f["status"] == "ERROR"]
+    assert errors == 0, [f["factjudge"]["description"]
+            for f in out["gold_facts"] + out["predicted_facts"] if f["factjudge"]["status"] == "ERROR"]
 
 
 def test_qwen_eval_hybrid_two_slots_concurrency_two(real_servers: ServerPool, qwen_gguf: Path,

@@ -7,15 +7,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..models import OUTPUT_FIELDS, JudgeConfig
+from ..models import VERDICT_KEY, JudgeConfig
 from .confidence import detect_field
 
 #: A fact's evidence: where an extractor found it in the source (its span, alignment, the
 #: extractor's own description), kept with the fact and shown, never compared (what a fact states
 #: is in its other fields). The input formats of extractors (LangExtract, spaCy, GLiNER) fill it.
 EVIDENCE = "evidence"
-#: Never data to compare: the identity, the type, factjudge's own output fields, the evidence.
-NOT_COMPARED = frozenset({"id", "fact_type", *OUTPUT_FIELDS, EVIDENCE})
+#: Never data to compare: the identity, the type, factjudge's verdict on an output fact, the
+#: evidence. A fact's own ``status`` or ``description`` is data like any other field.
+NOT_COMPARED = frozenset({"id", "fact_type", VERDICT_KEY, EVIDENCE})
 
 
 def is_in_scope(fact: dict[str, Any], config: JudgeConfig) -> bool:
@@ -78,7 +79,7 @@ def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
     return [k for k in fact if k not in NOT_COMPARED and k != config.confidence_field]
 
 
-def _nothing_message(fact_type: Any, count: int) -> str:
+def _nothing_message(fact_type: object, count: int) -> str:
     return (f"{fact_type}: {count} fact{'' if count == 1 else 's'} had nothing to compare (every "
             "compared field null or absent): absence is no evidence, so the rules judge matches "
             "such a fact with nothing")

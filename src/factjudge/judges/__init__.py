@@ -2,8 +2,9 @@
 backends, and :mod:`.factory`, which builds any of them from a :class:`~.factory.JudgeSpec`.
 
 Adding a provider is one file under :mod:`.llm.backends` and one line in its ``BACKENDS`` registry;
-adding a judge kind is one file here and one line in :data:`~.factory.JUDGE_KINDS`. The command
-line offers the names of both registries.
+adding a judge kind is one file here and one entry in :data:`~.factory.JUDGE_KINDS`, which declares
+the settings it takes and its own options (:mod:`.options`). The command line offers the names of
+both registries, and the kinds' own options as flags.
 """
 from __future__ import annotations
 

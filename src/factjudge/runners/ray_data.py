@@ -397,16 +397,24 @@ def evaluate_ray(
             # how the workers' judges asked (the structured-output mode they settled on), as they reported it
             reported = run_info_of(driver)
             if todo:
-                env = worker_env if isinstance(worker_env, WorkerEnv) else WorkerEnv(worker_env or {})
-                job = _RayJob(cfg, salt, driver, reported, judge_factory, pool, hooks.on_result, env)
-                ours = not isinstance(data, RayDataset)  # rows of exactly the documents to judge
-                _judge_on_ray(ray, _to_ray(ray, data, reused) if ours else data.ds, not ours, todo, store, job)
+                job = _RayJob(cfg, salt, driver, reported, judge_factory, pool, hooks.on_result,
+                              worker_env if isinstance(worker_env, WorkerEnv) else WorkerEnv(worker_env or {}))
+                _judge_todo(ray, data, reused, todo, store, job)
             created = store.created if not todo else None  # nothing new: the results keep their time
             summary = finish_run(data, store, cfg, driver, out_dir, settings, skipped, created, run_info=reported)
     finally:
         if judge is None:  # the driver's own judge
             asyncio.run(driver.aclose())
     return EvalRun(summary, judged=len(todo), reused=len(reused))
+
+
+def _judge_todo(ray: Any, data: Dataset, reused: frozenset[str], todo: list[DocInfo], store: Any, job: _RayJob) -> None:
+    """Judge the documents still to judge on the workers: the rows of a Ray source as they are
+    (filtered there), or the other datasets' documents put into Ray's object store."""
+    if isinstance(data, RayDataset):
+        _judge_on_ray(ray, data.ds, True, todo, store, job)
+    else:  # rows of exactly the documents to judge
+        _judge_on_ray(ray, _to_ray(ray, data, reused), False, todo, store, job)
 
 
 def _build_on_driver(source: JudgeSource, config: JudgeConfig) -> Judge:

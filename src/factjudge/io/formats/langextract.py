@@ -16,9 +16,9 @@ Each extraction is a fact: ``fact_type`` its ``extraction_class``, compared fiel
 (the ``char_interval``; absent when LangExtract could not ground the extraction: ``char_interval``
 null), ``alignment_status``, ``extraction_index``, ``group_index`` and ``description``.
 
-An attribute named like one of factjudge's reserved fields (``status``, ``reasoning``,
-``matched_ids``...) is refused in one line naming the file, the line and the field, as in any
-fact file; a later change will let any field name through."""
+An attribute may have any name (``status``, ``reasoning``...) but ``factjudge``, the key of
+factjudge's verdict in its output, which is refused in one line naming the file, the line and the
+field, as in any fact file."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -57,7 +57,7 @@ class LangExtractLines(DocumentLines):
         return doc_id, [self._fact(e, f"{prefix} (document_id {doc_id!r}): extraction {i}")
                         for i, e in enumerate(extractions, start=1)]
 
-    def _fact(self, ext: Any, where: str) -> dict[str, Any]:
+    def _fact(self, ext: object, where: str) -> dict[str, Any]:
         if not isinstance(ext, dict):
             raise InputError(f"{where}: expected an object {{\"extraction_class\", \"extraction_text\", ...}}, "
                              f"got {json_type(ext)}")
@@ -89,7 +89,7 @@ class LangExtractLines(DocumentLines):
         return fact
 
 
-def _span(interval: Any, where: str) -> Mapping[str, int]:
+def _span(interval: object, where: str) -> Mapping[str, int]:
     """``char_interval`` as ``{start, end}``; empty when LangExtract found no span (null, or
     either end null): the extraction is ungrounded."""
     if interval is None:

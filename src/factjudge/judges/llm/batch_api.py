@@ -13,13 +13,16 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._version import __version__
 from ...errors import FactJudgeError
 from ...io.files import AtomicFile
 from .backends import BackendError, Endpoint, error_message, one_line, retry_after_seconds
 from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the runs that send a batch
 
 #: The endpoint every line of a batch asks.
 ENDPOINT = "/v1/chat/completions"
@@ -187,7 +190,7 @@ class BatchClient:
     def _answered(self, what: str) -> str:
         return f"{what}: the server at {self.endpoint.host} answered"
 
-    def _batch_object(self, obj: Any, what: str) -> dict[str, Any]:
+    def _batch_object(self, obj: object, what: str) -> dict[str, Any]:
         """``obj`` when it is a batch object whose ids are safe (:func:`safe_id`)."""
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
             raise BatchError(f"{what}: the server's answer is not a batch object")
@@ -203,7 +206,7 @@ class BatchClient:
         return obj
 
 
-async def _stream_to(resp: Any, dest: Path) -> None:
+async def _stream_to(resp: aiohttp.ClientResponse, dest: Path) -> None:
     with AtomicFile(dest, binary=True) as out:
         async for chunk in resp.content.iter_chunked(1 << 20):
             out.handle.write(chunk)

@@ -12,7 +12,6 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ...errors import InputError, InvalidAnswer
 from .backends import MAX_BODY_BYTES, ChatReply, error_message, one_line, parse_completion
@@ -70,7 +69,7 @@ class _Outcome:
     error: str = ""                  # why the batch could not answer
 
 
-def _error_text(error: Any) -> str:
+def _error_text(error: object) -> str:
     if isinstance(error, dict):
         code, message = error.get("code"), error.get("message")
         text = f"{code}: {message}" if code and message else str(message or code or json.dumps(error))

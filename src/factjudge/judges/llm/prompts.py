@@ -75,7 +75,7 @@ def _bare(text: str) -> bool:
                 or text.startswith(_TYPE_LINE.rstrip()) or _CONTROL.search(text) or _JSON_SCALAR.fullmatch(text))
 
 
-def fact_cell(value: Any) -> str:
+def fact_cell(value: object) -> str:
     """One value as a table cell: a string bare where it cannot be misread, else JSON."""
     return value if isinstance(value, str) and _bare(value) else canonical_json(value)
 
@@ -92,7 +92,7 @@ def _columns(facts: list[dict[str, Any]], fields: Fields | None = None) -> list[
     return ["id", *sorted({k for f in facts for k in f} - {"id", "fact_type"})]
 
 
-def _kind(value: Any, present: bool = True) -> str:
+def _kind(value: object, present: bool = True) -> str:
     """Which of CELL_NOTES a value's cell needs ("" for a bare string)."""
     if not present:
         return "empty"
@@ -105,7 +105,7 @@ def _row(fact: dict[str, Any], columns: list[str]) -> str:
     return CELL_SEPARATOR.join(fact_cell(fact[k]) if k in fact else "" for k in columns)
 
 
-def _table(fact_type: Any, facts: list[dict[str, Any]], fields: Fields | None) -> list[str]:
+def _table(fact_type: object, facts: list[dict[str, Any]], fields: Fields | None) -> list[str]:
     columns = _columns(facts, fields)
     head = _TYPE_LINE + ("" if fact_type is _NO_TYPE else fact_cell(fact_type))
     return [head, CELL_SEPARATOR.join(map(fact_cell, columns)), *(_row(f, columns) for f in facts)]
@@ -231,7 +231,7 @@ def verdict_schema(direction: Direction, candidate_ids: list[str], subject_id: s
     return _without(schema, drop) if drop else schema
 
 
-def _without(node: Any, drop: frozenset[str]) -> Any:
+def _without(node: object, drop: frozenset[str]) -> Any:
     """``node`` with the schema keywords ``drop`` removed at every level (property names, the
     keys under ``properties``, are data and stay)."""
     if isinstance(node, list):
