@@ -62,8 +62,8 @@ from ..judges.base import PROMPT_FORMAT_VERSION, Judge, run_info_of
 from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
 from ..reports.html import render_html
 from ..reports.markdown import render_markdown
-from ..reports.review import render_review
-from ..reports.rows import select_rows, worst_order_key
+from ..reports.review import ReviewQueue, render_review
+from ..reports.rows import ClosestMap, ClosestMemo, closest_detail, select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
 from .pipeline import (
@@ -255,29 +255,17 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     ``created`` (ISO time, default now) is the provenance time of the results; ``run_info`` how the
     questions were asked (default: the judge's :class:`~factjudge.judges.base.RunInfo`; a Ray run
     gives what its workers' judges reported)."""
-    agg = Aggregator(zero_division=settings.zero_division)
-    order: list[OrderEntry] = []
-    texts, source, find = _source_check(dataset, config, settings.documents)
+    run = _FinishPass(dataset, config, judge, settings)
     with contextlib.ExitStack() as stack:
         facts_csv = None
         if settings.csv:
             from ..reports.facts_csv import FactsCsvWriter  # only with --csv
             facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
-        warnings: list[str] = []
-        shape = InputShape()
-        links = _LinkCheck(config, judge)
         for index, line in enumerate(store.rewrite(dataset.infos)):
-            agg.add(doc_stats(line, config.confidence_field))
-            doc_id, text = next(texts)
-            assert doc_id == line["doc_id"], doc_id  # both in dataset order
-            source.add(doc_id, line.get("predicted_facts", ()), text, find,
-                       (m.predicted for m in line_analysis(line).near_misses))
-            shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
-            links.add(line)
-            warnings = merge_warnings([*warnings, *line.get("warnings", ())])  # bounded, not one per document
+            run.add(line, index)
             if facts_csv is not None:
                 facts_csv.add(line)
-            order.append(_order_entry(line, index))
+    agg, source, find, shape, links, warnings = run.agg, run.source, run.find, run.shape, run.links, run.warnings
     summary = agg.summary(settings.resamples, settings.seed)
     info = run_info_of(judge) if run_info is None else run_info
     summary.usage.update({k: v for k, v in info.items() if v is not None})
@@ -300,13 +288,45 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
         add_judge_corrected(summary, list(zip(*agg.keys, strict=True)), settings.judge_calibration, settings)
     summary.report_rows = settings.report_rows
     folder = RunFolder(out_dir)  # rewritten above: every line streamed in dataset order
-    write_reports(folder, summary, order, agg.worst(), omissions=source.omissions, find=find,
-                  texts=functools.partial(_view_texts, dataset, settings.documents) if summary.source else None)
-    write_atomic(out_dir / REVIEW_HTML, render_review(summary, map(folder.with_config, folder.lines(finished=True)),
-                                                      omissions=source.omission_keys))
+    write_reports(folder, summary, run.order, agg.worst(), omissions=source.omissions, find=find,
+                  texts=functools.partial(_view_texts, dataset, settings.documents) if summary.source else None,
+                  closest=run.memo)
+    write_atomic(out_dir / REVIEW_HTML, render_review(summary, run.queue))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary
+
+
+class _FinishPass:
+    """What :func:`finish_run` gathers in its one pass over the finished lines, in dataset order:
+    each line is read once, and the review queue and the reports' closest facts come from it."""
+
+    def __init__(self, dataset: Dataset, config: JudgeConfig, judge: Judge, settings: ReportSettings) -> None:
+        self.config = config
+        self.agg = Aggregator(zero_division=settings.zero_division)
+        self.order: list[OrderEntry] = []
+        self.texts, self.source, self.find = _source_check(dataset, config, settings.documents)
+        self.warnings: list[str] = []
+        self.shape = InputShape()
+        self.links = _LinkCheck(config, judge)
+        self.queue = ReviewQueue(found=self.source.omission_keys)
+        self.memo = ClosestMemo(keep=settings.report_rows + VIEW_DOCUMENTS)
+
+    def add(self, line: dict[str, Any], index: int) -> None:
+        self.agg.add(doc_stats(line, self.config.confidence_field))
+        doc_id, text = next(self.texts)
+        assert doc_id == line["doc_id"], doc_id  # both in dataset order
+        self.source.add(doc_id, line.get("predicted_facts", ()), text, self.find,
+                        (m.predicted for m in line_analysis(line).near_misses))
+        self.shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
+        self.links.add(line)
+        # bounded, not one per document
+        self.warnings = merge_warnings([*self.warnings, *line.get("warnings", ())])
+        entry = _order_entry(line, index)
+        self.order.append(entry)
+        near = closest_detail(line)
+        self.queue.add(line, near)
+        self.memo.add(line, entry[0], near)
 
 
 def _source_check(dataset: Dataset, config: JudgeConfig, documents: DocumentTexts | None
@@ -399,15 +419,17 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
                   worst: Sequence[Mapping[str, Any]], *,
                   omissions: Sequence[tuple[str, Mapping[str, Any]]] = (),
                   texts: Callable[[set[str]], Mapping[str, str]] | None = None,
-                  find: Callable[[str], Finder] | None = None) -> None:
+                  find: Callable[[str], Finder] | None = None,
+                  closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail) -> None:
     """report.md and report.html of the finished run in ``folder`` (its ``results.jsonl`` in
     dataset order), ``order`` one :data:`OrderEntry` per line, ``worst`` the worst documents
     (:meth:`~factjudge.core.aggregate.Aggregator.worst`), ``summary.report_rows`` rows listed.
     ``omissions``: the possible gold omissions listed; ``texts(doc_ids)`` the texts of the
-    documents the document view shows, ``find`` the value search (None: no text shown)."""
+    documents the document view shows, ``find`` the value search (None: no text shown);
+    ``closest``: the closest-fact search, or a :class:`~factjudge.reports.rows.ClosestMemo` of it."""
     report_rows = summary.report_rows
     lines = _report_lines(folder, sorted(order), report_rows)
-    rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS))
+    rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS), closest=closest)
     wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
              + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
     rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
@@ -416,7 +438,7 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
                                                          omissions=omissions))
     write_atomic(folder.path / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
                                                         documents=wrong, texts=shown, find=find,
-                                                        omissions=omissions))
+                                                        omissions=omissions, closest=closest))
 
 
 def rewrite_reports(folder: RunFolder, summary: Summary) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from ..core.grounding import Finder, Span, ground, segments
 from ..models import Direction, status_of, verdict_of
 from .format import fmt
-from .rows import closest_facts, shown_fields
+from .rows import ClosestMap, closest_detail, shown_fields
 
 #: Defaults of the document view: how many documents and how much JSON report.html embeds.
 MAX_DOCUMENTS = 50
@@ -54,9 +54,10 @@ def _source(payload: dict[str, Any], text: str, find: Callable[[str], Finder]) -
     payload["text_cut"] = len(text) - len(cut)
 
 
-def _doc_payload(line: Mapping[str, Any]) -> dict[str, Any]:
+def _doc_payload(line: Mapping[str, Any],
+                 closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail) -> dict[str, Any]:
     """What the document view needs of one result line (indices instead of ids for the links)."""
-    near_of = closest_facts(line)
+    near_of = {key: (fact, round(near.score, 1)) for key, (fact, near) in closest(line).items()}
     gold, pred = line.get("gold_facts") or [], line.get("predicted_facts") or []
     g_index = {str(f.get("id")): i for i, f in enumerate(gold)}
     p_index = {str(f.get("id")): j for j, f in enumerate(pred)}
@@ -105,18 +106,21 @@ def _doc_payload(line: Mapping[str, Any]) -> dict[str, Any]:
 
 def embed_documents(documents: Iterable[Mapping[str, Any]], max_documents: int = MAX_DOCUMENTS,
                     max_bytes: int = MAX_DOCUMENT_BYTES, texts: Mapping[str, str] | None = None,
-                    find: Callable[[str], Finder] | None = None) -> tuple[list[dict[str, Any]], int]:
+                    find: Callable[[str], Finder] | None = None,
+                    closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail
+                    ) -> tuple[list[dict[str, Any]], int]:
     """The document-view payloads of ``documents`` (in order) that fit: at most ``max_documents``,
     at most ``max_bytes`` of JSON in all (a document that would pass the cap is left out and the
     next ones are tried). ``texts``: doc_id -> the document's text, shown with each fact's evidence
     marked (``find`` searches a value in a text: :func:`factjudge.judges.rules.locate.finder`).
+    ``closest``: :func:`~.rows.closest_detail` or a :class:`~.rows.ClosestMemo` holding it.
     Returns (payloads, documents left out for size)."""
     out: list[dict[str, Any]] = []
     size = left_out = 0
     for line in documents:
         if len(out) >= max_documents:
             break
-        payload = _doc_payload(line)
+        payload = _doc_payload(line, closest)
         text = (texts or {}).get(str(line.get("doc_id")))
         if text is not None and find is not None:
             payload["_gold"], payload["_predicted"] = line.get("gold_facts") or [], line.get("predicted_facts") or []

@@ -29,7 +29,7 @@ from ..io.run_models import CompareResult, MetricDiff
 from ..models import Counts
 from .docview import MAX_DOCUMENT_BYTES, MAX_DOCUMENTS, embed_documents, first_with_both_sides, json_for_script
 from .format import fmt, fmt_ci, fmt_ci_diff, fmt_diff
-from .rows import ROW_STATUSES
+from .rows import ROW_STATUSES, ClosestMap, closest_detail
 from .source import OMISSION_HEADER, SOURCE_HEADER, omission_rows, source_note, source_rows
 from .text import (
     BY_TYPE_HEADER,
@@ -277,7 +277,8 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
                 max_documents: int = MAX_DOCUMENTS,
                 max_document_bytes: int = MAX_DOCUMENT_BYTES, texts: Mapping[str, str] | None = None,
                 find: Callable[[str], Finder] | None = None,
-                omissions: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> str:
+                omissions: Sequence[tuple[str, Mapping[str, Any]]] = (),
+                closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail) -> str:
     """``report.html``, one self-contained file. ``rows``, ``rows_total``, ``rows_order`` as for
     :func:`~.markdown.render_markdown` (TP rows are in the table, hidden until the status filter
     shows them). ``documents``: result lines, worst first, for the document view (see
@@ -293,8 +294,9 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
     - texts, find: the embedded documents' texts and the value search, for the document view's
       text with each fact's evidence marked (:func:`~.docview.embed_documents`);
     - omissions: the first possible gold omissions, (doc_id, predicted fact), listed in their
-      section (:class:`~factjudge.core.grounding.SourceCounts`)."""
-    payloads, left_out = embed_documents(documents, max_documents, max_document_bytes, texts, find)
+      section (:class:`~factjudge.core.grounding.SourceCounts`);
+    - closest: the closest-fact search of the rows (:class:`~.rows.ClosestMemo`), reused."""
+    payloads, left_out = embed_documents(documents, max_documents, max_document_bytes, texts, find, closest)
     start = first_with_both_sides(payloads)
     prov = summary.provenance
     return render_page(

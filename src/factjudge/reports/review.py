@@ -17,6 +17,7 @@ misses with nothing close. Values are embedded as JSON the page's script reads
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
@@ -26,7 +27,7 @@ from ..models import own_fields, status_of, verdict_of
 from .docview import json_for_script
 from .format import fmt
 from .html import render_page
-from .rows import ROW_STATUSES, closest_detail
+from .rows import ROW_STATUSES, ClosestMap, closest_detail
 from .text import reviewed_line
 
 #: At most this many decisions, and this much JSON, are embedded (most informative first).
@@ -65,13 +66,16 @@ def _item(doc_id: str, kind: str, gold: Mapping[str, Any] | None, pred: Mapping[
             "reasoning": str(verdict.get("reasoning") or ""), "note": str(verdict.get("description") or "")}
 
 
-def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = ()) -> list[dict[str, Any]]:
+def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = (),
+               near: ClosestMap | None = None) -> list[dict[str, Any]]:
     """The reviewable decisions of one result line: each link, each miss, each extra. ``found``:
-    (doc_id, id) of the FP predictions found in their document's text (possible gold omissions)."""
+    (doc_id, id) of the FP predictions found in their document's text (possible gold omissions);
+    ``near``: the line's :func:`~.rows.closest_detail`, when it was worked out already."""
     doc_id = str(line.get("doc_id"))
     gold, pred = line.get("gold_facts") or [], line.get("predicted_facts") or []
     by_id = {str(f.get("id")): f for f in pred}
-    near = closest_detail(line, ROW_STATUSES)
+    if near is None:
+        near = closest_detail(line, ROW_STATUSES)
     items = []
     for g in gold:
         verdict = verdict_of(g)
@@ -117,23 +121,52 @@ def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = ()) 
     return items
 
 
+class ReviewQueue:
+    """The review queue built one result line at a time (dataset order), holding only the
+    ``max_items`` most informative decisions: a run's decisions are one per fact, and a run of a
+    million facts held them all. ``found`` as for :func:`line_items`."""
+
+    def __init__(self, max_items: int = MAX_ITEMS, found: Container[tuple[str, str]] = ()) -> None:
+        self.max_items, self.found = max_items, found
+        self.total = 0
+        #: (doc_id, input_sha256) of every line, for the run's identity.
+        self.inputs: list[tuple[str, str]] = []
+        self._heap: list[tuple[tuple[float, int], dict[str, Any]]] = []  # the least informative first
+
+    def add(self, line: Mapping[str, Any], near: ClosestMap | None = None) -> None:
+        self.inputs.append((str(line.get("doc_id")), str(line.get("input_sha256"))))
+        for item in line_items(line, self.found, near):
+            entry = ((item["priority"], -self.total), item)  # ties: the earlier first
+            self.total += 1
+            if len(self._heap) < self.max_items:
+                heapq.heappush(self._heap, entry)
+            elif entry[0] > self._heap[0][0]:
+                heapq.heapreplace(self._heap, entry)
+
+    def items(self, max_bytes: int = MAX_BYTES) -> tuple[list[dict[str, Any]], int]:
+        """The kept decisions, most informative first, cut at ``max_bytes`` of JSON, and how many
+        of the run's decisions are left out."""
+        out: list[dict[str, Any]] = []
+        size = 0
+        for _, item in sorted(self._heap, reverse=True):
+            n = len(json_for_script(item).encode("utf-8")) + 1
+            if size + n > max_bytes:
+                break
+            out.append(item)
+            size += n
+        return out, self.total - len(out)
+
+
 def review_queue(lines: Iterable[Mapping[str, Any]], max_items: int = MAX_ITEMS,
                  max_bytes: int = MAX_BYTES, found: Container[tuple[str, str]] = ()
                  ) -> tuple[list[dict[str, Any]], int]:
     """Every reviewable decision of the run, most informative first (ties in dataset order), cut
     at ``max_items`` and ``max_bytes`` of JSON; ``found`` as for :func:`line_items`. Returns
     (items, decisions left out)."""
-    items = [item for line in lines for item in line_items(line, found)]
-    ordered = sorted(enumerate(items), key=lambda x: (-x[1]["priority"], x[0]))
-    out: list[dict[str, Any]] = []
-    size = 0
-    for _, item in ordered:
-        n = len(json_for_script(item).encode("utf-8")) + 1
-        if len(out) >= max_items or size + n > max_bytes:
-            break
-        out.append(item)
-        size += n
-    return out, len(items) - len(out)
+    queue = ReviewQueue(max_items, found)
+    for line in lines:
+        queue.add(line)
+    return queue.items(max_bytes)
 
 
 def needed_rows(summary: Summary) -> tuple[str, list[list[str]]]:
@@ -156,20 +189,20 @@ def needed_rows(summary: Summary) -> tuple[str, list[list[str]]]:
     return note, rows
 
 
-def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]],
+def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]] | ReviewQueue,
                   omissions: Container[tuple[str, str]] = ()) -> str:
-    """review.html of a run: ``lines`` its result lines (dataset order), read once; the run's
-    identity (:func:`~factjudge.core.review.run_identity`) is taken from them and ``summary``.
+    """review.html of a run: ``lines`` its result lines (dataset order), read once, or the
+    :class:`ReviewQueue` they were added to; the run's identity
+    (:func:`~factjudge.core.review.run_identity`) is taken from them and ``summary``.
     ``omissions``: (doc_id, id) of the FP predictions found in the source, put first among extras."""
-    inputs: list[tuple[str, str]] = []
-
-    def noted(lines: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+    if isinstance(lines, ReviewQueue):
+        queue = lines
+    else:
+        queue = ReviewQueue(found=omissions)
         for line in lines:
-            inputs.append((str(line.get("doc_id")), str(line.get("input_sha256"))))
-            yield line
-
-    items, left_out = review_queue(noted(lines), found=omissions)
-    run = run_identity(summary.judge, summary.config, inputs)
+            queue.add(line)
+    items, left_out = queue.items()
+    run = run_identity(summary.judge, summary.config, queue.inputs)
     note, rows = needed_rows(summary)
     m = summary.micro
     return render_page(

@@ -3,9 +3,10 @@ worst document first, the closest fact of a near miss, and the facts whose statu
 two runs. Plain data (dicts of str, numbers, lists), the same for report.md and report.html."""
 from __future__ import annotations
 
+import heapq
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..core.analysis import Closeness, Ranker
@@ -101,10 +102,13 @@ def _ranker(line: Mapping[str, Any]) -> Ranker:
     return rules_ranker(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL)
 
 
-def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES
-                   ) -> dict[tuple[Direction, str], tuple[Mapping[str, Any], Closeness]]:
+#: What :func:`closest_detail` returns: (side, id) -> (closest fact of the other side, closeness).
+ClosestMap = dict[tuple[Direction, str], tuple[Mapping[str, Any], Closeness]]
+
+
+def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES) -> ClosestMap:
     """:func:`closest_facts` with each pair's :class:`~factjudge.core.analysis.Closeness`."""
-    out: dict[tuple[Direction, str], tuple[Mapping[str, Any], Closeness]] = {}
+    out: ClosestMap = {}
     rank: Ranker | None = None
     for side, other in _SIDE_PAIRS:
         subjects: dict[Any, list[Mapping[str, Any]]] = {}
@@ -128,7 +132,41 @@ def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STA
     return out
 
 
-def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict[str, Any]]:
+class ClosestMemo:
+    """:func:`closest_detail` of a run's worst documents, worked out once where the run's lines are
+    read (eval's pass over its results, which the review queue needs them for) and reused by the
+    report's rows and document view: the search is the reports' largest cost. Only the ``keep``
+    worst documents with a failing fact are held (the reports show no others); another line is
+    searched when asked (``memo(line)``)."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._heap: list[tuple[tuple[float, int, int], str]] = []  # the kept, best of them first
+        self._found: dict[str, ClosestMap] = {}
+
+    def add(self, line: Mapping[str, Any], order_key: tuple[float, int, int], found: ClosestMap) -> None:
+        """``found``: the line's :func:`closest_detail`; ``order_key`` its
+        :func:`worst_order_key` (lower is worse)."""
+        m = line.get("metrics") or {}
+        if not m.get("fn", 0) + m.get("fp", 0) + m.get("errors", 0) or self.keep <= 0:
+            return
+        doc_id = str(line["doc_id"])
+        entry = ((-order_key[0], -order_key[1], -order_key[2]), doc_id)
+        if len(self._heap) < self.keep:
+            heapq.heappush(self._heap, entry)
+        elif entry > self._heap[0]:
+            self._found.pop(heapq.heapreplace(self._heap, entry)[1], None)
+        else:
+            return
+        self._found[doc_id] = found
+
+    def __call__(self, line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES) -> ClosestMap:
+        found = self._found.get(str(line.get("doc_id"))) if statuses == ROW_STATUSES else None
+        return closest_detail(line, statuses) if found is None else found
+
+
+def collect_rows(line: Mapping[str, Any], include_tp: bool = False,
+                 closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail) -> list[dict[str, Any]]:
     """One row per FN/FP/ERROR fact of a result line (and per TP fact with ``include_tp``), gold
     facts first, in input order, with what a reader needs to check it:
 
@@ -137,11 +175,12 @@ def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict
     side: ``[{"id", "status", "fact"}]``, what a TP row is checked against) and ``closest``
     (for a fact that is not TP: ``{"id", "status", "fact", "score", "differ"}`` of the closest fact
     of the other side with the same fact_type and the compared fields they differ in, see
-    :func:`closest_facts`, else ``None``)."""
+    :func:`closest_facts`, else ``None``). ``closest``: :func:`closest_detail` or a
+    :class:`ClosestMemo` holding it."""
     statuses: tuple[Status, ...] = ROW_STATUSES + (("TP",) if include_tp else ())
     facts = {side: line.get(f"{side}_facts") or [] for side in ("gold", "predicted")}
     by_id = {side: {str(f.get("id")): f for f in fs} for side, fs in facts.items()}
-    closest = closest_detail(line)
+    near_of = closest(line)
     rows = []
     for side, other in _SIDE_PAIRS:
         for fact in facts[side]:
@@ -152,7 +191,7 @@ def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict
             matched = [str(i) for i in verdict.get("matched_ids") or []]
             linked = [{"id": i, "status": status_of(by_id[other][i]), "fact": shown_fields(by_id[other][i])}
                       for i in matched if i in by_id[other]]
-            near = closest.get((side, str(fact["id"]))) if status != "TP" else None
+            near = near_of.get((side, str(fact["id"]))) if status != "TP" else None
             rows.append({
                 "doc_id": line["doc_id"], "side": side, "id": fact["id"],
                 "fact_type": fact["fact_type"], "status": status, "fact": shown_fields(fact),
@@ -174,8 +213,8 @@ def worst_order_key(metrics: Mapping[str, Any], index: int) -> tuple[float, int,
     return (metrics.get("f1") or 0.0, -wrong, index)
 
 
-def select_rows(lines_by_worst: Iterable[Mapping[str, Any]], limit: int, *, tp_limit: int = 0
-                ) -> list[dict[str, Any]]:
+def select_rows(lines_by_worst: Iterable[Mapping[str, Any]], limit: int, *, tp_limit: int = 0,
+                closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail) -> list[dict[str, Any]]:
     """The report's rows: :func:`collect_rows` of each line of ``lines_by_worst`` (result lines,
     worst document first) until ``limit`` FN/FP/ERROR rows and ``tp_limit`` TP rows are taken.
     It stops reading the iterable once both are full, so a generator is read only as far as needed.
@@ -185,7 +224,7 @@ def select_rows(lines_by_worst: Iterable[Mapping[str, Any]], limit: int, *, tp_l
     if limit <= 0 and tp_limit <= 0:
         return rows
     for line in lines_by_worst:
-        for row in collect_rows(line, include_tp=tp_limit > 0):
+        for row in collect_rows(line, include_tp=tp_limit > 0, closest=closest):
             if row["status"] == "TP":
                 if tp < tp_limit:
                     rows.append(row)

@@ -1,0 +1,32 @@
+"""Issue 39: a value and a fact are normalised once per run; equal keys of other types are not mixed."""
+from __future__ import annotations
+
+import json
+
+from factjudge.judges.rules.normalize import Other, Quantity, normalize_fact, normalize_value
+
+
+def test_a_fact_is_normalised_once() -> None:
+    fact = {"id": "g1", "fact_type": "revenue", "company": "Acme Inc.", "value": "1,234.5", "unit": "USD million"}
+    first = normalize_fact(fact, skip=frozenset({"id", "fact_type"}))
+    again = normalize_fact(dict(fact, id="p7"), skip=frozenset({"id", "fact_type"}))
+    assert again is first  # the same content: the form worked out before
+
+
+def test_equal_values_of_other_types_normalise_apart() -> None:
+    assert isinstance(normalize_value(1), Quantity)
+    assert isinstance(normalize_value(True), Other)  # True == 1: the cache keys on the type too
+    assert isinstance(normalize_value(1.0), Quantity)
+    assert normalize_fact({"a": True}) != normalize_fact({"a": 1})
+
+
+def test_lists_of_records_are_cached_by_their_items() -> None:
+    items = [{"sku": "A1", "qty": 2}, {"sku": "B2", "qty": 1}]
+    assert normalize_fact({"line_items": items}) is normalize_fact({"line_items": [dict(i) for i in items]})
+
+
+def test_values_are_quoted_as_json_writes_them() -> None:
+    from factjudge.judges.rules.normalize import quote
+
+    for text in ["Acme Inc.", 'say "x"', "a\\b", "tab\there", "Zürich", "\x7f", "", "1,234.5 USD"]:
+        assert quote(text) == json.dumps(text, ensure_ascii=False)

@@ -1,0 +1,65 @@
+"""Issue 39: eval's reports read each result line once and search each line's closest facts once."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from factjudge import evaluate_dataset
+from factjudge.reports import rows
+from factjudge.reports.review import ReviewQueue, review_queue
+from factjudge.reports.rows import ClosestMemo
+
+
+def _doc(i: int) -> dict[str, Any]:
+    gold = [{"id": "g1", "fact_type": "revenue", "company": "Acme", "value": f"{i}00"},
+            {"id": "g2", "fact_type": "ceo", "company": "Acme", "person": "Ann Lee"}]
+    pred = [{"id": "p1", "fact_type": "revenue", "company": "Acme", "value": f"{i}01"},
+            {"id": "p2", "fact_type": "ceo", "company": "Acme", "person": "Ann Lee"}]
+    return {"doc_id": f"d{i}", "gold_facts": gold, "predicted_facts": pred}
+
+
+def test_eval_searches_each_line_s_closest_facts_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(_doc(i)) + "\n" for i in range(1, 6)), encoding="utf-8")
+    searched: list[str] = []
+    ranker = rows._ranker
+
+    def counted(line: Any) -> Any:
+        searched.append(line["doc_id"])
+        return ranker(line)
+
+    monkeypatch.setattr(rows, "_ranker", counted)
+    evaluate_dataset(data, out_dir=tmp_path / "out")
+    assert sorted(searched) == [f"d{i}" for i in range(1, 6)]  # the rows, document view and review reuse it
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "101" in report and "review.html" in {p.name for p in (tmp_path / "out").iterdir()}
+
+
+def test_memo_keeps_the_worst_documents_and_searches_the_others() -> None:
+    memo = ClosestMemo(keep=1)
+    lines = [{"doc_id": f"d{i}", "metrics": {"fn": 1, "fp": 0, "errors": 0}, "gold_facts": [],
+              "predicted_facts": []} for i in range(3)]
+    found: list[Any] = [{("gold", "g1"): ("kept", i)} for i in range(3)]
+    memo.add(lines[0], (0.5, -1, 0), found[0])
+    memo.add(lines[1], (0.2, -1, 1), found[1])  # worse: replaces d0
+    memo.add(lines[2], (0.9, -1, 2), found[2])  # better than the kept one: not kept
+    assert memo(lines[1]) is found[1]
+    assert memo(lines[0]) == {} and memo(lines[2]) == {}  # searched again (no facts: nothing close)
+
+
+def test_review_queue_holds_only_the_most_informative_decisions() -> None:
+    lines = [{"doc_id": f"d{i}", "input_sha256": "x", "gold_facts": [
+        {"id": "g1", "fact_type": "t", "a": "x", "status": "TP", "matched_ids": ["p1"]},
+        {"id": "g2", "fact_type": "u", "a": "y", "status": "FN"}],
+        "predicted_facts": [{"id": "p1", "fact_type": "t", "a": "x", "status": "TP", "matched_ids": ["g1"]}]}
+        for i in range(4)]
+    queue = ReviewQueue(max_items=3)
+    for line in lines:
+        queue.add(line)
+    items, left_out = queue.items()
+    assert left_out == 5 and [i["doc_id"] for i in items] == ["d0", "d1", "d2"]
+    assert all(i["kind"] == "link" for i in items)  # priority 1 beats a miss with nothing close (0.5)
+    assert (items, left_out) == review_queue(lines, max_items=3)
