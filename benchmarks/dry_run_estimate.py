@@ -121,7 +121,11 @@ def measure_openai(args: argparse.Namespace, data: Path, work: Path, env: dict[s
     from cost import o200k_from_bpe_openai
     from scripted_server import ScriptedServer
 
+    from factjudge.judges.llm.tokens import TokenCounter
+
     o200k_from_bpe_openai()  # sets TIKTOKEN_CACHE_DIR for this process and the factjudge ones
+    if not TokenCounter(args.model).name.startswith("tiktoken:"):  # never a download
+        sys.exit(f"no local tiktoken encoding for {args.model}: pip install tiktoken bpe-openai")
     env = {**env, **{k: os.environ[k] for k in ("TIKTOKEN_CACHE_DIR",) if k in os.environ}}
     encode = tiktoken.get_encoding(tiktoken.encoding_name_for_model(args.model)).encode
     with ScriptedServer() as server:  # answers every question "no match": the prompts are what count
