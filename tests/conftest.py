@@ -7,7 +7,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import realserver  # noqa: E402
+from hypo import THOROUGH  # noqa: E402
+from hypothesis import settings  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
+
+# `pytest --hypothesis-profile thorough`: every property test runs the examples written at it
+# (tests/hypo.py), four times the default run's; registered here, before hypothesis loads it
+settings.register_profile(THOROUGH)
 
 
 @pytest.fixture
