@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,6 @@ def measure_docs(docs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], 
     """Per prompt prefix of every document (one per direction; one per direction and fact_type with
     ``candidates: same_type``), (prompt tokens, cacheable prefix tokens) of each call; and how many
     questions there were, how many the rules settled."""
-    from factjudge.evaluation.pipeline import has_candidates, questions
     from factjudge.judges.factory import JudgeSpec, build_judge
     from factjudge.models import JudgeConfig
 
@@ -148,29 +148,57 @@ def measure_docs(docs: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]], 
     config = JudgeConfig(candidates=candidates) if candidates != "all" else JudgeConfig()
     out: dict[str, Any] = {"questions": 0, "by_rules": 0, "too_large": 0, "directions": []}
     for doc_id, (gold, pred) in enumerate(docs):
-        for _, subjects, make_task in questions(gold, pred, config, str(doc_id)):
-            out["questions"] += len(subjects)
-            if make_task is None:
-                continue
-            prefixes: dict[str, list[tuple[int, int]]] = {}
-            for fact in subjects:
-                task = make_task(fact)
-                if not has_candidates(task):  # a type the other side lacks: the negative, no call
-                    continue
-                est = judge.estimate(task)
-                if est.outcome == "call":
-                    prefixes.setdefault(task.prompt_cache_key, []).append((est.prompt_tokens, est.shared_prefix_tokens))
-                elif est.outcome == "decided_by_rules":
-                    out["by_rules"] += 1
-                elif est.outcome == "too_large":
-                    out["too_large"] += 1
-            out["directions"] += prefixes.values()
-    out["counter"] = judge.run_info().get("token_counter")
+        for subjects, prefixes in _estimates(judge, gold, pred, config, str(doc_id)):
+            out["questions"] += subjects
+            for estimates in prefixes:
+                calls = []
+                for est in estimates:
+                    if est.outcome == "call":
+                        calls.append((est.prompt_tokens, est.shared_prefix_tokens))
+                    elif est.outcome == "decided_by_rules":
+                        out["by_rules"] += 1
+                    elif est.outcome == "too_large":
+                        out["too_large"] += 1
+                if calls:
+                    out["directions"].append(calls)
+    out["counter"] = _run_info(judge).get("token_counter")
     return out
 
 
+def _estimates(judge: Any, gold: list[dict[str, Any]], pred: list[dict[str, Any]], config: Any,
+               doc_id: str) -> Iterator[tuple[int, list[list[Any]]]]:
+    """Per direction: its in-scope subjects, and the estimates of the questions asked under each
+    prompt prefix; on this checkout's judge contract or on the code before #33 (--before)."""
+    from factjudge.evaluation import pipeline
+
+    if hasattr(pipeline, "task_factory"):  # before #33: each task carries its prefix's cache key
+        for _, subjects, make_task in pipeline.questions(gold, pred, config, doc_id):
+            by_prefix: dict[str, list[Any]] = {}
+            tasks = [] if make_task is None else map(make_task, subjects)
+            for task in tasks:
+                if pipeline.has_candidates(task):  # a type the other side lacks: the negative, no call
+                    by_prefix.setdefault(task.prompt_cache_key, []).append(judge.estimate(task))
+            yield len(subjects), list(by_prefix.values())
+        return
+    from factjudge.core.scope import in_scope_facts
+
+    scoped = {"gold": len(in_scope_facts(gold, config)), "predicted": len(in_scope_facts(pred, config))}
+    for questions, subjects in pipeline.questions(gold, pred, config, doc_id):
+        opened = judge.open(questions) if subjects else None
+        # one stage per prompt prefix (one per fact_type with candidates: same_type)
+        stages = opened.stages(subjects) if opened is not None else []
+        yield scoped[questions.direction], [[opened.estimate(s) for s in stage.subjects] for stage in stages]
+
+
+def _run_info(judge: Any) -> dict[str, Any]:
+    return judge.run_info() if hasattr(judge, "run_info") else {}
+
+
 def measure_all(realdata: Path, webnlg_docs: int | None, variants: tuple[str, ...] = VARIANTS) -> dict[str, Any]:
-    from factjudge.judges.prompts import PROMPT_FORMAT_VERSION
+    try:
+        from factjudge.judges.base import PROMPT_FORMAT_VERSION
+    except ImportError:  # the code before #33 (--before)
+        from factjudge.judges.prompts import PROMPT_FORMAT_VERSION  # type: ignore[no-redef]
 
     shapes: dict[str, Any] = {f"{n} facts per side": synthetic(n) for n in SIZES}
     real = webnlg(realdata, webnlg_docs)

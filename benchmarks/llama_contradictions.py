@@ -1,13 +1,13 @@
 """Contradictory verdicts from a real small model: the old flat answer schema vs the tied one.
 
 Sends N real judge requests, built from the bundled example exactly as the LLM judge builds them
-(``factjudge.evaluation.pipeline.task_factory`` and ``factjudge.judges.prompts``), to a running llama-cpp-python
+(``factjudge.judges.llm.prompts``), to a running llama-cpp-python
 server (``python -m llama_cpp.server``) in its ``json_object`` mode (the schema is enforced with a
 grammar), once per answer schema:
 
 - ``old (flat)``: ``<id_key>``, ``reasoning``, ``status`` (enum TP / FN|FP) and ``<matched_key>``
   (a candidate id or null) side by side, so the status and the id can disagree;
-- ``new (tied)``: ``factjudge.judges.prompts.verdict_schema``, where ``decision`` is one of two shapes
+- ``new (tied)``: ``factjudge.judges.llm.prompts.verdict_schema``, where ``decision`` is one of two shapes
   (TP with a candidate id, or the negative with null).
 
 Prints per schema: replies that are schema-valid JSON, contradictory replies (TP with a null id, or
@@ -35,8 +35,8 @@ from _common import ROOT
 from factjudge import load_config, load_facts
 from factjudge.core.scope import in_scope_facts
 from factjudge.errors import InvalidAnswer
-from factjudge.evaluation.pipeline import task_factory
-from factjudge.judges.prompts import JudgeTask, negative_status, parse_answer, verdict_schema
+from factjudge.judges.base import JudgePass, negative_status
+from factjudge.judges.llm.prompts import Asked, direction_prefix, parse_answer, verdict_schema
 from factjudge.models import Direction
 
 KEYS = {"gold": ("gold_fact_id", "matched_predicted_id"), "predicted": ("predicted_fact_id", "matched_gold_id")}
@@ -120,24 +120,28 @@ def post(url: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
     return reply
 
 
-def tasks(n: int) -> list[JudgeTask]:
+def tasks(n: int) -> list[Asked]:
     """The bundled example's judge questions (gold pass, then predicted pass), cycled up to n."""
     ex = ROOT / "examples"
     config = load_config(ex / "config.yaml")
     gold = in_scope_facts(load_facts(ex / "report_gold.json"), config)
     pred = in_scope_facts(load_facts(ex / "report_predicted.jsonl"), config)
-    make_gold = task_factory("gold", pred, config, "")
-    make_pred = task_factory("predicted", gold, config, "")
+    def maker(direction: Direction, candidates: list[dict[str, Any]]) -> Callable[[dict[str, Any]], Asked]:
+        questions, prefix = JudgePass(direction, candidates, config), direction_prefix(direction, candidates, config)
+        return lambda fact: Asked(questions.task(fact), prefix)
+
+    make_gold, make_pred = maker("gold", pred), maker("predicted", gold)
     every = [make_gold(f) for f in gold] + [make_pred(f) for f in pred]
     return [every[i % len(every)] for i in range(n)]
 
 
-def ask(url: str, name: str, task: JudgeTask, max_tokens: int, timeout: float, tally: Tally | None) -> None:
+def ask(url: str, name: str, asked: Asked, max_tokens: int, timeout: float, tally: Tally | None) -> None:
     """One judge request with schema ``name``; its outcome is counted in ``tally`` (None: untimed)."""
+    task = asked.task
     schema = SCHEMAS[name](task.direction, task.candidate_ids)
     body = {"model": "bench", "temperature": 0.0, "max_tokens": max_tokens,
             "response_format": {"type": "json_object", "schema": schema},
-            "prompt_cache_key": task.prompt_cache_key, "messages": task.messages()}
+            "prompt_cache_key": asked.prefix.cache_key, "messages": asked.messages()}
     started = time.perf_counter()
     try:
         reply = post(url, body, timeout)
@@ -172,7 +176,7 @@ def ask(url: str, name: str, task: JudgeTask, max_tokens: int, timeout: float, t
         pass
 
 
-def run(base_url: str, questions: list[JudgeTask], max_tokens: int, timeout: float) -> dict[str, Tally]:
+def run(base_url: str, questions: list[Asked], max_tokens: int, timeout: float) -> dict[str, Tally]:
     """Every question once per schema. The schemas take turns (question 1 old, 2 new, 3 old...,
     then the other way round), so a change in the machine's load, or a cold prompt cache where the
     direction changes, weighs on both alike; an untimed first request warms the server up."""

@@ -31,9 +31,9 @@ from _common import ServerProcess, report, synthetic_document
 
 from factjudge import LLMJudge, load_config
 from factjudge.core.scope import in_scope_facts
-from factjudge.evaluation.pipeline import task_factory
 from factjudge.evaluation.runner import evaluate_async, input_salt
 from factjudge.io.datasets import JsonlDataset
+from factjudge.judges.base import JudgePass
 from factjudge.judges.llm import Transport
 
 
@@ -83,8 +83,8 @@ async def run_bare(data: Path, base_url: str, concurrency: int) -> tuple[float, 
         doc = json.loads(line)
         gold, pred = in_scope_facts(doc["gold_facts"], config), in_scope_facts(doc["predicted_facts"], config)
         for direction, subjects, cands in (("gold", gold, pred), ("predicted", pred, gold)):
-            make = task_factory(direction, cands, config, doc["doc_id"])
-            bodies += [json.dumps(judge.batch_request(make(f)).body).encode() for f in subjects]
+            opened = judge.open(JudgePass(direction, cands, config, doc_id=doc["doc_id"]))
+            bodies += [json.dumps(opened.batch_request(f).body).encode() for f in subjects]
     url = base_url + "/chat/completions"
     limiter = asyncio.Semaphore(concurrency)
     cpu0, t0 = time.process_time(), time.perf_counter()

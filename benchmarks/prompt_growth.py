@@ -13,7 +13,7 @@ from _common import report, synthetic_document
 
 from factjudge import LLMJudge
 from factjudge.core.scope import compared_fields
-from factjudge.evaluation.pipeline import task_factory
+from factjudge.judges.base import JudgePass
 from factjudge.judges.llm import Sampling
 from factjudge.models import JudgeConfig
 
@@ -25,15 +25,15 @@ def measure(n: int, config: JudgeConfig, judge: LLMJudge) -> tuple[float, float,
     tokens = calls = shortlisted = 0
     identical = total_bytes = 0
     for direction, subjects, cands in (("gold", gold, pred), ("predicted", pred, gold)):
-        make = task_factory(direction, cands, config, "", fields)
+        opened = judge.open(JudgePass(direction, cands, config, fields))
         bodies = []
         for fact in subjects:
-            task = make(fact)
-            call = judge.prepare(task)
+            asked = opened.asked(fact)
+            call = judge.prepare(asked)
             calls += 1
             tokens += call.prompt_tokens
-            shortlisted += call.task is not task
-            bodies.append(json.dumps(judge.batch_request(task).body, ensure_ascii=False))
+            shortlisted += call.asked is not asked
+            bodies.append(json.dumps(opened.batch_request(fact).body, ensure_ascii=False))
         # what every request of this direction shares, byte for byte, from the start
         common = len(os.path.commonprefix(bodies)) if len(bodies) > 1 else 0
         identical += common * len(bodies)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from factjudge.io.config import parse_config
-from factjudge.judges.prompts import JudgeTask
+from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules.judge import RulesJudge
 
 LABELLED = Path(__file__).resolve().parent.parent / "tests" / "data" / "rules_labelled.json"
@@ -24,7 +24,7 @@ def load_cases(path: Path = LABELLED) -> list[dict[str, Any]]:
 
 def task_for(case: dict[str, Any]) -> JudgeTask:
     return JudgeTask(case["direction"], case["subject"], case["candidates"],
-                     parse_config(case.get("config")), prefix=[])
+                     parse_config(case.get("config")))
 
 
 def main() -> int:

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from .judges import JuryJudge as JuryJudge
     from .judges import LLMJudge as LLMJudge
     from .judges import RulesJudge as RulesJudge
+    from .judges.base import JudgeTask as JudgeTask
     from .judges.llm.cache import ResponseCache as ResponseCache
-    from .judges.prompts import JudgeTask as JudgeTask
     from .models import JudgeConfig as JudgeConfig
     from .models import JudgeResult as JudgeResult
     from .models import Verdict as Verdict
@@ -37,7 +37,7 @@ _HOMES = {
     "FactJudgeError": "errors", "FactJudgeWarning": "errors", "InputError": "errors", "JudgeSetupError": "errors",
     "HybridJudge": "judges", "Judge": "judges", "JudgeBase": "judges", "JuryJudge": "judges",
     "LLMJudge": "judges", "RulesJudge": "judges", "JudgeConfig": "models", "JudgeResult": "models",
-    "Verdict": "models", "JudgeTask": "judges.prompts", "ResponseCache": "judges.llm.cache", "load_config": "io.config",
+    "Verdict": "models", "JudgeTask": "judges.base", "ResponseCache": "judges.llm.cache", "load_config": "io.config",
     "load_facts": "io.facts", "run_judge": "evaluation.pipeline", "run_judge_async": "evaluation.pipeline",
 }
 

@@ -88,7 +88,7 @@ def test_an_uploaded_file_id_and_a_long_id_are_refused_truncated(tmp_path, serve
 
 
 def test_safe_ids_of_real_providers_pass():
-    from factjudge.runners.batch import BatchError, safe_id
+    from factjudge.judges.llm.batch_api import BatchError, safe_id
 
     for good in ("batch_abc123", "file-abc123", "batch_6caaf24d-54a5-46be-b1b7-518884fcbdde",
                  "file-2", "b.1", "01jh6xa7reempvjyh6n3yst2zw"):
@@ -168,7 +168,7 @@ def test_conflicting_answers_for_one_custom_id_are_counted_and_named(tmp_path, s
 
 
 def test_many_conflicts_name_the_first_few(tmp_path, server):
-    from factjudge.runners.batch import Imported, conflict_warning
+    from factjudge.judges.llm.batch_import import Imported, conflict_warning
 
     ids = [f"{i:064x}" for i in range(12)]
     text = conflict_warning(ids)

@@ -17,8 +17,9 @@ import pytest
 from evalkit import CALLS, CONFIG, DOCS, TRUTH, read_lines, without_usage, write_jsonl
 from scripted_server import Reply, ScriptedServer, answer, describe, http_error
 
+from factjudge.judges.llm.batch_api import ENDPOINT
+from factjudge.judges.llm.batch_lines import PieceWriter, QuestionStore
 from factjudge.judges.llm.cache import ResponseCache
-from factjudge.runners.batch import ENDPOINT, PieceWriter, QuestionStore
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^<\"]*")  # when a report was made

@@ -10,10 +10,11 @@ from evalkit import run_cli
 from scripted_server import describe
 
 from factjudge import LLMJudge, run_judge
+from factjudge.judges.base import JudgeTask
 from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 from factjudge.judges.llm.cache import ResponseCache
+from factjudge.judges.llm.prompts import MAX_CANDIDATE_ENUM, Asked, direction_prefix, enum_fits
 from factjudge.judges.llm.tokens import ESTIMATE_NAME, TokenCounter, estimate_tokens
-from factjudge.judges.prompts import MAX_CANDIDATE_ENUM, JudgeTask, enum_fits, prefix_messages
 
 GOLD = [{"id": f"g{i}", "fact_type": "revenue", "value": str(100 + i)} for i in range(6)]
 PRED = [{"id": f"p{i}", "fact_type": "revenue", "value": str(100 + i)} for i in range(6)]
@@ -162,9 +163,9 @@ def test_enum_limit_caps_candidates():
     from factjudge.models import JudgeConfig
     cands = [{"id": f"candidate-{i:05d}", "fact_type": "t"} for i in range(1200)]
     cfg = JudgeConfig(max_prompt_tokens=10_000_000)
-    task = JudgeTask("gold", {"id": "g", "fact_type": "t"}, cands, cfg, prefix_messages("gold", cands, cfg))
+    task = Asked(JudgeTask("gold", {"id": "g", "fact_type": "t"}, cands, cfg), direction_prefix("gold", cands, cfg))
     prepared = judge.prepare(task)
-    assert enum_fits(prepared.task.candidate_ids) and len(prepared.task.candidates) < 1200
+    assert enum_fits(prepared.asked.task.candidate_ids) and len(prepared.asked.task.candidates) < 1200
     assert "the schema's enum limit" in prepared.note
 
 
@@ -252,7 +253,7 @@ def test_ctrl_c_exits_130_without_output_or_traceback(server, tmp_path, write_js
 
 
 def test_shortlist_skips_a_candidate_too_large_and_keeps_the_match():
-    from factjudge.judges.prompts import prepare_call
+    from factjudge.judges.llm.prompts import prepare_call
     from factjudge.models import JudgeConfig
     counter = TokenCounter("")
     # ranked first (it contains every word of the subject) but alone over the budget
@@ -261,9 +262,9 @@ def test_shortlist_skips_a_candidate_too_large_and_keeps_the_match():
              {"id": "p2", "fact_type": "t", "name": "Fabrikam", "value": "7"}]
     cfg = JudgeConfig(max_prompt_tokens=1000)
     subject = {"id": "g", "fact_type": "t", "name": "Contoso", "value": "100"}
-    task = JudgeTask("gold", subject, cands, cfg, prefix_messages("gold", cands, cfg))
+    task = Asked(JudgeTask("gold", subject, cands, cfg), direction_prefix("gold", cands, cfg))
     prepared = prepare_call(task, lambda t: counter.messages(t.messages()), counter.text)
-    assert prepared.task.candidate_ids == ["p1", "p2"]
+    assert prepared.asked.task.candidate_ids == ["p1", "p2"]
     assert prepared.prompt_tokens <= 1000
     assert "2 of 3 candidates kept" in prepared.note
 

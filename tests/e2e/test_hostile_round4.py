@@ -114,6 +114,28 @@ def test_a_server_that_dies_mid_run_stops_eval_and_a_rerun_resumes(tmp_path, wri
 
 # --------------------------------------------------------------------------- item 8: refusals in other words
 
+def test_a_reply_cut_as_the_server_goes_down_then_refusals_stops_the_run():
+    """The question in flight when the server died had its reply cut, then every further try
+    refused: the server is gone, as when every try was refused (it was an ERROR verdict, and its
+    document kept with it, when the cut came first: test_a_server_that_dies_mid_run... was flaky)."""
+    import threading
+
+    server = ScriptedServer({("gold", "g1"): "p1", ("predicted", "p1"): "g1"}).start()
+    calls = []
+
+    def responder(body):
+        calls.append(1)
+        if len(calls) == 2:  # the second question: cut mid-reply while the server goes down
+            threading.Thread(target=server.stop).start()
+            return Reply(cut=True)
+        return server._from_truth(body)
+
+    server.responder = responder
+    llm = LLMJudge("m", base_url=server.base_url, retry=RetryPolicy(retries=3, backoff=0.01))
+    with pytest.raises(JudgeSetupError, match="stopped accepting connections"):
+        run_judge(G[:1], P[:1], {}, llm, concurrency=1)
+
+
 def _error(message):
     return json.dumps({"error": {"message": message, "type": "invalid_request_error"}})
 

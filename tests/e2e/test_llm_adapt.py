@@ -11,7 +11,7 @@ from scripted_server import Reply, ScriptedServer, answer, describe, refusal
 from factjudge import JuryJudge, LLMJudge, ResponseCache, run_judge
 from factjudge.core.scope import compared_fields
 from factjudge.errors import JudgeSetupError
-from factjudge.evaluation.pipeline import task_factory
+from factjudge.judges.base import JudgePass
 from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 from factjudge.judges.llm.judge import DEFAULT_MAX_TOKENS, REASONING_MAX_TOKENS, refused_parameter
 from factjudge.models import JudgeConfig
@@ -134,9 +134,9 @@ def test_an_adapted_request_has_its_own_response_cache_key(server, tmp_path):
     cache = ResponseCache(tmp_path / "c")
     adapted = judge_for(server, cache=cache, notify=lambda _: None)
     run_judge(G, P, {}, adapted)
-    task = task_factory("gold", P, JudgeConfig(), "", compared_fields(G, P, JudgeConfig())[0])(G[0])
-    assert adapted.estimate(task).outcome == "cache_hit"
-    assert judge_for(server, cache=cache).estimate(task).outcome == "call"  # one sending temperature
+    questions, subject = JudgePass("gold", P, JudgeConfig(), compared_fields(G, P, JudgeConfig())[0]), G[0]
+    assert adapted.open(questions).estimate(subject).outcome == "cache_hit"
+    assert judge_for(server, cache=cache).open(questions).estimate(subject).outcome == "call"  # one sending temperature
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

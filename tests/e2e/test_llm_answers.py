@@ -10,7 +10,7 @@ from scripted_server import ID_KEYS, Reply, answer, describe, mode_of
 
 from factjudge import LLMJudge, ResponseCache, run_judge
 from factjudge.core.scope import compared_fields
-from factjudge.evaluation.pipeline import task_factory
+from factjudge.judges.base import JudgePass
 from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 from factjudge.judges.llm.backends import self_hosted
 from factjudge.models import JudgeConfig
@@ -82,8 +82,8 @@ def test_self_hosted_is_decided_from_the_address_alone(url, local):
 
 
 def _body(judge):
-    task = task_factory("gold", P, JudgeConfig(), "", compared_fields(G, P, JudgeConfig())[0])(G[0])
-    return judge.batch_request(task).body
+    questions, subject = JudgePass("gold", P, JudgeConfig(), compared_fields(G, P, JudgeConfig())[0]), G[0]
+    return judge.open(questions).batch_request(subject).body
 
 
 @pytest.mark.parametrize("pin_id, pinned", [("auto", False), ("always", True), ("never", False)])

@@ -12,7 +12,7 @@ from scripted_server import Reply, answer, describe, mode_of
 from factjudge import LLMJudge, ResponseCache, run_judge
 from factjudge.core.scope import compared_fields
 from factjudge.errors import JudgeSetupError
-from factjudge.evaluation.pipeline import task_factory
+from factjudge.judges.base import JudgePass
 from factjudge.judges.llm import RetryPolicy, Sampling, Transport
 from factjudge.models import JudgeConfig
 
@@ -99,9 +99,10 @@ def test_mode_is_part_of_the_response_cache_key(server, tmp_path):
     server.truth = TRUTH
     cache = ResponseCache(tmp_path / "c")
     run_judge(G, P, {}, judge_for(server, cache=cache, structured_output="json_object"))
-    task = task_factory("gold", P, JudgeConfig(), "", compared_fields(G, P, JudgeConfig())[0])(G[0])
-    assert judge_for(server, cache=cache, structured_output="json_object").estimate(task).outcome == "cache_hit"
-    assert judge_for(server, cache=cache).estimate(task).outcome == "call"
+    questions, subject = JudgePass("gold", P, JudgeConfig(), compared_fields(G, P, JudgeConfig())[0]), G[0]
+    json_object = judge_for(server, cache=cache, structured_output="json_object")
+    assert json_object.open(questions).estimate(subject).outcome == "cache_hit"
+    assert judge_for(server, cache=cache).open(questions).estimate(subject).outcome == "call"
 
 
 def test_a_4xx_before_any_answer_stops_with_the_servers_words(server):

@@ -14,8 +14,8 @@ import typer
 from ..judges.factory import JUDGE_KINDS
 from ..judges.llm.cache import ResponseCache, default_cache_dir
 from .app import app, fail, run_command, say
-from .evalrun import EvalRequest, prepare
-from .options import JudgeOptions, inject_options
+from .evalrun import EvalRequest, scan
+from .options import JudgeOptions, build_spec, inject_options
 
 #: Invalid answers and failed requests listed after an import (all are counted).
 SHOWN = 5
@@ -63,13 +63,6 @@ def check_batch(b: BatchOptions, opts: JudgeOptions) -> None:
                    "choose one")
     if spec.dry_run:
         raise fail(f"--dry-run previews live calls; drop it with {flag} (the export itself calls nothing)")
-    if not JUDGE_KINDS[spec.resolved_kind].uses_llm:
-        raise fail(f"{flag} needs an LLM judge: add --model NAME (with --judge llm or hybrid)")
-    if not spec.cache:
-        raise fail(f"{flag} needs the response cache (batch answers are imported into it): drop --no-cache")
-    if spec.backend == "anthropic":  # its lines are chat completions for OpenAI's Files and Batches
-        raise fail(f"{flag} speaks OpenAI's Batch API; --backend anthropic asks live only "
-                   "(Anthropic's Message Batches API is not supported): drop one of them")
     if b.export is not None and b.export.is_dir():
         raise fail(f"{b.export}: is a folder; --batch-export takes a file name")
 
@@ -78,12 +71,19 @@ def run_batch_eval(b: BatchOptions, req: EvalRequest, live: Callable[[], int]) -
     """``eval --batch-export`` (exit 0 once written) or ``eval --batch`` (the batch rounds, then
     ``live()``: the normal run, which finds the answers in the response cache). The documents
     asked are those the run would judge: with ``overwrite``, all of them. The flags were checked
-    by :func:`check_batch`."""
-    from ..runners.batch import STATE_FILE, BatchRunner, Imported, export_batch  # only for --batch runs
+    by :func:`check_batch`; whether the judge's questions can go to a batch, the judge says."""
+    # only for --batch runs
+    from ..judges.llm.batch_import import Imported
+    from ..judges.llm.batch_lines import batch_llm
+    from ..runners.batch import STATE_FILE, BatchRunner, export_batch
 
     data, cfg, output_dir, overwrite = req.data, req.config, req.output_dir, req.overwrite
-    # an export calls nothing, so it needs no API key (the key is not part of any cache key)
-    judge, _ = prepare(req, replace(req.spec, dry_run=True) if b.export is not None else None)
+    flag = "--batch-export" if b.export is not None else "--batch"
+    # an export calls nothing, so an LLM needs no API key (the key is not part of any cache key)
+    no_key = b.export is not None and JUDGE_KINDS[req.spec.resolved_kind].uses_llm
+    judge = build_spec(replace(req.spec, dry_run=True) if no_key else req.spec, cfg)
+    batch_llm(judge, flag)  # a judge that cannot be asked in a batch: one line, before the scan
+    scan(data, req.name, cfg, judge, req.skip_invalid)
     if b.export is not None:
         out = export_batch(data, cfg, judge, output_dir, b.export, overwrite=overwrite)
         names = ", ".join(str(p) for p in out.files)
@@ -133,7 +133,7 @@ def batch_import_cmd(
 
 
 def _import(outputs: list[Path], cache_dir: Path | None) -> int:
-    from ..runners.batch import conflict_warning, import_outputs  # only batch-import loads the batch runner
+    from ..judges.llm.batch_import import conflict_warning, import_outputs  # only batch-import loads it
 
     directory = cache_dir or default_cache_dir()
     if not (directory / "answers.sqlite3").is_file():

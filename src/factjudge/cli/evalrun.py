@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..evaluation.runner import EvalRun, ReportSettings, input_salt, preview_dataset
 from ..io.datasets import Dataset, Problem
 from ..io.runfolder import FACTS_CSV, REPORT_HTML, REPORT_MD, RESULTS, REVIEW_HTML, SUMMARY
-from ..judges.base import Judge
+from ..judges.base import Judge, run_info_of
 from ..judges.factory import JudgeSpec
 from ..models import JudgeConfig
 from ..reports.format import fmt, fmt_ci
@@ -64,7 +64,7 @@ def print_dry_run(req: EvalRequest, judge: Judge) -> int:
 
 
 def progress_bar(req: EvalRequest, judge: Judge) -> ProgressBar:
-    return ProgressBar(enabled=not req.quiet and sys.stderr.isatty(), llm=bool(judge.run_info()))
+    return ProgressBar(enabled=not req.quiet and sys.stderr.isatty(), llm=bool(run_info_of(judge)))
 
 
 def scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid: bool) -> list[Problem]:

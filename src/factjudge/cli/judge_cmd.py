@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..evaluation.pipeline import judge_config_warnings, preview, run_judge_async
 from ..io.facts import load_facts, one_document
 from ..io.files import check_writable, same_file, write_atomic
+from ..judges.base import run_info_of
 from ..models import JudgeResult
 from .app import app, run_command, say
 from .gate import Gate, with_gate
@@ -66,7 +67,7 @@ def _judge(gold: Path, predicted: Path, config: Path | None, output: Path | None
 
     async def run() -> JudgeResult:
         async with judge:
-            with ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(judge.run_info())) as bar:
+            with ProgressBar(enabled=not quiet and sys.stderr.isatty(), llm=bool(run_info_of(judge))) as bar:
                 return await run_judge_async(gold_facts, pred_facts, cfg, judge,
                                              concurrency=opts.concurrency, progress=bar,
                                              in_place=True)  # the facts were loaded for this run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
@@ -15,7 +15,7 @@ import typer
 from ..errors import InputError, JudgeSetupError
 from ..io.config import load_config
 from ..judges import Judge
-from ..judges.factory import JUDGE_KINDS, REPEATS, JudgeSpec, build_judge
+from ..judges.factory import JUDGE_KINDS, REPEATS, JudgeKind, JudgeSpec, build_judge
 from ..judges.llm.backends import BACKENDS
 from ..judges.llm.judge import (
     DEFAULT_MAX_TOKENS,
@@ -25,7 +25,8 @@ from ..judges.llm.judge import (
     TEMPERATURE,
     TIMEOUT,
 )
-from ..judges.prompts import PIN_ID_CHOICES, REASONING_CHOICES, STRUCTURED_OUTPUT_MODES
+from ..judges.llm.prompts import PIN_ID_CHOICES, REASONING_CHOICES, STRUCTURED_OUTPUT_MODES
+from ..judges.options import KindOption
 from ..models import JudgeConfig, Prices
 
 
@@ -45,14 +46,14 @@ ReasoningChoice = _choice("ReasoningChoice", REASONING_CHOICES)
 CandidatesChoice = _choice("CandidatesChoice", get_args(JudgeConfig.model_fields["candidates"].annotation))
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> Any:
     """A choice as the name it stands for."""
     return value.value if isinstance(value, Enum) else value
 
 
-def _kinds_help() -> str:
+def _kinds_help(kinds: Mapping[str, JudgeKind]) -> str:
     """``rules (offline, default), llm (...) or hybrid (...).``: each kind with its help."""
-    shown = [f"{name} ({kind.help})" if kind.help else name for name, kind in JUDGE_KINDS.items()]
+    shown = [f"{name} ({kind.help})" if kind.help else name for name, kind in kinds.items()]
     return (", ".join(shown[:-1]) + " or " if len(shown) > 1 else "") + shown[-1] + "."
 
 
@@ -105,7 +106,7 @@ def build_spec(spec: JudgeSpec, config: JudgeConfig) -> Judge:
 #: :class:`JudgeSpec` it sets, or the config key it overrides (:class:`JudgeConfig`), or one of
 #: :data:`_COMMAND_LINE_ONLY`.
 _OPTIONS: dict[str, tuple[Any, Any]] = {
-    "kind": (JudgeKindChoice | None, typer.Option(None, "--judge", help=_kinds_help())),
+    "kind": (JudgeKindChoice | None, typer.Option(None, "--judge", help=_kinds_help(JUDGE_KINDS))),
     "models": (list[str] | None, typer.Option(None, "--model", metavar="NAME[@URL]",
               help="Model name for the LLM judge. "
               "NAME@URL gives the model its own server (qwen@http://localhost:8000/v1); a plain NAME "
@@ -173,21 +174,39 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "price_out": (float | None, typer.Option(None, "--price-out", min=0, max=MAX_PRICE, help="Price per million "
                   "completion tokens (dry run and live runs).")),
 }
+
+
+def _kind_option(option: KindOption) -> tuple[Any, Any]:
+    """The typer option of a judge kind's own option, as its registry entry declares it."""
+    low, high = (option.bound.low, option.bound.high) if option.bound else (None, None)
+    return type(option.default), typer.Option(option.default, option.flag, help=option.help, min=low, max=high)
+
+
+def _kinds_options(kinds: Mapping[str, JudgeKind]) -> dict[str, KindOption]:
+    """The judge kinds' own options (``JudgeSpec.args``) by name: a kind declares them once, in
+    its entry of the registry."""
+    return {o.name: o for kind in kinds.values() for o in kind.options}
+
+
+_KIND_OPTIONS = _kinds_options(JUDGE_KINDS)
+_OPTIONS.update({name: _kind_option(option) for name, option in _KIND_OPTIONS.items()})
 #: The options that are the command line's own: how it runs the judge and prices its usage;
 #: ``--no-cache`` sets the spec's ``cache`` (off).
 _COMMAND_LINE_ONLY = {"concurrency", "no_cache", "price_in", "price_cached", "price_out"}
 _SPEC_FIELDS = {f.name for f in fields(JudgeSpec)}
 # every field of a spec has its option (``cache`` through --no-cache), and every option a home
-assert _SPEC_FIELDS - {"cache"} <= set(_OPTIONS)
-assert set(_OPTIONS) <= _SPEC_FIELDS | set(JudgeConfig.model_fields) | _COMMAND_LINE_ONLY
+assert _SPEC_FIELDS - {"cache", "args"} <= set(_OPTIONS)  # args: the kinds' own options, below
+assert set(_OPTIONS) <= _SPEC_FIELDS | set(JudgeConfig.model_fields) | _COMMAND_LINE_ONLY | set(_KIND_OPTIONS)
 
 
-def judge_options(values: dict[str, Any]) -> JudgeOptions:
+def judge_options(values: dict[str, Any], kind_options: Mapping[str, KindOption] = _KIND_OPTIONS) -> JudgeOptions:
     """The options as typed (choices as their names) sorted to where they belong: the spec's
-    fields, the config keys given, the command line's own."""
+    fields, the config keys given, the command line's own, the kinds' own (``kind_options``)."""
     values = {name: _plain(value) for name, value in values.items()}
+    # a kind's own option left at its default is not given (so not refused for another kind)
+    args = tuple((n, values[n]) for n, option in kind_options.items() if values[n] != option.default)
     spec = JudgeSpec(**{**{n: v for n, v in values.items() if n in _SPEC_FIELDS},
-                        "models": values["models"] or (), "cache": not values["no_cache"]})
+                        "models": values["models"] or (), "cache": not values["no_cache"], "args": args})
     prices = Prices(input=values["price_in"], cached=values["price_cached"], output=values["price_out"])
     overrides = tuple((n, v) for n, v in values.items()
                       if n in JudgeConfig.model_fields and n not in _SPEC_FIELDS and v is not None)
@@ -216,5 +235,15 @@ def inject_options(name: str, options: dict[str, tuple[Any, Any]],
     return decorate
 
 
-#: Adds the judge options; the command receives them as ``opts``.
-with_judge_options = inject_options("opts", _OPTIONS, judge_options)
+def judge_options_of(kinds: Mapping[str, JudgeKind]) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Adds the judge options, with the own options of ``kinds``; the command receives them as
+    ``opts``."""
+    own = _kinds_options(kinds)
+    declared = {**_OPTIONS, **{name: _kind_option(option) for name, option in own.items()}}
+    declared["kind"] = (_choice("JudgeKindChoice", kinds) | None,  # --judge offers these kinds
+                        typer.Option(None, "--judge", help=_kinds_help(kinds)))
+    return inject_options("opts", declared, functools.partial(judge_options, kind_options=own))
+
+
+#: Adds the judge options of the registry's kinds; the command receives them as ``opts``.
+with_judge_options = judge_options_of(JUDGE_KINDS)

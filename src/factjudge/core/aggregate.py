@@ -8,7 +8,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import mul
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -211,8 +211,19 @@ def field_intervals(columns: Mapping[str, Mapping[str, _FieldColumns]], document
     return out
 
 
+class PairedDiff(TypedDict):
+    """One ratio of two runs over the same documents: A's, B's, B - A, its interval, and whether
+    the interval leaves out 0 (``CompareResult``'s ``MetricDiff`` reads it)."""
+
+    a: float | None
+    b: float | None
+    diff: float | None
+    ci95: list[float] | None
+    excludes_zero: bool
+
+
 def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[int, int, int, int]],
-                     resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+                     resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, PairedDiff]:
     """B minus A in micro P/R/F1 over the same documents (``a[i]`` and ``b[i]`` are one
     document), with a percentile interval from resampling documents, the pairs kept together."""
     if len(a) != len(b):
@@ -234,7 +245,7 @@ def paired_bootstrap(a: Sequence[tuple[int, int, int, int]], b: Sequence[tuple[i
                 va, vb = ra[k], rb[k]
                 if va is not None and vb is not None:
                     diffs[k].append(vb - va)
-    out: dict[str, Any] = {}
+    out: dict[str, PairedDiff] = {}
     for k in RATIOS:
         ci = _interval(diffs[k], level)
         fa, fb = pa[k], pb[k]
@@ -269,7 +280,8 @@ class Summary(BaseModel):
     ci95: dict[str, list[float] | None]
     conflicts: dict[str, int]
     usage: dict[str, Any]
-    bootstrap: dict[str, Any] = Field(default_factory=dict)
+    #: ``resamples``, ``seed`` and ``level`` of the intervals.
+    bootstrap: dict[str, int | float] = Field(default_factory=dict)
     skipped: list[dict[str, Any]] = Field(default_factory=list)
     judge: dict[str, Any] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)

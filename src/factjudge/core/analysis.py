@@ -159,7 +159,7 @@ def analyse(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[str, 
     return Analysis(near_misses=near, merges=merges, splits=splits)
 
 
-def _type_key(fact_type: Any) -> Any:
+def _type_key(fact_type: object) -> Any:
     return fact_type if isinstance(fact_type, (str, int, float, bool, type(None))) else repr(fact_type)
 
 
@@ -170,7 +170,7 @@ def count_categories(line: Mapping[str, Any]) -> dict[str, CategoryCounts]:
     marks = analysis.marks()
     out: dict[str, CategoryCounts] = {}
 
-    def counts(fact_type: Any) -> CategoryCounts:
+    def counts(fact_type: object) -> CategoryCounts:
         return out.setdefault(str(fact_type), CategoryCounts())
 
     for side in ("gold", "predicted"):

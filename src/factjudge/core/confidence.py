@@ -50,7 +50,7 @@ THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 REVIEW_SHARES = (0.05, 0.1, 0.2, 0.3, 0.5)
 
 
-def read_confidence(value: Any) -> float | None:
+def read_confidence(value: object) -> float | None:
     """``value`` as a confidence: a number in [0, 1], or a string of one (a CSV cell); None for
     anything else (``"high"``, -1, 2, NaN, true)."""
     if isinstance(value, bool):

@@ -132,7 +132,7 @@ def _both(tally: dict[str, list[int]], path: str, gold: Any, predicted: Any, mat
             _item_one_side(tally, items, item, SPURIOUS)
 
 
-def _item(tally: dict[str, list[int]], path: str, gold: Any, predicted: Any, match: Match,
+def _item(tally: dict[str, list[int]], path: str, gold: object, predicted: object, match: Match,
           linked: bool) -> None:
     """Two aligned list items: whole (``path``), then their fields when both are records."""
     if not (isinstance(gold, dict) and isinstance(predicted, dict)):

@@ -56,7 +56,7 @@ def searchable_values(fact: Mapping[str, Any]) -> list[str]:
     items of lists, each once, in field order; empty strings left out."""
     out: dict[str, None] = {}
 
-    def add(v: Any) -> None:
+    def add(v: object) -> None:
         if isinstance(v, list):
             for item in v:
                 add(item)

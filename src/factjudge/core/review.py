@@ -38,7 +38,7 @@ EXPORT_KIND = "factjudge review"
 Z95 = 1.959964
 
 
-def _short_hash(value: Any) -> str:
+def _short_hash(value: object) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:16]
 
 

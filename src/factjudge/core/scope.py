@@ -78,7 +78,7 @@ def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
     return [k for k in fact if k not in NOT_COMPARED and k != config.confidence_field]
 
 
-def _nothing_message(fact_type: Any, count: int) -> str:
+def _nothing_message(fact_type: object, count: int) -> str:
     return (f"{fact_type}: {count} fact{'' if count == 1 else 's'} had nothing to compare (every "
             "compared field null or absent): absence is no evidence, so the rules judge matches "
             "such a fact with nothing")
@@ -200,10 +200,10 @@ def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> lis
             for name in config.tolerances if have and name not in have and name.split(".")[0] not in have]
 
 
-def matching_rules_check(config: JudgeConfig, reads_prompts: bool) -> list[str]:
-    """A warning when ``matching_rules`` are given to a judge that reads no prompt (the rules
-    judge): they would be silently ignored (issue #22 item 5)."""
-    if not config.matching_rules or reads_prompts:
+def matching_rules_check(config: JudgeConfig) -> list[str]:
+    """The warning of a judge that reads no prompt (the rules judge) when ``matching_rules`` are
+    given: they would be silently ignored (issue #22 item 5)."""
+    if not config.matching_rules:
         return []
     return [f"matching_rules ({len(config.matching_rules)}) are read by LLM judges only and are "
             "ignored by the rules judge: declare equivalent values with 'aliases' or "

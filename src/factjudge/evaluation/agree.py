@@ -121,7 +121,7 @@ class Agreement:
 # --------------------------------------------------------------------------- reading
 
 
-def judge_label(identity: Any) -> str:
+def judge_label(identity: object) -> str:
     """A short name of the judge of a run, from its ``summary.json``."""
     if not isinstance(identity, Mapping) or not identity:
         return "unknown judge"
@@ -136,7 +136,7 @@ def judge_label(identity: Any) -> str:
     return label
 
 
-def _differing(a: Any, b: Any) -> list[str]:
+def _differing(a: object, b: object) -> list[str]:
     """The keys whose values differ between two mappings (a non-mapping differs as a whole)."""
     if not isinstance(a, Mapping) or not isinstance(b, Mapping):
         return []
@@ -174,7 +174,7 @@ def _summary(run: RunFolder) -> dict[str, Any]:
     return summary
 
 
-def _id_problem(value: Any) -> str | None:
+def _id_problem(value: object) -> str | None:
     if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         return None
     return f"a fact id is a string or an integer, got {json_type(value)}"
@@ -310,7 +310,7 @@ def _compare_document(result: Agreement, doc_id: str, line_a: tuple[dict[str, An
                     _outcome(fa), _outcome(fb), left_out))
 
 
-def _count(stats: SideStats, sa: Any, sb: Any, same: bool) -> None:
+def _count(stats: SideStats, sa: object, sb: object, same: bool) -> None:
     """Count a fact judged in both runs (statuses ``sa``, ``sb``) on its side."""
     if sa == "ERROR" or sb == "ERROR":
         stats.errors += 1

@@ -91,7 +91,7 @@ def builtin_labels_path() -> Path:
         return Path(path)
 
 
-def _label(path: Path, lineno: int, rec: Any) -> Label:
+def _label(path: Path, lineno: int, rec: object) -> Label:
     prefix = f"{path}: line {lineno}"
     if not isinstance(rec, dict):
         raise InputError(f"{prefix}: a label must be a JSON object, got {json_type(rec)}")

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._version import __version__
-from ..core.aggregate import paired_bootstrap
+from ..core.aggregate import PairedDiff, paired_bootstrap
 from ..core.analysis import count_categories, sorted_counts, total_categories
 from ..core.confidence import ConfidenceAccumulator, doc_confidence
 from ..errors import InputError
 from ..io.files import write_atomic
-from ..io.run_models import CompareResult
+from ..io.run_models import CompareResult, MetricDiff
 from ..io.runfolder import RunFolder, read_eval_dir
 from ..models import CategoryCounts, line_analysis
 from ..reports.format import fmt
@@ -46,19 +46,23 @@ def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 
         a=str(dir_a), b=str(dir_b), documents=len(common),
         only_a=len(a) - len(common), only_b=len(b) - len(common),
         bootstrap={"resamples": resamples, "seed": seed}, warnings=warnings,
-        metrics=paired_bootstrap([a[d][0] for d in common], [b[d][0] for d in common], resamples, seed),
-        by_fact_type={t: paired_bootstrap([keys_a[d].get(t, zero) for d in common],
-                                          [keys_b[d].get(t, zero) for d in common], resamples, seed)
+        metrics=_diffs(paired_bootstrap([a[d][0] for d in common], [b[d][0] for d in common], resamples, seed)),
+        by_fact_type={t: _diffs(paired_bootstrap([keys_a[d].get(t, zero) for d in common],
+                                                 [keys_b[d].get(t, zero) for d in common], resamples, seed))
                       for t in types},
         changed=docs.changed, changed_total=docs.total,
         provenance={"factjudge": __version__}, categories=docs.categories, auroc=docs.auroc,
-        fields={t: {path: paired_bootstrap([fields["a"].get(d, {}).get((t, path), zero) for d in common],
-                                           [fields["b"].get(d, {}).get((t, path), zero) for d in common],
-                                           resamples, seed)
+        fields={t: {path: _diffs(paired_bootstrap([fields["a"].get(d, {}).get((t, path), zero) for d in common],
+                                                  [fields["b"].get(d, {}).get((t, path), zero) for d in common],
+                                                  resamples, seed))
                     for path in sorted({p for run in fields.values() for keys in run.values() for (u, p) in keys
                                         if u == t})}
                 for t in sorted({t for run in fields.values() for keys in run.values() for (t, _) in keys})},
     )
+
+
+def _diffs(pairs: dict[str, PairedDiff]) -> dict[str, MetricDiff]:
+    return {name: MetricDiff.model_validate(pair) for name, pair in pairs.items()}
 
 
 def _settings_warnings(dir_a: Path, dir_b: Path, key: str, what: str) -> list[str]:

@@ -1,11 +1,13 @@
-"""run_judge: scope, both passes (concurrent, bounded), reconciliation, metrics, output."""
+"""run_judge: scope, both directions asked (concurrent, bounded), reconciliation, analysis, output.
+
+A judge opens each direction of a document (:meth:`~factjudge.judges.base.Judge.open`) and judges
+its subjects; how it asks (prompts, caches, the order and warm-up of its calls) is the judge's."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from ..core.alerts import document_warnings
@@ -17,15 +19,27 @@ from ..core.scope import (
     compared_fields,
     fact_fields,
     in_scope_facts,
-    matching_rules_check,
     nothing_to_compare,
     read_by_default,
 )
 from ..errors import FactJudgeWarning
 from ..io.config import parse_config
 from ..io.facts import coerce_facts
-from ..judges.base import Judge, candidate_types, error_verdict, verdict_problem
-from ..judges.prompts import JudgeTask, negative_status, prefix_messages
+from ..judges.base import (
+    ConfigWarnings,
+    Estimate,
+    Estimates,
+    Judge,
+    JudgePass,
+    Stage,
+    Staged,
+    Verdicts,
+    candidate_types,
+    error_verdict,
+    run_info_of,
+    unasked_verdict,
+    verdict_problem,
+)
 from ..models import (
     VERDICT_TEXT_LIMIT,
     Analysis,
@@ -39,7 +53,6 @@ from ..models import (
     cut_text,
 )
 from ..util.aio import gather_all, run_sync
-from ..util.jsonutil import canonical_json
 from ..util.terminal import printable
 
 
@@ -53,13 +66,6 @@ class ProgressObserver(Protocol):
         """One question of the ``direction`` pass was answered (before reconciliation)."""
 
 
-def _no_candidates_verdict(direction: Direction, fact_id: str, of_its_type: bool = False) -> Verdict:
-    other = "predicted" if direction == "gold" else "gold"
-    which = f"{other} facts of its fact_type" if of_its_type else f"{other} facts"
-    return Verdict(fact_id=fact_id, status=negative_status(direction),
-                   note=f"no in-scope {which} to compare with; no judge call made")
-
-
 def directions(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]
                ) -> tuple[tuple[Direction, list[dict[str, Any]], list[dict[str, Any]]], ...]:
     """``(direction, subjects, candidates)`` of both passes: gold facts against the predicted
@@ -68,100 +74,18 @@ def directions(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]
 
 
 def questions(gold_facts: Iterable[Mapping[str, Any]], predicted_facts: Iterable[Mapping[str, Any]],
-              config: JudgeConfig, doc_id: str = ""
-              ) -> list[tuple[Direction, list[dict[str, Any]], Callable[[dict[str, Any]], JudgeTask] | None]]:
-    """A document's questions as the judge is asked them, without asking: per direction the
-    in-scope subjects and the task maker (None when there are no candidates: no call then)."""
+              config: JudgeConfig, doc_id: str = "") -> list[tuple[JudgePass, list[dict[str, Any]]]]:
+    """A document's questions without asking them: per direction what a judge opens and the
+    subjects it would be asked about (none without candidates; a fact no candidate shares a
+    fact_type with is decided without a call: left out)."""
     gold = in_scope_facts(coerce_facts(gold_facts, "gold facts"), config)
     predicted = in_scope_facts(coerce_facts(predicted_facts, "predicted facts"), config)
     fields, _ = compared_fields(gold, predicted, config)
-    return [(direction, subjects, task_factory(direction, candidates, config, doc_id, fields)
-             if candidates else None) for direction, subjects, candidates in directions(gold, predicted)]
-
-
-def task_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
-                 doc_id: str, fields: dict[str, tuple[str, ...]] | None = None,
-                 shared: dict[str, Any] | None = None, prompts: bool = True
-                 ) -> Callable[[dict[str, Any]], JudgeTask]:
-    """Tasks of one direction, all sharing one prefix (and so one provider cache entry), or one
-    prefix per fact_type with ``candidates: same_type`` (for a judge that reads prompts);
-    ``fields``: the compared fields per fact_type (:func:`factjudge.core.scope.compared_fields`);
-    ``shared``: the tasks' :attr:`~factjudge.judges.prompts.JudgeTask.shared` dict; ``prompts=False``:
-    no prompt (an empty prefix), for a judge that reads none (``Judge.reads_prompts``)."""
-    shared = {} if shared is None else shared
-    if config.candidates == "same_type" and prompts:
-        return _same_type_factory(direction, candidates, config, doc_id, fields, shared, prompts)
-    return _one_prefix_factory(direction, candidates, config, doc_id, fields, shared, prompts)
-
-
-def _one_prefix_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
-                        doc_id: str, fields: dict[str, tuple[str, ...]] | None, shared: dict[str, Any],
-                        prompts: bool) -> Callable[[dict[str, Any]], JudgeTask]:
-    if not prompts:
-        return lambda fact: JudgeTask(direction, fact, candidates, config, [], "", fields, shared)
-    prefix = prefix_messages(direction, candidates, config, fields)
-    # Derived from the document's content, so providers route its calls to the same cache.
-    digest = hashlib.sha256(canonical_json(prefix).encode("utf-8")).hexdigest()[:16]
-    label = f"{doc_id[:24]}-" if doc_id else ""
-    key = f"factjudge-{label}{direction}-{digest}"
-    # A fact no candidate shares a fact_type with can only be the negative: asking would invite an
-    # answer the checks refuse (Qwen2.5-Coder-1.5B named a gross_profit fact for a revenue one three
-    # times running, twice on 52 calibration pairs: two ERRORs)
-    types = {_type_key(c) for c in candidates}
-    return lambda fact: (JudgeTask(direction, fact, candidates, config, prefix, key, fields, shared)
-                         if _type_key(fact) in types else _unasked(direction, fact, config, fields))
-
-
-def _unasked(direction: Direction, fact: dict[str, Any], config: JudgeConfig,
-             fields: dict[str, tuple[str, ...]] | None) -> JudgeTask:
-    """The task of a fact no candidate can match: none shown, no call (see :func:`has_candidates`)."""
-    return JudgeTask(direction, fact, [], config, [], "", fields, {})
-
-
-def _type_key(fact: Mapping[str, Any]) -> str:
-    return canonical_json(fact.get("fact_type"))
-
-
-def _by_type_key(facts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """``facts`` by :func:`_type_key`, types in order of first appearance, facts in input order."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for fact in facts:
-        groups.setdefault(_type_key(fact), []).append(fact)
-    return groups
-
-
-def _same_type_factory(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
-                       doc_id: str, fields: dict[str, tuple[str, ...]] | None, shared: dict[str, Any],
-                       prompts: bool) -> Callable[[dict[str, Any]], JudgeTask]:
-    """``candidates: same_type``: a fact is shown only the candidates of its fact_type, the only
-    ones it can match, under one prefix per fact_type (each with its own ``shared`` dict, kept in
-    the direction's so that it is freed with it). A fact of a type no candidate has gets a task
-    without candidates: no call (see :func:`has_candidates`)."""
-    groups = _by_type_key(candidates)
-    makers: dict[str, Callable[[dict[str, Any]], JudgeTask]] = {}
-
-    def make(fact: dict[str, Any]) -> JudgeTask:
-        key = _type_key(fact)
-        if key not in makers:
-            group = groups.get(key, [])
-            makers[key] = (_one_prefix_factory(direction, group, config, doc_id, fields,
-                                               shared.setdefault(f"fact_type {key}", {}), prompts) if group
-                           else lambda f: _unasked(direction, f, config, fields))
-        return makers[key](fact)
-    return make
-
-
-def has_candidates(task: JudgeTask) -> bool:
-    """Whether a task asks anything: a fact of a type the other side lacks has no candidate (for a
-    judge that reads prompts), and its verdict is the negative without a call."""
-    return bool(task.candidates)
-
-
-def prefix_groups(subjects: list[dict[str, Any]], same_type: bool) -> list[list[dict[str, Any]]]:
-    """The subjects in the groups whose questions share a prefix: one group, or one per fact_type
-    (in order of first appearance) with ``candidates: same_type``, asked one group after another so
-    each group's first call warms the provider's cache (and a local server's slot) for the rest."""
-    return list(_by_type_key(subjects).values()) if same_type else [subjects]
+    out = []
+    for direction, subjects, candidates in directions(gold, predicted):
+        asked = JudgePass(direction, candidates, config, fields, doc_id)
+        out.append((asked, [s for s in subjects if asked.unasked(s) is None] if candidates else []))
+    return out
 
 
 class _Answer(NamedTuple):
@@ -198,47 +122,37 @@ class _Tally:
                        cut_text(verdict.note, VERDICT_TEXT_LIMIT), verdict.votes)
 
 
-async def _judge_direction(
-    direction: Direction,
-    subjects: list[dict[str, Any]],
-    candidates: list[dict[str, Any]],
-    config: JudgeConfig,
-    judge: Judge,
-    limiter: asyncio.Semaphore,
-    width: int,
-    tally: _Tally,
-    doc_id: str,
-    progress: ProgressObserver | None,
-    warmup: bool,
-    fields: dict[str, tuple[str, ...]] | None = None,
-) -> dict[str, _Answer]:
-    if not candidates:
-        return {f["id"]: tally.keep(_no_candidates_verdict(direction, f["id"])) for f in subjects}
+def _stages(opened: Verdicts, subjects: list[dict[str, Any]], warmup: bool | None) -> list[Stage]:
+    """The groups ``opened`` asks its subjects in (:class:`Staged`), ``warmup`` overriding theirs."""
+    stages = opened.stages(subjects) if isinstance(opened, Staged) else [Stage(subjects)]
+    return stages if warmup is None else [Stage(s.subjects, warmup) for s in stages]
+
+
+async def _judge_direction(asked: JudgePass, subjects: list[dict[str, Any]], judge: Judge,
+                           limiter: asyncio.Semaphore, width: int, tally: _Tally,
+                           progress: ProgressObserver | None, warmup: bool | None) -> dict[str, _Answer]:
+    direction = asked.direction
+    if not asked.candidates:
+        return {f["id"]: tally.keep(unasked_verdict(direction, f["id"])) for f in subjects}
     answers: dict[str, _Answer] = {}
-    shared: dict[str, Any] = {}
-    make_task = task_factory(direction, candidates, config, doc_id, fields, shared,
-                             prompts=judge.reads_prompts)
-    types = candidate_types(candidates)
+    opened = judge.open(asked)  # what the judge works out once for the direction: freed with it
+    types = candidate_types(asked.candidates)
 
     async def one(fact: dict[str, Any]) -> Verdict:
-        task = make_task(fact)  # built only when its turn comes: prompts are never all in memory
-        if not has_candidates(task):
-            verdict = _no_candidates_verdict(direction, fact["id"], of_its_type=True)
-        else:
-            async with limiter:
-                verdict = await judge.judge(task)
-            problem = verdict_problem(task, verdict, types)
-            if problem:  # a judge of the user's own that broke the contract: claim nothing
-                verdict = error_verdict(
-                    task, f"judge {judge.name!r} answered wrongly: {problem}", verdict.usage)
+        async with limiter:
+            verdict = await opened.judge(fact)
+        problem = verdict_problem(asked.task(fact), verdict, types)
+        if problem:  # a judge of the user's own that broke the contract: claim nothing
+            verdict = error_verdict(asked.task(fact), f"judge {judge.name!r} answered wrongly: {problem}",
+                                    verdict.usage)
         if progress:
             progress.on_verdict(direction, verdict)
         answers[verdict.fact_id] = tally.keep(verdict)
         return verdict
 
-    async def group(facts: list[dict[str, Any]]) -> None:
+    async def stage(facts: list[dict[str, Any]], warm: bool) -> None:
         rest = iter(facts)
-        if warmup:
+        if warm:
             # One at a time until a question really reached the LLM (not the rules judge or the
             # response cache): the rest then fan out to a warm provider cache.
             left = len(facts)
@@ -254,9 +168,8 @@ async def _judge_direction(
         # ``width`` workers, not a task per fact: a million waiting tasks would cost gigabytes
         await gather_all(*(worker() for _ in range(max(1, min(width, len(facts))))))
 
-    for facts in prefix_groups(subjects, config.candidates == "same_type" and judge.reads_prompts):
-        await group(facts)  # with candidates: same_type, one fact_type (one prefix) after another
-    shared.clear()  # the direction is done: free what its tasks shared (the rules index) now
+    for group in _stages(opened, subjects, warmup):
+        await stage(group.subjects, group.warm)  # e.g. one prompt prefix after another
     return answers
 
 
@@ -297,9 +210,10 @@ async def run_judge_async(
 ) -> JudgeResult:
     """Judge one document. ``limiter`` lets several documents share one pool of calls;
     ``concurrency`` is also how many of this document's questions wait on ``limiter`` at once
-    (give the limiter's size); ``doc_id`` labels the provider prompt-cache key; ``warmup``
-    (default: the judge's own ``warmup``) sends each direction's first call alone so the rest
-    hit the cache; ``in_place`` writes the verdict fields into the given fact dicts instead of
+    (give the limiter's size); ``doc_id`` names the document to the judge (an LLM labels its
+    provider prompt-cache key with it); ``warmup`` (default: the judge's own, see
+    :class:`~factjudge.judges.base.Staged`) sends each group's first call alone so the rest hit
+    the cache; ``in_place`` writes the verdict fields into the given fact dicts instead of
     copies of them (a large document then needs less memory; give each side its own dicts)."""
     started = time.perf_counter()
     config = parse_config(judge_config)
@@ -316,17 +230,16 @@ async def run_judge_async(
     gold_in, pred_in = in_scope_facts(gold, config), in_scope_facts(predicted, config)
     if progress:
         progress.on_questions((len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
-    warm = judge.warmup if warmup is None else warmup
     fields, warnings = compared_fields(gold_in, pred_in, config)
     warnings += nothing_to_compare(gold_in, pred_in, config, fields) + read_by_default(gold_in, pred_in, config, fields)
     tally = _Tally()
     gv, pv = await gather_all(*(
-        _judge_direction(direction, subjects, candidates, config, judge, limiter, concurrency, tally,
-                         doc_id, progress, warm, fields)
+        _judge_direction(JudgePass(direction, candidates, config, fields, doc_id), subjects, judge, limiter,
+                         concurrency, tally, progress, warmup)
         for direction, subjects, candidates in directions(gold_in, pred_in)))
     rec = reconcile([f["id"] for f in gold_in], [f["id"] for f in pred_in], gv, pv,
                     one_to_one=config.one_to_one, link_policy=config.link_policy)
-    usage = tally.usage.model_copy(update=judge.run_info())
+    usage = tally.usage.model_copy(update=run_info_of(judge))
     gold_out = _assemble(gold, gv, rec.gold, pv, in_place)
     pred_out = _assemble(predicted, pv, rec.predicted, gv, in_place)
     analysis = _analysis(gold_out, pred_out, rec.dropped, config, fields)
@@ -433,9 +346,10 @@ def warn_user(messages: Iterable[str]) -> None:
 
 
 def judge_config_warnings(config: JudgeConfig, judge: Judge) -> list[str]:
-    """What the config asks for that the run's judge would ignore silently: ``matching_rules``
-    with the rules judge, alias groups on numbers, amounts, dates or currency fields."""
-    out = matching_rules_check(config, judge.reads_prompts)
+    """What the config asks for that the run's judge would ignore silently (its
+    :class:`~factjudge.judges.base.ConfigWarnings`: ``matching_rules`` with the rules judge), alias
+    groups on numbers, amounts, dates or currency fields."""
+    out = judge.config_warnings(config) if isinstance(judge, ConfigWarnings) else []
     if config.aliases:
         # the rules judge's normaliser decides what is a number: imported only for a config with aliases
         from ..judges.rules.knowledge import alias_check
@@ -443,8 +357,6 @@ def judge_config_warnings(config: JudgeConfig, judge: Judge) -> list[str]:
     return out
 
 
-#: OpenAI caches prompt prefixes of at least this many tokens.
-MIN_CACHED_PREFIX = 1024
 #: What :func:`preview` counts per direction.
 PREVIEW_STATS = ("calls", "cache_hits", "decided_by_rules", "too_large", "shortlisted",
                  "prompt_tokens", "prompt_tokens_after_prefix_cache")
@@ -458,32 +370,22 @@ def preview(
     doc_id: str = "",
 ) -> dict[str, Any]:
     """What judging would cost, without any call: calls per direction, prompt tokens before and
-    after provider prefix caching (estimated), and answers already in the response cache."""
+    after provider prefix caching (estimated by the judge, :class:`~factjudge.judges.base.Estimates`;
+    a judge without estimates calls no LLM), and answers already in the response cache."""
     config = parse_config(judge_config)
     out: dict[str, Any] = {}
-    for direction, subjects, make_task in questions(gold_facts, predicted_facts, config, doc_id):
+    for asked, subjects in questions(gold_facts, predicted_facts, config, doc_id):
         stats = dict.fromkeys(PREVIEW_STATS, 0)
-        out[direction] = stats
-        if make_task is None:
-            continue
-        warm: set[str] = set()  # the prefixes a call has sent (one, or one per fact_type)
+        out[asked.direction] = stats
+        opened = judge.open(asked) if subjects else None
         for fact in subjects:
-            task = make_task(fact)
-            if not has_candidates(task):
-                continue
-            est = judge.estimate(task)
+            est = opened.estimate(fact) if isinstance(opened, Estimates) else Estimate("decided_by_rules")
             if est.outcome != "call":
                 stats["cache_hits" if est.outcome == "cache_hit" else est.outcome] += 1
                 continue
             stats["calls"] += 1
+            stats["shortlisted"] += est.shortlisted
             stats["prompt_tokens"] += est.prompt_tokens
-            uncached = est.prompt_tokens
-            if est.shortlisted:
-                stats["shortlisted"] += 1
-            else:
-                if task.prompt_cache_key in warm and est.shared_prefix_tokens >= MIN_CACHED_PREFIX:
-                    uncached -= est.shared_prefix_tokens
-                warm.add(task.prompt_cache_key)
-            stats["prompt_tokens_after_prefix_cache"] += uncached
-    out["token_counter"] = judge.run_info().get("token_counter")
+            stats["prompt_tokens_after_prefix_cache"] += est.prompt_tokens - est.cached_prefix_tokens
+    out["token_counter"] = run_info_of(judge).get("token_counter")
     return out

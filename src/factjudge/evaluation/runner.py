@@ -58,8 +58,7 @@ from ..io.runfolder import (
     RunFolder,
 )
 from ..io.scan import doc_hash
-from ..judges.base import Judge
-from ..judges.prompts import PROMPT_FORMAT_VERSION
+from ..judges.base import PROMPT_FORMAT_VERSION, Judge, run_info_of
 from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
 from ..reports.html import render_html
 from ..reports.markdown import render_markdown
@@ -129,7 +128,7 @@ def preview_dataset(dataset: Dataset, config: JudgeConfig, judge: Judge, out_dir
     reused = frozenset(i.doc_id for i in dataset.infos if store.reusable(i))
     plan: dict[str, Any] = {"documents": len(dataset.infos) - len(reused),
                             "reused_documents": len(reused),
-                            "token_counter": judge.run_info().get("token_counter")}
+                            "token_counter": run_info_of(judge).get("token_counter")}
     totals = {d: dict.fromkeys(PREVIEW_STATS, 0) for d in ("gold", "predicted")}
     for doc in dataset.documents(skip=reused):
         one = preview(doc.gold, doc.predicted, config, judge, doc_id=doc.doc_id)
@@ -250,10 +249,12 @@ TP_ROWS = 1000
 
 def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge: Judge,
                out_dir: Path, settings: ReportSettings, skipped: Sequence[Problem] = (),
-               created: str | None = None) -> Summary:
+               created: str | None = None, run_info: Mapping[str, Any] | None = None) -> Summary:
     """Rewrite ``results.jsonl`` in dataset order and build summary.json and the reports from it:
     the final files depend only on the finished lines, never on how they were judged.
-    ``created`` (ISO time, default now) is the provenance time of the results."""
+    ``created`` (ISO time, default now) is the provenance time of the results; ``run_info`` how the
+    questions were asked (default: the judge's :class:`~factjudge.judges.base.RunInfo`; a Ray run
+    gives what its workers' judges reported)."""
     agg = Aggregator(zero_division=settings.zero_division)
     order: list[OrderEntry] = []
     texts, source, find = _source_check(dataset, config, settings.documents)
@@ -276,7 +277,8 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
                 facts_csv.add(line)
             order.append(_order_entry(line, index))
     summary = agg.summary(settings.resamples, settings.seed)
-    summary.usage.update({k: v for k, v in judge.run_info().items() if v is not None})
+    info = run_info_of(judge) if run_info is None else run_info
+    summary.usage.update({k: v for k, v in info.items() if v is not None})
     if settings.prices is not None:  # from the summed tokens the server reported, reused documents too
         u = summary.usage
         summary.usage.update(settings.prices.usage_fields(

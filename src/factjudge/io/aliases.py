@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -23,7 +22,7 @@ from ..models import AliasGroup
 from .jsonl import read_settings
 
 
-def _group(data: Any, where: str) -> AliasGroup:
+def _group(data: object, where: str) -> AliasGroup:
     try:
         return AliasGroup.model_validate(data)
     except ValidationError as exc:

@@ -17,7 +17,7 @@ from ..models import JudgeConfig
 from .jsonl import check_json_value, json_type, parse_json, read_settings
 
 
-def _tolerance_example(name: str, value: Any) -> str:
+def _tolerance_example(name: str, value: object) -> str:
     bound = value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.01
     return json.dumps({name: {"relative": bound}})
 
@@ -51,7 +51,7 @@ def _unknown_key(source: str, loc: list[str]) -> InputError:
     return InputError(f"{source}: unknown config key '{key}' ({hint})")
 
 
-def _located(data: Any, loc: tuple[Any, ...]) -> tuple[list[str], Any]:
+def _located(data: object, loc: tuple[Any, ...]) -> tuple[list[str], Any]:
     """The parts of a pydantic error location present in the input, and the value there."""
     parts, node = [], data
     for part in loc:
@@ -67,7 +67,7 @@ def _located(data: Any, loc: tuple[Any, ...]) -> tuple[list[str], Any]:
     return parts, node
 
 
-def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
+def _config_error(source: str, data: object, exc: ValidationError) -> InputError:
     # of a union's errors, the one that reaches deepest into the input is about its form
     errors = exc.errors()
     err = max(errors, key=lambda e: len(_located(data, e["loc"])[0]))
@@ -91,7 +91,7 @@ def _config_error(source: str, data: Any, exc: ValidationError) -> InputError:
     return InputError(f"{source}: config key '{loc}': {msg}")
 
 
-def parse_config(data: Any, source: str = "config", base: Path | None = None) -> JudgeConfig:
+def parse_config(data: object, source: str = "config", base: Path | None = None) -> JudgeConfig:
     """``base``: the folder an ``aliases_file`` is relative to (the config file's; else the
     current one)."""
     if data is None:

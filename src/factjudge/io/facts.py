@@ -122,7 +122,7 @@ def _missing_key(rec: dict[str, Any], prefix: str, name: str, what: str) -> None
                      f"with the config key columns: {{{name}: YOUR_FIELD}})")
 
 
-def _other_document(first: Any, this: Any) -> str:
+def _other_document(first: object, this: object) -> str:
     if first is None or this is None or first == this:
         return ""
     return (f" (doc_id {first!r} there, {this!r} here): this file holds several documents; score them "

@@ -116,7 +116,7 @@ class AtomicFile:
     def __enter__(self) -> AtomicFile:
         return self
 
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
+    def __exit__(self, exc_type: object, *_: Any) -> None:
         if exc_type is None:
             self.commit()
         else:

@@ -67,7 +67,7 @@ def empty_file_error(path: Path, expected: str) -> InputError:
     return InputError(f"{path}: empty file: expected {expected}")
 
 
-def rename_fields(rec: Any, columns: Mapping[str, str], where: str) -> Any:
+def rename_fields(rec: object, columns: Mapping[str, str], where: str) -> Any:
     """``rec`` with its own field names replaced by factjudge's, as the config key ``columns``
     maps them (``{"id": "fact_id"}``: the field ``fact_id`` is the fact's ``id``)."""
     if not columns or not isinstance(rec, dict):

@@ -30,7 +30,7 @@ _INT_LIMIT = 10 ** MAX_INT_DIGITS
 _NON_FINITE = "is not valid JSON (JSON has no NaN or Infinity; write null or a string)"
 
 
-def json_type(value: Any) -> str:
+def json_type(value: object) -> str:
     """The JSON name of a parsed value's type, for error messages."""
     for kind, name in ((bool, "boolean"), ((int, float), "number"), (str, "string"),
                        (list, "array"), (dict, "object")):
@@ -319,7 +319,7 @@ def parse_json_line(raw: bytes | str, path: Path, lineno: int, *, unit: str = "l
     return value
 
 
-def coerce_id(value: Any, key: str, prefix: str) -> str:
+def coerce_id(value: object, key: str, prefix: str) -> str:
     """An id as a string: a string, or an integer turned into its decimal string."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)

@@ -59,7 +59,7 @@ class ReviewExport:
         return [x.review for x in self.lines]
 
 
-def review_header(rec: Any) -> dict[str, Any] | None:
+def review_header(rec: object) -> dict[str, Any] | None:
     """The header of a review export (None: ``rec`` is not one)."""
     if isinstance(rec, dict) and set(rec) == {"_header"} and isinstance(rec["_header"], dict) \
             and rec["_header"].get("kind") == EXPORT_KIND:
@@ -67,7 +67,7 @@ def review_header(rec: Any) -> dict[str, Any] | None:
     return None
 
 
-def _fact(value: Any, what: str, prefix: str) -> dict[str, Any] | None:
+def _fact(value: object, what: str, prefix: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("fact_type"), str):
@@ -77,7 +77,7 @@ def _fact(value: Any, what: str, prefix: str) -> dict[str, Any] | None:
     return value
 
 
-def _line(path: Path, lineno: int, rec: Any) -> ReviewLine:
+def _line(path: Path, lineno: int, rec: object) -> ReviewLine:
     prefix = f"{path}: line {lineno}"
     if not isinstance(rec, dict):
         raise InputError(f"{prefix}: a reviewed item must be a JSON object, got {json_type(rec)}")
@@ -200,7 +200,7 @@ def _correct(facts: list[Any], doc_id: str, changes: GoldChanges, applied: list[
     return out
 
 
-def _dumps(rec: Any) -> str:
+def _dumps(rec: object) -> str:
     return json.dumps(rec, ensure_ascii=False)
 
 
@@ -269,7 +269,7 @@ def _fact_table(src: Path, changes: GoldChanges, applied: list[str], delimiter: 
     return out.getvalue()
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     return "" if value is None else value if isinstance(value, str) else _dumps(value)
 
 

@@ -46,7 +46,7 @@ class ResultLine(JudgeResult):
 _SIDES = ("gold_facts", "predicted_facts")
 
 
-def result_line_problem(line: Any) -> str | None:
+def result_line_problem(line: object) -> str | None:
     """What makes a parsed line no factjudge result line (None: it is one), checked leanly: it
     runs on every line a reader reads. The checks are what the readers rely on: a ``doc_id``
     and an ``input_sha256`` (strings), fact lists whose facts have an ``id`` and a ``status``,

@@ -306,7 +306,7 @@ def _parquet_rows(path: Path, required: Sequence[str],
                 yield row, {}
 
 
-def _plain(value: Any, path: Path, row: int, column: str) -> Any:
+def _plain(value: object, path: Path, row: int, column: str) -> Any:
     """A value from pyarrow as JSON-ready plain Python (what facts hold everywhere else)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value

@@ -3,8 +3,9 @@ sampling, cache...), :func:`build_judge` makes it. The command line maps its fla
 ships the spec to its workers, which build their judge from it.
 
 Registries: a judge kind is one entry of :data:`JUDGE_KINDS` (its builder receives the spec and a
-factory of the LLM judge of one seat); a backend is one entry of
-:data:`~factjudge.judges.llm.backends.BACKENDS`. The command line offers exactly their names.
+factory of the LLM judge of one seat; it declares the spec's settings it takes and its own options,
+:mod:`.options`); a backend is one entry of :data:`~factjudge.judges.llm.backends.BACKENDS`. The
+command line offers exactly their names, and a kind's own options as flags.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from .llm.cache import ResponseCache
 from .llm.judge import MAX_TOKENS, TEMPERATURE, TIMEOUT, LLMJudge
 from .llm.retry import RetryPolicy
 from .llm.settings import Sampling, Transport
+from .options import LLM_SETTINGS, SPEC_SETTINGS, KindOption, OptionValue
 
 if TYPE_CHECKING:
     from .rules.judge import RulesJudge
@@ -52,7 +54,9 @@ class JudgeSpec:
     None takes the config's. ``cache`` off, or ``cache_dir`` (default: the user cache directory),
     for the response cache. ``max_tokens`` None is the judge's default budget, 0 no bound.
     ``dry_run``: the judge only previews or exports questions, so it
-    needs no API key. ``pin_id``: auto, always or never (``Sampling.pin_id``)."""
+    needs no API key. ``pin_id``: auto, always or never (``Sampling.pin_id``). ``args``: the
+    chosen kind's own options (name -> value, as its :class:`~.options.KindOption` declares them;
+    a dict is taken and held as sorted pairs), like Inspect AI's ``ScorerSpec(scorer, args)``."""
 
     kind: str | None = None
     models: tuple[str, ...] = ()
@@ -72,11 +76,18 @@ class JudgeSpec:
     prompt_cache_key: bool = True
     dry_run: bool = False
     pin_id: str = "auto"
+    args: tuple[tuple[str, OptionValue], ...] = ()
 
     def __post_init__(self) -> None:
         # a list (as typed on a command line) or one name is held as a tuple: the spec stays hashable
         models = (self.models,) if isinstance(self.models, str) else tuple(self.models)
         object.__setattr__(self, "models", models)
+        args = self.args.items() if isinstance(self.args, dict) else self.args
+        object.__setattr__(self, "args", tuple(sorted((str(k), v) for k, v in args)))
+
+    def option(self, option: KindOption) -> OptionValue:
+        """The value of a kind's own option: as given in ``args``, else its default."""
+        return dict(self.args).get(option.name, option.default)
 
     @property
     def resolved_kind(self) -> str:
@@ -90,7 +101,8 @@ class JudgeSpec:
         return dataclasses.replace(self, cache_dir=self.cache_dir.expanduser().resolve())
 
     def __repr__(self) -> str:
-        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        # args only when given: a spec of the built-in kinds reads as it always did
+        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "args" or self.args}
         shown["base_url"] = _hide_userinfo(self.base_url and _LEADING_USERINFO.sub("***@", self.base_url))
         shown["models"] = tuple(_hide_userinfo(m) for m in self.models)
         return "JudgeSpec(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
@@ -111,13 +123,21 @@ KindBuilder = Callable[[JudgeSpec, Callable[[], LLMJudge]], Judge]
 
 @dataclass(frozen=True)
 class JudgeKind:
-    """One entry of :data:`JUDGE_KINDS`: how to build the kind from a spec, whether it asks an
-    LLM, and its few words in ``--judge``'s help."""
+    """One entry of :data:`JUDGE_KINDS`: how to build the kind from a spec, the spec's settings it
+    takes (fields of :class:`JudgeSpec`: :data:`~.options.LLM_SETTINGS` for a kind that asks an
+    LLM, none for one that does not), its own options (``JudgeSpec.args``, each declared here
+    once: the command line makes its flag from it) and its few words in ``--judge``'s help. A
+    setting or option the kind does not take is refused when given (``SpecSetting.refusal``)."""
 
     build: KindBuilder
-    #: Asks an LLM: needs ``models``; without one, ``models``, ``repeats`` and ``jury_rules`` are refused.
-    uses_llm: bool
+    settings: frozenset[str] = frozenset()
+    options: tuple[KindOption, ...] = ()
     help: str = ""
+
+    @property
+    def uses_llm(self) -> bool:
+        """Asks an LLM: it takes ``models`` (and needs one)."""
+        return "models" in self.settings
 
 
 def _rules_judge() -> RulesJudge:
@@ -127,9 +147,9 @@ def _rules_judge() -> RulesJudge:
 
 #: Judge kind name -> how to build it. The command line's ``--judge`` offers these names.
 JUDGE_KINDS: dict[str, JudgeKind] = {
-    "rules": JudgeKind(lambda spec, llm: _rules_judge(), uses_llm=False, help="offline, default"),
-    "llm": JudgeKind(lambda spec, llm: llm(), uses_llm=True, help="default when --model is given"),
-    "hybrid": JudgeKind(lambda spec, llm: HybridJudge(_rules_judge(), llm()), uses_llm=True,
+    "rules": JudgeKind(lambda spec, llm: _rules_judge(), help="offline, default"),
+    "llm": JudgeKind(lambda spec, llm: llm(), LLM_SETTINGS, help="default when --model is given"),
+    "hybrid": JudgeKind(lambda spec, llm: HybridJudge(_rules_judge(), llm()), LLM_SETTINGS,
                         help="rules for exact matches, LLM for the rest"),
 }
 
@@ -145,8 +165,8 @@ def build_judge(spec: JudgeSpec, config: JudgeConfig | None = None, *,
     if kind is None:
         raise InputError(f"--judge {kind_name}: not one of " + ", ".join(JUDGE_KINDS))
     _check_numbers(spec)
+    _check_taken(spec, kind)
     if not kind.uses_llm:
-        _check_no_llm(spec)
         return kind.build(spec, _no_llm)
     seats = _seats(spec)
     cache = _open_cache(spec)
@@ -182,13 +202,38 @@ def _check_numbers(spec: JudgeSpec) -> None:
         raise InputError(problem)
 
 
-def _check_no_llm(spec: JudgeSpec) -> None:
-    if spec.models or spec.base_url:
-        raise InputError("--model/--base-url are for the LLM judge; drop them or use --judge llm")
-    if spec.repeats > 1 or spec.jury_rules:
-        raise InputError("--repeats and --jury-rules make a jury of LLM judges: add --model")
-    if spec.dry_run:
-        raise InputError("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)")
+#: Each field's default: a field that differs from it is given.
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(JudgeSpec)}
+
+
+def _check_taken(spec: JudgeSpec, kind: JudgeKind) -> None:
+    """Refuse what the kind does not take, as its registry entry declares: a setting it has no
+    use for (in :data:`~.options.SPEC_SETTINGS`' order, each with its own words), or an option
+    of another kind; and check its own options' types and ranges."""
+    for name, setting in SPEC_SETTINGS.items():
+        if setting.refusal and name not in kind.settings and getattr(spec, name) != _DEFAULTS[name]:
+            raise InputError(setting.refusal)
+    own = {option.name: option for option in kind.options}
+    for name, value in spec.args:
+        option = own.get(name)
+        if option is None:
+            raise InputError(_not_taken(spec.resolved_kind, name))
+        wanted = (int, float) if type(option.default) is float else (type(option.default),)
+        if not isinstance(value, wanted) or isinstance(value, bool) and not isinstance(option.default, bool):
+            raise InputError(f"{option.flag}: {value!r} is not a {type(option.default).__name__}")
+        problem = numbers_problem([(option.flag, option.bound, value)]) if option.bound else None
+        if problem:
+            raise InputError(problem)
+
+
+def _not_taken(kind_name: str, name: str) -> str:
+    """Why the option ``name`` of ``args`` is refused for ``kind_name``: the kinds that take it."""
+    takers = {k: o for k, entry in JUDGE_KINDS.items() for o in entry.options if o.name == name}
+    if not takers:
+        return f"args {name!r}: no judge kind takes it (--judge {kind_name} takes " + (
+            ", ".join(o.name for o in JUDGE_KINDS[kind_name].options) or "none") + ")"
+    flag = next(iter(takers.values())).flag
+    return f"{flag} is for --judge {' or '.join(takers)}; drop it or use --judge {next(iter(takers))}"
 
 
 def _seats(spec: JudgeSpec) -> list[tuple[str, str | None]]:

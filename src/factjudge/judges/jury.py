@@ -1,6 +1,6 @@
 """A jury: several judges answer every question, a strict majority decides.
 
-Each juror answers the same :class:`~factjudge.judges.prompts.JudgeTask`; its answer is one vote,
+Each juror answers the same question (each opens the direction itself); its answer is one vote,
 ``"TP:<matched id>"``, ``"FN"``, ``"FP"`` or ``"ERROR"``. The verdict:
 
 1. an answer given by more than half of the jurors wins (failed jurors count in the jury's size);
@@ -27,8 +27,21 @@ from typing import Any
 
 from ..errors import InputError, JudgeSetupError
 from ..models import PASS_STATUSES, CallUsage, PassStatus, Verdict
-from .base import BatchRequest, Estimate, Judge, JudgeBase, candidate_types, error_verdict, verdict_problem
-from .prompts import JudgeTask, negative_status
+from .base import (
+    Estimate,
+    Judge,
+    JudgeBase,
+    JudgePass,
+    JudgeTask,
+    Stage,
+    Staged,
+    Verdicts,
+    candidate_types,
+    error_verdict,
+    negative_status,
+    run_info_of,
+    verdict_problem,
+)
 
 
 def vote_of(verdict: Verdict) -> str:
@@ -95,9 +108,6 @@ class JuryJudge(JudgeBase):
             raise JudgeSetupError(f"{len(self.names)} names for {len(self.jurors)} jurors")
         if len(set(self.names)) != len(self.names):
             raise JudgeSetupError(f"juror names must be unique, got {self.names}")
-        # The pipeline sends a direction's first question alone until it has reached an LLM:
-        # with a jury that first question warms every LLM juror's provider cache.
-        self.warmup = any(j.warmup for j in self.jurors)
 
     # ------------------------------------------------------------------ the contract
 
@@ -110,7 +120,7 @@ class JuryJudge(JudgeBase):
         merged: dict[str, list[Any]] = {}
         lists: set[str] = set()  # a list's items are merged (an LLM judge's ``adapted``)
         for juror in self.jurors:
-            for key, value in juror.run_info().items():
+            for key, value in run_info_of(juror).items():
                 if isinstance(value, list):
                     lists.add(key)
                 for item in value if isinstance(value, list) else [value]:
@@ -119,14 +129,8 @@ class JuryJudge(JudgeBase):
         return {k: (v if k in lists else _join(map(str, v)) if len(v) > 1 else v[0])
                 for k, v in merged.items() if v}
 
-    def estimate(self, task: JudgeTask) -> Estimate:
-        """Refused: an :class:`Estimate` describes one call, a jury question makes one per juror."""
-        raise JudgeSetupError("a dry run previews one judge, not a jury: preview each juror's model "
-                              "on its own (a jury asks every question once per juror)")
-
-    def batch_request(self, task: JudgeTask) -> BatchRequest | None:
-        raise JudgeSetupError("a jury cannot be exported as batch requests; export each juror's "
-                              "model on its own")
+    def open(self, questions: JudgePass) -> JuryPass:
+        return JuryPass(self, questions)
 
     async def aclose(self) -> None:
         results = await asyncio.gather(*(j.aclose() for j in self.jurors), return_exceptions=True)
@@ -135,17 +139,9 @@ class JuryJudge(JudgeBase):
                 raise result
 
     async def judge(self, task: JudgeTask) -> Verdict:
-
-        types = candidate_types(task.candidates)
-        verdicts: list[Verdict] = []
-        for label, juror in zip(self.names, self.jurors, strict=False):  # one at a time: one slot, one call
-            verdict = await juror.judge(task)
-            problem = verdict_problem(task, verdict, types)
-            if problem:  # a juror that broke the contract: its vote is a failure, not a claim
-                verdict = error_verdict(task, f"juror {label!r} answered wrongly: {problem}",
-                                        verdict.usage)
-            verdicts.append(verdict)
-        return self.decide(task, verdicts)
+        """One question on its own (a run asks through :meth:`open`)."""
+        questions = JudgePass(task.direction, task.candidates, task.config, task.fields)
+        return await self.open(questions).judge(task.subject)
 
     # ------------------------------------------------------------------ the decision
 
@@ -193,6 +189,42 @@ class JuryJudge(JudgeBase):
                 by_note.setdefault(v.note, []).append(n)
         return [note if len(who) == len(verdicts) else f"{_join(who)}: {note}"
                 for note, who in by_note.items()]
+
+
+class JuryPass:
+    """One direction of a document, opened by every juror; a question to the jury is one to each
+    juror, one at a time (one slot of the pipeline's pool, one call)."""
+
+    def __init__(self, jury: JuryJudge, questions: JudgePass) -> None:
+        self.jury, self.questions = jury, questions
+        self.opened: list[Verdicts] = [j.open(questions) for j in jury.jurors]
+        self.types = candidate_types(questions.candidates)
+
+    async def judge(self, subject: dict[str, Any]) -> Verdict:
+        skipped = self.questions.unasked(subject)
+        if skipped is not None:
+            return skipped
+        task = self.questions.task(subject)
+        verdicts: list[Verdict] = []
+        for label, juror in zip(self.jury.names, self.opened, strict=False):
+            verdict = await juror.judge(subject)
+            problem = verdict_problem(task, verdict, self.types)
+            if problem:  # a juror that broke the contract: its vote is a failure, not a claim
+                verdict = error_verdict(task, f"juror {label!r} answered wrongly: {problem}", verdict.usage)
+            verdicts.append(verdict)
+        return self.jury.decide(task, verdicts)
+
+    def stages(self, subjects: list[dict[str, Any]]) -> list[Stage]:
+        """The first juror's groups that warm up (its first question warms every LLM juror's
+        provider cache), else the first juror's groups."""
+        staged = [j.stages(subjects) for j in self.opened if isinstance(j, Staged)]
+        return next((s for s in staged if any(stage.warm for stage in s)),
+                    staged[0] if staged else [Stage(subjects)])
+
+    def estimate(self, subject: dict[str, Any]) -> Estimate:
+        """Refused: an :class:`Estimate` describes one call, a jury question makes one per juror."""
+        raise JudgeSetupError("a dry run previews one judge, not a jury: preview each juror's model "
+                              "on its own (a jury asks every question once per juror)")
 
 
 def split_model_spec(spec: str) -> tuple[str, str | None]:

@@ -124,7 +124,7 @@ class Analysis(BaseModel):
         return out
 
 
-def fact_category(side: str, status: Any, mark: Mapping[str, Any] | None) -> FactCategory:
+def fact_category(side: str, status: object, mark: Mapping[str, Any] | None) -> FactCategory:
     """A fact's category from its final status and its :meth:`Analysis.marks` entry."""
     if status in ("TP", "ERROR", "OUT_OF_SCOPE"):
         return "correct" if status == "TP" else "error" if status == "ERROR" else "out_of_scope"

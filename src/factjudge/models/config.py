@@ -53,7 +53,7 @@ class AliasGroup(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _from_string(cls, data: Any) -> Any:
+    def _from_string(cls, data: object) -> Any:
         # "CEO = chief executive officer = chief executive": a group for every field
         return {"values": alias_values(data)} if isinstance(data, str) else data
 
@@ -153,7 +153,7 @@ class JudgeConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _null_means_default(cls, data: Any) -> Any:
+    def _null_means_default(cls, data: object) -> Any:
         # "entity_types:" with nothing after it is null in YAML; it means "none given"
         if isinstance(data, dict):
             return {k: v for k, v in data.items() if not (v is None and k in _NULL_IS_DEFAULT)}
@@ -247,7 +247,7 @@ class JudgeConfig(BaseModel):
                     data.pop(key)
         return data
 
-    def fields_for(self, fact_type: Any) -> list[str] | None:
+    def fields_for(self, fact_type: object) -> list[str] | None:
         """The fields ``fields`` names for ``fact_type`` (in order, once, ``fact_type`` left out);
         None where it names none: the gold facts then decide (see core/scope.py)."""
         if isinstance(self.fields, dict):

@@ -128,7 +128,7 @@ def results_frame(rows: list[dict[str, Any]]) -> Any:
     return pd.DataFrame(data, columns=columns)
 
 
-def result_to_pandas(result: Any, doc_id: str | None = None) -> Any:
+def result_to_pandas(result: object, doc_id: str | None = None) -> Any:
     """A ``pandas.DataFrame`` with one row per fact of one judged document.
 
     Columns: ``doc_id`` (``None`` unless given), ``side`` (``"gold"`` / ``"predicted"``), ``id``,

@@ -39,7 +39,7 @@ def cut_text(text: str, limit: int) -> str:
     return f"{text[:limit]} … [cut: {len(text):,} characters, the first {limit:,} kept]"
 
 
-def quoted(value: Any) -> str:
+def quoted(value: object) -> str:
     """``repr(value)`` for a message, cut at :data:`QUOTE_LIMIT` characters."""
     return cut_text(repr(value), QUOTE_LIMIT)
 

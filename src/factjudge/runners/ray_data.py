@@ -60,7 +60,7 @@ from ..io.config import parse_config
 from ..io.datasets import Dataset, DocInfo, Document, Problem
 from ..io.formats.ray_rows import RayDataset, row_doc_id, row_document, table_rows
 from ..io.scan import doc_hash
-from ..judges.base import Judge, JudgeBase
+from ..judges.base import Judge, run_info_of
 from ..judges.factory import JudgeSpec, build_judge
 from ..models import JudgeConfig, JudgeResult
 
@@ -343,23 +343,6 @@ class _JudgeWorker:
             pass
 
 
-class _DriverJudge(JudgeBase):
-    """What :func:`finish_run` asks of the judge: the driver's identity, and the ``run_info`` the
-    workers reported last (the structured-output mode their judges settled on)."""
-
-    def __init__(self, judge: Judge) -> None:
-        self.inner, self.name = judge, judge.name
-        self.reported: dict[str, Any] = {}
-        self.reads_prompts = judge.reads_prompts  # the matching_rules warning is the driver's judge's
-
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
-
-    def run_info(self) -> dict[str, Any]:
-        info = self.inner.run_info()
-        return {k: self.reported.get(k, v) for k, v in info.items()}
-
-
 # --------------------------------------------------------------------------- the run
 
 
@@ -411,18 +394,27 @@ def evaluate_ray(
         with contextlib.closing(store):  # the folder's lock goes with the run, failed or not, as live
             if hooks.on_start:
                 hooks.on_start(len(todo), len(reused), sum(i.questions for i in todo))
-            finisher = _DriverJudge(driver)
+            # how the workers' judges asked (the structured-output mode they settled on), as they reported it
+            reported = run_info_of(driver)
             if todo:
-                env = worker_env if isinstance(worker_env, WorkerEnv) else WorkerEnv(worker_env or {})
-                job = _RayJob(cfg, salt, driver, finisher, judge_factory, pool, hooks.on_result, env)
-                ours = not isinstance(data, RayDataset)  # rows of exactly the documents to judge
-                _judge_on_ray(ray, _to_ray(ray, data, reused) if ours else data.ds, not ours, todo, store, job)
+                job = _RayJob(cfg, salt, driver, reported, judge_factory, pool, hooks.on_result,
+                              worker_env if isinstance(worker_env, WorkerEnv) else WorkerEnv(worker_env or {}))
+                _judge_todo(ray, data, reused, todo, store, job)
             created = store.created if not todo else None  # nothing new: the results keep their time
-            summary = finish_run(data, store, cfg, finisher, out_dir, settings, skipped, created)
+            summary = finish_run(data, store, cfg, driver, out_dir, settings, skipped, created, run_info=reported)
     finally:
         if judge is None:  # the driver's own judge
             asyncio.run(driver.aclose())
     return EvalRun(summary, judged=len(todo), reused=len(reused))
+
+
+def _judge_todo(ray: Any, data: Dataset, reused: frozenset[str], todo: list[DocInfo], store: Any, job: _RayJob) -> None:
+    """Judge the documents still to judge on the workers: the rows of a Ray source as they are
+    (filtered there), or the other datasets' documents put into Ray's object store."""
+    if isinstance(data, RayDataset):
+        _judge_on_ray(ray, data.ds, True, todo, store, job)
+    else:  # rows of exactly the documents to judge
+        _judge_on_ray(ray, _to_ray(ray, data, reused), False, todo, store, job)
 
 
 def _build_on_driver(source: JudgeSource, config: JudgeConfig) -> Judge:
@@ -456,7 +448,7 @@ class _RayJob:
     cfg: JudgeConfig
     salt: str
     driver: Judge
-    finisher: _DriverJudge
+    reported: dict[str, Any]  # the driver's run info, updated with what the workers reported
     source: JudgeSource
     pool: RayPool
     on_result: Callable[[DocInfo, JudgeResult], None] | None
@@ -469,7 +461,7 @@ def _judge_on_ray(ray: Any, rows: ray.data.Dataset, pick: bool, todo: list[DocIn
     results to ``store`` as they come back."""
     wanted = {i.doc_id: i.input_sha256 for i in todo}
     infos = {i.doc_id: i for i in todo}
-    pool, driver, finisher, on_result = job.pool, job.driver, job.finisher, job.on_result
+    pool, driver, reported, on_result = job.pool, job.driver, job.reported, job.on_result
     workers = pool.workers
     if workers is None:
         cpus = float(ray.cluster_resources().get("CPU", 1))
@@ -486,7 +478,7 @@ def _judge_on_ray(ray: Any, rows: ray.data.Dataset, pick: bool, todo: list[DocIn
                                "wanted": wanted if pick else None,
                                "concurrency": pool.concurrency, "env": job.env or None},
     )
-    info_keys = list(driver.run_info())
+    info_keys = list(reported)
     stream: Any = iter(results.iter_batches(batch_format="pyarrow", batch_size=None))
     with store.path.open("ab") as fh, contextlib.closing(stream):
         for batch in stream:
@@ -502,7 +494,7 @@ def _judge_on_ray(ray: Any, rows: ray.data.Dataset, pick: bool, todo: list[DocIn
                 result = JudgeResult.model_validate_json(text)
                 store.append(fh, doc_id, sha, result)
                 usage = result.usage.model_dump()
-                finisher.reported.update({k: usage[k] for k in info_keys if usage.get(k) is not None})
+                reported.update({k: usage[k] for k in info_keys if usage.get(k) is not None})
                 if on_result:
                     on_result(infos[doc_id], result)
     if wanted:

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

@@ -10,11 +10,11 @@ from scripted_server import Reply, ScriptedServer, answer, describe
 
 from factjudge import LLMJudge, RulesJudge, run_judge
 from factjudge.errors import InputError, JudgeSetupError
-from factjudge.evaluation.pipeline import task_factory
-from factjudge.judges import JudgeBase, JuryJudge
+from factjudge.judges import JudgeBase, JudgePass, JuryJudge
+from factjudge.judges.base import negative_status
 from factjudge.judges.jury import default_labels, split_model_spec
 from factjudge.judges.llm import RetryPolicy, Transport
-from factjudge.judges.prompts import negative_status
+from factjudge.judges.llm.batch_lines import batch_llm
 from factjudge.models import CallUsage, JudgeConfig, Verdict
 
 G = [{"id": "g1", "fact_type": "revenue", "value": 12}, {"id": "g2", "fact_type": "revenue", "value": 20},
@@ -54,7 +54,7 @@ def facts(result):
 def task(direction="gold", subject=None):
     subject = subject or (G[0] if direction == "gold" else P[0])
     candidates = P if direction == "gold" else G
-    return task_factory(direction, candidates, JudgeConfig(), "")(subject)
+    return JudgePass(direction, candidates, JudgeConfig()).task(subject)
 
 
 class Fixed(JudgeBase):
@@ -202,9 +202,10 @@ def test_identity_warmup_labels_and_aclose():
     ident = jury.identity()
     assert ident["name"] == "jury" and [j["juror"] for j in ident["jurors"]] == ["m#1", "m#2", "rules"]
     assert ident["jurors"][0] == {"juror": "m#1", "name": "x", "model": "m"}
-    assert jury.warmup is False
-    jurors[1].warmup = True
-    assert JuryJudge(jurors).warmup is True
+    questions = JudgePass("gold", P, JudgeConfig())
+    assert [s.warm for s in jury.open(questions).stages(G)] == [False]  # no juror warms up
+    warm = JuryJudge([*jurors, LLMJudge("w", base_url="http://127.0.0.1:9/v1")])  # an LLM juror does
+    assert [(s.warm, s.subjects) for s in warm.open(questions).stages(G)] == [(True, G)]
     asyncio.run(jury.aclose())
     assert all(j.closed for j in jurors)
     with pytest.raises(JudgeSetupError):
@@ -224,10 +225,10 @@ def test_identity_changes_with_the_jury_and_batch_export_is_refused(servers):
     one, two = JuryJudge([llm("a", a), llm("b", b)]), JuryJudge([llm("a", a), llm("b", b), RulesJudge()])
     assert one.identity() != two.identity()
     assert one.identity()["jurors"][1] == {"juror": "b", **llm("b", b).identity()}
-    with pytest.raises(JudgeSetupError, match="batch"):
-        one.batch_request(task())
+    with pytest.raises(InputError, match="needs an LLM judge"):  # a jury is no Batchable
+        batch_llm(one)
     with pytest.raises(JudgeSetupError, match="a dry run previews one judge, not a jury"):
-        one.estimate(task())
+        one.open(JudgePass("gold", P, JudgeConfig())).estimate(G[0])
 
 
 def test_an_input_field_named_votes_is_refused(servers):  # "votes" is an output field

@@ -265,7 +265,7 @@ def test_a_custom_judge_that_breaks_the_contract_gets_error():
 def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypatch, tmp_path):
     from factjudge import ResponseCache
     from factjudge.core.scope import compared_fields
-    from factjudge.evaluation.pipeline import task_factory
+    from factjudge.judges.base import JudgePass
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cache = ResponseCache(tmp_path / "c")
@@ -277,10 +277,10 @@ def test_openai_base_url_from_the_environment_is_used_and_keyed(server, monkeypa
     monkeypatch.delenv("OPENAI_BASE_URL")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     gold, pred = [{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}]
-    task = task_factory("gold", pred, JudgeConfig(), "", compared_fields(gold, pred, JudgeConfig())[0])(gold[0])
-    assert judge.estimate(task).outcome == "cache_hit"
+    questions, subject = JudgePass("gold", pred, JudgeConfig(), compared_fields(gold, pred, JudgeConfig())[0]), gold[0]
+    assert judge.open(questions).estimate(subject).outcome == "cache_hit"
     # the local server's answers never serve a run against OpenAI's
-    assert LLMJudge("m", cache=cache).estimate(task).outcome == "call"
+    assert LLMJudge("m", cache=cache).open(questions).estimate(subject).outcome == "call"
 
 
 def test_a_server_that_never_answers_stops_the_run():

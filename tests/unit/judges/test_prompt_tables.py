@@ -9,13 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripted_server import describe, prompt_facts, read_tables
 
-from factjudge.judges.prompts import (
+from factjudge.judges.base import JudgeTask
+from factjudge.judges.llm.prompts import (
     CELL_SEPARATOR,
-    JudgeTask,
+    Asked,
     candidates_message,
     cell_notes,
+    direction_prefix,
     fact_tables,
-    prefix_messages,
     subject_message,
 )
 from factjudge.models import JudgeConfig
@@ -99,7 +100,7 @@ def test_a_judge_request_reads_back_through_the_scripted_server():
     cfg = JudgeConfig()
     cands = [{"id": "12", "fact_type": "t", "v": 12}, {"id": "p | 2", "fact_type": "t", "v": "x"}]
     subject = {"id": "fact_type: g", "fact_type": "t", "v": "12"}
-    task = JudgeTask("gold", subject, cands, cfg, prefix_messages("gold", cands, cfg))
+    task = Asked(JudgeTask("gold", subject, cands, cfg), direction_prefix("gold", cands, cfg))
     body = {"messages": task.messages()}
     assert prompt_facts(body) == ("gold", subject, cands)
     assert describe(body) == ("gold", "fact_type: g", ["12", "p | 2"])
@@ -173,8 +174,11 @@ def test_a_prompt_shows_the_compared_fields_in_the_gold_facts_order_and_no_metad
     pred = [{"id": "p1", "fact_type": "triple", "object": "London", "confidence": 0.9, "subject": "Ada",
              "property": "born in", "page": 3},
             {"id": "p2", "fact_type": "person", "name": "Ada", "page": 4}]  # a type no gold fact has
-    asked = {direction: make(subjects[0]).messages()
-             for direction, subjects, make in questions(gold, pred, JudgeConfig())}
+    def messages(questions, subject):
+        prefix = direction_prefix(questions.direction, questions.candidates, questions.config, "", questions.fields)
+        return Asked(questions.task(subject), prefix).messages()
+
+    asked = {q.direction: messages(q, subjects[0]) for q, subjects in questions(gold, pred, JudgeConfig())}
     gold_side, pred_side = asked["gold"], asked["predicted"]
     assert gold_side[1]["content"].split("\n")[2:] == [
         "fact_type: triple", "id | subject | property | object", "p1 | Ada | born in | London",
@@ -185,7 +189,7 @@ def test_a_prompt_shows_the_compared_fields_in_the_gold_facts_order_and_no_metad
                for m in gold_side + pred_side)
 
     explicit = JudgeConfig(fields=["object", "subject"])
-    [(_, subjects, make), _] = questions(gold, pred, explicit)
-    system, candidates, _ = make(subjects[0]).messages()
+    [(q, subjects), _] = questions(gold, pred, explicit)
+    system, candidates, _ = messages(q, subjects[0])
     assert system["content"].endswith("Fields to compare: object, subject")
     assert "id | confidence | object | page | property | subject" in candidates["content"]

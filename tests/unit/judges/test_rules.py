@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from factjudge import JudgeBase, JudgeConfig, Verdict, run_judge
 from factjudge.io.config import parse_config
-from factjudge.judges.prompts import JudgeTask, negative_status
+from factjudge.judges.base import JudgeTask, negative_status
 from factjudge.judges.rules.compare import compare_facts, normalized
 from factjudge.judges.rules.judge import RulesJudge
 from factjudge.judges.rules.normalize import (
@@ -36,7 +36,7 @@ LABELLED = json.loads((ROOT / "tests" / "data" / "rules_labelled.json")
 
 
 def task(subject, candidates, direction="gold", config=None):
-    return JudgeTask(direction, subject, candidates, parse_config(config), prefix=[])
+    return JudgeTask(direction, subject, candidates, parse_config(config))
 
 
 # --------------------------------------------------------------------------- labelled set
@@ -288,26 +288,26 @@ def test_judge_is_the_async_face_of_decide():
     assert judge.name == "rules"
 
 
-def test_index_is_built_once_per_direction_and_freed_with_its_tasks():
+def test_index_is_built_once_per_direction_and_freed_with_it():
     import gc
     import weakref
 
-    from factjudge.evaluation.pipeline import task_factory
+    from factjudge.judges.base import JudgePass
 
     cands = [{"id": "p1", "fact_type": "t", "value": "1"}, {"id": "p2", "fact_type": "t", "value": "2"}]
-    make = task_factory("gold", cands, parse_config({}), "doc")
     judge = RulesJudge()
-    assert judge.decide(make({"id": "s", "fact_type": "t", "value": "1"}))[0].matched_id == "p1"
-    first = make({"id": "x", "fact_type": "t"}).shared["rules_index"]
-    assert judge.decide(make({"id": "s2", "fact_type": "t", "value": "2"}))[0].matched_id == "p2"
-    assert make({"id": "x", "fact_type": "t"}).shared["rules_index"] is first  # reused, not rebuilt
+    opened = judge.open(JudgePass("gold", cands, parse_config({}), doc_id="doc"))
+    first = opened.index
+    assert opened.decide({"id": "s", "fact_type": "t", "value": "1"})[0].matched_id == "p1"
+    assert opened.decide({"id": "s2", "fact_type": "t", "value": "2"})[0].matched_id == "p2"
+    assert opened.index is first  # reused, not rebuilt
     # another direction or document has its own index
-    other = task_factory("gold", [{"id": "q", "fact_type": "t", "value": "2"}], parse_config({}), "d2")
-    assert judge.decide(other({"id": "s", "fact_type": "t", "value": "2"}))[0].matched_id == "q"
+    other = judge.open(JudgePass("gold", [{"id": "q", "fact_type": "t", "value": "2"}], parse_config({}), doc_id="d2"))
+    assert other.decide({"id": "s", "fact_type": "t", "value": "2"})[0].matched_id == "q"
     gone = weakref.ref(first)
-    del make, first
+    del opened, first
     gc.collect()
-    assert gone() is None  # the judge keeps nothing once the direction's tasks are gone
+    assert gone() is None  # the judge keeps nothing once the direction is done
 
 
 def test_index_respects_company_suffix_setting_change():
@@ -357,7 +357,7 @@ configs = st.fixed_dictionaries({
 def brute_force(subject, candidates, config):
     """The specification without any index: compare with every same-type candidate."""
     prepared_subject = normalized(subject, -1, config.ignore_company_suffixes)
-    fields = JudgeTask("gold", subject, candidates, config, []).compared
+    fields = JudgeTask("gold", subject, candidates, config).compared
     results = [compare_facts(prepared_subject, normalized(c, i, config.ignore_company_suffixes),
                              fields, config)
                for i, c in enumerate(candidates) if c["fact_type"] == subject["fact_type"]]
@@ -375,7 +375,7 @@ def test_indexed_decision_equals_brute_force(subjects, candidates, config, direc
     cfg = JudgeConfig.model_validate(config)
     judge = RulesJudge()
     for subject in subjects:
-        verdict, exact = judge.decide(JudgeTask(direction, subject, candidates, cfg, prefix=[]))
+        verdict, exact = judge.decide(JudgeTask(direction, subject, candidates, cfg))
         want_id, want_exact = brute_force(subject, candidates, cfg)
         assert verdict.matched_id == want_id, verdict.reasoning
         assert verdict.status == ("TP" if want_id else ("FN" if direction == "gold" else "FP"))
@@ -421,7 +421,7 @@ def test_indexed_decision_equals_brute_force_near_the_thresholds(subjects, candi
     cfg = JudgeConfig.model_validate(config)
     judge = RulesJudge()
     for subject in subjects:
-        verdict, exact = judge.decide(JudgeTask("gold", subject, candidates, cfg, prefix=[]))
+        verdict, exact = judge.decide(JudgeTask("gold", subject, candidates, cfg))
         want = brute_force(subject, candidates, cfg)
         assert (verdict.matched_id, exact) == want, verdict.reasoning
 
@@ -578,24 +578,34 @@ def test_in_place_gives_the_same_result_into_the_callers_own_dicts():
     assert "status" not in gold[0] and copied_again.gold_facts[0] is not gold[0]
 
 
-def test_the_rules_judge_is_given_no_prompt_and_the_result_does_not_change():
+def test_the_rules_judge_indexes_each_direction_once(monkeypatch):
+    """A judge opens each direction of a document once: the rules judge indexes the direction's
+    candidates then, not once per question."""
+    built = []
+    index = RulesJudge.index
+
+    def counted(candidates, config):
+        built.append([c["id"] for c in candidates])
+        return index(candidates, config)
+
+    monkeypatch.setattr(RulesJudge, "index", staticmethod(counted))
+    gold = [{"id": "g1", "fact_type": "t", "value": "1"}, {"id": "g2", "fact_type": "t", "value": "2"}]
+    pred = [{"id": "p1", "fact_type": "t", "value": "1"}, {"id": "p2", "fact_type": "t", "value": "2"}]
+    assert run_judge(gold, pred, {}, RulesJudge()).metrics.f1 == 1.0
+    assert sorted(built) == [["g1", "g2"], ["p1", "p2"]]
+
+
+def test_a_judge_of_ones_own_writes_one_method():
     seen = []
 
-    class Recording(RulesJudge):
+    class Mine(JudgeBase):
         async def judge(self, task):
-            seen.append(task.prefix)
-            return await super().judge(task)
-
-    gold = [{"id": "g1", "fact_type": "t", "value": "1"}]
-    pred = [{"id": "p1", "fact_type": "t", "value": "1"}]
-    assert run_judge(gold, pred, {}, Recording()).metrics.f1 == 1.0
-    assert seen == [[], []]
-
-    class ReadsPrompts(JudgeBase):  # the default: a judge of one's own is given its prompt
-        async def judge(self, task):
-            seen.append(task.prefix)
+            seen.append((task.direction, task.subject_id, task.candidate_ids))
             return Verdict(fact_id=task.subject_id, status=negative_status(task.direction))
 
-    seen.clear()
-    run_judge(gold, pred, {}, ReadsPrompts())
-    assert len(seen) == 2 and all(prefix for prefix in seen)
+    gold = [{"id": "g1", "fact_type": "t", "value": "1"}, {"id": "g2", "fact_type": "u", "value": "1"}]
+    pred = [{"id": "p1", "fact_type": "t", "value": "1"}]
+    result = run_judge(gold, pred, {}, Mine())
+    # g2 has no candidate of its fact_type: decided without asking
+    assert sorted(seen) == [("gold", "g1", ["p1"]), ("predicted", "p1", ["g1", "g2"])]
+    assert result.metrics.f1 == 0.0

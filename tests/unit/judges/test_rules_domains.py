@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from factjudge.io.config import parse_config
-from factjudge.judges.prompts import JudgeTask
+from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules.judge import RulesJudge
 from factjudge.judges.rules.normalize import normalize_text, parse_period
 
@@ -15,7 +15,7 @@ def decide(subject_fields, candidate_fields, config=None):
     subject = {"id": "g1", "fact_type": "t", **subject_fields}
     candidate = {"id": "p1", "fact_type": "t", **candidate_fields}
     verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, [candidate],
-                                               parse_config(config), prefix=[]))
+                                               parse_config(config)))
     return verdict
 
 

@@ -5,15 +5,14 @@ similarity alone), and each guard is a near miss the families must not link."""
 import pytest
 
 from factjudge.io.config import parse_config
-from factjudge.judges.prompts import JudgeTask
+from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules.judge import RulesJudge
 
 
 def decide(subject_fields, candidate_fields, config=None):
     subject = {"id": "g1", "fact_type": "t", **subject_fields}
     candidate = {"id": "p1", "fact_type": "t", **candidate_fields}
-    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, [candidate], parse_config(config),
-                                               prefix=[]))
+    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, [candidate], parse_config(config)))
     return verdict
 
 

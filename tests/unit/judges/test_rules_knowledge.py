@@ -7,7 +7,7 @@ from evalkit import run_cli, write_jsonl
 
 from factjudge.errors import InputError
 from factjudge.io.config import load_config, parse_config
-from factjudge.judges.prompts import JudgeTask
+from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules.judge import RulesJudge
 
 
@@ -15,7 +15,7 @@ def decide(subject_fields, candidate_fields, config=None, fact_type="t"):
     subject = {"id": "g1", "fact_type": fact_type, **subject_fields}
     candidate = {"id": "p1", "fact_type": fact_type, **candidate_fields}
     cfg = config if config is not None and not isinstance(config, dict) else parse_config(config)
-    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, [candidate], cfg, prefix=[]))
+    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, [candidate], cfg))
     return verdict
 
 
@@ -205,7 +205,7 @@ def test_a_closer_candidate_wins_over_a_dropped_generic_word():
     subject = {"id": "g1", "fact_type": "t", "investor": "Sequoia"}
     candidates = [{"id": "p1", "fact_type": "t", "investor": "Sequoia Capital"},
                   {"id": "p2", "fact_type": "t", "investor": "sequoia"}]
-    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, candidates, parse_config(None), prefix=[]))
+    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, candidates, parse_config(None)))
     assert verdict.matched_id == "p2"
 
 

@@ -12,7 +12,7 @@ from factjudge import run_judge
 from factjudge.core.scope import compared_fields, merge_warnings, nothing_to_compare
 from factjudge.errors import InputError
 from factjudge.io.config import parse_config
-from factjudge.judges.prompts import fact_tables, system_message
+from factjudge.judges.llm.prompts import fact_tables, system_message
 from factjudge.judges.rules.compare import compare_facts, normalized
 from factjudge.models import JudgeConfig
 from factjudge.util.assignment import max_assignment

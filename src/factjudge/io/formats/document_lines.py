@@ -49,7 +49,7 @@ class DocumentLines:
         if is_empty(self.path):
             raise empty_file_error(self.path, self.expected)
 
-    def convert(self, rec: Any, lineno: int, prefix: str) -> tuple[str, list[dict[str, Any]]]:
+    def convert(self, rec: object, lineno: int, prefix: str) -> tuple[str, list[dict[str, Any]]]:
         """One parsed line as its doc_id and its facts, each ``{fact_type, ...}`` without ``id``
         (numbered by the caller); an :class:`InputError` starting with ``prefix`` when the line
         is not what the format writes."""

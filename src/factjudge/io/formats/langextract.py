@@ -57,7 +57,7 @@ class LangExtractLines(DocumentLines):
         return doc_id, [self._fact(e, f"{prefix} (document_id {doc_id!r}): extraction {i}")
                         for i, e in enumerate(extractions, start=1)]
 
-    def _fact(self, ext: Any, where: str) -> dict[str, Any]:
+    def _fact(self, ext: object, where: str) -> dict[str, Any]:
         if not isinstance(ext, dict):
             raise InputError(f"{where}: expected an object {{\"extraction_class\", \"extraction_text\", ...}}, "
                              f"got {json_type(ext)}")
@@ -89,7 +89,7 @@ class LangExtractLines(DocumentLines):
         return fact
 
 
-def _span(interval: Any, where: str) -> Mapping[str, int]:
+def _span(interval: object, where: str) -> Mapping[str, int]:
     """``char_interval`` as ``{start, end}``; empty when LangExtract found no span (null, or
     either end null): the extraction is ungrounded."""
     if interval is None:

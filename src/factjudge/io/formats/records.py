@@ -29,7 +29,7 @@ from .document_lines import DocumentLines, line_doc_id
 EXPECTED = "one JSON object per document (a model_dump() or structured output)"
 
 
-def claims(first: Any) -> bool:
+def claims(first: object) -> bool:
     """A record of a model: some list of objects, and not a fact's shape (``fact_type``, or both
     ``doc_id`` and ``id``: a fact whose type column is named otherwise) nor a dataset line's."""
     return (isinstance(first, dict) and "fact_type" not in first and "gold_facts" not in first

@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,20 +24,7 @@ from ...util.jsonutil import canonical_json
 from ...util.redact import redact, secrets_to_hide
 from ...util.terminal import printable
 from ...util.urls import url_credentials, url_problem, without_credentials
-from ..base import BatchRequest, Estimate, JudgeBase, error_verdict
-from ..prompts import (
-    PIN_ID_CHOICES,
-    PROMPT_FORMAT_VERSION,
-    STRUCTURED_OUTPUT_MODES,
-    JudgeTask,
-    PreparedCall,
-    parse_answer,
-    prepare_call,
-    reask_messages,
-    refused_keywords,
-    response_format,
-    schema_instruction,
-)
+from ..base import PROMPT_FORMAT_VERSION, JudgeBase, JudgePass, JudgeTask, error_verdict
 from .backends import (
     BACKENDS,
     BackendError,
@@ -50,6 +36,21 @@ from .backends import (
     self_hosted,
 )
 from .cache import ResponseCache
+from .direction import LLMPass
+from .prompts import (
+    PIN_ID_CHOICES,
+    STRUCTURED_OUTPUT_MODES,
+    Asked,
+    PreparedCall,
+    direction_prefix,
+    last_message,
+    parse_answer,
+    prepare_call,
+    reask_messages,
+    refused_keywords,
+    response_format,
+    schema_instruction,
+)
 from .retry import RetryPolicy
 from .settings import Sampling, Transport
 from .tokens import REPLY_PRIMING, TokenCounter
@@ -61,8 +62,6 @@ FATAL_STATUSES = (401, 403, 404)
 _NAMES_RESPONSE_FORMAT = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
 #: Stands for a broken connection among the error bodies of the first question's tries.
 _BROKEN = "\x00broken connection"
-#: Prompt plans kept (one per document direction in flight, and a few shortlists).
-_PLANS_KEPT = 256
 
 #: The ranges of the judge's numbers; the command line's options take the same. Outside them a
 #: run failed late (``timeout=inf``: a traceback at the first request) or wrote non-JSON
@@ -175,7 +174,7 @@ class _Plan:
     """Everything about the requests of one document direction that does not depend on the fact
     judged, computed once: the request's serialised head, its cache-key digest and its tokens."""
 
-    prefix: list[dict[str, str]]     # the task's prefix object, kept alive so its id stays unique
+    prefix: list[dict[str, str]]     # the prefix's messages, as built (before any adaptation)
     mode: str
     adapted: tuple[str, ...]         # what the request was adapted to (refused_parameter)
     budget: int | None               # the output budget sent, None for no bound
@@ -312,7 +311,6 @@ class LLMJudge(JudgeBase):
         self._answered = False
         #: What the server refused and how requests were adapted, in order (refused_parameter).
         self._adapted: tuple[str, ...] = ()
-        self._plans: OrderedDict[tuple[int, str, tuple[str, ...]], _Plan] = OrderedDict()
         #: The judged id pinned in the schema (--pin-id; auto: a self-hosted server, by its address)
         self._pin = sampling.pin_id == "always" or (sampling.pin_id == "auto" and provider.auto_pin
                                                     and self_hosted(self.server_url))
@@ -343,38 +341,25 @@ class LLMJudge(JudgeBase):
         return {"token_counter": self.tokens.name, "structured_output": self.mode,
                 "adapted": list(self._adapted) or None}
 
-    def batch_target(self) -> LLMJudge:
+    def batch_llm(self) -> LLMJudge:
+        """The LLM a provider batch asks (:class:`~factjudge.judges.llm.batch_lines.Batchable`)."""
         return self
 
-    def prepare(self, task: JudgeTask) -> PreparedCall:
+    def open(self, questions: JudgePass) -> LLMPass:
+        return LLMPass(self, questions)
+
+    def prepare(self, asked: Asked) -> PreparedCall:
         """Count the prompt and shortlist candidates when it would not fit (raises PromptTooLarge)."""
         mode = self.mode
-        return prepare_call(task, lambda t: self._count(t, mode), self.tokens.text)
-
-    def estimate(self, task: JudgeTask) -> Estimate:
-        try:
-            call = self.prepare(task)
-        except PromptTooLarge:
-            return Estimate("too_large")
-        plan = self._plan(call.task, self.mode)
-        if self.cache is not None and self.cache.get(self._cache_key(plan, call.task)) is not None:
-            return Estimate("cache_hit")
-        shortlisted = call.task is not task
-        return Estimate("call", call.prompt_tokens, 0 if shortlisted else plan.tokens, shortlisted)
-
-    def batch_request(self, task: JudgeTask) -> BatchRequest | None:
-        try:
-            call = self.prepare(task)
-        except PromptTooLarge:
-            return None
-        plan = self._plan(call.task, self.mode)
-        key = self._cache_key(plan, call.task)
-        if self.cache is not None and self.cache.get(key) is not None:
-            return None
-        return BatchRequest(key, self._body(plan, call.task, []).obj(), call.task)
+        return prepare_call(asked, lambda a: self._count(a, mode), self.tokens.text)
 
     async def judge(self, task: JudgeTask) -> Verdict:
-        return self._hide_secrets(await self._judge(task))
+        """One question on its own, under a prefix of its own (a run asks through :meth:`open`)."""
+        prefix = direction_prefix(task.direction, task.candidates, task.config, "", task.fields)
+        return await self.ask(Asked(task, prefix))
+
+    async def ask(self, asked: Asked) -> Verdict:
+        return self._hide_secrets(await self._judge(asked))
 
     def redact(self, text: str) -> str:
         """``text`` without the key in use or the base URL's credentials (a server may echo them:
@@ -389,15 +374,16 @@ class LLMJudge(JudgeBase):
             return verdict
         return verdict.model_copy(update={"reasoning": reasoning, "note": note})
 
-    async def _judge(self, task: JudgeTask) -> Verdict:
+    async def _judge(self, asked: Asked) -> Verdict:
         usage = CallUsage()
         try:
-            prepared = self.prepare(task)
+            prepared = self.prepare(asked)
         except PromptTooLarge as exc:
-            return error_verdict(task, str(exc))
-        task = prepared.task
+            return error_verdict(asked.task, str(exc))
+        asked = prepared.asked
+        task = asked.task
         if self.cache is not None:
-            cached = self.cache.get(self._cache_key(self._plan(task, self.mode), task))
+            cached = self.cache.get(self._cache_key(self._plan(asked, self.mode), task))
             if cached is not None:
                 try:
                     verdict = parse_answer(task, cached.get("content"))
@@ -406,7 +392,7 @@ class LLMJudge(JudgeBase):
                 else:
                     usage.cache_hits = 1
                     return verdict.model_copy(update={"usage": usage, "note": prepared.note})
-        verdict, content, plan = await self._ask(task, usage)
+        verdict, content, plan = await self._ask(asked, usage)
         if verdict.status != "ERROR" and self.cache is not None:  # the cache file holds no secret either
             self.cache.put(self._cache_key(plan, task), {"content": self.redact(content) if content else content})
         verdict.note = "; ".join(n for n in (verdict.note, prepared.note) if n)
@@ -439,12 +425,13 @@ class LLMJudge(JudgeBase):
             params["reasoning_effort"] = self.sampling.reasoning_effort
         return params
 
-    def _messages(self, task: JudgeTask, mode: str, adapted: tuple[str, ...]) -> list[dict[str, str]]:
+    def _messages(self, asked: Asked, mode: str, adapted: tuple[str, ...]) -> list[dict[str, str]]:
         """The prefix as sent: the schema in the system message for modes ``none`` and
         ``json_object`` (OpenAI and DeepSeek read a json_object schema from the prompt only; DeepSeek
         wants the word json there), the system message folded into the first user message for a
         server that refuses the role."""
-        messages = list(task.prefix)
+        task = asked.task
+        messages = list(asked.prefix.messages)
         if mode in ("none", "json_object") and messages:
             messages[0] = {**messages[0], "content": messages[0]["content"]
                            + schema_instruction(task.direction, task.candidate_ids, self._drop,
@@ -454,14 +441,15 @@ class LLMJudge(JudgeBase):
             messages[:2] = [{**user, "content": system["content"] + "\n\n" + user["content"]}]
         return messages
 
-    def _plan(self, task: JudgeTask, mode: str) -> _Plan:
+    def _plan(self, asked: Asked, mode: str) -> _Plan:
+        """The plan of ``asked``'s requests as they are sent now, kept with its prefix."""
         adapted = self._adapted
-        key = (id(task.prefix), mode, adapted)
-        plan = self._plans.get(key)
-        if plan is not None and plan.prefix is task.prefix:
-            self._plans.move_to_end(key)
+        key = (mode, adapted, self._drop)
+        plan: _Plan | None = asked.prefix.plans.get(key)
+        if plan is not None:
             return plan
-        messages = self._messages(task, mode, adapted)
+        task = asked.task
+        messages = self._messages(asked, mode, adapted)
         sampling = self._sampling_params(adapted)
         fmt = response_format(task.direction, task.candidate_ids, mode, drop=self._drop,
                               reasoning=task.config.reasoning)
@@ -469,8 +457,8 @@ class LLMJudge(JudgeBase):
         request: dict[str, Any] = {"model": self.model, **sampling}
         if fmt is not None and not pin:  # pinned, each question has its own: see _body
             request["response_format"] = fmt
-        if self.transport.send_prompt_cache_key and task.prompt_cache_key:
-            request["prompt_cache_key"] = task.prompt_cache_key
+        if self.transport.send_prompt_cache_key and asked.prefix.cache_key:
+            request["prompt_cache_key"] = asked.prefix.cache_key
         request["messages"] = messages
         # '{...,"messages":[m1,m2]}' without its closing ']}': each call appends its own message
         head = json.dumps(request, ensure_ascii=False, separators=(",", ":"))[:-2]
@@ -483,25 +471,24 @@ class LLMJudge(JudgeBase):
             key_parts["pin_id"] = True
         material = canonical_json(key_parts)
         tokens = self.tokens.messages(messages) + (self.tokens.text(canonical_json(fmt)) if fmt else 0)
-        plan = _Plan(task.prefix, mode, adapted, self._budget(adapted), head,
+        plan = _Plan(asked.prefix.messages, mode, adapted, self._budget(adapted), head,
                      hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens, pin, self._drop)
-        self._plans[key] = plan
-        if len(self._plans) > _PLANS_KEPT:
-            self._plans.popitem(last=False)
+        asked.prefix.plans[key] = plan
         return plan
 
-    def _count(self, task: JudgeTask, mode: str) -> int:
+    def _count(self, asked: Asked, mode: str) -> int:
         # the reply is primed once per request, not once per counted part
-        return self._plan(task, mode).tokens + self.tokens.messages([task.last_message()]) - REPLY_PRIMING
+        return (self._plan(asked, mode).tokens + self.tokens.messages([last_message(asked.task)])
+                - REPLY_PRIMING)
 
     @staticmethod
     def _cache_key(plan: _Plan, task: JudgeTask) -> str:
-        last = canonical_json(task.last_message())
+        last = canonical_json(last_message(task))
         return hashlib.sha256(f"{plan.digest}\n{last}".encode()).hexdigest()
 
     @staticmethod
     def _body(plan: _Plan, task: JudgeTask, extra: list[dict[str, str]]) -> RequestBody:
-        tail = [task.last_message(), *extra]
+        tail = [last_message(task), *extra]
         sep = "," if plan.head[-1] != "[" else ""
         text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:]
         if plan.pin:  # the question's own schema, after the shared messages
@@ -511,19 +498,20 @@ class LLMJudge(JudgeBase):
         text += "}"
         return RequestBody(text.encode("utf-8"))
 
-    async def _ask(self, task: JudgeTask, usage: CallUsage) -> tuple[Verdict, str | None, _Plan]:
+    async def _ask(self, asked: Asked, usage: CallUsage) -> tuple[Verdict, str | None, _Plan]:
         """Ask until a valid answer (returned with its raw content and the plan it was asked
         with), re-asking on invalid ones."""
         deadline = time.monotonic() + self.max_question_seconds
         extra: list[dict[str, str]] = []
         problem = ""
         cut = False  # an answer was cut by the budget: asked again for brevity once, not twice
-        plan = self._plan(task, self.mode)
+        task = asked.task
+        plan = self._plan(asked, self.mode)
         for ask in range(self.answer_retries + 1):
             if ask:
                 usage.retries += 1
             try:
-                reply, plan = await self._send(task, extra, usage, deadline)
+                reply, plan = await self._send(asked, extra, usage, deadline)
             except BackendError as exc:
                 return error_verdict(task, f"judge call failed after {usage.llm_calls} attempt(s): "
                                      f"{exc.message}", usage), None, plan
@@ -553,20 +541,20 @@ class LLMJudge(JudgeBase):
             return verdict, reply.content, plan
         return error_verdict(task, f"no valid answer after {ask + 1} tries: {problem}", usage), None, plan
 
-    async def _send(self, task: JudgeTask, extra: list[dict[str, str]], usage: CallUsage,
+    async def _send(self, asked: Asked, extra: list[dict[str, str]], usage: CallUsage,
                     deadline: float) -> tuple[ChatReply, _Plan]:
         """One answer from the server, retrying what can be retried; raises the last
         :class:`BackendError` when out of tries or time, :class:`JudgeSetupError` when the server
         cannot work for any question."""
         attempt = 0
-        refused = 0  # tries of this question refused a connection
+        refused = broken = 0  # tries of this question refused a connection; refused or cut
         bodies: list[str] = []
         while True:
-            plan = self._plan(task, self.mode)
+            plan = self._plan(asked, self.mode)
             usage.llm_calls += 1
             timeout = max(0.001, min(self.transport.timeout, deadline - time.monotonic()))
             try:
-                reply = await self.backend.send(self._body(plan, task, extra), timeout)
+                reply = await self.backend.send(self._body(plan, asked.task, extra), timeout)
             except BackendError as exc:
                 if exc.status in FATAL_STATUSES:
                     raise self._setup_error(exc) from None
@@ -584,9 +572,11 @@ class LLMJudge(JudgeBase):
                 last = delay is None or time.monotonic() + delay >= deadline
                 if not self._answered:
                     self._stop_if_hopeless(exc, last, bodies)
-                elif exc.kind == "connect":
-                    refused += 1
-                    if last and refused > attempt:  # every try refused: the server is gone
+                elif exc.kind in ("connect", "disconnect"):
+                    refused += exc.kind == "connect"
+                    broken += 1
+                    # every try refused, or cut as the server went down and refused after: it is gone
+                    if last and refused and broken > attempt:
                         raise self._stop(f"the server at {self.endpoint.host} stopped accepting "
                                          f"connections ({refused} in a row refused: {exc.message}); "
                                          "check that it is running") from None
@@ -668,8 +658,7 @@ class LLMJudge(JudgeBase):
             return False
         if plan.drop != self._drop:  # another question already dropped them
             return True
-        self._drop |= refused
-        self._plans.clear()
+        self._drop |= refused  # a part of every plan's key: the next plan leaves them out
         self.notify(self.redact(f"factjudge: the server at {self.endpoint.host} refused the schema "
                                 f"keyword(s) {', '.join(sorted(refused))}; leaving them out from now on"))
         return True

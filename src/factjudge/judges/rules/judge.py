@@ -11,45 +11,44 @@ score (the mean of the field scores, 0-100) wins, ties go to the earliest candid
 
 Speed: a subject is only fully compared with the candidates its direction's
 :class:`~factjudge.judges.rules.index.CandidateIndex` shortlists. The index is built once per
-direction of a document and kept in the tasks' ``shared`` dict, so it is freed when that
+direction of a document, when the judge opens it (:class:`RulesPass`), so it is freed when that
 direction is done.
 """
 from __future__ import annotations
 
-from ...models import Direction, NegativeStatus, PassStatus, Verdict, quoted
-from ..base import JudgeBase
-from ..prompts import JudgeTask, negative_status
+from typing import Any
+
+from ...core.scope import matching_rules_check
+from ...models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict, quoted
+from ..base import JudgeBase, JudgePass, JudgeTask, negative_status
 from .compare import CandidateResult, Prepared, compare_facts, normalized
-from .index import CandidateIndex, knowledge_key, shortlist
+from .index import CandidateIndex, shortlist
 from .knowledge import knowledge_for
-from .normalize import Reading
 
 
 class RulesJudge(JudgeBase):
     """Deterministic offline judge: normalisation + per-field rules, no LLM calls."""
 
     name = "rules"
-    reads_prompts = False
+
+    def open(self, questions: JudgePass) -> RulesPass:
+        return RulesPass(self, questions)
+
+    def config_warnings(self, config: JudgeConfig) -> list[str]:
+        return matching_rules_check(config)
 
     @staticmethod
-    def _index(task: JudgeTask) -> CandidateIndex:
-        # kept with the direction's tasks (not in the judge), so it is freed as soon as they are
-        index: CandidateIndex | None = task.shared.get("rules_index")
-        if index is None or (index.config is not task.config and (
-                index.ignore_company_suffixes != task.config.ignore_company_suffixes
-                or index.reading != Reading.of(task.config)
-                or knowledge_key(index.config) != knowledge_key(task.config))):
-            index = task.shared["rules_index"] = CandidateIndex(
-                task.candidates, task.config.ignore_company_suffixes, knowledge_for(task.config),
-                task.config)
-        return index
+    def index(candidates: list[dict[str, Any]], config: JudgeConfig) -> CandidateIndex:
+        return CandidateIndex(candidates, config.ignore_company_suffixes, knowledge_for(config), config)
 
-    def decide(self, task: JudgeTask) -> tuple[Verdict, bool]:
-        """The verdict, and whether it is exact: one candidate matched, every field equal."""
+    def decide(self, task: JudgeTask, index: CandidateIndex | None = None) -> tuple[Verdict, bool]:
+        """The verdict, and whether it is exact: one candidate matched, every field equal.
+        ``index``: the task's candidates indexed (a question on its own indexes them itself)."""
+        if index is None:
+            index = self.index(task.candidates, task.config)
         config = task.config
         negative = negative_status(task.direction)
         other: Direction = "predicted" if task.direction == "gold" else "gold"
-        index = self._index(task)
         subject = normalized(task.subject, -1, config.ignore_company_suffixes, index.reading)
         fields = task.compared
 
@@ -80,6 +79,21 @@ class RulesJudge(JudgeBase):
 
     async def judge(self, task: JudgeTask) -> Verdict:
         return self.decide(task)[0]
+
+
+class RulesPass:
+    """One direction of a document: its candidates indexed once, every subject judged against them
+    (a large document holds one direction's index at a time)."""
+
+    def __init__(self, rules: RulesJudge, questions: JudgePass) -> None:
+        self.rules, self.questions = rules, questions
+        self.index = rules.index(questions.candidates, questions.config)
+
+    def decide(self, subject: dict[str, Any]) -> tuple[Verdict, bool]:
+        return self.rules.decide(self.questions.task(subject), self.index)
+
+    async def judge(self, subject: dict[str, Any]) -> Verdict:
+        return self.decide(subject)[0]
 
 
 def _tp_reasoning(best: CandidateResult, matches: list[CandidateResult], fields: list[str]) -> str:

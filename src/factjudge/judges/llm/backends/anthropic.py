@@ -35,8 +35,9 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from . import ChatReply, Endpoint, RequestBody, _int, _object, one_line
+from .base import ChatReply, Endpoint, RequestBody, one_line
 from .http import HTTPBackend
+from .openai_format import reply_object, reported_count
 
 #: The only version of the Messages API (https://docs.anthropic.com/en/api/versioning).
 API_VERSION = "2023-06-01"
@@ -53,7 +54,7 @@ EMPTY_ANSWER = "(empty answer)"
 _EFFORTS = ("low", "medium", "high")
 
 
-def _text(content: Any) -> str:
+def _text(content: object) -> str:
     """A chat message's content as text (a string, or OpenAI's list of text parts)."""
     if isinstance(content, str):
         return content
@@ -79,11 +80,11 @@ def _turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return turns
 
 
-def _structured(response_format: Any) -> dict[str, Any]:
+def _structured(response_format: object) -> dict[str, Any]:
     """The request fields that ask for the answer's schema (see the module's docstring)."""
-    fmt = _object(response_format)
+    fmt = reply_object(response_format)
     if fmt.get("type") == "json_schema":
-        spec = _object(fmt.get("json_schema"))
+        spec = reply_object(fmt.get("json_schema"))
         return {"output_config": {"format": {"type": "json_schema", "schema": spec.get("schema", {})}}}
     if fmt.get("type") == "json_object" and isinstance(fmt.get("schema"), dict):
         tool = {"name": TOOL_NAME, "description": "Record the verdict on the fact judged.",
@@ -131,17 +132,17 @@ def _answer(blocks: list[Any], offered: Collection[str]) -> tuple[str | None, st
     return text or None, ""
 
 
-def parse_message(data: Any, offered: Collection[str] = (TOOL_NAME,)) -> ChatReply:
+def parse_message(data: object, offered: Collection[str] = (TOOL_NAME,)) -> ChatReply:
     """A Messages API response body (already parsed) as a reply; ``offered``: the names of the
     tools the request offered."""
     if not isinstance(data, dict):
         return ChatReply(None, problem="the server's reply is not a Messages API message (not an object)")
-    usage = _object(data.get("usage"))
-    read = _int(usage.get("cache_read_input_tokens"))
-    prompt = _int(usage.get("input_tokens")) + read + _int(usage.get("cache_creation_input_tokens"))
+    usage = reply_object(data.get("usage"))
+    read = reported_count(usage.get("cache_read_input_tokens"))
+    prompt = reported_count(usage.get("input_tokens")) + read + reported_count(usage.get("cache_creation_input_tokens"))
 
     def reply(content: str | None, problem: str = "", finish_reason: str = "") -> ChatReply:
-        return ChatReply(content, prompt_tokens=prompt, completion_tokens=_int(usage.get("output_tokens")),
+        return ChatReply(content, prompt_tokens=prompt, completion_tokens=reported_count(usage.get("output_tokens")),
                          cached_prompt_tokens=read, problem=problem, finish_reason=finish_reason)
 
     blocks = data.get("content")
@@ -179,14 +180,14 @@ class AnthropicBackend(HTTPBackend):
     name = "anthropic"
     parse = staticmethod(parse_message)
 
-    def __init__(self, endpoint: Endpoint, **kw: Any) -> None:
+    def __init__(self, endpoint: Endpoint, **kw: object) -> None:
         super().__init__(_messages_endpoint(endpoint), **kw)
         # Anthropic's base URL has no /v1 (https://api.anthropic.com); one given with it, as
         # OpenAI-compatible base URLs are, is taken as meant rather than sent to /v1/v1/messages
         path = self.endpoint.base_url.partition("?")[0].rstrip("/")
         self.url = self.endpoint.url("/messages" if path.endswith("/v1") else "/v1/messages")
 
-    def read(self, data: Any, body: RequestBody) -> ChatReply:
+    def read(self, data: object, body: RequestBody) -> ChatReply:
         tools = body.obj().get("tools") if b'"tools":' in body.data else None  # parsed only when sent
         offered = [str(t.get("name")) for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
         return parse_message(data, offered)

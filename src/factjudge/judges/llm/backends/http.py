@@ -10,13 +10,12 @@ import asyncio
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
 import aiohttp
 import yarl
 
 from ...._version import __version__
-from . import (
+from .base import (
     BODY_TOO_LARGE,
     MAX_BODY_BYTES,
     MAX_REDIRECTS,
@@ -25,11 +24,10 @@ from . import (
     ChatReply,
     Endpoint,
     RequestBody,
-    error_message,
-    parse_completion,
     redirect_problem,
     retry_after_seconds,
 )
+from .openai_format import error_message, parse_completion
 
 #: Error bodies longer than this are cut before they are read into an error message.
 _MAX_ERROR_BODY = 64 * 1024
@@ -81,7 +79,7 @@ class HTTPBackend:
     #: How a 200's parsed body becomes a reply (a subclass speaking another API sets its own).
     parse = staticmethod(parse_completion)
 
-    def __init__(self, endpoint: Endpoint, **_: Any) -> None:
+    def __init__(self, endpoint: Endpoint, **_: object) -> None:
         self.endpoint = endpoint
         self.url = endpoint.url("/chat/completions")
         self._headers = {**endpoint.headers, "User-Agent": f"factjudge/{__version__}",
@@ -127,7 +125,7 @@ class HTTPBackend:
             return ChatReply(None, problem=f"the server answered HTTP 200 with {what}")
         return self.read(data, body)
 
-    def read(self, data: Any, body: RequestBody) -> ChatReply:
+    def read(self, data: object, body: RequestBody) -> ChatReply:
         """A 200's parsed body as a reply (``body``: the request it answers)."""
         return self.parse(data)
 

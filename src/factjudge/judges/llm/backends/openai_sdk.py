@@ -13,18 +13,17 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ....errors import JudgeSetupError
 from ....util.urls import credentials_may_follow
-from . import (
+from .base import (
     BODY_TOO_LARGE,
     MAX_BODY_BYTES,
     BackendError,
     ChatReply,
     Endpoint,
     RequestBody,
-    error_message,
-    parse_completion,
     redirect_problem,
     retry_after_seconds,
 )
+from .openai_format import error_message, parse_completion
 
 #: Keys of a request body the SDK's ``create()`` takes as keywords; the rest go in ``extra_body``.
 _KEYWORDS = ("model", "messages", "response_format", "temperature", "max_tokens")
@@ -132,7 +131,7 @@ def _connection_failure(exc: BaseException, redact: Callable[[str], str]) -> Bac
 class OpenAISDKBackend:
     name = "openai-sdk"
 
-    def __init__(self, endpoint: Endpoint, *, client: Any = None, **_: Any) -> None:
+    def __init__(self, endpoint: Endpoint, *, client: object = None, **_: object) -> None:
         try:
             import openai
         except ImportError:

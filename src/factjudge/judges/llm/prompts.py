@@ -5,15 +5,15 @@ byte-identical for every call of one direction in one document; the single fact 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..core.scope import NOT_COMPARED
-from ..errors import InvalidAnswer, PromptTooLarge
-from ..models import (
+from ...errors import InvalidAnswer, PromptTooLarge
+from ...models import (
     REASONING_LIMIT,
     Direction,
     JudgeConfig,
@@ -23,13 +23,8 @@ from ..models import (
     cut_text,
     quoted,
 )
-from ..util.jsonutil import canonical_json
-
-#: Bumped whenever the wording or layout of the prompts changes (part of response-cache keys and of
-#: eval's resume hash). 4: facts as tables, the field names once per fact_type (issue #25). 5: the
-#: answer names the matched id or null, without a status object; tighter instructions (issue #25:
-#: on WebNLG's 3+3 triples the instructions and the schema were most of each prompt).
-PROMPT_FORMAT_VERSION = "5"
+from ...util.jsonutil import canonical_json
+from ..base import JudgeTask, fact_type_problem
 
 # Per direction: (subject side, candidate side, negative status, id key, matched key)
 _SIDES: dict[Direction, tuple[str, str, NegativeStatus, str, str]] = {
@@ -47,10 +42,6 @@ _REASONING_ASKED = {
 }
 #: A verdict's reasoning when none was asked for (``reasoning: none``).
 NO_REASONING = "(no reasoning asked: reasoning none)"
-
-
-def negative_status(direction: Direction) -> NegativeStatus:
-    return _SIDES[direction][2]
 
 
 # --- how facts are written: tables ------------------------------------------------------------
@@ -84,7 +75,7 @@ def _bare(text: str) -> bool:
                 or text.startswith(_TYPE_LINE.rstrip()) or _CONTROL.search(text) or _JSON_SCALAR.fullmatch(text))
 
 
-def fact_cell(value: Any) -> str:
+def fact_cell(value: object) -> str:
     """One value as a table cell: a string bare where it cannot be misread, else JSON."""
     return value if isinstance(value, str) and _bare(value) else canonical_json(value)
 
@@ -101,7 +92,7 @@ def _columns(facts: list[dict[str, Any]], fields: Fields | None = None) -> list[
     return ["id", *sorted({k for f in facts for k in f} - {"id", "fact_type"})]
 
 
-def _kind(value: Any, present: bool = True) -> str:
+def _kind(value: object, present: bool = True) -> str:
     """Which of CELL_NOTES a value's cell needs ("" for a bare string)."""
     if not present:
         return "empty"
@@ -114,7 +105,7 @@ def _row(fact: dict[str, Any], columns: list[str]) -> str:
     return CELL_SEPARATOR.join(fact_cell(fact[k]) if k in fact else "" for k in columns)
 
 
-def _table(fact_type: Any, facts: list[dict[str, Any]], fields: Fields | None) -> list[str]:
+def _table(fact_type: object, facts: list[dict[str, Any]], fields: Fields | None) -> list[str]:
     columns = _columns(facts, fields)
     head = _TYPE_LINE + ("" if fact_type is _NO_TYPE else fact_cell(fact_type))
     return [head, CELL_SEPARATOR.join(map(fact_cell, columns)), *(_row(f, columns) for f in facts)]
@@ -240,7 +231,7 @@ def verdict_schema(direction: Direction, candidate_ids: list[str], subject_id: s
     return _without(schema, drop) if drop else schema
 
 
-def _without(node: Any, drop: frozenset[str]) -> Any:
+def _without(node: object, drop: frozenset[str]) -> Any:
     """``node`` with the schema keywords ``drop`` removed at every level (property names, the
     keys under ``properties``, are data and stay)."""
     if isinstance(node, list):
@@ -288,53 +279,50 @@ def schema_instruction(direction: Direction, candidate_ids: list[str], drop: fro
             + canonical_json(verdict_schema(direction, candidate_ids, drop=drop, reasoning=reasoning)))
 
 
+def last_message(task: JudgeTask) -> dict[str, str]:
+    """The one message that differs between the calls of a direction: the fact judged."""
+    return {"role": "user", "content": subject_message(task.direction, task.subject, task.fields)}
+
+
+@dataclass(eq=False)
+class Prefix:
+    """The messages every call of one direction of a document starts with (of one fact_type's
+    with ``candidates: same_type``, or of one shortlist), byte-identical so a provider caches them
+    once, and ``cache_key``, the name they are sent under as OpenAI's ``prompt_cache_key``.
+    ``plans``: what an LLM judge works out once about requests with this prefix, per request
+    shape; kept here, so it is freed with the direction."""
+
+    messages: list[dict[str, str]]
+    cache_key: str = ""
+    plans: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+
+def direction_prefix(direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
+                     doc_id: str = "", fields: dict[str, tuple[str, ...]] | None = None) -> Prefix:
+    """The prefix of one direction of document ``doc_id`` against ``candidates``; its cache key is
+    derived from the document's content, so providers route its calls to the same cache."""
+    messages = prefix_messages(direction, candidates, config, fields)
+    digest = hashlib.sha256(canonical_json(messages).encode("utf-8")).hexdigest()[:16]
+    label = f"{doc_id[:24]}-" if doc_id else ""
+    return Prefix(messages, f"factjudge-{label}{direction}-{digest}")
+
+
 @dataclass(frozen=True)
-class JudgeTask:
-    """One question for a judge: is ``subject`` matched by one of ``candidates``?"""
+class Asked:
+    """A question as an LLM is asked it: the task, and the prefix its direction's calls share."""
 
-    direction: Direction
-    subject: dict[str, Any]
-    candidates: list[dict[str, Any]]
-    config: JudgeConfig
-    prefix: list[dict[str, str]]
-    #: Stable name of the document and direction, sent as OpenAI's ``prompt_cache_key``.
-    prompt_cache_key: str = ""
-    #: The fields compared per fact_type when ``config.fields`` is not given (see scope.py).
-    fields: dict[str, tuple[str, ...]] | None = None
-    #: What a judge works out once per direction of a document (the rules judge's candidate
-    #: index): one dict shared by the direction's tasks, so it is freed with them.
-    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def compared(self) -> list[str]:
-        """The fields to compare for this subject: ``config.fields`` in order; else the fields of
-        its fact_type's gold facts (``fields``); else its own. ``fact_type`` is checked before any
-        field, and ``id`` is never data: listing it compares nothing (both read as missing)."""
-        if (named := self.config.fields_for(self.subject.get("fact_type"))) is not None:
-            return named
-        if self.fields is not None and self.subject.get("fact_type") in self.fields:
-            return list(self.fields[self.subject["fact_type"]])
-        return [k for k in self.subject if k not in NOT_COMPARED]
-
-    @property
-    def subject_id(self) -> str:
-        return str(self.subject["id"])
-
-    @property
-    def candidate_ids(self) -> list[str]:
-        return [c["id"] for c in self.candidates]
-
-    def last_message(self) -> dict[str, str]:
-        return {"role": "user", "content": subject_message(self.direction, self.subject, self.fields)}
+    task: JudgeTask
+    prefix: Prefix
 
     def messages(self) -> list[dict[str, str]]:
-        return [*self.prefix, self.last_message()]
+        return [*self.prefix.messages, last_message(self.task)]
 
-    def with_candidates(self, candidates: list[dict[str, Any]]) -> JudgeTask:
+    def with_candidates(self, candidates: list[dict[str, Any]]) -> Asked:
         """The same question over another candidate list (a shortlist), with its own prefix."""
-        return JudgeTask(self.direction, self.subject, candidates, self.config,
-                         prefix_messages(self.direction, candidates, self.config, self.fields),
-                         self.prompt_cache_key, self.fields)
+        t = self.task
+        task = JudgeTask(t.direction, t.subject, candidates, t.config, t.fields)
+        return Asked(task, Prefix(prefix_messages(t.direction, candidates, t.config, t.fields),
+                                  self.prefix.cache_key))
 
 
 def parse_answer(task: JudgeTask, content: str | None) -> Verdict:
@@ -383,19 +371,6 @@ def reask_messages(content: str | None, problem: str) -> list[dict[str, str]]:
                                         "the JSON schema exactly."}]
 
 
-def fact_type_problem(task: JudgeTask, matched_id: str, types: Mapping[str, Any] | None = None) -> str:
-    """Facts of different fact_type never match: why a TP naming ``matched_id`` is wrong, or "".
-    ``types``: the candidates' fact_type by id, when the caller has it (a scan per answer would
-    make a large document's run quadratic)."""
-    want = task.subject.get("fact_type")
-    got = types.get(matched_id, want) if types is not None else next(
-        (c.get("fact_type") for c in task.candidates if c["id"] == matched_id), want)
-    if got != want:
-        return (f"{matched_id!r} is a {got!r} fact and the judged fact is {want!r}: facts of "
-                "different fact_type never match")
-    return ""
-
-
 # --- prompt budget and shortlisting -----------------------------------------------------------
 
 #: OpenAI structured outputs: at most 1000 enum values per schema (3 are ours), and at most
@@ -429,24 +404,25 @@ def rank_candidates(subject: dict[str, Any], candidates: list[dict[str, Any]]) -
 
 @dataclass(frozen=True)
 class PreparedCall:
-    task: JudgeTask       # possibly with a shortlisted candidate list
+    asked: Asked          # possibly with a shortlisted candidate list
     prompt_tokens: int    # counted before sending (messages + schema)
     note: str = ""        # says when the candidate list was shortlisted
 
 
-def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
+def prepare_call(asked: Asked, count_prompt: Callable[[Asked], int],
                  count_text: Callable[[str], int]) -> PreparedCall:
     """Fit a call into ``config.max_prompt_tokens`` and the enum limit, shortlisting if needed.
 
-    ``count_prompt(task)`` counts a whole request (messages and schema) as the judge sends it;
+    ``count_prompt(asked)`` counts a whole request (messages and schema) as the judge sends it;
     ``count_text(str)`` counts a piece of text. Raises :class:`PromptTooLarge`."""
+    task = asked.task
     config = task.config
     budget, top_k = config.max_prompt_tokens, config.shortlist_top_k
-    tokens = count_prompt(task)
+    tokens = count_prompt(asked)
     n = len(task.candidates)
     if top_k is None and tokens <= budget and enum_fits(task.candidate_ids):
-        return PreparedCall(task, tokens)
-    used = count_prompt(task.with_candidates([]))
+        return PreparedCall(asked, tokens)
+    used = count_prompt(asked.with_candidates([]))
     kept: list[dict[str, Any]] = []
     id_chars = 0
     # a candidate of another fact_type can never match: a shortlist holds only the subject's type
@@ -463,16 +439,16 @@ def prepare_call(task: JudgeTask, count_prompt: Callable[[JudgeTask], int],
         used += cost
         id_chars += len(cand["id"])
     if len(kept) == n:  # nothing was cut: keep the shared prefix (and its provider cache entry)
-        return PreparedCall(task, tokens)
+        return PreparedCall(asked, tokens)
     if not kept and same_type:
         raise PromptTooLarge(f"prompt does not fit max_prompt_tokens={budget} even with one candidate "
                              f"({used} tokens without any)")
     order = {id(c): i for i, c in enumerate(task.candidates)}
-    short = task.with_candidates(sorted(kept, key=lambda c: order[id(c)]))
+    short = asked.with_candidates(sorted(kept, key=lambda c: order[id(c)]))
     # a table's columns are its facts' fields together: a row may hold empty cells its own count missed
     while len(kept) > 1 and count_prompt(short) > budget:
         kept.pop()  # the lowest ranked
-        short = task.with_candidates(sorted(kept, key=lambda c: order[id(c)]))
+        short = asked.with_candidates(sorted(kept, key=lambda c: order[id(c)]))
     why = (f"shortlist_top_k={top_k}" if top_k is not None and len(kept) == min(top_k, n)
            else f"max_prompt_tokens={budget}" if tokens > budget else "the schema's enum limit")
     note = (f"context truncated: {len(kept)} of {n} candidates kept ({why}): its fact_type, by "

@@ -1,0 +1,213 @@
+"""OpenAI's Files and Batches endpoints (the Batch API), with the LLM judge's server and auth.
+
+A batch or file id from a server is checked before it goes into a URL or a file name
+(:func:`safe_id`). Calls are retried on 429, 5xx, timeouts and dropped connections; a call that
+is not idempotent (creating a batch) is retried only when it certainly did not reach the server,
+else :class:`Ambiguous` tells the caller to look the batch up first.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..._version import __version__
+from ...errors import FactJudgeError
+from ...io.files import AtomicFile
+from .backends import BackendError, Endpoint, error_message, one_line, retry_after_seconds
+from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    import aiohttp  # loaded by the runs that send a batch
+
+#: The endpoint every line of a batch asks.
+ENDPOINT = "/v1/chat/completions"
+
+
+class BatchError(FactJudgeError):
+    """A batch cannot go on (the server refused it, it failed, it was cancelled): one line."""
+
+
+class UnsafeId(BatchError):
+    """A server's batch or file id that factjudge does not put in a URL or a file name."""
+
+
+#: What a batch or file id from a server may look like before it goes into a URL or a file name
+#: (OpenAI's ``batch_abc123`` and ``file-abc123``, Azure's and vLLM's UUIDs after a prefix): ASCII
+#: letters, digits, ``_``, ``-`` and ``.``, not starting with ``.``, at most 256 characters. A
+#: server's ``/tmp/x/evil`` or ``../x`` is refused, never joined to a path.
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,255}")
+
+def cut(text: str, limit: int = 80) -> str:
+    """``text`` quoted (repr: control characters and lone surrogates escaped), cut at ``limit``."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
+def safe_id(value: object, kind: str, where: str) -> str:
+    """``value`` when it is a safe ``kind`` ("batch id", "file id", see :data:`_SAFE_ID`); a
+    one-line :class:`UnsafeId` naming it after ``where`` (repr, cut at 80 characters) otherwise."""
+    if isinstance(value, str) and _SAFE_ID.fullmatch(value):
+        return value
+    shown = cut(value) if isinstance(value, str) else repr(value)
+    raise UnsafeId(f"{where} {shown}: not a {kind} (1-256 ASCII letters, digits, '_', '-' or '.', "
+                   "not starting with '.'), so factjudge puts it in no URL and no file name")
+
+
+
+#: The Files and Batches calls: 5 tries after the first, 1, 2, 4... s apart (at most 60 s, a
+#: Retry-After included), no jitter (one client, a few calls).
+BATCH_RETRY = RetryPolicy(retries=5, backoff=1.0, max_backoff=60.0, jitter=False)
+
+
+class Ambiguous(Exception):
+    """A request that may or may not have reached the server (a timeout, a dropped connection)."""
+
+
+class BatchClient:
+    """OpenAI's Files and Batches endpoints over aiohttp, with the judge's base URL and auth."""
+
+    def __init__(self, endpoint: Endpoint, *, timeout: float = 600.0, retry: RetryPolicy = BATCH_RETRY) -> None:
+        self.endpoint = endpoint
+        self.timeout, self.retry = timeout, retry
+        self.headers = {k: v for k, v in endpoint.headers.items() if k.lower() != "content-type"}
+        self.headers["User-Agent"] = f"factjudge/{__version__}"
+        self._session: Any = None
+
+    async def __aenter__(self) -> BatchClient:
+        import aiohttp
+
+        self._session = aiohttp.ClientSession(headers=self.headers)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._session.close()
+
+    async def _call(self, what: str, method: str, path: str, *,
+                    make: Callable[[contextlib.ExitStack], dict[str, Any]] = lambda _: {},
+                    dest: Path | None = None, idempotent: bool = True) -> Any:
+        """One API call with retries (429, 5xx, timeouts, dropped connections); the parsed JSON
+        answer, or the body streamed into ``dest``. A call that is not idempotent is retried only
+        when it certainly did not reach the server; otherwise :class:`Ambiguous` is raised."""
+        import aiohttp
+
+        url = self.endpoint.url(path)
+        redact = self.endpoint.redact
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(self.timeout, 60), sock_read=self.timeout)
+        attempt = 0
+        while True:
+            try:
+                with contextlib.ExitStack() as stack:
+                    async with self._session.request(method, url, timeout=timeout, **make(stack)) as resp:
+                        if resp.status >= 300:
+                            raw = await resp.content.read(64 * 1024)
+                            text = redact(raw.decode("utf-8", "replace"))
+                            raise BackendError("status", redact(error_message(resp.status, text)),
+                                               status=resp.status, body=text,
+                                               retry_after=retry_after_seconds(resp.headers))
+                        if dest is not None:
+                            await _stream_to(resp, dest)
+                            return None
+                        raw = await resp.read()
+            except BackendError as exc:
+                error = exc
+            except asyncio.TimeoutError:
+                error = BackendError("timeout", f"no answer within {self.timeout:g} s")
+            except aiohttp.ClientConnectorError as exc:
+                error = BackendError("connect", redact(f"cannot connect: {exc.os_error or exc}"))
+            except (aiohttp.ClientError, OSError) as exc:
+                error = BackendError("disconnect", redact(f"{type(exc).__name__}: {exc}"))
+            else:
+                try:
+                    return json.loads(raw)
+                except (ValueError, RecursionError):
+                    raise BatchError(f"{what}: the server at {self.endpoint.host} did not answer "
+                                     f"JSON ({one_line(raw[:80].decode('utf-8', 'replace'))!r})") from None
+            unsent = error.kind == "connect" or (error.kind == "status" and error.status in (429, 503))
+            delay = self.retry.wait(attempt, error)
+            if delay is None or not (idempotent or unsent):
+                if not idempotent and error.kind in ("timeout", "disconnect"):
+                    raise Ambiguous(error.message)
+                hint = ""
+                if error.kind == "status" and error.status in (404, 405) and attempt == 0:
+                    hint = (f"; does the server at {self.endpoint.host} offer OpenAI's Batch API? "
+                            "(for vLLM: --batch-export, then run_batch and factjudge batch-import)")
+                raise BatchError(f"{what}: {error.message}{hint}")
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def upload(self, path: Path) -> str:
+        import aiohttp
+
+        def make(stack: contextlib.ExitStack) -> dict[str, Any]:
+            form = aiohttp.FormData()
+            form.add_field("purpose", "batch")
+            form.add_field("file", stack.enter_context(path.open("rb")), filename=path.name,
+                           content_type="application/jsonl")
+            return {"data": form}
+
+        what = f"uploading {path.name}"
+        obj = await self._call(what, "POST", "/files", make=make)
+        file_id = obj.get("id") if isinstance(obj, dict) else None
+        if not isinstance(file_id, str):
+            raise BatchError(f"{what}: the server's answer has no file id")
+        return safe_id(file_id, "file id", self._answered(what))
+
+    async def create(self, input_file_id: str) -> dict[str, Any]:
+        body = {"input_file_id": input_file_id, "endpoint": ENDPOINT, "completion_window": "24h"}
+        obj = await self._call("creating the batch", "POST", "/batches",
+                               make=lambda _: {"json": body}, idempotent=False)
+        return self._batch_object(obj, "creating the batch")
+
+    async def retrieve(self, batch_id: str) -> dict[str, Any]:
+        what = f"checking batch {batch_id}"
+        return self._batch_object(await self._call(what, "GET", f"/batches/{batch_id}"), what)
+
+    async def find(self, input_file_id: str, pages: int = 10) -> dict[str, Any] | None:
+        """The batch created from ``input_file_id``, looked up in the server's list of batches."""
+        after = None
+        for _ in range(pages):
+            query = "?limit=100" + (f"&after={after}" if after else "")
+            obj = await self._call("listing batches", "GET", f"/batches{query}")
+            data = obj.get("data") if isinstance(obj, dict) else None
+            if not isinstance(data, list) or not data:
+                return None
+            for batch in data:
+                if isinstance(batch, dict) and batch.get("input_file_id") == input_file_id:
+                    return self._batch_object(batch, "listing batches")
+            if not obj.get("has_more"):
+                return None
+            last = data[-1].get("id") if isinstance(data[-1], dict) else None
+            after = safe_id(last, "batch id", self._answered("listing batches")) if last else None
+        return None
+
+    async def download(self, file_id: str, dest: Path) -> None:
+        await self._call(f"downloading file {file_id}", "GET", f"/files/{file_id}/content", dest=dest)
+
+    def _answered(self, what: str) -> str:
+        return f"{what}: the server at {self.endpoint.host} answered"
+
+    def _batch_object(self, obj: object, what: str) -> dict[str, Any]:
+        """``obj`` when it is a batch object whose ids are safe (:func:`safe_id`)."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
+            raise BatchError(f"{what}: the server's answer is not a batch object")
+        where = self._answered(what)
+        try:
+            safe_id(obj["id"], "batch id", where)
+            for key in ("output_file_id", "error_file_id"):
+                if obj.get(key) is not None:
+                    safe_id(obj[key], "file id", f"{where} {key}")
+        except UnsafeId as exc:  # running again would meet the same id
+            raise UnsafeId(f"{exc}; the batch may exist on the server (and be billed): check the "
+                           "provider's dashboard") from None
+        return obj
+
+
+async def _stream_to(resp: aiohttp.ClientResponse, dest: Path) -> None:
+    with AtomicFile(dest, binary=True) as out:
+        async for chunk in resp.content.iter_chunked(1 << 20):
+            out.handle.write(chunk)
+

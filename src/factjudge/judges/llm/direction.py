@@ -1,0 +1,94 @@
+"""One direction of one document as the LLM judge asks it (:meth:`LLMJudge.open`).
+
+Everything the LLM works out once per direction lives here and goes with it: the prompt prefix
+the direction's calls share (one per fact_type with ``candidates: same_type``) and its provider
+prompt-cache key, the request plans kept on each prefix, the order the subjects are asked in
+(one prefix after another, the first call of each alone until it reached the server, so the rest
+hit a warm provider cache), the dry run's estimate of what a provider's prefix cache saves, and
+the question's line of a batch file.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...errors import PromptTooLarge
+from ...models import Verdict
+from ..base import Estimate, JudgePass, Stage, by_type_key, type_key
+from .batch_lines import BatchRequest
+from .prompts import Asked, Prefix, direction_prefix
+
+if TYPE_CHECKING:
+    from .judge import LLMJudge
+
+#: OpenAI caches prompt prefixes of at least this many tokens.
+MIN_CACHED_PREFIX = 1024
+
+
+class LLMPass:
+    """The questions of one direction of a document to ``llm`` (see the module's docstring)."""
+
+    def __init__(self, llm: LLMJudge, questions: JudgePass) -> None:
+        self.llm, self.questions = llm, questions
+        self.same_type = questions.config.candidates == "same_type"
+        self._prefixes: dict[str, Prefix] = {}  # by fact_type key with same_type, else under ""
+        self._warm: set[str] = set()  # the prefixes an estimated call has sent (dry run)
+
+    def _prefix(self, subject: dict[str, Any]) -> Prefix:
+        key = type_key(subject) if self.same_type else ""
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            q = self.questions
+            candidates = q.by_type.get(key, []) if self.same_type else q.candidates
+            prefix = self._prefixes[key] = direction_prefix(q.direction, candidates, q.config, q.doc_id, q.fields)
+        return prefix
+
+    def asked(self, subject: dict[str, Any]) -> Asked:
+        """The question about ``subject`` as sent: shown the candidates of its prefix."""
+        return Asked(self.questions.task(subject, self.same_type), self._prefix(subject))
+
+    async def judge(self, subject: dict[str, Any]) -> Verdict:
+        skipped = self.questions.unasked(subject)
+        if skipped is not None:
+            return skipped
+        return await self.llm.ask(self.asked(subject))
+
+    def stages(self, subjects: list[dict[str, Any]]) -> list[Stage]:
+        """One prefix after another (with ``candidates: same_type``, one fact_type in order of first
+        appearance), each group's first call alone when the judge warms up: it warms the
+        provider's cache (and a local server's slot) for the rest of the group."""
+        groups = list(by_type_key(subjects).values()) if self.same_type else [subjects]
+        return [Stage(group, self.llm.warmup) for group in groups]
+
+    def estimate(self, subject: dict[str, Any]) -> Estimate:
+        asked = self.asked(subject)
+        llm = self.llm
+        try:
+            call = llm.prepare(asked)
+        except PromptTooLarge:
+            return Estimate("too_large")
+        plan = llm._plan(call.asked, llm.mode)
+        if llm.cache is not None and llm.cache.get(llm._cache_key(plan, call.asked.task)) is not None:
+            return Estimate("cache_hit")
+        if call.asked is not asked:  # shortlisted: a prefix of its own, cached by no earlier call
+            return Estimate("call", call.prompt_tokens, 0, True)
+        key = asked.prefix.cache_key
+        cached = plan.tokens if key in self._warm and plan.tokens >= MIN_CACHED_PREFIX else 0
+        self._warm.add(key)
+        return Estimate("call", call.prompt_tokens, plan.tokens, False, cached)
+
+    def batch_request(self, subject: dict[str, Any]) -> BatchRequest | None:
+        """The live request about ``subject`` as a batch line, unless nothing would be sent (no
+        candidate of its type, too large, or answered in the response cache)."""
+        if self.questions.unasked(subject) is not None:
+            return None
+        llm = self.llm
+        try:
+            call = llm.prepare(self.asked(subject))
+        except PromptTooLarge:
+            return None
+        task = call.asked.task
+        plan = llm._plan(call.asked, llm.mode)
+        key = llm._cache_key(plan, task)
+        if llm.cache is not None and llm.cache.get(key) is not None:
+            return None
+        return BatchRequest(key, llm._body(plan, task, []).obj(), task)
