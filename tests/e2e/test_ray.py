@@ -2,18 +2,16 @@
 workers give the very files of a single-process ``factjudge eval`` (but for what the runs cost in
 time), with the rules judge and with an LLM judge (the scripted server on 127.0.0.1).
 
-One local Ray (2 CPUs, so 2 workers) serves the module: the Python API uses it directly and the
-CLI joins it with ``--ray-address``. Every test here skips when the ``ray`` extra is missing,
-except the one checking what the CLI says then.
+One local Ray (2 CPUs, so 2 workers; ``ray_session`` in tests/conftest.py) serves the module: the
+Python API uses it directly and the CLI joins it with ``--ray-address``. Every test here skips when
+the ``ray`` extra is missing, except the one checking what the CLI says then.
 """
 import json
-import logging
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 from evalkit import ROOT
@@ -35,32 +33,11 @@ pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray"),
 
 
 @pytest.fixture(scope="module")
-def ray_address():
-    """A local Ray for the whole module; its GCS address for the CLI's --ray-address."""
-    ray = pytest.importorskip("ray", reason=NO_RAY)
-    from factjudge.runners.ray_data import quiet_ray
-
+def ray_address(ray_session):
+    """The session's local Ray (tests/conftest.py); its GCS address for the CLI's --ray-address."""
     # the judges defined here travel to the workers by value: they cannot import this module
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    # CI runs this module beside the Qwen server on 2 cores: a starved raylet must not be declared
-    # dead (Ray's default gives up after 5 health checks missed 10 s each, and the driver, this
-    # pytest worker, exits with its raylet)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-             _system_config={"health_check_timeout_ms": 60_000, "health_check_failure_threshold": 20})
-    quiet_ray()
-    yield ray.get_runtime_context().gcs_address
-    settle(ray)
-    ray.shutdown()
-
-
-def settle(ray, timeout=120.0):
-    """Wait until the last test's actors are gone: a run stopped by an error leaves Ray Data
-    killing its actor pool, and shutting the driver down meanwhile is a race inside Ray."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ray.available_resources().get("CPU", 0) >= ray.cluster_resources().get("CPU", 0):
-            return
-        time.sleep(0.5)
+    ray_session.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    return ray_session.get_runtime_context().gcs_address
 
 
 # --------------------------------------------------------------------------- helpers

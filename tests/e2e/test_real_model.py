@@ -127,4 +127,8 @@ def test_qwen_eval_hybrid_two_slots_concurrency_two(real_servers: ServerPool, qw
     assert slots_used(server) == {0, 1}, server.log_tail()  # two requests at a time, on both slots
     errors, facts = error_share([f for r in results for f in r["gold_facts"] + r["predicted_facts"]])
     print(f"qwen eval hybrid, 2 slots: {summary['usage']['llm_calls']} requests, {errors} of {facts} facts ERROR")
+    # the one run with the default full reasoning: every answer fits the default budget (the one-slot
+    # run above asks for none)
+    assert errors == 0, [f["description"] for r in results for f in r["gold_facts"] + r["predicted_facts"]
+                         if f["status"] == "ERROR"]
     check_exit(proc, summary["micro"]["errors"])
