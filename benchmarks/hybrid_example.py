@@ -14,7 +14,7 @@ from factjudge.judges.rules.judge import RulesJudge
 
 
 def verdicts(result):
-    return {(side, f["id"]): (f["status"], tuple(f["matched_ids"]))
+    return {(side, f["id"]): (f["factjudge"]["status"], tuple(f["factjudge"]["matched_ids"]))
             for side, facts in (("gold", result.gold_facts), ("predicted", result.predicted_facts))
             for f in facts}
 

@@ -210,13 +210,14 @@ async def score_system(name: str, gold: list[tuple[str, list[Triple]]],
         m = res.metrics
         counts.update(tp_gold=m.tp_gold, fn=m.fn, tp_pred=m.tp_predicted, fp=m.fp, err=m.errors)
         by_id = dict(zip((f["id"] for f in res.predicted_facts), p, strict=False))
-        doc_links = [(t, by_id[i]) for f, t in zip(res.gold_facts, g, strict=False) for i in f["matched_ids"]]
+        doc_links = [(t, by_id[i])
+                for f, t in zip(res.gold_facts, g, strict=False) for i in f["factjudge"]["matched_ids"]]
         links += doc_links
         counts["exact_unlinked"] += exact_counts(g, p) - sum(a == b for a, b in doc_links)
         fps = {tuple(map(_loose, t)): t for f, t in zip(res.predicted_facts, p, strict=False)
-               if f["status"] == "FP"}
+               if f["factjudge"]["status"] == "FP"}
         missed += [(t, fps[k]) for f, t in zip(res.gold_facts, g, strict=False)
-                   if f["status"] == "FN" and (k := tuple(map(_loose, t))) in fps]
+                   if f["factjudge"]["status"] == "FN" and (k := tuple(map(_loose, t))) in fps]
     rules_s = time.perf_counter() - started
     assert counts["err"] == 0, "the rules judge never errs"
     rules = prf(counts["tp_pred"], counts["tp_pred"] + counts["fp"],

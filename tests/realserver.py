@@ -299,14 +299,14 @@ def check_facts(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]) -> 
                                           ("predicted", predicted, "FP", {f["id"] for f in gold})):
         for fact in facts:
             where = f"{side} fact {fact['id']}: {fact}"
-            assert fact["in_scope"] is True, where
-            status = fact["status"]
+            assert fact["factjudge"]["in_scope"] is True, where
+            status = fact["factjudge"]["status"]
             if status == "ERROR":
-                assert fact["description"].startswith("no valid answer after"), where
+                assert fact["factjudge"]["description"].startswith("no valid answer after"), where
             elif status == "TP":
-                assert fact["matched_ids"] and set(fact["matched_ids"]) <= others, where
+                assert fact["factjudge"]["matched_ids"] and set(fact["factjudge"]["matched_ids"]) <= others, where
             else:
-                assert status == negative and fact["matched_ids"] == [], where
+                assert status == negative and fact["factjudge"]["matched_ids"] == [], where
 
 
 def check_usage(usage: dict[str, Any], tasks: int, stderr: str) -> None:
@@ -326,7 +326,7 @@ def check_exit(proc: subprocess.CompletedProcess[str], errors: int) -> None:
 
 
 def error_share(facts: list[dict[str, Any]]) -> tuple[int, int]:
-    return sum(f["status"] == "ERROR" for f in facts), len(facts)
+    return sum(f["factjudge"]["status"] == "ERROR" for f in facts), len(facts)
 
 
 def serve(model: str, port: int, n_parallel: int, n_ctx_per_slot: int, threads: int) -> None:

@@ -26,7 +26,7 @@ def test_llm_run_writes_json_to_stdout_and_summary_to_stderr(server, files):
     out = json.loads(proc.stdout)
     assert set(out) == {"gold_facts", "predicted_facts", "metrics", "dedup_notes", "conflicts",
                         "warnings", "usage", "config", "analysis"}
-    assert [f["status"] for f in out["gold_facts"]] == ["TP", "OUT_OF_SCOPE"]
+    assert [f["factjudge"]["status"] for f in out["gold_facts"]] == ["TP", "OUT_OF_SCOPE"]
     assert out["gold_facts"][1]["id"] == "2"
     assert out["metrics"]["f1"] == 1.0 and out["usage"]["llm_calls"] == 2
     assert "P 1.000 R 1.000 F1 1.000" in proc.stderr and "2 calls" in proc.stderr
@@ -42,7 +42,7 @@ def test_output_file_and_exit_1_on_error_facts(server, files, tmp_path):
     assert proc.returncode == 1
     assert proc.stdout == ""
     data = json.loads(out.read_text())
-    assert data["gold_facts"][0]["status"] == "ERROR" and data["metrics"]["errors"] == 1
+    assert data["gold_facts"][0]["factjudge"]["status"] == "ERROR" and data["metrics"]["errors"] == 1
     assert "could not be judged" in proc.stderr
 
 

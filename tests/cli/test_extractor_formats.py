@@ -42,7 +42,8 @@ def _write(tmp_path, lines=LANGEXTRACT, name="extractions.jsonl"):
 
 def _verdicts(out):
     lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    return {d["doc_id"]: {side: {f["id"]: (f["status"], f.get("matched_ids")) for f in d[f"{side}_facts"]}
+    return {d["doc_id"]: {side: {f["id"]: (f["factjudge"]["status"], f["factjudge"].get("matched_ids"))
+            for f in d[f"{side}_facts"]}
                           for side in ("gold", "predicted")} for d in lines}
 
 
@@ -74,13 +75,13 @@ def test_gold_in_csv_and_predictions_from_langextract_are_scored_fact_by_fact(tm
 
 def test_a_langextract_attribute_with_a_reserved_name_is_one_line(tmp_path):
     lines = [{**LANGEXTRACT[1], "extractions": [_extraction("medication", "paracetamol", (0, 11), 1,
-                                                            {"status": "active"})]}]
+                                                            {"factjudge": "active"})]}]
     gold, predicted = _write(tmp_path, lines)
     proc = run_cli("eval", "--gold", gold, "--predicted", predicted, "-o", tmp_path / "out")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[0] == (
-        f"factjudge: error: {predicted}: line 1 (id 'medication-1'): field 'status' is reserved for "
-        "factjudge's output")
+        f"factjudge: error: {predicted}: line 1 (id 'medication-1'): field 'factjudge' is reserved for "
+        "factjudge's verdict in its output: rename the field")
 
 
 def test_a_named_format_that_does_not_fit_the_file_says_what_it_expected(tmp_path):

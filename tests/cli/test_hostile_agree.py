@@ -46,30 +46,35 @@ def gold0(**kw):
     return lambda line: line["gold_facts"][0].update(kw)
 
 
+def verdict0(**kw):
+    return lambda line: line["gold_facts"][0]["factjudge"].update(kw)
+
+
 def deeper(where, inner, status="TP"):
     return lambda text: text.replace('"status": "TP"', f'"status": "{status}", "{where}": {inner}', 1)
 
 
 LINE_CASES = {
-    "matched_ids number": (dict(edit_line=gold0(matched_ids=5)),
-                           "line 1: field 'gold_facts[0].matched_ids': must be a list of fact ids, got number"),
-    "matched_ids nested": (dict(edit_line=gold0(matched_ids=[["p1"]])),
-                           "line 1: field 'gold_facts[0].matched_ids[0]': a fact id is a string or an "
+    "matched_ids number": (dict(edit_line=verdict0(matched_ids=5)),
+                           "line 1: field 'gold_facts[0].factjudge.matched_ids': must be a list of fact ids, "
+                           "got number"),
+    "matched_ids nested": (dict(edit_line=verdict0(matched_ids=[["p1"]])),
+                           "line 1: field 'gold_facts[0].factjudge.matched_ids[0]': a fact id is a string or an "
                            "integer, got array"),
     "id array": (dict(edit_line=gold0(id=[1])),
                  "line 1: field 'gold_facts[0].id': a fact id is a string or an integer, got array"),
-    "surrogate status": (dict(edit_line=gold0(status="\ud800")),
-                         "line 1: field 'gold_facts[0].status': lone surrogate \\ud800"),
+    "surrogate status": (dict(edit_line=verdict0(status="\ud800")),
+                         "line 1: field 'gold_facts[0].factjudge...': lone surrogate \\ud800"),
     "surrogate doc_id": (dict(edit_line=lambda line: line.update(doc_id="d\udc00")),
                          "line 1: field 'doc_id': lone surrogate \\udc00"),
-    "surrogate reasoning": (dict(edit_line=gold0(reasoning="\ud800", status="FN", matched_ids=[])),
-                            "line 1: field 'gold_facts[0].reasoning': lone surrogate \\ud800"),
+    "surrogate reasoning": (dict(edit_line=verdict0(reasoning="\ud800", status="FN", matched_ids=[])),
+                            "line 1: field 'gold_facts[0].factjudge...': lone surrogate \\ud800"),
     # too deep or too long for json.loads: RunFolder's reader says so (without the field)
     "deep nesting": (dict(text=deeper("x", "[" * 100_000 + "]" * 100_000)),
                      "line 1: not a factjudge result line (not JSON)"),
     "5,000 digits": (dict(text=deeper("x", "7" * 5000)), "line 1: not a factjudge result line (not JSON)"),
     "deep but parseable": (dict(text=deeper("x", "[" * 500 + "]" * 500, status="FN")),
-                           "line 1: field 'gold_facts[0].x...': nested deeper than 100 levels"),
+                           "line 1: field 'gold_facts[0].factjudge...': nested deeper than 100 levels"),
 }
 
 

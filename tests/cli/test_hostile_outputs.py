@@ -138,12 +138,12 @@ def test_huge_reasoning_from_a_server_is_cut_and_says_so(tmp_path, server):
     assert done.returncode == 0, done.stderr
     facts = [f for line in read_lines(out / "results.jsonl")
              for f in line["gold_facts"] + line["predicted_facts"]]
-    assert len(facts) == 16 and all(f["status"] == "TP" for f in facts)
+    assert len(facts) == 16 and all(f["factjudge"]["status"] == "TP" for f in facts)
     for f in facts:
-        kept, _, marker = f["reasoning"].rpartition(" … [cut: ")
+        kept, _, marker = f["factjudge"]["reasoning"].rpartition(" … [cut: ")
         assert kept == huge[:REASONING_LIMIT]
         assert marker == f"{len(huge):,} {CUT} {REASONING_LIMIT:,} kept]"
-        assert all(len(r) < REASONING_LIMIT + 100 for r in f["linked_reasoning"].values())
+        assert all(len(r) < REASONING_LIMIT + 100 for r in f["factjudge"]["linked_reasoning"].values())
     # 16 facts, each with its reasoning and its linked fact's: 2 x 16 x 20 KB at most
     assert (out / "results.jsonl").stat().st_size < 2 * 16 * (REASONING_LIMIT + 1000)
     assert (out / "report.html").stat().st_size < 2_000_000
@@ -160,9 +160,9 @@ def test_a_server_value_quoted_in_an_error_is_cut(tmp_path, server):
     assert done.returncode == 1, done.stderr
     facts = [f for line in read_lines(out / "results.jsonl")
              for f in line["gold_facts"] + line["predicted_facts"]]
-    assert [f["status"] for f in facts] == ["ERROR", "ERROR"]
+    assert [f["factjudge"]["status"] for f in facts] == ["ERROR", "ERROR"]
     for f in facts:
-        assert CUT in f["description"] and len(f["description"]) < 3 * QUOTE_LIMIT
+        assert CUT in f["factjudge"]["description"] and len(f["factjudge"]["description"]) < 3 * QUOTE_LIMIT
     reasks = [r["messages"][-1]["content"] for r in server.requests if len(r["messages"]) > 3]
     assert reasks and all(len(text) < 3 * QUOTE_LIMIT for text in reasks)  # the problem, cut
 
@@ -181,9 +181,9 @@ def test_a_huge_text_field_is_quoted_cut_in_every_reasoning(tmp_path):
     assert run_cli("eval", data, "-o", out, "-q").returncode == 0
     (line,) = read_lines(out / "results.jsonl")
     facts = line["gold_facts"] + line["predicted_facts"]
-    assert [f["status"] for f in facts] == ["FN", "FP", "FP", "FP"]
+    assert [f["factjudge"]["status"] for f in facts] == ["FN", "FP", "FP", "FP"]
     for f in facts:
-        assert CUT in f["reasoning"] and len(f["reasoning"]) < 2 * QUOTE_LIMIT + 1000
+        assert CUT in f["factjudge"]["reasoning"] and len(f["factjudge"]["reasoning"]) < 2 * QUOTE_LIMIT + 1000
     size = data.stat().st_size
     assert (out / "results.jsonl").stat().st_size < size + 100_000  # the fact itself, once
     # the reports showed the fact whole in five rows (its own, and as the closest fact of each FP):

@@ -53,7 +53,7 @@ def test_a_server_echoing_the_authorization_header_leaks_no_secret(server, datas
     assert not any(s in proc.stderr + proc.stdout for s in secrets)
     facts = [f for line in out.joinpath("results.jsonl").read_text().splitlines()
              for f in json.loads(line)["gold_facts"]]
-    assert any("Authorization: B" in (f.get("description") or "") + json.dumps(f) for f in facts)
+    assert any("Authorization: B" in (f["factjudge"].get("description") or "") + json.dumps(f) for f in facts)
     assert any("***" in json.dumps(f) for f in facts)  # redacted, not dropped
 
 

@@ -33,7 +33,7 @@ def test_gold_fields_missing_from_predictions_are_named_and_compared():
     bare = [{k: v for k, v in p.items() if k != "entity"} for p in PRED]
     result = run_judge(GOLD, bare, {})
     assert "revenue: gold facts carry entity, which no predicted fact of this type has" in result.warnings[0]
-    assert [f["status"] for f in result.gold_facts] == ["FN", "TP"]
+    assert [f["factjudge"]["status"] for f in result.gold_facts] == ["FN", "TP"]
 
 
 def test_a_misspelled_entity_type_warns_and_nothing_in_scope_stops(write_json, tmp_path):
@@ -71,10 +71,10 @@ def test_reasoning_never_contradicts_the_status_unexplained():
 
     result = run_judge(GOLD[:1], PRED[:1], {}, Stubborn())
     g = result.gold_facts[0]
-    assert g["status"] == "TP" and g["reasoning"] == "FN: no match"
-    assert g["description"].startswith("final: TP with p1 (its own pass said FN)")
-    assert g["linked_reasoning"] == {"p1": "TP: matches g1"}
-    assert result.predicted_facts[0]["linked_reasoning"] == {"g1": "FN: no match"}
+    assert g["factjudge"]["status"] == "TP" and g["factjudge"]["reasoning"] == "FN: no match"
+    assert g["factjudge"]["description"].startswith("final: TP with p1 (its own pass said FN)")
+    assert g["factjudge"]["linked_reasoning"] == {"p1": "TP: matches g1"}
+    assert result.predicted_facts[0]["factjudge"]["linked_reasoning"] == {"g1": "FN: no match"}
 
 
 def test_text_threshold_on_the_wrong_scale_is_an_error(write_json, tmp_path):

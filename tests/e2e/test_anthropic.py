@@ -31,7 +31,8 @@ def claude(server, structured_output="auto", retries=4, warmup=True, base_url=No
 
 
 def statuses(result):
-    return [(f["id"], f["status"], f["matched_ids"]) for f in result.gold_facts + result.predicted_facts]
+    return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+            for f in result.gold_facts + result.predicted_facts]
 
 
 def test_a_run_speaks_the_messages_api_as_documented(server):
@@ -133,8 +134,8 @@ def test_an_error_after_the_first_answer_is_the_apis_own_words(server):
     server.faults[("gold", "g2")] = [anthropic_error(400, "invalid_request_error", "prompt is too long")] * 3
     result = run_judge(G, P, {}, judge)
     facts = {f["id"]: f for f in result.gold_facts}
-    assert facts["g2"]["status"] == "ERROR"
-    assert "HTTP 400: prompt is too long" in facts["g2"]["description"]
+    assert facts["g2"]["factjudge"]["status"] == "ERROR"
+    assert "HTTP 400: prompt is too long" in facts["g2"]["factjudge"]["description"]
 
 
 def test_a_wrong_key_stops_the_run_without_showing_it(server):
@@ -276,9 +277,9 @@ def test_two_tool_use_blocks_or_a_tool_never_offered_are_no_answer(server):
     server.faults[("gold", "g2")] = [Reply(blocks=[tool_use("delete_files", {"gold_fact_id": "g2"})])] * 3
     result = run_judge(G, P, {}, claude(server, structured_output="json_object"))
     by_id = {f["id"]: f for f in result.gold_facts}
-    assert by_id["g1"]["status"] == "TP" and by_id["g1"]["matched_ids"] == ["p1"]
-    assert by_id["g2"]["status"] == "ERROR"
-    assert "calls a tool that was never offered ('delete_files')" in by_id["g2"]["description"]
+    assert by_id["g1"]["factjudge"]["status"] == "TP" and by_id["g1"]["factjudge"]["matched_ids"] == ["p1"]
+    assert by_id["g2"]["factjudge"]["status"] == "ERROR"
+    assert "calls a tool that was never offered ('delete_files')" in by_id["g2"]["factjudge"]["description"]
     reasks = [r["messages"][-1]["content"] for r in server.message_requests if len(r["messages"]) > 2]
     assert any("2 tool_use blocks" in json.dumps(m) for m in reasks)
     # without tools offered (json_schema), any tool_use is no answer either

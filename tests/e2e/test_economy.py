@@ -67,10 +67,10 @@ def test_no_cache_when_none_and_invalid_answers_not_stored(server, tmp_path):
     cache = ResponseCache(tmp_path / "c")
     server.faults[("gold", "g0")] = [Reply(content="bad")] * 3
     result = run_judge(GOLD, PRED, {}, judge_for(server, cache))
-    assert result.gold_facts[0]["status"] == "ERROR"
+    assert result.gold_facts[0]["factjudge"]["status"] == "ERROR"
     assert len(cache) == 11  # only validated answers are stored
     again = run_judge(GOLD, PRED, {}, judge_for(server, cache))
-    assert again.usage.llm_calls == 1 and again.gold_facts[0]["status"] == "TP"
+    assert again.usage.llm_calls == 1 and again.gold_facts[0]["factjudge"]["status"] == "TP"
 
 
 @pytest.mark.slow
@@ -134,8 +134,9 @@ def test_shortlisting_when_the_prompt_does_not_fit(server):
     assert all(int(k[1:]) % 2 == 1 for k in kept)
     assert kept == sorted(kept, key=lambda k: int(k[1:]))  # shown in input order
     g = result.gold_facts[0]
-    assert g["status"] == "TP" and g["matched_ids"] == ["p7"]
-    assert f"context truncated: {len(kept)} of 40 candidates kept (max_prompt_tokens=1200)" in g["description"]
+    assert g["factjudge"]["status"] == "TP" and g["factjudge"]["matched_ids"] == ["p7"]
+    assert f"context truncated: {len(kept)} of 40 candidates kept (max_prompt_tokens=1200)" in \
+        g["factjudge"]["description"]
     assert result.usage.token_counter  # the counter used is reported
 
 
@@ -146,12 +147,12 @@ def test_shortlist_top_k_and_too_large_error(server):
     req = next(r for r in server.requests if describe(r)[0] == "gold")
     assert len(describe(req)[2]) == 3
     assert "3 of 10 candidates kept (shortlist_top_k=3)" in run_judge(
-        gold, pred, {"shortlist_top_k": 3}, judge_for(server, None)).gold_facts[0]["description"]
+        gold, pred, {"shortlist_top_k": 3}, judge_for(server, None)).gold_facts[0]["factjudge"]["description"]
     server.requests.clear()
     huge = [{"id": "g0", "fact_type": "t", "text": "word " * 2000}]
     result = run_judge(huge, pred, {"max_prompt_tokens": 500}, judge_for(server, None))
     g = result.gold_facts[0]
-    assert g["status"] == "ERROR" and "even with one candidate" in g["description"]
+    assert g["factjudge"]["status"] == "ERROR" and "even with one candidate" in g["factjudge"]["description"]
     assert "g0" not in server.subjects("gold")  # never sent
 
 

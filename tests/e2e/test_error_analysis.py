@@ -84,13 +84,13 @@ def test_one_closeness_measure_in_the_reasoning_and_the_report(run):
     out, _ = run
     [line] = read_lines(out / "results.jsonl")
     g4 = next(f for f in line["gold_facts"] if f["id"] == "g4")
-    assert "similarity 67 < 90" in g4["reasoning"]
+    assert "similarity 67 < 90" in g4["factjudge"]["reasoning"]
     md = (out / "report.md").read_text()
     row = next(x for x in md.splitlines() if x.startswith("| d1 | gold | g4 |"))
     assert r"closest p5 \(FP, 66.7; differs in: name\)" in row  # the same score, one decimal
     g1 = next(x for x in md.splitlines() if x.startswith("| d1 | gold | g1 |"))
     # two fields: person 100, role as the judge scored it; the mean is the closeness
-    role_score = float(next(f for f in line["gold_facts"] if f["id"] == "g1")["reasoning"]
+    role_score = float(next(f for f in line["gold_facts"] if f["id"] == "g1")["factjudge"]["reasoning"]
                        .split("similarity ")[1].split(" ")[0])
     shown = float(g1.split("closest p1 \\(FP, ")[1].split(";")[0])
     assert abs(shown - (100 + role_score) / 2) <= 0.5 and "differs in: role\\)" in g1  # the reasoning rounds

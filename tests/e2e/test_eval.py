@@ -52,7 +52,7 @@ def test_aggregates_equal_a_hand_computation(server, dataset, tmp_path):
     assert all(len(x["input_sha256"]) == 64 for x in lines)
     assert {"gold_facts", "predicted_facts", "metrics", "dedup_notes", "conflicts", "usage"} <= set(lines[0])
     assert "config" not in lines[0]  # the run's, once in run.json and summary.json
-    status = {f["id"]: f["status"] for x in lines for f in x["gold_facts"] + x["predicted_facts"]}
+    status = {f["id"]: f["factjudge"]["status"] for x in lines for f in x["gold_facts"] + x["predicted_facts"]}
     assert status == {"a-g1": "TP", "a-g2": "FN", "a-g3": "TP", "a-p1": "TP", "a-p2": "TP",
                       "a-p3": "FP", "b-g1": "TP", "b-g2": "FN", "b-g3": "OUT_OF_SCOPE",
                       "b-p1": "TP", "c-p1": "FP", "d-g1": "FN", "d-p1": "FP", "e-g1": "TP",
@@ -128,7 +128,7 @@ def test_gold_predicted_form_scores_documents_of_one_side(server, tmp_path):
     m = run.summary.micro
     assert (m.tp_gold, m.fn, m.tp_predicted, m.fp) == (4, 4, 4, 4)
     lines = {x["doc_id"]: x for x in read_lines(tmp_path / "out" / "results.jsonl")}
-    assert [f["status"] for f in lines["99"]["gold_facts"]] == ["FN"]
+    assert [f["factjudge"]["status"] for f in lines["99"]["gold_facts"]] == ["FN"]
     assert "doc_id" not in lines["A"]["gold_facts"][0]  # doc_id belongs to the document
     # same documents as the one-line-per-document form: same input hashes
     ds2 = JsonlDataset(write_jsonl(tmp_path / "d.jsonl", DOCS))

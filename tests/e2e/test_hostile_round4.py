@@ -102,7 +102,7 @@ def test_a_server_that_dies_mid_run_stops_eval_and_a_rerun_resumes(tmp_path, wri
     assert took < 60, took
     kept = read_lines(out / "results.jsonl")
     assert 0 < len(kept) < 40
-    assert all(f["status"] != "ERROR" for r in kept for f in r["gold_facts"] + r["predicted_facts"])
+    assert all(f["factjudge"]["status"] != "ERROR" for r in kept for f in r["gold_facts"] + r["predicted_facts"])
     with ScriptedServer(truth, port=port) as again:
         proc = run_cli(*args, env={"OPENAI_API_KEY": KEY})
         assert proc.returncode == 0, proc.stderr

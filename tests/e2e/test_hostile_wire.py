@@ -44,10 +44,10 @@ def test_a_body_without_end_or_a_gzip_bomb_is_a_one_line_fact_error(server, host
     server.faults[("gold", "g1")] = [hostile] * 3
     result = run_judge(G[:1], P[:1], {}, judge)
     fact = result.gold_facts[0]
-    assert fact["status"] == "ERROR"
-    assert fact["description"] == ("no valid answer after 3 tries: the server's reply is larger "
+    assert fact["factjudge"]["status"] == "ERROR"
+    assert fact["factjudge"]["description"] == ("no valid answer after 3 tries: the server's reply is larger "
                                    "than 8 MiB (read no further)")
-    assert result.predicted_facts[0]["status"] == "TP"  # the run went on
+    assert result.predicted_facts[0]["factjudge"]["status"] == "TP"  # the run went on
 
 
 # --------------------------------------------------------------------------- item 12: Retry-After
@@ -133,7 +133,7 @@ def test_a_broken_connection_after_the_first_answer_is_retried_per_question(serv
     run_judge(G[:1], P[:1], {}, judge)
     server.faults[("gold", "g1")] = [Reply(cut=True)] * 2  # then answered
     result = run_judge(G[:1], P[:1], {}, judge)
-    assert result.gold_facts[0]["status"] == "TP" and result.usage.retries == 2
+    assert result.gold_facts[0]["factjudge"]["status"] == "TP" and result.usage.retries == 2
 
 
 # --------------------------------------------------------------------------- item 14: one line, no noise
@@ -172,6 +172,6 @@ def test_a_body_that_is_not_the_gzip_it_claims_is_a_one_line_fact_error(server, 
     run_judge(G[:1], P[:1], {}, judge)
     server.faults[("gold", "g1")] = [Reply(body="not gzip\n\nat all", headers={"Content-Encoding": "gzip"})] * 6
     result = run_judge(G[:1], P[:1], {}, judge)
-    description = result.gold_facts[0]["description"]
-    assert result.gold_facts[0]["status"] == "ERROR"
+    description = result.gold_facts[0]["factjudge"]["description"]
+    assert result.gold_facts[0]["factjudge"]["status"] == "ERROR"
     assert "decod" in description.lower() and description == " ".join(description.split()), description

@@ -33,7 +33,8 @@ def run(tmp_path_factory):
 
 
 def test_record_verdicts(run):
-    verdicts = {line["doc_id"]: tuple([f["status"] for f in line[side]] for side in ("gold_facts", "predicted_facts"))
+    verdicts = {line["doc_id"]: tuple([f["factjudge"]["status"] for f in line[side]]
+                                      for side in ("gold_facts", "predicted_facts"))
                 for line in read_lines(run / "results.jsonl")}
     assert verdicts == {
         "northwind-1001": (["TP"], ["TP"]),  # items reordered, 1.234,50 = 1234.50, 06/05/2024 = 2024-05-06

@@ -36,7 +36,8 @@ def answered(server):
 
 
 def statuses(result):
-    return [(f["id"], f["status"], f["matched_ids"]) for f in result.gold_facts + result.predicted_facts]
+    return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+            for f in result.gold_facts + result.predicted_facts]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -198,8 +199,8 @@ def test_an_answer_cut_twice_is_an_error_saying_so(server, backend):
     server.responder, asked = cut_first(5)
     result = run_judge(G, P, {}, judge_for(server, backend, Sampling(max_tokens=200)))
     g1 = result.gold_facts[0]
-    assert g1["status"] == "ERROR" and len(asked) == 2  # once asked for brevity, not the 3rd try
-    assert g1["description"] == ("no valid answer after 2 tries: the answer was cut at 200 tokens "
+    assert g1["factjudge"]["status"] == "ERROR" and len(asked) == 2  # once asked for brevity, not the 3rd try
+    assert g1["factjudge"]["description"] == ("no valid answer after 2 tries: the answer was cut at 200 tokens "
                                  "(its budget: --max-tokens)")
     assert [s for _, s, _ in statuses(result)[1:]] == ["TP", "TP", "TP"]
 

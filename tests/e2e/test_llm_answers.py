@@ -28,7 +28,8 @@ def judge_for(server, pin_id="auto", structured_output="auto", backend="http", *
 
 
 def statuses(result):
-    return {f["id"]: (f["status"], f["matched_ids"]) for f in result.gold_facts + result.predicted_facts}
+    return {f["id"]: (f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+            for f in result.gold_facts + result.predicted_facts}
 
 
 def schema_of(request):
@@ -66,7 +67,7 @@ def test_without_the_pin_the_copycat_answers_are_errors(server):
     server.responder = copycat
     result = run_judge(G, P, {}, judge_for(server, pin_id="never", answer_retries=1))
     assert result.metrics.errors == 10
-    assert "gold_fact_id must be 'g1', got 'p1'" in result.gold_facts[0]["description"]
+    assert "gold_fact_id must be 'g1', got 'p1'" in result.gold_facts[0]["factjudge"]["description"]
     assert all(schema_of(r)["properties"][ID_KEYS[describe(r)[0]][0]] == {"type": "string"}
                for r in server.requests)
 
@@ -252,7 +253,7 @@ def test_reasoning_none_asks_for_no_reasoning_field_and_reads_answers_without_on
     assert proc.returncode == 0, proc.stderr
     out = json.loads((tmp_path / "out.json").read_text())
     assert out["metrics"]["f1"] == 1.0 and out["metrics"]["errors"] == 0
-    assert {f["reasoning"] for f in out["gold_facts"]} == {"(no reasoning asked: reasoning none)"}
+    assert {f["factjudge"]["reasoning"] for f in out["gold_facts"]} == {"(no reasoning asked: reasoning none)"}
     for request in server.requests:
         schema = schema_of(request)
         assert "reasoning" not in schema["properties"] and "reasoning" not in schema["required"]
@@ -281,7 +282,7 @@ def test_reasoning_brief_asks_for_one_sentence_with_the_same_schema_and_another_
     assert {describe(r)[:2]: schema_of(r) for r in brief} == by_question
     assert run("--reasoning", "brief") == []  # the same prompt again: the cache answers
     out = json.loads((tmp_path / "out.json").read_text())
-    assert out["gold_facts"][0]["reasoning"] == "segment and value agree"
+    assert out["gold_facts"][0]["factjudge"]["reasoning"] == "segment and value agree"
 
 
 def test_an_answer_with_reasoning_when_none_was_asked_is_taken_and_the_reasoning_dropped(server, tmp_path):
@@ -300,4 +301,4 @@ def test_an_answer_with_reasoning_when_none_was_asked_is_taken_and_the_reasoning
     result = run_judge(G, P, config, judge_for(server, structured_output="json_schema"))
     assert result.metrics.errors == 0 and result.metrics.f1 == 1.0
     assert len(calls) == 2 * len(G)  # no question asked twice
-    assert {f["reasoning"] for f in result.gold_facts} == {"(no reasoning asked: reasoning none)"}
+    assert {f["factjudge"]["reasoning"] for f in result.gold_facts} == {"(no reasoning asked: reasoning none)"}

@@ -29,7 +29,8 @@ def judge_for(server, retries=4, structured_output="auto", backend="http", timeo
 
 
 def statuses(result):
-    return [(f["id"], f["status"], f["matched_ids"]) for f in result.gold_facts + result.predicted_facts]
+    return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+            for f in result.gold_facts + result.predicted_facts]
 
 
 def test_one_response_format_per_direction_and_90_percent_cached_at_100_facts(server):
@@ -124,8 +125,8 @@ def test_errors_after_the_first_answer_are_one_line_fact_errors(server):
     trace = "Traceback (most recent call last):\n" + "  File \"x.py\", line 1\n" * 200
     server.faults[("gold", "g1")] = [Reply(status=500, body=trace)] * 2
     result = run_judge(G[:1], P[:1], {}, judge)
-    desc = result.gold_facts[0]["description"]
-    assert result.gold_facts[0]["status"] == "ERROR" and "\n" not in desc
+    desc = result.gold_facts[0]["factjudge"]["description"]
+    assert result.gold_facts[0]["factjudge"]["status"] == "ERROR" and "\n" not in desc
     assert desc.startswith("judge call failed after 2 attempt(s): HTTP 500: Traceback") and len(desc) < 400
 
 
@@ -142,8 +143,9 @@ def test_a_200_whose_body_is_not_json_is_an_invalid_answer(server, backend, brok
     server.faults[("gold", "g2")] = [broken] * 3  # every try: ERROR, the run goes on
     result = run_judge(G, P, {}, judge)
     facts = {f["id"]: f for f in result.gold_facts}
-    assert facts["g1"]["status"] == "TP"
-    assert facts["g2"]["status"] == "ERROR" and "no valid answer after 3 tries" in facts["g2"]["description"]
+    assert facts["g1"]["factjudge"]["status"] == "TP"
+    assert facts["g2"]["factjudge"]["status"] == "ERROR"
+    assert "no valid answer after 3 tries" in facts["g2"]["factjudge"]["description"]
     assert result.metrics.errors == 1
 
 
@@ -153,8 +155,9 @@ def test_tp_naming_a_candidate_of_another_fact_type_is_asked_again(server):
     server.faults[("gold", "g2")] = [answer("gold", "g2", "p1")] * 3
     result = run_judge(G, P, {}, judge_for(server, warmup=False))
     facts = {f["id"]: f for f in result.gold_facts}
-    assert facts["g1"]["status"] == "TP" and facts["g1"]["matched_ids"] == ["p1"]
-    assert facts["g2"]["status"] == "ERROR" and "facts of different fact_type never match" in facts["g2"]["description"]
+    assert facts["g1"]["factjudge"]["status"] == "TP" and facts["g1"]["factjudge"]["matched_ids"] == ["p1"]
+    assert facts["g2"]["factjudge"]["status"] == "ERROR"
+    assert "facts of different fact_type never match" in facts["g2"]["factjudge"]["description"]
     reask = [r for r in server.requests if describe(r)[:2] == ("gold", "g1")][1]
     assert "different fact_type" in reask["messages"][-1]["content"]
 
@@ -173,7 +176,8 @@ def test_time_spent_on_one_question_is_bounded(server):
     server.requests.clear()
     server.faults[("gold", "g1")] = [Reply(hang=1.5, content="{}")] * 20
     result = run_judge(G[:1], P[:1], {}, judge)
-    assert result.gold_facts[0]["status"] == "ERROR" and "timeout" in result.gold_facts[0]["description"]
+    assert result.gold_facts[0]["factjudge"]["status"] == "ERROR"
+    assert "timeout" in result.gold_facts[0]["factjudge"]["description"]
     assert len([r for r in server.requests if describe(r)[0] == "gold"]) <= 3  # not 21 tries
 
 

@@ -370,7 +370,7 @@ def test_documents_are_judged_by_several_ray_workers(ray_address, tmp_path):
     assert run.judged == 200
     lines = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert [x["doc_id"] for x in lines] == [f"d{i}" for i in range(200)]
-    pids = {f["reasoning"] for x in lines for f in x["gold_facts"] + x["predicted_facts"]}
+    pids = {f["factjudge"]["reasoning"] for x in lines for f in x["gold_facts"] + x["predicted_facts"]}
     assert len(pids) == 2 and f"pid {os.getpid()}" not in pids  # two workers, none of them here
 
 

@@ -104,7 +104,8 @@ def test_qwen_judge_llm_one_slot_answers_every_fact(one_slot_run: tuple[dict[str
     out, _, _ = one_slot_run
     errors, facts = error_share(out["gold_facts"] + out["predicted_facts"])
     print(f"qwen 15+15, 1 slot: {errors} of {facts} facts ERROR")
-    assert errors == 0, [f["description"] for f in out["gold_facts"] + out["predicted_facts"] if f["status"] == "ERROR"]
+    assert errors == 0, [f["factjudge"]["description"]
+            for f in out["gold_facts"] + out["predicted_facts"] if f["factjudge"]["status"] == "ERROR"]
 
 
 def test_qwen_eval_hybrid_two_slots_concurrency_two(real_servers: ServerPool, qwen_gguf: Path,
@@ -129,6 +130,6 @@ def test_qwen_eval_hybrid_two_slots_concurrency_two(real_servers: ServerPool, qw
     print(f"qwen eval hybrid, 2 slots: {summary['usage']['llm_calls']} requests, {errors} of {facts} facts ERROR")
     # the one run with the default full reasoning: every answer fits the default budget (the one-slot
     # run above asks for none)
-    assert errors == 0, [f["description"] for r in results for f in r["gold_facts"] + r["predicted_facts"]
-                         if f["status"] == "ERROR"]
+    assert errors == 0, [f["factjudge"]["description"] for r in results
+                         for f in r["gold_facts"] + r["predicted_facts"] if f["factjudge"]["status"] == "ERROR"]
     check_exit(proc, summary["micro"]["errors"])

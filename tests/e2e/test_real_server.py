@@ -72,7 +72,7 @@ def test_judge_hybrid_json_schema(smollm: LlamaServer, tmp_path: Path) -> None:
     check_usage(out["usage"], tasks, proc.stderr)
     assert out["usage"]["llm_calls_saved"] > 0, out["usage"]
     by_rules = [f["id"] for f in out["gold_facts"] + out["predicted_facts"]
-                if (f["reasoning"] or "").startswith("[decided by the rules judge")]
+                if (f["factjudge"]["reasoning"] or "").startswith("[decided by the rules judge")]
     assert len(by_rules) == out["usage"]["llm_calls_saved"], by_rules
     # what went to the server was only what the rules could not settle: the two ceo facts
     assert not {"g3", "p3"} & set(by_rules), by_rules

@@ -180,8 +180,8 @@ def full(report, tmp_path_factory):
 
 
 def matched_pairs(line: dict) -> set[tuple[str, str]]:
-    pairs = {(g["id"], p) for g in line["gold_facts"] for p in g["matched_ids"]}
-    return pairs | {(g, p["id"]) for p in line["predicted_facts"] for g in p["matched_ids"]}
+    pairs = {(g["id"], p) for g in line["gold_facts"] for p in g["factjudge"]["matched_ids"]}
+    return pairs | {(g, p["id"]) for p in line["predicted_facts"] for g in p["factjudge"]["matched_ids"]}
 
 
 def links_svg(dom: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from ..models import CategoryCounts, Counts, FieldScore, line_analysis
+from ..models import CategoryCounts, Counts, FieldScore, line_analysis, verdict_of
 from .alerts import Alert
 from .analysis import count_categories, sorted_counts, total_categories
 from .confidence import ConfidenceAccumulator, ConfidenceSummary, DocConfidence, doc_confidence
@@ -74,8 +74,8 @@ def doc_stats(line: Mapping[str, Any], confidence_field: str | None = None) -> D
     m = line["metrics"]
     usage = {k: v for k, v in line.get("usage", {}).items()
              if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    votes = [f["votes"] for side in ("gold_facts", "predicted_facts") for f in line.get(side, ())
-             if isinstance(f.get("votes"), dict)]
+    votes = [v for side in ("gold_facts", "predicted_facts") for f in line.get(side, ())
+             if isinstance(v := verdict_of(f).get("votes"), dict)]
     jurors = line.get("usage", {}).get("jurors") or {}
     return DocStats(
         doc_id=line["doc_id"],

@@ -38,6 +38,8 @@ from ..models import (
     Split,
     fact_category,
     line_analysis,
+    status_of,
+    verdict_of,
 )
 
 
@@ -112,7 +114,7 @@ def _granularity(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[
     """Merges and splits from the final links and the links reconciliation dropped."""
     types = {side: {str(f["id"]): f.get("fact_type") for f in facts}
              for side, facts in (("gold", gold), ("predicted", predicted))}
-    links = {side: {str(f["id"]): [str(i) for i in f.get("matched_ids") or ()] for f in facts}
+    links = {side: {str(f["id"]): [str(i) for i in verdict_of(f).get("matched_ids") or ()] for f in facts}
              for side, facts in (("gold", gold), ("predicted", predicted))}
     lost: dict[tuple[Direction, str], list[str]] = {}
     for side, fact_id, owner in dropped:
@@ -140,10 +142,10 @@ def analyse(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[str, 
     subjects: dict[Any, list[Mapping[str, Any]]] = {}
     candidates: dict[Any, list[Mapping[str, Any]]] = {}
     for f in gold:
-        if f.get("status") == "FN":
+        if status_of(f) == "FN":
             subjects.setdefault(_type_key(f.get("fact_type")), []).append(f)
     for f in predicted:
-        if f.get("status") == "FP" and str(f["id"]) not in duplicates:
+        if status_of(f) == "FP" and str(f["id"]) not in duplicates:
             candidates.setdefault(_type_key(f.get("fact_type")), []).append(f)
     near: list[NearMiss] = []
     for key, subs in subjects.items():
@@ -175,7 +177,7 @@ def count_categories(line: Mapping[str, Any]) -> dict[str, CategoryCounts]:
 
     for side in ("gold", "predicted"):
         for fact in line.get(f"{side}_facts") or ():
-            category = fact_category(side, fact.get("status"), marks.get((side, str(fact.get("id")))))
+            category = fact_category(side, status_of(fact), marks.get((side, str(fact.get("id")))))
             if category in ("error", "out_of_scope") or (category == "correct" and side == "predicted"):
                 continue  # correct counts links: once, on the gold side
             if category == "near_miss" and side == "predicted":

@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..models import status_of, verdict_of
 from .metrics import ratio
 
 #: The names a prediction's confidence is looked for under, in this order, when the config names
@@ -108,7 +109,7 @@ def doc_confidence(line: Mapping[str, Any], named: str | None = None) -> DocConf
     doc = DocConfidence(name)
     by_id: dict[str, float] = {}
     for fact in predicted:
-        status = fact.get("status")
+        status = status_of(fact)
         if status not in ("TP", "FP"):
             continue
         raw = None if name is None else fact.get(name)
@@ -123,11 +124,11 @@ def doc_confidence(line: Mapping[str, Any], named: str | None = None) -> DocConf
         (doc.correct if status == "TP" else doc.wrong).append(value)
         by_id[str(fact.get("id"))] = value
     for fact in gold:
-        status = fact.get("status")
+        status = status_of(fact)
         if status in ("TP", "FN"):
             doc.gold += 1
         if status == "TP":
-            linked = [by_id[str(i)] for i in fact.get("matched_ids") or () if str(i) in by_id]
+            linked = [by_id[str(i)] for i in verdict_of(fact).get("matched_ids") or () if str(i) in by_id]
             if linked:
                 doc.recalled.append(max(linked))
     return doc

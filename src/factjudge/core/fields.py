@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import Analysis, FieldCounts, FieldScore
+from ..models import Analysis, FieldCounts, FieldScore, status_of, verdict_of
 from .metrics import prf
 
 CORRECT, WRONG, MISSING, SPURIOUS = range(4)
@@ -151,7 +151,7 @@ def _item(tally: dict[str, list[int]], path: str, gold: object, predicted: objec
 
 def _pairable(gold: Mapping[str, Any], predicted: Mapping[str, Any], status: str) -> bool:
     """Whether two facts can be aligned: the same fact type, the prediction of ``status``."""
-    return predicted.get("status") == status and str(gold.get("fact_type")) == str(predicted.get("fact_type"))
+    return status_of(predicted) == status and str(gold.get("fact_type")) == str(predicted.get("fact_type"))
 
 
 def align_facts(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[str, Any]],
@@ -160,15 +160,16 @@ def align_facts(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[s
     """The aligned pairs (gold, prediction, linked), then the unaligned gold facts and
     predictions, of one judged document's output facts (ERROR and out of scope left out)."""
     counted = ("TP", "FN", "FP")
-    preds = {str(p["id"]): p for p in predicted if p.get("status") in counted}
+    preds = {str(p["id"]): p for p in predicted if status_of(p) in counted}
     used: set[str] = set()
     pairs: list[tuple[Mapping[str, Any], Mapping[str, Any], bool]] = []
     alone_g: dict[str, Mapping[str, Any]] = {}
     for g in gold:
-        if g.get("status") not in counted:
+        verdict = verdict_of(g)
+        if verdict.get("status") not in counted:
             continue
-        partner = next((str(i) for i in g.get("matched_ids") or () if str(i) in preds and str(i) not in used
-                        and _pairable(g, preds[str(i)], "TP")), None) if g.get("status") == "TP" else None
+        partner = next((str(i) for i in verdict.get("matched_ids") or () if str(i) in preds and str(i) not in used
+                        and _pairable(g, preds[str(i)], "TP")), None) if verdict.get("status") == "TP" else None
         if partner is None:
             alone_g[str(g["id"])] = g
         else:

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..models import own_fields, status_of
 from .scope import EVIDENCE, NOT_COMPARED
 
 Span = tuple[int, int]
@@ -65,7 +66,7 @@ def searchable_values(fact: Mapping[str, Any]) -> list[str]:
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             out[str(v)] = None
 
-    for key, value in fact.items():
+    for key, value in own_fields(fact).items():  # an older run's verdict beside the fields is none
         if key not in NOT_COMPARED:
             add(value)
     return list(out)
@@ -187,14 +188,14 @@ class SourceCounts:
 
         out: dict[str, Grounding] = {}
         for fact in predicted:
-            if fact.get("status") == "OUT_OF_SCOPE":
+            if status_of(fact) == "OUT_OF_SCOPE":
                 continue
             g = out[str(fact.get("id"))] = ground(fact, text, lazy)
             fact_type = str(fact.get("fact_type"))
             (s.found if g.found else s.not_found).add(fact_type)
             if g.ungrounded:
                 s.ungrounded.add(fact_type)
-            if g.found and fact.get("status") == "FP" and str(fact.get("id")) not in partners:
+            if g.found and status_of(fact) == "FP" and str(fact.get("id")) not in partners:
                 s.possible_gold_omissions.add(fact_type)
                 if len(self.omissions) < self.rows:
                     self.omissions.append((doc_id, fact))

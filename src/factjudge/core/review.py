@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..models import status_of, verdict_of
 from ..util.jsonutil import canonical_json
 from .metrics import f1_score, ratio
 
@@ -159,10 +160,10 @@ def reviewed_figures(lines: Iterable[Mapping[str, Any]], reviews: Sequence[Revie
         doc_id = str(line.get("doc_id"))
         gold = {str(f.get("id")): f for f in line.get("gold_facts") or []}
         pred = {str(f.get("id")): f for f in line.get("predicted_facts") or []}
-        links = {(str(g), str(p)) for g, f in gold.items() if f.get("status") == "TP"
-                 for p in f.get("matched_ids") or []}
-        links |= {(str(g), str(p)) for p, f in pred.items() if f.get("status") == "TP"
-                  for g in f.get("matched_ids") or []}
+        links = {(str(g), str(p)) for g, f in gold.items() if status_of(f) == "TP"
+                 for p in verdict_of(f).get("matched_ids") or []}
+        links |= {(str(g), str(p)) for p, f in pred.items() if status_of(f) == "TP"
+                  for g in verdict_of(f).get("matched_ids") or []}
         added_gold, true_pred = 0, set()
         for r in by_doc.get(doc_id, ()):
             pair = (str(r.gold_id), str(r.predicted_id))
@@ -179,10 +180,10 @@ def reviewed_figures(lines: Iterable[Mapping[str, Any]], reviews: Sequence[Revie
         linked_g = {g for g, _ in links}
         linked_p = {p for _, p in links} | true_pred
         for g, f in gold.items():
-            if f.get("status") in ("TP", "FN"):
+            if status_of(f) in ("TP", "FN"):
                 tp_g, fn = (tp_g + 1, fn) if g in linked_g else (tp_g, fn + 1)
         for p, f in pred.items():
-            if f.get("status") in ("TP", "FP"):
+            if status_of(f) in ("TP", "FP"):
                 tp_p, fp = (tp_p + 1, fp) if p in linked_p else (tp_p, fp + 1)
         tp_g += added_gold
     return ReviewedFigures(

@@ -7,15 +7,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
-from ..models import OUTPUT_FIELDS, JudgeConfig
+from ..models import VERDICT_KEY, JudgeConfig
 from .confidence import detect_field
 
 #: A fact's evidence: where an extractor found it in the source (its span, alignment, the
 #: extractor's own description), kept with the fact and shown, never compared (what a fact states
 #: is in its other fields). The input formats of extractors (LangExtract, spaCy, GLiNER) fill it.
 EVIDENCE = "evidence"
-#: Never data to compare: the identity, the type, factjudge's own output fields, the evidence.
-NOT_COMPARED = frozenset({"id", "fact_type", *OUTPUT_FIELDS, EVIDENCE})
+#: Never data to compare: the identity, the type, factjudge's verdict on an output fact, the
+#: evidence. A fact's own ``status`` or ``description`` is data like any other field.
+NOT_COMPARED = frozenset({"id", "fact_type", VERDICT_KEY, EVIDENCE})
 
 
 def is_in_scope(fact: dict[str, Any], config: JudgeConfig) -> bool:

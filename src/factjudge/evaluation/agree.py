@@ -31,7 +31,7 @@ from ..core.metrics import cohen_kappa
 from ..errors import InputError
 from ..io.jsonl import check_json_value, json_type
 from ..io.runfolder import SUMMARY, LineRef, RunFolder
-from ..models import DIRECTIONS, OUTPUT_FIELDS, Direction, NegativeStatus, Status
+from ..models import DIRECTIONS, VERDICT_KEY, Direction, NegativeStatus, Status, own_fields, status_of, verdict_of
 from ..reports.html import render_page
 from ..reports.text import config_hash
 
@@ -42,7 +42,6 @@ NEGATIVE: dict[Direction, NegativeStatus] = {"gold": "FN", "predicted": "FP"}
 LEFT_OUT: tuple[Status, ...] = ("ERROR", "OUT_OF_SCOPE")
 #: Document ids named per "only in one run" list (all are counted).
 IDS_SHOWN = 20
-_NOT_INPUT = frozenset({*OUTPUT_FIELDS, "votes"})
 
 
 @dataclass
@@ -185,7 +184,10 @@ def _fact_problem(fact: Mapping[str, Any], at: str) -> tuple[str, str] | None:
     (``result_line_problem`` checked that it has an ``id`` and a string ``status``.)"""
     if problem := _id_problem(fact["id"]):
         return f"{at}.id", problem
-    matched = fact.get("matched_ids")
+    verdict = verdict_of(fact)
+    if verdict is not fact:
+        at = f"{at}.{VERDICT_KEY}"
+    matched = verdict.get("matched_ids")
     if matched is None:
         return None
     if not isinstance(matched, list):
@@ -228,14 +230,16 @@ def _count_facts(line: Mapping[str, Any]) -> int:
 
 
 def _shown(fact: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in fact.items() if k not in _NOT_INPUT}
+    """The fact as judged, without the verdict (either layout: runs of two versions compare)."""
+    return own_fields(fact)
 
 
 def _outcome(fact: Mapping[str, Any]) -> dict[str, Any]:
-    out = {"status": fact.get("status"), "matched_ids": [str(i) for i in fact.get("matched_ids") or []],
-           "reasoning": fact.get("reasoning") or "", "description": fact.get("description") or ""}
-    if isinstance(fact.get("votes"), dict):
-        out["votes"] = fact["votes"]
+    verdict = verdict_of(fact)
+    out = {"status": verdict.get("status"), "matched_ids": [str(i) for i in verdict.get("matched_ids") or []],
+           "reasoning": verdict.get("reasoning") or "", "description": verdict.get("description") or ""}
+    if isinstance(verdict.get("votes"), dict):
+        out["votes"] = verdict["votes"]
     return out
 
 
@@ -291,9 +295,9 @@ def _compare_document(result: Agreement, doc_id: str, line_a: tuple[dict[str, An
             j, fb = hit
             if _shown(fa) != _shown(fb):
                 result.inputs_differ += 1
-            sa, sb = fa.get("status"), fb.get("status")
-            ma = sorted(str(m) for m in fa.get("matched_ids") or [])
-            mb = sorted(str(m) for m in fb.get("matched_ids") or [])
+            sa, sb = status_of(fa), status_of(fb)
+            ma = sorted(str(m) for m in verdict_of(fa).get("matched_ids") or [])
+            mb = sorted(str(m) for m in verdict_of(fb).get("matched_ids") or [])
             same = sa == sb and ma == mb
             left_out = sa in LEFT_OUT or sb in LEFT_OUT
             _count(stats, sa, sb, same)

@@ -36,7 +36,7 @@ from ..io.jsonl import coerce_id, json_type, jsonl_lines, parse_json, parse_json
 from ..io.review import load_review, review_header
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
-from ..models import CallUsage, JudgeConfig, JudgeResult
+from ..models import CallUsage, JudgeConfig, JudgeResult, verdict_of
 from ..util.aio import run_sync
 from ..util.bounds import COUNT_MAX
 from .runner import judge_documents
@@ -332,7 +332,8 @@ def score(decisions: Iterable[Decision], judge: str | None = None) -> Calibratio
 def decision_from_result(label: Label, gold_out: Mapping[str, Any],
                          predicted_out: Mapping[str, Any]) -> Decision:
     """The decision of one judged line, from the two output facts of ``run_judge``."""
-    gold_note, pred_note = gold_out.get("description") or "", predicted_out.get("description") or ""
+    gold_v, pred_v = verdict_of(gold_out), verdict_of(predicted_out)
+    gold_note, pred_note = gold_v.get("description") or "", pred_v.get("description") or ""
     if gold_note == pred_note:  # reconciliation notes are written on both facts
         descriptions = [gold_note] if gold_note else []
     else:
@@ -341,17 +342,17 @@ def decision_from_result(label: Label, gold_out: Mapping[str, Any],
     base: dict[str, Any] = {
         "id": label.id, "label": label.match, "category": label.category,
         "fact_type": label.gold_fact["fact_type"], "gold_fact": label.gold_fact,
-        "predicted_fact": label.predicted_fact, "gold_reasoning": gold_out.get("reasoning"),
-        "predicted_reasoning": predicted_out.get("reasoning"),
+        "predicted_fact": label.predicted_fact, "gold_reasoning": gold_v.get("reasoning"),
+        "predicted_reasoning": pred_v.get("reasoning"),
         "description": "; ".join(descriptions)}
-    statuses = (gold_out["status"], predicted_out["status"])
+    statuses = (gold_v["status"], pred_v["status"])
     if "ERROR" in statuses:
         reasons = "; ".join(descriptions) or "the judge failed"
         return Decision(predicted=None, error=f"ERROR: {reasons}", **base)
     if "OUT_OF_SCOPE" in statuses:
         return Decision(predicted=None, error="out of scope: fact_type not in entity_types; "
                                               "not judged", **base)
-    linked = gold_out["status"] == "TP" and label.predicted_fact["id"] in gold_out["matched_ids"]
+    linked = gold_v["status"] == "TP" and label.predicted_fact["id"] in gold_v["matched_ids"]
     return Decision(predicted=linked, **base)
 
 

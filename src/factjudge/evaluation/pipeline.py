@@ -41,6 +41,7 @@ from ..judges.base import (
     verdict_problem,
 )
 from ..models import (
+    VERDICT_KEY,
     VERDICT_TEXT_LIMIT,
     Analysis,
     Direction,
@@ -187,11 +188,15 @@ def _output_fact(fact: dict[str, Any], in_scope: bool, status: Status, matched: 
                  description: str, reasoning: str | None,
                  votes: dict[str, str] | None = None,
                  linked: dict[str, str | None] | None = None, in_place: bool = False) -> dict[str, Any]:
+    """The fact unchanged plus its verdict under :data:`VERDICT_KEY`: the fact's own fields may
+    have any name, the verdict's included."""
     out = fact if in_place else dict(fact)
-    out.update(in_scope=in_scope, status=status, matched_ids=matched,
-               description=description, reasoning=reasoning, linked_reasoning=linked or {})
+    verdict: dict[str, Any] = {"in_scope": in_scope, "status": status, "matched_ids": matched,
+                               "description": description, "reasoning": reasoning,
+                               "linked_reasoning": linked or {}}
     if votes is not None:  # a jury's verdict: each juror's vote
-        out["votes"] = votes
+        verdict["votes"] = votes
+    out[VERDICT_KEY] = verdict
     return out
 
 
@@ -243,8 +248,8 @@ async def run_judge_async(
     gold_out = _assemble(gold, gv, rec.gold, pv, in_place)
     pred_out = _assemble(predicted, pv, rec.predicted, gv, in_place)
     analysis = _analysis(gold_out, pred_out, rec.dropped, config, fields)
-    metrics = compute_metrics(((f["fact_type"], f["status"]) for f in gold_out),
-                              ((f["fact_type"], f["status"]) for f in pred_out))
+    metrics = compute_metrics(((f["fact_type"], f[VERDICT_KEY]["status"]) for f in gold_out),
+                              ((f["fact_type"], f[VERDICT_KEY]["status"]) for f in pred_out))
     if tally.asked:
         metrics.jury_agreement = tally.agreed / tally.asked
     usage.seconds = round(time.perf_counter() - started, 3)
@@ -261,9 +266,9 @@ def _analysis(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
     """Near misses, merges and splits (:func:`factjudge.core.analysis.analyse`) and the field-level
     counts (:func:`factjudge.core.fields.count_fields`), with the rules judge's field comparison
     whichever judge ran: one closeness measure everywhere."""
-    fn_types = {f["fact_type"] for f in gold if f["status"] == "FN"}
+    fn_types = {f["fact_type"] for f in gold if f[VERDICT_KEY]["status"] == "FN"}
     prepare: list[Any] = []  # the facts normalised once, for the ranker and the field comparison
-    if not any(f["status"] == "FP" and f["fact_type"] in fn_types for f in predicted):
+    if not any(f[VERDICT_KEY]["status"] == "FP" and f["fact_type"] in fn_types for f in predicted):
         analysis = analyse(gold, predicted, dropped, lambda subjects, candidates: [])  # no pair to look for
     else:
         # only now: a run without an FN and an FP of one type never loads the rules judge

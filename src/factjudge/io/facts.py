@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..models import OUTPUT_FIELDS
+from ..models import VERDICT_KEY
 from .inputs import check_input_kind, empty_file_error, rename_fields
 from .jsonl import (
     check_json_value,
@@ -102,9 +102,9 @@ def validate_facts(records: Iterable[tuple[str, Any]], source: str, *,
             _missing_key(rec, prefix, "fact_type", "(a non-empty string)")
         if not isinstance(fact_type, str) or not fact_type.strip():
             raise InputError(f"{prefix}: missing or empty 'fact_type' (a non-empty string)")
-        reserved = [k for k in OUTPUT_FIELDS if k in rec]
-        if reserved:
-            raise InputError(f"{prefix}: field {reserved[0]!r} is reserved for factjudge's output")
+        if VERDICT_KEY in rec:  # the one name an output fact adds: any other field name is the fact's
+            raise InputError(f"{prefix}: field {VERDICT_KEY!r} is reserved for factjudge's verdict in its "
+                             "output: rename the field")
         if fact_id in seen:
             raise InputError(f"{prefix}: duplicate id, first seen at {seen[fact_id][0]}"
                              f"{_other_document(seen[fact_id][1], rec.get('doc_id'))}")

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from ..models import CategoryCounts, JudgeResult
+from ..models import CategoryCounts, JudgeResult, status_of
 
 
 class ResultLine(JudgeResult):
@@ -49,8 +49,9 @@ _SIDES = ("gold_facts", "predicted_facts")
 def result_line_problem(line: object) -> str | None:
     """What makes a parsed line no factjudge result line (None: it is one), checked leanly: it
     runs on every line a reader reads. The checks are what the readers rely on: a ``doc_id``
-    and an ``input_sha256`` (strings), fact lists whose facts have an ``id`` and a ``status``,
-    and ``metrics``."""
+    and an ``input_sha256`` (strings), fact lists whose facts have an ``id`` and a verdict with a
+    ``status`` (under ``factjudge``, or beside the fact's fields as an older factjudge wrote
+    it: :func:`~factjudge.models.verdict_of`), and ``metrics``."""
     if type(line) is not dict:
         return "not a JSON object"
     for key in ("doc_id", "input_sha256"):
@@ -59,7 +60,7 @@ def result_line_problem(line: object) -> str | None:
     for key in _SIDES:
         facts = line.get(key)
         if type(facts) is not list or not all(
-                type(f) is dict and "id" in f and type(f.get("status")) is str for f in facts):
+                type(f) is dict and "id" in f and type(status_of(f)) is str for f in facts):
             return f"{key} is not a list of judged facts"
     metrics = line.get("metrics")
     if type(metrics) is not dict or type(metrics.get("errors")) is not int:

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from ..core.aggregate import doc_stats
 from ..errors import InputError
-from ..models import OUTPUT_FIELDS, JudgeResult
+from ..models import JudgeResult, own_fields
 from ..util.jsonutil import canonical_json
 from .files import AtomicFile, same_file
 from .jsonl import read_error
@@ -452,7 +452,7 @@ def read_eval_dir(out_dir: Path) -> dict[str, tuple[tuple[int, int, int, int], s
         raise InputError(f"{out_dir}: not a finished eval output folder (no {SUMMARY})")
     docs: dict[str, tuple[tuple[int, int, int, int], str]] = {}
     for line in folder.lines(finished=True):
-        gold = [{k: v for k, v in f.items() if k not in OUTPUT_FIELDS} for f in line["gold_facts"]]
+        gold = [own_fields(f) for f in line["gold_facts"]]  # either layout: the same hash
         digest = hashlib.sha256(canonical_json(gold).encode("utf-8")).hexdigest()
         try:
             docs[line["doc_id"]] = (doc_stats(line).key, digest)

@@ -1,6 +1,6 @@
 """The data that crosses a boundary (pydantic), a module by what it holds:
 
-- :mod:`.statuses`: the directions, the statuses and the fields factjudge adds to an output fact;
+- :mod:`.statuses`: the directions, the statuses and the verdict factjudge adds to an output fact and its accessors;
 - :mod:`.config`: the judge config file (:class:`JudgeConfig`) and its parts;
 - :mod:`.usage`: what judging cost (:class:`CallUsage`, :class:`Usage`, :class:`Prices`);
 - :mod:`.analysis`: where the errors are (categories, near misses, merges, splits);
@@ -44,7 +44,19 @@ from .results import (
     cut_text,
     quoted,
 )
-from .statuses import DIRECTIONS, OUTPUT_FIELDS, PASS_STATUSES, Direction, NegativeStatus, PassStatus, Status
+from .statuses import (
+    DIRECTIONS,
+    OUTPUT_FIELDS,
+    PASS_STATUSES,
+    VERDICT_KEY,
+    Direction,
+    NegativeStatus,
+    PassStatus,
+    Status,
+    own_fields,
+    status_of,
+    verdict_of,
+)
 from .usage import CallUsage, Prices, Usage, money
 
 __all__ = [
@@ -55,6 +67,10 @@ __all__ = [
     "PASS_STATUSES",
     "Status",
     "OUTPUT_FIELDS",
+    "VERDICT_KEY",
+    "verdict_of",
+    "status_of",
+    "own_fields",
     "Number",
     "Tolerance",
     "ColumnName",

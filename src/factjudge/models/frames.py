@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import missing_dependency
 from .analysis import Analysis, fact_category
-from .statuses import OUTPUT_FIELDS
+from .statuses import own_fields, verdict_of
 
 #: The columns of :meth:`Analysis.marks` and the category (:func:`fact_category`), per fact.
 ANALYSIS_COLUMNS = ("category", "partner", "differ", "closeness", "granularity")
@@ -18,10 +18,10 @@ FACT_COLUMNS = ("doc_id", "side", "id", "fact_type", "status", "in_scope", "matc
 
 
 #: The fixed columns factjudge fills that do not come from the fact itself: every column but the
-#: fact's ``id`` and ``fact_type`` and the :data:`OUTPUT_FIELDS` (which an input fact may not
-#: have). A fact may have fields of these names (``category`` and ``partner`` are ordinary
-#: business fields): they go to ``fact.<name>`` (:func:`fact_column`), never into factjudge's column.
-ADDED_COLUMNS = tuple(c for c in FACT_COLUMNS if c not in ("id", "fact_type", *OUTPUT_FIELDS))
+#: fact's ``id`` and ``fact_type``, the verdict's (``status``, ``description``...) included. A
+#: fact may have fields of these names (``category`` and ``description`` are ordinary business
+#: fields): they go to ``fact.<name>`` (:func:`fact_column`), never into factjudge's column.
+ADDED_COLUMNS = tuple(c for c in FACT_COLUMNS if c not in ("id", "fact_type"))
 _PREFIX = "fact."
 
 
@@ -65,20 +65,20 @@ def result_rows(result: Any, doc_id: str | None = None) -> Iterator[dict[str, An
     for side in ("gold", "predicted"):
         for fact in line.get(f"{side}_facts") or ():
             mark = marks.get((side, str(fact.get("id"))), {})
+            verdict = verdict_of(fact)
             row: dict[str, Any] = {
                 "doc_id": doc_id, "side": side, "id": fact.get("id"),
-                "fact_type": fact.get("fact_type"), "status": fact.get("status"),
-                "in_scope": fact.get("in_scope"), "matched_ids": list(fact.get("matched_ids") or ()),
-                "description": fact.get("description"), "reasoning": fact.get("reasoning"),
-                "linked_reasoning": fact.get("linked_reasoning"), "votes": fact.get("votes"),
-                "category": fact_category(side, fact.get("status"), mark), "partner": mark.get("partner"),
+                "fact_type": fact.get("fact_type"), "status": verdict.get("status"),
+                "in_scope": verdict.get("in_scope"), "matched_ids": list(verdict.get("matched_ids") or ()),
+                "description": verdict.get("description"), "reasoning": verdict.get("reasoning"),
+                "linked_reasoning": verdict.get("linked_reasoning"), "votes": verdict.get("votes"),
+                "category": fact_category(side, verdict.get("status"), mark), "partner": mark.get("partner"),
                 "differ": mark.get("differ"), "closeness": mark.get("closeness"),
                 "granularity": mark.get("granularity"),
             }
-            for key, value in fact.items():
-                if key in ("id", "fact_type") or key in OUTPUT_FIELDS:
-                    continue
-                row[fact_column(key)] = value
+            for key, value in own_fields(fact).items():
+                if key not in ("id", "fact_type"):
+                    row[fact_column(key)] = value
             yield row
 
 

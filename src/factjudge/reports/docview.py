@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..core.grounding import Finder, Span, ground, segments
-from ..models import Direction
+from ..models import Direction, status_of, verdict_of
 from .format import fmt
 from .rows import closest_facts, shown_fields
 
@@ -43,7 +43,7 @@ def _source(payload: dict[str, Any], text: str, find: Callable[[str], Finder]) -
     marks: list[tuple[Span, str]] = []
     for side, key in (("gold", "g"), ("predicted", "p")):
         for i, (fact, shown) in enumerate(zip(payload.pop(f"_{side}"), payload[side], strict=True)):
-            if fact.get("status") == "OUT_OF_SCOPE":
+            if status_of(fact) == "OUT_OF_SCOPE":
                 continue
             g = ground(fact, text, lazy)
             marks += [(span, f"{key}{i}") for span in g.spans]
@@ -62,21 +62,21 @@ def _doc_payload(line: Mapping[str, Any]) -> dict[str, Any]:
     p_index = {str(f.get("id")): j for j, f in enumerate(pred)}
     pairs: dict[tuple[int, int], None] = {}
     for i, f in enumerate(gold):
-        for m in f.get("matched_ids") or []:
+        for m in verdict_of(f).get("matched_ids") or []:
             if str(m) in p_index:
                 pairs[(i, p_index[str(m)])] = None
     for j, f in enumerate(pred):
-        for m in f.get("matched_ids") or []:
+        for m in verdict_of(f).get("matched_ids") or []:
             if str(m) in g_index:
                 pairs[(g_index[str(m)], j)] = None
     near: list[list[Any]] = []
     seen: set[tuple[int, int]] = set()
 
     def fact(f: Mapping[str, Any], side: Direction) -> dict[str, Any]:
-        hit = near_of.get((side, str(f.get("id"))))
+        hit, verdict = near_of.get((side, str(f.get("id")))), verdict_of(f)
         return {"id": str(f.get("id")), "fact_type": str(f.get("fact_type")),
-                "status": str(f.get("status")), "fields": shown_fields(f),
-                "note": f.get("description") or "", "reasoning": f.get("reasoning") or "",
+                "status": str(verdict.get("status")), "fields": shown_fields(f),
+                "note": verdict.get("description") or "", "reasoning": verdict.get("reasoning") or "",
                 "closest": None if hit is None else {"id": str(hit[0].get("id")), "score": hit[1]}}
 
     sides: tuple[tuple[Direction, list[Any], dict[str, int]], ...] = (

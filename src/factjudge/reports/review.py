@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.aggregate import Summary
 from ..core.review import EXPORT_KIND, reviews_needed, run_identity
-from ..models import OUTPUT_FIELDS
+from ..models import own_fields, status_of, verdict_of
 from .docview import json_for_script
 from .format import fmt
 from .html import render_page
@@ -41,8 +41,8 @@ LLM_DECIDED = "[decided by the LLM judge]"
 
 
 def input_fact(fact: Mapping[str, Any]) -> dict[str, Any]:
-    """A result fact as it was given: without the judge's output fields."""
-    return {k: v for k, v in fact.items() if k not in OUTPUT_FIELDS}
+    """A result fact as it was given: without the judge's verdict."""
+    return own_fields(fact)
 
 
 def _confidence(fact: Mapping[str, Any]) -> float | None:
@@ -56,12 +56,13 @@ def _item(doc_id: str, kind: str, gold: Mapping[str, Any] | None, pred: Mapping[
           priority: float, reason: str, similarity: float | None = None) -> dict[str, Any]:
     subject = gold if kind != "extra" else pred
     assert subject is not None
+    verdict = verdict_of(subject)
     return {"key": json_for_script([doc_id, kind, gold and str(gold.get("id")), pred and str(pred.get("id"))]),
             "doc_id": doc_id, "kind": kind, "priority": round(priority, 4), "reason": reason,
-            "similarity": similarity, "status": str(subject.get("status")),
+            "similarity": similarity, "status": str(verdict.get("status")),
             "gold": None if gold is None else input_fact(gold),
             "predicted": None if pred is None else input_fact(pred),
-            "reasoning": str(subject.get("reasoning") or ""), "note": str(subject.get("description") or "")}
+            "reasoning": str(verdict.get("reasoning") or ""), "note": str(verdict.get("description") or "")}
 
 
 def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = ()) -> list[dict[str, Any]]:
@@ -73,20 +74,21 @@ def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = ()) 
     near = closest_detail(line, ROW_STATUSES)
     items = []
     for g in gold:
-        if g.get("status") == "TP":
-            for pid in g.get("matched_ids") or []:
+        verdict = verdict_of(g)
+        if verdict.get("status") == "TP":
+            for pid in verdict.get("matched_ids") or []:
                 p = by_id.get(str(pid))
                 if p is None:
                     continue
                 conf = _confidence(p)
-                if LLM_DECIDED in str(g.get("reasoning") or ""):
+                if LLM_DECIDED in str(verdict.get("reasoning") or ""):
                     items.append(_item(doc_id, "link", g, p, 2.5, "LLM link the rules judge could not confirm"))
                 elif conf is not None and conf < 0.8:
                     items.append(_item(doc_id, "link", g, p, 2 + (1 - conf),
                                        f"link on a low-confidence prediction ({conf:g})"))
                 else:
                     items.append(_item(doc_id, "link", g, p, 1, "link"))
-        elif g.get("status") == "FN":
+        elif verdict.get("status") == "FN":
             hit = near.get(("gold", str(g.get("id"))))
             if hit is None:
                 items.append(_item(doc_id, "miss", g, None, 0.5, "miss: nothing predicted of this type is close"))
@@ -97,7 +99,7 @@ def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = ()) 
     # a miss and an extra closest to each other are one decision: listed once, as the miss
     shown = {(str(i["gold"]["id"]), str(i["predicted"]["id"])) for i in items if i["kind"] == "miss" and i["predicted"]}
     for p in pred:
-        if p.get("status") != "FP":
+        if status_of(p) != "FP":
             continue
         hit = near.get(("predicted", str(p.get("id"))))
         if hit is not None and (str(hit[0].get("id")), str(p.get("id"))) in shown:

@@ -10,11 +10,22 @@ from typing import Any
 
 from ..core.analysis import Closeness, Ranker
 from ..core.scope import compared_fields
-from ..models import DIRECTIONS, OUTPUT_FIELDS, QUOTE_LIMIT, Direction, JudgeConfig, Status, cut_text
+from ..models import (
+    DIRECTIONS,
+    QUOTE_LIMIT,
+    Direction,
+    JudgeConfig,
+    Status,
+    cut_text,
+    own_fields,
+    status_of,
+    verdict_of,
+)
 
 #: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
 ROW_STATUSES: tuple[Status, ...] = ("FN", "FP", "ERROR")
-_NOT_SHOWN = frozenset({"id", "fact_type", *OUTPUT_FIELDS})
+#: A fact's identity and type have their own columns in a report.
+_NOT_SHOWN = frozenset({"id", "fact_type"})
 #: "Closest fact" search is skipped for a (document, side, fact_type) group with more pairs.
 CLOSEST_MAX_PAIRS = 1_000_000
 #: Candidates fully compared per fact for its "closest" fact, the most similar by the text of the
@@ -26,9 +37,9 @@ _SIDE_PAIRS: tuple[tuple[Direction, Direction], ...] = (("gold", "predicted"), (
 
 
 def _value_text(fact: Mapping[str, Any]) -> str:
-    """The text of a fact's own fields (not id, fact_type or output fields), for similarity."""
+    """The text of a fact's own fields (not id, fact_type or the verdict), for similarity."""
     return " ".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
-                    for k, v in fact.items() if k not in _NOT_SHOWN)
+                    for k, v in own_fields(fact).items() if k not in _NOT_SHOWN)
 
 
 def _similarity_text(fact: Mapping[str, Any]) -> str:
@@ -40,8 +51,8 @@ def _similarity_text(fact: Mapping[str, Any]) -> str:
 
 
 def _own_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
-    """A fact's own fields: id and fact_type have their own columns, output fields their own places."""
-    return {k: v for k, v in fact.items() if k not in _NOT_SHOWN}
+    """A fact's own fields: id and fact_type have their own columns, the verdict its own places."""
+    return {k: v for k, v in own_fields(fact).items() if k not in _NOT_SHOWN}
 
 
 def shown_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,7 +95,8 @@ def _ranker(line: Mapping[str, Any]) -> Ranker:
     from ..judges.rules.closeness import rules_ranker  # when first needed: the run starts faster
 
     config = _line_config(line)
-    in_scope = [[f for f in line.get(f"{side}_facts") or [] if f.get("status") != "OUT_OF_SCOPE"
+    # the fields of the facts themselves: an older run wrote its verdict beside them
+    in_scope = [[own_fields(f) for f in line.get(f"{side}_facts") or [] if status_of(f) != "OUT_OF_SCOPE"
                  and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
     return rules_ranker(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL)
 
@@ -97,13 +109,13 @@ def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STA
     for side, other in _SIDE_PAIRS:
         subjects: dict[Any, list[Mapping[str, Any]]] = {}
         for f in line.get(f"{side}_facts") or []:
-            if f.get("status") in statuses:
+            if status_of(f) in statuses:
                 subjects.setdefault(f.get("fact_type"), []).append(f)
         if not subjects:
             continue
         candidates: dict[Any, list[Mapping[str, Any]]] = {}
         for f in line.get(f"{other}_facts") or []:
-            if f.get("fact_type") in subjects and f.get("status") != "OUT_OF_SCOPE":
+            if f.get("fact_type") in subjects and status_of(f) != "OUT_OF_SCOPE":
                 candidates.setdefault(f.get("fact_type"), []).append(f)
         for fact_type, subs in subjects.items():
             cands = candidates.get(fact_type, [])
@@ -133,11 +145,12 @@ def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict
     rows = []
     for side, other in _SIDE_PAIRS:
         for fact in facts[side]:
-            status = fact.get("status")
+            verdict = verdict_of(fact)
+            status = verdict.get("status")
             if status not in statuses:
                 continue
-            matched = [str(i) for i in fact.get("matched_ids") or []]
-            linked = [{"id": i, "status": by_id[other][i].get("status"), "fact": shown_fields(by_id[other][i])}
+            matched = [str(i) for i in verdict.get("matched_ids") or []]
+            linked = [{"id": i, "status": status_of(by_id[other][i]), "fact": shown_fields(by_id[other][i])}
                       for i in matched if i in by_id[other]]
             near = closest.get((side, str(fact["id"]))) if status != "TP" else None
             rows.append({
@@ -145,10 +158,10 @@ def collect_rows(line: Mapping[str, Any], include_tp: bool = False) -> list[dict
                 "fact_type": fact["fact_type"], "status": status, "fact": shown_fields(fact),
                 "matched_ids": matched, "linked": linked,
                 "closest": None if near is None else {
-                    "id": near[0]["id"], "status": near[0].get("status"),
+                    "id": near[0]["id"], "status": status_of(near[0]),
                     "fact": shown_fields(near[0]), "score": round(near[1].score, 1),
                     "differ": near[1].differ},
-                "reasoning": fact.get("reasoning") or "", "note": fact.get("description") or "",
+                "reasoning": verdict.get("reasoning") or "", "note": verdict.get("description") or "",
             })
     return rows
 
@@ -214,8 +227,8 @@ def changed_facts(line_a: Mapping[str, Any], line_b: Mapping[str, Any]) -> list[
         b = {str(f.get("id")): f for f in line_b.get(f"{side}_facts") or []}
         for fid in [*a, *(i for i in b if i not in a)]:
             fa, fb = a.get(fid), b.get(fid)
-            sa = fa.get("status") if fa else None
-            sb = fb.get("status") if fb else None
+            sa = status_of(fa) if fa else None
+            sb = status_of(fb) if fb else None
             if sa == sb:
                 continue
             ra, rb = _badness(sa), _badness(sb)
@@ -227,9 +240,9 @@ def changed_facts(line_a: Mapping[str, Any], line_b: Mapping[str, Any]) -> list[
                 "fact_type": base.get("fact_type"), "status_a": sa, "status_b": sb, "change": change,
                 "fact": shown_fields(base), "fact_a": None if fa is None else shown_fields(fa),
                 "same_fact": fa is None or fb is None or _own_fields(fa) == _own_fields(fb),
-                "reasoning_a": (fa or {}).get("reasoning") or "",
-                "reasoning_b": (fb or {}).get("reasoning") or "",
-                "note_b": (fb or {}).get("description") or "",
+                "reasoning_a": verdict_of(fa or {}).get("reasoning") or "",
+                "reasoning_b": verdict_of(fb or {}).get("reasoning") or "",
+                "note_b": verdict_of(fb or {}).get("description") or "",
             })
     return out
 

@@ -48,7 +48,7 @@ def test_bad_lines_of_the_gold_predicted_form_name_file_and_line(tmp_path):
         json.dumps({"id": "2", "fact_type": "t"}),
         json.dumps({"doc_id": "b", "id": "1", "fact_type": "t"}),
         json.dumps({"doc_id": "a", "id": 1, "fact_type": "t"}),
-        json.dumps({"doc_id": "a", "id": "3", "fact_type": "t", "status": "TP"}),
+        json.dumps({"doc_id": "a", "id": "3", "fact_type": "t", "factjudge": "TP"}),
     ]) + "\n")
     p = write_jsonl(tmp_path / "p.jsonl", [{"doc_id": "a", "id": "x"}])
     proc = run_cli("eval", "--gold", g, "--predicted", p, "-o", tmp_path / "out")
@@ -56,7 +56,8 @@ def test_bad_lines_of_the_gold_predicted_form_name_file_and_line(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"factjudge: error: {g}: line 2: missing or empty 'doc_id' (a non-empty string or an integer)",
         f"factjudge: error: {g}: line 4 (id '1'): duplicate id in document 'a', first seen at line 1",
-        f"factjudge: error: {g}: line 5 (id '3'): field 'status' is reserved for factjudge's output",
+        f"factjudge: error: {g}: line 5 (id '3'): field 'factjudge' is reserved for "
+        "factjudge's verdict in its output: rename the field",
         f"factjudge: error: {p}: line 1 (id 'x'): missing or empty 'fact_type' (a non-empty string); "
         "fields found: id (map yours with the config key columns: {fact_type: YOUR_FIELD})",
         "factjudge: error: 4 bad line(s); nothing was judged (--skip-invalid scores the rest)",

@@ -74,7 +74,7 @@ def test_langextract_extractions_are_facts_with_their_evidence(tmp_path):
                        "evidence": {"start": 18, "end": 25, "alignment_status": "match_exact",
                                     "extraction_index": 1, "group_index": 0}}
     assert NOTE[18:25] == "aspirin" and NOTE[43:52] == "ibuprofen"
-    # LangExtract's description is evidence, not the reserved output field
+    # LangExtract's description is evidence (an attribute named description would be a field)
     assert ibuprofen["frequency"] == ["as needed", "prn"] and "description" not in ibuprofen
     assert ibuprofen["evidence"]["description"] == "an NSAID"
     # ungrounded (char_interval null): no span in its evidence, the fact itself still read
@@ -101,10 +101,9 @@ def test_langextract_ids_are_the_same_on_every_reading(tmp_path):
 
 
 @pytest.mark.parametrize(("extraction", "message"), [
-    (_extraction("medication", "aspirin", (18, 25), attributes={"status": "active"}),
-     "{f}: line 1 (id 'medication-1'): field 'status' is reserved for factjudge's output"),
-    (_extraction("medication", "aspirin", (18, 25), attributes={"reasoning": "seen"}),
-     "{f}: line 1 (id 'medication-1'): field 'reasoning' is reserved for factjudge's output"),
+    (_extraction("medication", "aspirin", (18, 25), attributes={"factjudge": "active"}),
+     "{f}: line 1 (id 'medication-1'): field 'factjudge' is reserved for "
+     "factjudge's verdict in its output: rename the field"),
     (_extraction("medication", "aspirin", (18, 25), attributes={"id": "m1"}),
      "{f}: line 1 (document_id 'note-1'): extraction 1 (medication): attribute 'id' has the name of a field "
      "factjudge gives every LangExtract fact: rename it"),
@@ -195,8 +194,9 @@ def test_records_doc_ids_come_from_a_key_else_the_line_number(tmp_path):
      "not both"),
     ({"doc_id": "a", "items": [{"sku": "A", "fact_type": "x"}]}, {},
      "{f}: line 1: 'items' item 1 has a field 'fact_type': the list's key names the type of its items"),
-    ({"doc_id": "a", "items": [{"sku": "A", "status": "open"}]}, {},
-     "{f}: line 1 (id 'items-1'): field 'status' is reserved for factjudge's output"),
+    ({"doc_id": "a", "items": [{"sku": "A", "factjudge": "open"}]}, {},
+     "{f}: line 1 (id 'items-1'): field 'factjudge' is reserved for "
+     "factjudge's verdict in its output: rename the field"),
     ({"number": "a", "items": [{"sku": "A"}]}, {"columns": {"doc_id": "invoice_number"}},
      "{f}: line 1: no key 'invoice_number' (the doc_id, as the config key columns names it); keys found: number, "
      "items"),

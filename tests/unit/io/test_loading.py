@@ -36,7 +36,7 @@ def test_jsonl_skips_blank_lines_and_names_bad_line(tmp_path):
     ({"id": "x"}, "missing or empty 'fact_type'"),
     ({"id": "x", "fact_type": "  "}, "missing or empty 'fact_type'"),
     ({"id": "x", "fact_type": 3}, "'fact_type' must be a string, got number 3"),
-    ({"id": "x", "fact_type": "t", "status": "TP"}, "'status' is reserved"),
+    ({"id": "x", "fact_type": "t", "factjudge": {"status": "TP"}}, "'factjudge' is reserved"),
 ])
 def test_bad_records_are_named(write_json, record, problem):
     path = write_json("g.json", [{"id": "ok", "fact_type": "t"}, record])

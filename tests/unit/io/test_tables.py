@@ -270,7 +270,7 @@ def test_result_to_pandas_one_row_per_fact():
     assert list(df.columns[:len(FACT_COLUMNS)]) == list(FACT_COLUMNS)
     assert {"entity", "period", "value", "unit"} <= set(df.columns)
     out = result.to_dict()
-    expected = [(side, f["id"], f["status"], f["in_scope"], f["matched_ids"])
+    expected = [(side, f["id"], f["factjudge"]["status"], f["factjudge"]["in_scope"], f["factjudge"]["matched_ids"])
                 for side in ("gold", "predicted") for f in out[f"{side}_facts"]]
     got = [(r.side, r.id, r.status, bool(r.in_scope), r.matched_ids) for r in df.itertuples()]
     assert got == expected
@@ -323,7 +323,7 @@ def test_eval_to_pandas(eval_dir):
 
     lines = result_lines(eval_dir)
     df = eval_to_pandas(eval_dir)
-    expected = [(line["doc_id"], side, f["id"], f["status"], f["matched_ids"])
+    expected = [(line["doc_id"], side, f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"])
                 for line in lines for side in ("gold", "predicted") for f in line[f"{side}_facts"]]
     assert len(df) == len(expected) > 0
     assert [(r.doc_id, r.side, r.id, r.status, r.matched_ids) for r in df.itertuples()] == expected
@@ -473,17 +473,17 @@ def test_judge_result_to_pandas():
                        load_config(ROOT / "examples" / "config.yaml"))
     frame = result.to_pandas()
     assert len(frame) == len(result.gold_facts) + len(result.predicted_facts)
-    assert list(frame["status"]) == [f["status"] for f in result.gold_facts + result.predicted_facts]
+    assert list(frame["status"]) == [f["factjudge"]["status"] for f in result.gold_facts + result.predicted_facts]
 
 
-# Every column factjudge fills that does not come from the fact (the fact brings id and fact_type;
-# the output fields are refused on input), written out here so a new column cannot slip by.
-FILLED_BY_FACTJUDGE = ("doc_id", "side", "category", "partner", "differ", "closeness", "granularity")
+# Every column factjudge fills that does not come from the fact (the fact brings id and fact_type),
+# the verdict's included, written out here so a new column cannot slip by.
+FILLED_BY_FACTJUDGE = ("doc_id", "side", "status", "in_scope", "matched_ids", "description", "reasoning",
+                       "linked_reasoning", "votes", "category", "partner", "differ", "closeness", "granularity")
 
 
 def test_every_filled_column_is_named_here():
-    from factjudge.models import OUTPUT_FIELDS
-    assert set(FACT_COLUMNS) - {"id", "fact_type", *OUTPUT_FIELDS} == set(FILLED_BY_FACTJUDGE)
+    assert set(FACT_COLUMNS) - {"id", "fact_type"} == set(FILLED_BY_FACTJUDGE)
 
 
 def test_user_fields_named_like_factjudge_columns_are_kept_apart(tmp_path):

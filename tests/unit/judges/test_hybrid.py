@@ -12,7 +12,7 @@ EXAMPLES = ROOT / "examples"
 
 
 def statuses(result):
-    return {(side, f["id"]): (f["status"], f["matched_ids"])
+    return {(side, f["id"]): (f["factjudge"]["status"], f["factjudge"]["matched_ids"])
             for side, facts in (("gold", result.gold_facts), ("predicted", result.predicted_facts))
             for f in facts}
 
@@ -28,7 +28,8 @@ def test_hybrid_saves_calls_and_agrees_with_the_llm(server):
     hybrid = run_judge(gold, pred, config,
                        HybridJudge(RulesJudge(), LLMJudge("m", base_url=server.base_url)))
     # the one fact of a type the other side lacks is the negative without a call
-    unasked = [f["id"] for f in llm.gold_facts + llm.predicted_facts if "no judge call made" in f["description"]]
+    unasked = [f["id"]
+            for f in llm.gold_facts + llm.predicted_facts if "no judge call made" in f["factjudge"]["description"]]
     assert len(unasked) == 1
     questions = len(TRUTH) - len(unasked)
     assert llm.usage.llm_calls == asked_llm == questions
@@ -36,7 +37,8 @@ def test_hybrid_saves_calls_and_agrees_with_the_llm(server):
     assert 0 < saved < questions  # exact matches only: near misses and negatives go to the LLM
     assert hybrid.usage.llm_calls == len(server.requests) == questions - saved
     assert statuses(hybrid) == statuses(llm)
-    reasons = [f["reasoning"] or "" for f in hybrid.gold_facts + hybrid.predicted_facts if f["in_scope"]]
+    reasons = [f["factjudge"]["reasoning"] or ""
+            for f in hybrid.gold_facts + hybrid.predicted_facts if f["factjudge"]["in_scope"]]
     assert sum(r.startswith("[decided by the rules judge") for r in reasons) == saved
     assert sum(r.startswith("[decided by the LLM judge]") for r in reasons) == questions - saved
 

@@ -95,16 +95,17 @@ def test_majority_ties_votes_agreement_and_per_juror_usage(servers):
     jury = JuryJudge([llm("a", a), llm("b", b), llm("c", c)])
     result = run_judge(G, P, {}, jury)
     f = facts(result)
-    assert [(i, f[i]["status"], f[i]["matched_ids"]) for i in f] == [
+    assert [(i, f[i]["factjudge"]["status"], f[i]["factjudge"]["matched_ids"]) for i in f] == [
         ("g1", "TP", ["p1"]), ("g2", "FN", []), ("g3", "TP", ["p3"]),
         ("p1", "TP", ["g1"]), ("p2", "FP", []), ("p3", "TP", ["g3"])]
-    assert f["g1"]["votes"] == {"a": "TP:p1", "b": "TP:p1", "c": "TP:p1"}
-    assert f["g2"]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
-    assert f["p2"]["votes"] == {"a": "TP:g2", "b": "FP", "c": "FP"}
-    assert f["g2"]["description"] == "jury: no strict majority of 3 (a: TP:p2, b: FN, c: TP:p1): FN by default"
-    assert f["g3"]["description"] == "jury: 2 of 3 voted TP:p3 (dissent c: FN)"
-    assert f["g1"]["description"] == ""
-    assert f["g1"]["reasoning"] == "[a: TP:p1] scripted | [b: TP:p1] scripted | [c: TP:p1] scripted"
+    assert f["g1"]["factjudge"]["votes"] == {"a": "TP:p1", "b": "TP:p1", "c": "TP:p1"}
+    assert f["g2"]["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
+    assert f["p2"]["factjudge"]["votes"] == {"a": "TP:g2", "b": "FP", "c": "FP"}
+    assert f["g2"]["factjudge"]["description"] == \
+        "jury: no strict majority of 3 (a: TP:p2, b: FN, c: TP:p1): FN by default"
+    assert f["g3"]["factjudge"]["description"] == "jury: 2 of 3 voted TP:p3 (dissent c: FN)"
+    assert f["g1"]["factjudge"]["description"] == ""
+    assert f["g1"]["factjudge"]["reasoning"] == "[a: TP:p1] scripted | [b: TP:p1] scripted | [c: TP:p1] scripted"
     # unanimous: g1 and p1 of 6 questions
     assert result.metrics.jury_agreement == pytest.approx(2 / 6)
     # every question to every juror, once
@@ -123,10 +124,10 @@ def test_a_tie_of_two_is_the_negative_verdict_with_a_note(servers):
     a, b, _ = servers
     result = run_judge(G, P, {}, JuryJudge([llm("a", a), llm("b", b)]))
     f = facts(result)
-    assert f["g2"]["status"] == "FN" and f["p2"]["status"] == "FP"
-    assert f["g2"]["votes"] == {"a": "TP:p2", "b": "FN"}
-    assert f["p2"]["description"] == "jury: no strict majority of 2 (a: TP:g2, b: FP): FP by default"
-    assert f["g1"]["status"] == "TP" and result.metrics.jury_agreement == pytest.approx(4 / 6)
+    assert f["g2"]["factjudge"]["status"] == "FN" and f["p2"]["factjudge"]["status"] == "FP"
+    assert f["g2"]["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN"}
+    assert f["p2"]["factjudge"]["description"] == "jury: no strict majority of 2 (a: TP:g2, b: FP): FP by default"
+    assert f["g1"]["factjudge"]["status"] == "TP" and result.metrics.jury_agreement == pytest.approx(4 / 6)
 
 
 def test_a_failed_juror_is_a_vote_for_nothing(servers):
@@ -137,11 +138,13 @@ def test_a_failed_juror_is_a_vote_for_nothing(servers):
                                             llm("c", c, warmup=False)]))
     f = facts(result)
     # a and c agree: 2 of 3 decide whatever b would have said
-    assert f["g1"]["status"] == "TP" and f["g1"]["votes"] == {"a": "TP:p1", "b": "ERROR", "c": "TP:p1"}
-    assert f["g1"]["description"].startswith("jury: 2 of 3 voted TP:p1 (dissent b: ERROR); b failed: "
+    assert f["g1"]["factjudge"]["status"] == "TP"
+    assert f["g1"]["factjudge"]["votes"] == {"a": "TP:p1", "b": "ERROR", "c": "TP:p1"}
+    assert f["g1"]["factjudge"]["description"].startswith("jury: 2 of 3 voted TP:p1 (dissent b: ERROR); b failed: "
                                              "no valid answer after 3 tries")
     # a and c disagree: b's answer would have decided, so nothing is guessed
-    assert f["g3"]["status"] == "ERROR" and "jury undecided: 1 of 3 juror(s) failed" in f["g3"]["description"]
+    assert f["g3"]["factjudge"]["status"] == "ERROR"
+    assert "jury undecided: 1 of 3 juror(s) failed" in f["g3"]["factjudge"]["description"]
     assert result.metrics.errors == 1
     assert result.usage.jurors["b"].retries == 4 and result.metrics.jury_agreement == pytest.approx(1 / 6)
 
@@ -162,8 +165,8 @@ def test_the_rules_judge_can_sit_on_the_jury(servers):
     a, b, _ = servers   # a and b disagree on g2 and p2; the rules judge sees exact matches
     result = run_judge(G, P, {}, JuryJudge([llm("a", a), llm("b", b), RulesJudge()]))
     f = facts(result)
-    assert f["g2"]["status"] == "TP" and f["g2"]["matched_ids"] == ["p2"]
-    assert f["g2"]["votes"] == {"a": "TP:p2", "b": "FN", "rules": "TP:p2"}
+    assert f["g2"]["factjudge"]["status"] == "TP" and f["g2"]["factjudge"]["matched_ids"] == ["p2"]
+    assert f["g2"]["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN", "rules": "TP:p2"}
     assert set(result.usage.jurors) == {"a", "b", "rules"} and result.usage.jurors["rules"].llm_calls == 0
 
 
@@ -231,11 +234,13 @@ def test_identity_changes_with_the_jury_and_batch_export_is_refused(servers):
         one.open(JudgePass("gold", P, JudgeConfig())).estimate(G[0])
 
 
-def test_an_input_field_named_votes_is_refused(servers):  # "votes" is an output field
+def test_an_input_field_named_votes_is_the_facts_own(servers):  # the jury's votes are in the verdict
     a, b, _ = servers
-    gold = [{**G[0], "votes": 3}]
-    with pytest.raises(InputError, match="field 'votes' is reserved"):
-        run_judge(gold, P, {}, JuryJudge([llm("a", a), llm("b", b)]))
+    result = run_judge([{**G[0], "votes": 3}], P, {}, JuryJudge([llm("a", a), llm("b", b)]))
+    g1 = result.gold_facts[0]
+    assert g1["votes"] == 3 and g1["factjudge"]["votes"] == {"a": "TP:p1", "b": "TP:p1"}
+    with pytest.raises(InputError, match="field 'factjudge' is reserved"):
+        run_judge([{**G[0], "factjudge": 3}], P, {}, JuryJudge([llm("a", a), llm("b", b)]))
 
 
 @pytest.mark.parametrize("spec, parsed", [
@@ -273,8 +278,9 @@ def test_cli_jury_of_three_servers(servers, files):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     f = {x["id"]: x for x in out["gold_facts"] + out["predicted_facts"]}
-    assert f["g2"]["status"] == "FN" and f["g2"]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
-    assert f["g3"]["status"] == "TP" and f["g3"]["votes"]["c"] == "FN"
+    assert f["g2"]["factjudge"]["status"] == "FN"
+    assert f["g2"]["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
+    assert f["g3"]["factjudge"]["status"] == "TP" and f["g3"]["factjudge"]["votes"]["c"] == "FN"
     assert out["metrics"]["jury_agreement"] == pytest.approx(1 / 3)
     assert {k: v["llm_calls"] for k, v in out["usage"]["jurors"].items()} == {"a": 6, "b": 6, "c": 6}
     assert out["usage"]["llm_calls"] == 18 and "18 calls" in proc.stderr
@@ -288,7 +294,7 @@ def test_cli_jury_rules(servers, files):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     g2 = out["gold_facts"][1]
-    assert g2["status"] == "TP" and g2["votes"] == {"a": "TP:p2", "b": "FN", "rules": "TP:p2"}
+    assert g2["factjudge"]["status"] == "TP" and g2["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN", "rules": "TP:p2"}
     assert out["usage"]["jurors"]["rules"]["llm_calls"] == 0
 
 
@@ -311,8 +317,9 @@ def test_cli_repeats_asks_each_repeat_and_caches_each_apart(files):
         assert len(server.requests) == 18 and set(asked.values()) == {3}  # no repeat from the cache
         assert {r["temperature"] for r in server.requests} == {0.7}
         g2 = out["gold_facts"][1]
-        assert g2["votes"] == {"m#1": "TP:p2", "m#2": "FN", "m#3": "TP:p2"} and g2["status"] == "TP"
-        assert g2["description"] == "jury: 2 of 3 voted TP:p2 (dissent m#2: FN)"
+        assert g2["factjudge"]["votes"] == {"m#1": "TP:p2", "m#2": "FN", "m#3": "TP:p2"}
+        assert g2["factjudge"]["status"] == "TP"
+        assert g2["factjudge"]["description"] == "jury: 2 of 3 voted TP:p2 (dissent m#2: FN)"
         assert out["metrics"]["jury_agreement"] == pytest.approx(4 / 6)
         assert set(out["usage"]["jurors"]) == {"m#1", "m#2", "m#3"}
         # the same command again: every repeat's answer comes from its own cache entry
@@ -320,7 +327,8 @@ def test_cli_repeats_asks_each_repeat_and_caches_each_apart(files):
         assert again.returncode == 0 and len(server.requests) == 18
         out2 = json.loads(again.stdout)
         assert out2["usage"]["cache_hits"] == 18 and out2["usage"]["llm_calls"] == 0
-        assert [x["votes"] for x in out2["gold_facts"]] == [x["votes"] for x in out["gold_facts"]]
+        assert [x["factjudge"]["votes"] for x in out2["gold_facts"]] == \
+            [x["factjudge"]["votes"] for x in out["gold_facts"]]
 
 
 def test_cli_eval_with_a_jury_writes_votes_per_document(servers, write_json, tmp_path):
@@ -331,7 +339,7 @@ def test_cli_eval_with_a_jury_writes_votes_per_document(servers, write_json, tmp
                    "--model", f"c@{c.base_url}", "-q")
     assert proc.returncode == 0, proc.stderr
     line = json.loads((out / "results.jsonl").read_text().splitlines()[0])
-    assert line["gold_facts"][1]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
+    assert line["gold_facts"][1]["factjudge"]["votes"] == {"a": "TP:p2", "b": "FN", "c": "TP:p1"}
     assert line["metrics"]["jury_agreement"] == pytest.approx(1 / 3)
     assert line["usage"]["jurors"]["c"]["llm_calls"] == 6
     summary = json.loads((out / "summary.json").read_text())
@@ -357,10 +365,10 @@ def test_cli_jury_usage_errors(files, extra, message):
     assert len(lines) == 1 and message in lines[0], proc.stderr
 
 
-def test_cli_votes_field_in_the_input_is_one_line(servers, write_json):
+def test_cli_factjudge_field_in_the_input_is_one_line(servers, write_json):
     a, b, _ = servers
-    gold = write_json("gold.json", [{**G[0], "votes": 12}])
+    gold = write_json("gold.json", [{**G[0], "factjudge": 12}])
     pred = write_json("pred.jsonl", P)
     proc = run_cli("judge", gold, pred, "--model", f"a@{a.base_url}", "--model", f"b@{b.base_url}")
-    assert proc.returncode == 2 and "field 'votes' is reserved for factjudge's output" in proc.stderr
+    assert proc.returncode == 2 and "field 'factjudge' is reserved for factjudge's verdict" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

@@ -3,7 +3,7 @@ import json
 import time
 
 import pytest
-from scripted_server import Reply, ScriptedServer, answer, describe, http_error
+from scripted_server import Reply, ScriptedServer, answer, describe, http_error, prompt_facts
 
 from factjudge import LLMJudge, run_judge
 from factjudge.judges import JudgeSetupError
@@ -75,9 +75,10 @@ def test_prompt_layout_schema_and_scope(server):
         assert len(formats) == 1
 
     facts = by_id(result)
-    assert facts[("gold", "g4")]["status"] == "OUT_OF_SCOPE" and facts[("gold", "g4")]["in_scope"] is False
-    assert facts[("predicted", "p3")]["matched_ids"] == []
-    assert facts[("gold", "g1")]["matched_ids"] == ["p1"]
+    assert facts[("gold", "g4")]["factjudge"]["status"] == "OUT_OF_SCOPE"
+    assert facts[("gold", "g4")]["factjudge"]["in_scope"] is False
+    assert facts[("predicted", "p3")]["factjudge"]["matched_ids"] == []
+    assert facts[("gold", "g1")]["factjudge"]["matched_ids"] == ["p1"]
     assert result.usage.llm_calls == 5 and result.usage.retries == 0
     assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens == 100
     assert result.usage.cached_prompt_tokens > 0  # the server reports repeated prefixes as cached
@@ -100,23 +101,23 @@ def test_every_conflict_case_end_to_end(server):
         ("gold", "g7"): None, ("predicted", "p8"): None,
     }
     facts = by_id(run_judge(gold, pred, {}, judge_for(server)))
-    status = {k: (f["status"], f["matched_ids"]) for k, f in facts.items()}
+    status = {k: (f["factjudge"]["status"], f["factjudge"]["matched_ids"]) for k, f in facts.items()}
     assert status[("gold", "g1")] == ("TP", ["p1"])
     assert status[("gold", "g2")] == ("FN", []) and status[("predicted", "p2")] == ("FP", [])
-    assert "predicted side decides" in facts[("gold", "g2")]["description"]
+    assert "predicted side decides" in facts[("gold", "g2")]["factjudge"]["description"]
     assert status[("gold", "g3")] == ("TP", ["p3"]) and status[("predicted", "p3")] == ("TP", ["g3", "g4"])
-    assert status[("gold", "g5")] == ("TP", ["p4"]) and "promoted" in facts[("gold", "g5")]["description"]
+    assert status[("gold", "g5")] == ("TP", ["p4"]) and "promoted" in facts[("gold", "g5")]["factjudge"]["description"]
     assert status[("gold", "g6")] == ("TP", ["p6"])
     assert status[("predicted", "p5")] == ("FP", []) and status[("predicted", "p7")] == ("FP", [])
-    assert "duplicate of p6 for gold g6" in facts[("predicted", "p7")]["description"]
+    assert "duplicate of p6 for gold g6" in facts[("predicted", "p7")]["factjudge"]["description"]
     assert status[("gold", "g7")] == ("FN", []) and status[("predicted", "p8")] == ("FP", [])
-    assert facts[("gold", "g1")]["reasoning"] == "scripted"
+    assert facts[("gold", "g1")]["factjudge"]["reasoning"] == "scripted"
 
     server.requests.clear()
     one = by_id(run_judge(gold, pred, {"one_to_one": True}, judge_for(server)))
-    assert one[("predicted", "p3")]["matched_ids"] == ["g4"]  # its own verdict named g4
-    assert one[("gold", "g3")]["status"] == "FN"
-    assert "duplicate of g4 for predicted p3" in one[("gold", "g3")]["description"]
+    assert one[("predicted", "p3")]["factjudge"]["matched_ids"] == ["g4"]  # its own verdict named g4
+    assert one[("gold", "g3")]["factjudge"]["status"] == "FN"
+    assert "duplicate of g4 for predicted p3" in one[("gold", "g3")]["factjudge"]["description"]
 
 
 def test_transport_and_answer_retries_then_success(server):
@@ -131,7 +132,8 @@ def test_transport_and_answer_retries_then_success(server):
                                           answer("predicted", "p1", ["g1"])]
     result = run_judge(gold, pred, {}, judge_for(server))
     facts = by_id(result)
-    assert facts[("gold", "g1")]["status"] == "TP" and facts[("predicted", "p1")]["status"] == "TP"
+    assert facts[("gold", "g1")]["factjudge"]["status"] == "TP"
+    assert facts[("predicted", "p1")]["factjudge"]["status"] == "TP"
     gold_reqs = [r for r in server.requests if describe(r)[0] == "gold"]
     assert len(gold_reqs) == 5
     # the re-asks tell the model what was wrong, after its own bad answer
@@ -169,11 +171,11 @@ def test_error_after_exhausted_retries_is_left_out_of_metrics(server):
     result = run_judge(gold, pred, {}, judge_for(server, retries=4))
     facts = by_id(result)
     g1, p1 = facts[("gold", "g1")], facts[("predicted", "p1")]
-    assert g1["status"] == "ERROR" and "failed after 5 attempt(s)" in g1["description"]
-    assert "503" in g1["description"]
-    assert p1["status"] == "ERROR" and "no valid answer after 3 tries" in p1["description"]
-    assert p1["matched_ids"] == ["g2"]  # g2's own TP link to p1 stands, p1 itself stays ERROR
-    assert facts[("gold", "g2")]["status"] == "TP"
+    assert g1["factjudge"]["status"] == "ERROR" and "failed after 5 attempt(s)" in g1["factjudge"]["description"]
+    assert "503" in g1["factjudge"]["description"]
+    assert p1["factjudge"]["status"] == "ERROR" and "no valid answer after 3 tries" in p1["factjudge"]["description"]
+    assert p1["factjudge"]["matched_ids"] == ["g2"]  # g2's own TP link to p1 stands, p1 itself stays ERROR
+    assert facts[("gold", "g2")]["factjudge"]["status"] == "TP"
     m = result.metrics
     assert m.errors == 2 and (m.tp_gold, m.fn, m.tp_predicted, m.fp) == (1, 0, 0, 0)
     assert m.recall == 1.0 and m.precision is None
@@ -184,7 +186,7 @@ def test_no_candidates_means_no_call(server):
                        {"entity_types": ["a"]}, judge_for(server))
     assert server.requests == []
     g = result.gold_facts[0]
-    assert g["status"] == "FN" and "no in-scope predicted facts" in g["description"]
+    assert g["factjudge"]["status"] == "FN" and "no in-scope predicted facts" in g["factjudge"]["description"]
     assert result.usage.llm_calls == 0
 
 
@@ -209,8 +211,9 @@ def test_api_key_never_leaks(server, monkeypatch):
     server.faults[("gold", "g2")] = [Reply(status=400, body=json.dumps(
         {"error": {"message": f"bad request for key {secret}"}}))]
     result = run_judge([{"id": "g2", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {}, judge)
-    assert result.gold_facts[0]["status"] == "ERROR" and "400" in result.gold_facts[0]["description"]
-    assert "key ***" in result.gold_facts[0]["description"] and secret not in result.to_json()
+    assert result.gold_facts[0]["factjudge"]["status"] == "ERROR"
+    assert "400" in result.gold_facts[0]["factjudge"]["description"]
+    assert "key ***" in result.gold_facts[0]["factjudge"]["description"] and secret not in result.to_json()
 
 
 def test_missing_api_key_is_a_setup_error(monkeypatch):
@@ -258,7 +261,7 @@ def test_a_custom_judge_that_breaks_the_contract_gets_error():
 
     result = run_judge([{"id": "g1", "fact_type": "t"}], [{"id": "p1", "fact_type": "t"}], {}, Sloppy())
     g = result.gold_facts[0]
-    assert g["status"] == "ERROR" and "'nope', which is not a candidate" in g["description"]
+    assert g["factjudge"]["status"] == "ERROR" and "'nope', which is not a candidate" in g["factjudge"]["description"]
     assert result.metrics.errors == 2
 
 
@@ -322,23 +325,45 @@ def test_same_type_candidates_one_prefix_per_fact_type(server):
     # in the default too, a fact of a type the other side lacks (g5, an address) is asked nothing:
     # its only valid answer is the negative
     assert sorted(describe(r)[1] for r in server.requests if describe(r)[0] == "gold") == ["g1", "g2", "g3", "g4"]
-    assert "no in-scope predicted facts of its fact_type" in by_id(whole)[("gold", "g5")]["description"]
+    assert "no in-scope predicted facts of its fact_type" in by_id(whole)[("gold", "g5")]["factjudge"]["description"]
     server.requests.clear()
 
     result = run_judge(gold, pred, {"candidates": "same_type"}, judge_for(server, sampling=Sampling(pin_id="never")),
                        concurrency=4)
-    assert [(f["id"], f["status"], f["matched_ids"]) for f in result.gold_facts + result.predicted_facts] == [
-        (f["id"], f["status"], f["matched_ids"]) for f in whole.gold_facts + whole.predicted_facts]
+    def outcomes(r):
+        return [(f["id"], f["factjudge"]["status"], f["factjudge"]["matched_ids"])
+                for f in r.gold_facts + r.predicted_facts]
+    assert outcomes(result) == outcomes(whole)
     asked = [(describe(r)[0], describe(r)[1], describe(r)[2]) for r in server.requests]
     gold_asked = [a for a in asked if a[0] == "gold"]
     # revenue first (the first type of the gold facts), then ceo; g5 (address) asks nothing
     assert gold_asked == [("gold", "g1", ["p2", "p3"]), ("gold", "g3", ["p2", "p3"]),
                           ("gold", "g2", ["p1", "p4"]), ("gold", "g4", ["p1", "p4"])]
     g5 = by_id(result)[("gold", "g5")]
-    assert g5["status"] == "FN" and "no in-scope predicted facts of its fact_type" in g5["description"]
+    assert g5["factjudge"]["status"] == "FN"
+    assert "no in-scope predicted facts of its fact_type" in g5["factjudge"]["description"]
     for ids in (["p2", "p3"], ["p1", "p4"]):  # one prefix and one schema per type
         same = [r for r in server.requests if describe(r)[0] == "gold" and describe(r)[2] == ids]
         assert len({json.dumps(r["messages"][:-1]) + json.dumps(r["response_format"]) for r in same}) == 1
         assert same[0]["response_format"]["json_schema"]["schema"]["properties"]["matched_predicted_id"][
             "anyOf"][0]["enum"] == ids
     assert result.usage.llm_calls == 8 and result.usage.prompt_tokens < whole.usage.prompt_tokens
+
+
+def test_a_facts_own_status_and_description_are_cells_of_the_prompt_and_come_back_unchanged(server):
+    """Issue 34 item 5: fields named like the verdict's are the fact's own: the LLM sees them as
+    any other cell, and the output keeps them beside the verdict under ``factjudge``."""
+    server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
+    own = {"status": "shipped", "description": "Switch 8-port", "reasoning": "typed", "matched_ids": ["x"]}
+    gold = [{"id": "g1", "fact_type": "item", **own}]
+    pred = [{"id": "p1", "fact_type": "item", **own, "status": "returned"}]
+    result = run_judge(gold, pred, {}, judge_for(server))
+    asked = {prompt_facts(r)[1]["id"]: prompt_facts(r) for r in server.requests}
+    assert {k: asked["g1"][1][k] for k in own} == own  # the subject's cells
+    assert asked["g1"][2][0]["status"] == "returned" and asked["p1"][1]["status"] == "returned"
+    assert asked["g1"][2][0]["matched_ids"] == ["x"]  # a JSON cell, as any list
+    g1, p1 = result.gold_facts[0], result.predicted_facts[0]
+    assert {k: v for k, v in g1.items() if k != "factjudge"} == gold[0]
+    assert {k: v for k, v in p1.items() if k != "factjudge"} == pred[0]
+    assert (g1["factjudge"]["status"], g1["factjudge"]["matched_ids"]) == ("TP", ["p1"])
+    assert p1["factjudge"]["reasoning"] == "scripted" and result.metrics.precision == 1.0

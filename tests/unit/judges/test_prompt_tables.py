@@ -126,12 +126,51 @@ def test_a_prompt_explains_only_the_kinds_of_cell_its_tables_hold():
     assert cell_notes([{"id": "t1", "fact_type": "t", "a": "x", "page": 3}], {"t": ("a",)}) == ""
 
 
+def _cells(line):
+    """A table row's cells as a reader splits them: a cell opening with '"', '[' or '{' is JSON and
+    ends where its value does (it may hold " | " itself: hypothesis found {"k": " | "}); any other
+    cell is a bare string, which never holds "|"."""
+    cells, i = [], 0
+    while True:
+        end = _json_end(line, i) if line[i:i + 1] in ('"', "[", "{") else line.find(" | ", i)
+        end = len(line) if end == -1 else end
+        cells.append(line[i:end])
+        if not line.startswith(" | ", end):
+            return cells
+        i = end + 3
+
+
+def _json_end(line, i):
+    """Where the JSON value opening at ``i`` ends (one past its last character)."""
+    depth, in_string, escaped = 0, False, False
+    for k in range(i, len(line)):
+        ch = line[k]
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+            if not in_string and depth == 0:
+                return k + 1
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+    return len(line)
+
+
+def test_cells_are_split_outside_json():
+    assert _cells('a | {"k":" | "} | "x | y" | ab"c | [1, "]"] | ') == [
+        "a", '{"k":" | "}', '"x | y"', 'ab"c', '[1, "]"]', ""]
+
+
 @settings(max_examples=examples(100), deadline=None)
 @given(fact_lists())
 def test_every_cell_that_is_not_a_bare_string_is_explained(facts):
     notes = cell_notes(facts)
     lines = fact_tables(facts).split("\n") if facts else []
-    cells = [c for line in lines for c in line.removeprefix("fact_type: ").split(" | ")]
+    cells = [c for line in lines for c in _cells(line.removeprefix("fact_type: "))]
     if any(c == "" for c in cells):
         assert "an empty cell is a missing field" in notes
     if any(c.startswith('"') for c in cells):

@@ -486,15 +486,15 @@ def test_run_judge_default_judge_is_rules_and_reconciles():
     result = run_judge(gold, predicted, {"entity_types": ["revenue", "ceo"]})
     g = {f["id"]: f for f in result.gold_facts}
     p = {f["id"]: f for f in result.predicted_facts}
-    assert (g["g1"]["status"], g["g1"]["matched_ids"]) == ("TP", ["p1"])
-    assert g["g2"]["status"] == "FN"
-    assert (g["g3"]["status"], g["g3"]["matched_ids"]) == ("TP", ["p4"])
-    assert g["g4"]["status"] == "OUT_OF_SCOPE"
-    assert (p["p1"]["status"], p["p1"]["matched_ids"]) == ("TP", ["g1"])
+    assert (g["g1"]["factjudge"]["status"], g["g1"]["factjudge"]["matched_ids"]) == ("TP", ["p1"])
+    assert g["g2"]["factjudge"]["status"] == "FN"
+    assert (g["g3"]["factjudge"]["status"], g["g3"]["factjudge"]["matched_ids"]) == ("TP", ["p4"])
+    assert g["g4"]["factjudge"]["status"] == "OUT_OF_SCOPE"
+    assert (p["p1"]["factjudge"]["status"], p["p1"]["factjudge"]["matched_ids"]) == ("TP", ["g1"])
     # p2 also matches g1 on its own pass; reconciliation keeps one link per gold fact
-    assert p["p2"]["status"] == "FP" and "duplicate" in p["p2"]["description"]
-    assert p["p3"]["status"] == "FP" and "EUR" in p["p3"]["reasoning"]
-    assert p["p4"]["status"] == "TP"
+    assert p["p2"]["factjudge"]["status"] == "FP" and "duplicate" in p["p2"]["factjudge"]["description"]
+    assert p["p3"]["factjudge"]["status"] == "FP" and "EUR" in p["p3"]["factjudge"]["reasoning"]
+    assert p["p4"]["factjudge"]["status"] == "TP"
     m = result.metrics
     assert (m.tp_gold, m.fn, m.tp_predicted, m.fp) == (2, 1, 2, 2)
     assert result.usage.llm_calls == 0
@@ -572,8 +572,8 @@ def test_in_place_gives_the_same_result_into_the_callers_own_dicts():
     mine_gold, mine_pred = copy.deepcopy(gold), copy.deepcopy(pred)
     in_place = run_judge(mine_gold, mine_pred, config, in_place=True)
     assert in_place.to_dict() == {**copied.to_dict(), "usage": in_place.to_dict()["usage"]}
-    assert in_place.gold_facts[0] is mine_gold[0] and mine_gold[0]["status"] == "TP"
-    assert mine_gold[2]["status"] == "OUT_OF_SCOPE" and mine_pred[1]["status"] == "FP"
+    assert in_place.gold_facts[0] is mine_gold[0] and mine_gold[0]["factjudge"]["status"] == "TP"
+    assert mine_gold[2]["factjudge"]["status"] == "OUT_OF_SCOPE" and mine_pred[1]["factjudge"]["status"] == "FP"
     copied_again = run_judge(gold, pred, config)  # without in_place the caller's dicts stay as given
     assert "status" not in gold[0] and copied_again.gold_facts[0] is not gold[0]
 

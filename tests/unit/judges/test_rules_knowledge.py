@@ -344,8 +344,8 @@ def test_a_qualifier_on_one_side_only_is_named_as_such():
 
     def reasoning(a, b):
         r = run_judge([{"id": "g1", "fact_type": "t", "title": a}], [{"id": "p1", "fact_type": "t", "title": b}])
-        assert r.gold_facts[0]["status"] == "FN"
-        return r.gold_facts[0]["reasoning"]
+        assert r.gold_facts[0]["factjudge"]["status"] == "FN"
+        return r.gold_facts[0]["factjudge"]["reasoning"]
 
     assert "qualifier executive on the first side only, which changes what is meant" in reasoning("CEO", "COO")
     assert "qualifier former on the second side only" in reasoning("CEO", "former CEO")

@@ -22,7 +22,8 @@ def judged(gold, pred, config=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = run_judge(gold, pred, config or {})
-    return result, [f["status"] for f in result.gold_facts], [f["status"] for f in result.predicted_facts]
+    return (result, [f["factjudge"]["status"] for f in result.gold_facts],
+            [f["factjudge"]["status"] for f in result.predicted_facts])
 
 
 # --------------------------------------------------------------------------- null is absence
@@ -34,7 +35,8 @@ def test_fields_null_on_both_sides_are_no_evidence_of_a_match():
     pred = [{"id": "p1", "fact_type": "supplier", "name": "Fabrikam Holdings", "po_number": None}]
     result, g, p = judged(gold, pred, {"fields": ["po_number", "phone"]})
     assert (g, p) == (["FN"], ["FP"])
-    assert "Nothing to compare: po_number, phone null or absent on both sides" in result.gold_facts[0]["reasoning"]
+    assert "Nothing to compare: po_number, phone null or absent on both sides" in \
+        result.gold_facts[0]["factjudge"]["reasoning"]
     assert any(w.startswith("supplier: 2 facts had nothing to compare") for w in result.warnings)
 
 
@@ -43,7 +45,7 @@ def test_a_field_null_on_both_sides_is_not_compared():
     pred = [{"id": "p1", "fact_type": "invoice", "vendor": "Acme", "total": 5, "note": None}]
     result, g, p = judged(gold, pred)
     assert (g, p) == (["TP"], ["TP"])
-    assert "note" not in result.gold_facts[0]["reasoning"]
+    assert "note" not in result.gold_facts[0]["factjudge"]["reasoning"]
     assert not any("nothing to compare" in w for w in result.warnings)
 
 
@@ -52,7 +54,7 @@ def test_a_null_prediction_against_a_gold_value_is_a_missing_value():
     pred = [{"id": "p1", "fact_type": "invoice", "vendor": "Acme", "total": None}]
     result, g, p = judged(gold, pred)
     assert (g, p) == (["FN"], ["FP"])  # the pair differs on total
-    assert "total: missing on candidate" in result.gold_facts[0]["reasoning"]
+    assert "total: missing on candidate" in result.gold_facts[0]["factjudge"]["reasoning"]
 
 
 def test_a_type_without_fields_still_matches_by_its_type():
@@ -91,7 +93,7 @@ def one_pair(gold_value, pred_value, config=None, field="total"):
 def test_unambiguous_number_forms_are_read_without_configuration(written, value):
     for config in ({}, {"decimal_separator": ","}, {"decimal_separator": "."}):
         result, g, p = one_pair(written, value, config)
-        assert (g, p) == (["TP"], ["TP"]), (written, config, result.gold_facts[0]["reasoning"])
+        assert (g, p) == (["TP"], ["TP"]), (written, config, result.gold_facts[0]["factjudge"]["reasoning"])
         assert not any("decimal_separator" in w for w in result.warnings)
 
 
@@ -157,17 +159,17 @@ def test_line_items_in_another_order_are_equal():
     reordered = [ITEMS[2], {**ITEMS[1], "unit_price": "4,50"}, ITEMS[0]]
     result, g, p = judged([invoice("g1", ITEMS)], [invoice("p1", reordered)])
     assert (g, p) == (["TP"], ["TP"])
-    assert "line_items: 3 items equal (in another order)" in result.gold_facts[0]["reasoning"]
+    assert "line_items: 3 items equal (in another order)" in result.gold_facts[0]["factjudge"]["reasoning"]
 
 
 def test_the_reasoning_names_the_item_that_differs_and_the_one_missing():
     pred = [{**ITEMS[0], "unit_price": 185}, ITEMS[2]]
     result, g, p = judged([invoice("g1", ITEMS)], [invoice("p1", pred)])
     assert (g, p) == (["FN"], ["FP"])
-    reasoning = result.gold_facts[0]["reasoning"]
+    reasoning = result.gold_facts[0]["factjudge"]["reasoning"]
     assert "line_items: item 1 (Switch 8-port) unit_price: 180 vs 185: differ" in reasoning
     assert "1 item missing on candidate: item 2 (Cable Cat6 2m)" in reasoning
-    assert "1 item missing on subject: item 2 (Cable Cat6 2m)" in result.predicted_facts[0]["reasoning"]
+    assert "1 item missing on subject: item 2 (Cable Cat6 2m)" in result.predicted_facts[0]["factjudge"]["reasoning"]
 
 
 def test_an_extra_item_makes_the_list_differ():
@@ -201,7 +203,7 @@ def test_ordered_keeps_the_order_where_it_matters():
     assert judged(gold, pred)[1] == ["TP"]
     result, g, _ = judged(gold, pred, config)
     assert g == ["FN"]
-    assert 'item 1 (mix) "mix" vs "bake"' in result.gold_facts[0]["reasoning"]
+    assert 'item 1 (mix) "mix" vs "bake"' in result.gold_facts[0]["factjudge"]["reasoning"]
 
 
 def test_the_llm_judge_still_sees_a_list_as_one_json_cell():
@@ -272,7 +274,7 @@ def test_fields_per_fact_type_compare_each_types_own_list():
     result, g, p = judged(GOLD, PRED, PER_TYPE)
     # line_item: qty differs but only sku is listed; payment is not listed: all its gold fields count
     assert g == ["FN", "TP", "FN"] and p == ["FP", "TP", "FP"]
-    assert "note" not in result.gold_facts[0]["reasoning"]
+    assert "note" not in result.gold_facts[0]["factjudge"]["reasoning"]
     near = result.analysis.near_misses
     assert [(n.fact_type, n.agree, n.differ) for n in near if n.fact_type == "invoice"] == [
         ("invoice", ["vendor"], ["total"])]

@@ -16,9 +16,9 @@ Each extraction is a fact: ``fact_type`` its ``extraction_class``, compared fiel
 (the ``char_interval``; absent when LangExtract could not ground the extraction: ``char_interval``
 null), ``alignment_status``, ``extraction_index``, ``group_index`` and ``description``.
 
-An attribute named like one of factjudge's reserved fields (``status``, ``reasoning``,
-``matched_ids``...) is refused in one line naming the file, the line and the field, as in any
-fact file; a later change will let any field name through."""
+An attribute may have any name (``status``, ``reasoning``...) but ``factjudge``, the key of
+factjudge's verdict in its output, which is refused in one line naming the file, the line and the
+field, as in any fact file."""
 from __future__ import annotations
 
 from collections.abc import Mapping
