@@ -7,7 +7,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import realserver  # noqa: E402
+from hypo import THOROUGH  # noqa: E402
+from hypothesis import settings  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
+
+# `pytest --hypothesis-profile thorough`: every property test runs the examples written at it
+# (tests/hypo.py), four times the default run's; registered here, before hypothesis loads it
+settings.register_profile(THOROUGH)
 
 
 @pytest.fixture
@@ -71,8 +77,39 @@ def smollm_gguf():
 @pytest.fixture(scope="session")
 def qwen_gguf():
     """Qwen's GGUF, joined from its 22 parts into the models cache once (16 s on 2 loaded cores)
-    and checked by size and sha256 in every session (2 s)."""
+    and checked by sha256 once (2-5 s), then by the size and mtime the hash was computed at."""
     parts = realserver.qwen_parts()
     if isinstance(parts, str):
         pytest.skip(parts)
     return realserver.assemble_qwen(parts, realserver.cache_dir())
+
+
+# --------------------------------------------------------------------------- one local Ray
+# Every test that needs a Ray is marked ``ray`` and ``xdist_group("ray")``, so they share one worker
+# and this one Ray (started in 5-10 s on 2 loaded cores; three modules each started their own).
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray (2 CPUs, so 2 workers) for the worker's session: the ``ray`` module."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'factjudge[ray]')")
+    import logging
+    import time
+
+    from factjudge.runners.ray_data import quiet_ray
+
+    # CI runs the Ray tests beside the Qwen server on 2 cores: a starved raylet must not be declared
+    # dead (Ray's default gives up after 5 health checks missed 10 s each, and the driver, this
+    # pytest worker, exits with its raylet)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+             _system_config={"health_check_timeout_ms": 60_000, "health_check_failure_threshold": 20})
+    quiet_ray()
+    yield ray
+    # a run stopped by an error leaves Ray Data killing its actor pool, and shutting the driver down
+    # meanwhile is a race inside Ray: wait until the last test's actors are gone
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if ray.available_resources().get("CPU", 0) >= ray.cluster_resources().get("CPU", 0):
+            break
+        time.sleep(0.5)
+    ray.shutdown()

@@ -289,8 +289,15 @@ class RawServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # close() alone leaves accept() blocked on Linux, and every test waited out the join's 10 s;
+        # shutdown() wakes it
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._sock.close()
         self._thread.join(10)
+        assert not self._thread.is_alive(), "RawServer's thread did not stop"
 
 
 class ScriptedServer:

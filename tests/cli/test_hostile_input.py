@@ -192,24 +192,17 @@ def test_one_sided_documents_on_one_side_only_are_not_noise(tmp_path):
 @pytest.mark.ray
 @pytest.mark.xdist_group("ray")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
-def test_a_ray_dataset_checks_fields_against_every_row():
-    ray = pytest.importorskip("ray")
-    import logging
-
+def test_a_ray_dataset_checks_fields_against_every_row(ray_session):
     from factjudge.models import JudgeConfig
     from factjudge.runners.ray_data import RayDataset
 
     rows = [{"doc_id": d, "gold_facts": json.dumps(GOLD), "predicted_facts": json.dumps(PRED)}
             for d in ("1", "2")]
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-    try:
-        ds = RayDataset(ray.data.from_items(rows), "rows")
-        with pytest.raises(InputError, match=r"no fact in rows carries 'valeu' \(did you mean 'value'\?\)"):
-            ds.scan(JudgeConfig(fields=["valeu"]), "salt")
-        assert ds.scan(JudgeConfig(tolerances={"valeu": {"relative": 0.1}}), "salt") == []
-        assert ds.warnings and ds.warnings[0].startswith("tolerances 'valeu': no fact in rows")
-    finally:
-        ray.shutdown()
+    ds = RayDataset(ray_session.data.from_items(rows), "rows")
+    with pytest.raises(InputError, match=r"no fact in rows carries 'valeu' \(did you mean 'value'\?\)"):
+        ds.scan(JudgeConfig(fields=["valeu"]), "salt")
+    assert ds.scan(JudgeConfig(tolerances={"valeu": {"relative": 0.1}}), "salt") == []
+    assert ds.warnings and ds.warnings[0].startswith("tolerances 'valeu': no fact in rows")
 
 
 def _capped(argv, cwd, cap=1 << 30):

@@ -1,5 +1,6 @@
 """factjudge.models usage: one sum (CallUsage.add) for a document's usage, a jury's verdict and
 each juror's share."""
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -8,7 +9,7 @@ from factjudge.models import CallUsage, Usage
 usages = st.builds(CallUsage, **{name: st.integers(0, 10**6) for name in CallUsage.model_fields})
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(usages, max_size=8))
 def test_total_is_the_field_by_field_sum(parts):
     total = CallUsage.total(parts)

@@ -1,5 +1,6 @@
 """Aggregation over documents (pure): macro averages by the convention a user chooses."""
 import pytest
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +41,7 @@ def test_micro_does_not_depend_on_zero_division():
 keys = st.lists(st.tuples(*[st.integers(0, 20)] * 4), min_size=0, max_size=25)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(keys, st.integers(0, 2**32))
 def test_bootstrap_interval_is_ordered_and_seeded(docs, seed):
     a = bootstrap_ci(docs, resamples=60, seed=seed)
@@ -54,7 +55,7 @@ def test_bootstrap_interval_is_ordered_and_seeded(docs, seed):
         assert (a[k] is None) == (point[k] is None)  # undefined only when the data says so
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.tuples(*[st.integers(0, 9)] * 4), st.integers(1, 30), st.integers(0, 1000))
 def test_identical_documents_give_a_zero_width_interval_at_the_point(doc, n, seed):
     ci = bootstrap_ci([doc] * n, resamples=30, seed=seed)
@@ -63,7 +64,7 @@ def test_identical_documents_give_a_zero_width_interval_at_the_point(doc, n, see
         assert ci[k] == (None if value is None else [value, value])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(keys)
 def test_micro_is_the_sum_and_paired_diff_of_a_run_with_itself_is_zero(docs):
     stats = [DocStats(f"d{i}", {"tp_predicted": a, "fp": b, "tp_gold": c, "fn": d, "errors": 0,

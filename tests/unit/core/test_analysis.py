@@ -2,6 +2,7 @@
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -121,7 +122,7 @@ def documents(draw: Any) -> tuple[Any, ...]:
             draw(st.booleans()))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(documents())
 def test_categories_partition_the_facts_and_add_up_to_the_metrics(doc):
     """Identities, per fact type: correct = TP gold; near_miss + missing = FN; near_miss +
@@ -156,7 +157,7 @@ def test_categories_partition_the_facts_and_add_up_to_the_metrics(doc):
         assert category in expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), max_size=5), max_size=5))
 def test_pairing_is_maximal(rows):
     """No FN and FP left unpaired that could still pair up (the greedy pairing misses none)."""

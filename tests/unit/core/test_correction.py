@@ -1,5 +1,6 @@
 """factjudge.core.correction: the extractor's figures corrected for the judge's measured link errors."""
 import pytest
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from judge_simulation import simulation
@@ -46,7 +47,7 @@ def test_undefined_figures_stay_undefined():
 keys_strategy = st.lists(st.tuples(*(st.integers(0, 6) for _ in range(4))), min_size=1, max_size=12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(keys_strategy, st.integers(0, 3))
 def test_a_perfect_judge_changes_nothing(keys, seed):
     # a judge measured right on a million labels: the correction is the identity, and its interval

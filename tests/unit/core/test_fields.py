@@ -4,6 +4,7 @@ predicted value once as correct, wrong or spurious; a linked pair's values are a
 import copy
 from collections import Counter
 
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -80,7 +81,7 @@ def random_comparer(rng):
     return lambda g, p, names: {n: match(g.get(n), p.get(n)) for n in names if rng.random() < 0.9}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(documents())
 def test_every_value_is_counted_once_whatever_the_comparison_says(doc):
     gold, predicted, analysis, rng = doc
@@ -92,7 +93,7 @@ def test_every_value_is_counted_once_whatever_the_comparison_says(doc):
         assert c + w + s == pred_values[key], key
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.sampled_from(FIELDS), values, min_size=1), st.randoms(use_true_random=False))
 def test_a_linked_pair_counts_every_value_correct(fields, rng):
     gold = {"id": "g", "fact_type": "t", "status": "TP", "matched_ids": ["p"], **fields}
@@ -209,7 +210,7 @@ def naive_intervals(per_doc, resamples, seed):
     return {p: {k: _interval(v, 0.95) for k, v in r.items()} for p, r in samples.items()}
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from([f"f{i}" for i in range(40)]),
                                 st.tuples(*[st.integers(0, 6)] * 4), max_size=40), min_size=1, max_size=8))
 def test_the_packed_field_bootstrap_is_the_naive_one(per_doc):

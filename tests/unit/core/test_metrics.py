@@ -3,6 +3,7 @@ definitions and against a direct formula."""
 from fractions import Fraction
 
 import pytest
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,7 @@ from factjudge.core.metrics import PRF, cohen_kappa, prf
 counts = st.integers(0, 10_000)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(counts, counts, counts)
 def test_prf_follows_the_definitions(tp, fp, fn):
     p, r, f1 = prf(tp, fp, fn)
@@ -26,7 +27,7 @@ def test_prf_follows_the_definitions(tp, fp, fn):
         assert min(p, r) - 1e-12 <= f1 <= max(p, r) + 1e-12  # a mean of the two (float rounding aside)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(counts, counts, counts, counts)
 def test_prf_with_a_gold_side_count(tp, fp, tp_gold, fn):
     scores = prf(tp, fp, fn, tp_gold=tp_gold)
@@ -58,7 +59,7 @@ def kappa_by_the_formula(matrix):
     return None if p_e == 1 else float((p_o - p_e) / (1 - p_e))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(matrices())
 def test_kappa_matches_the_formula_and_is_symmetric(matrix):
     kappa = cohen_kappa(matrix)
@@ -69,7 +70,7 @@ def test_kappa_matches_the_formula_and_is_symmetric(matrix):
         assert -1 <= kappa <= 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(0, 3), min_size=1, max_size=80))
 def test_kappa_is_one_for_identical_labels(labels):
     k = 4
@@ -80,7 +81,7 @@ def test_kappa_is_one_for_identical_labels(labels):
     assert cohen_kappa(matrix) == (1.0 if len(set(labels)) > 1 else None)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.booleans()), max_size=80))
 def test_binary_kappa_from_pairs(pairs):
     both = sum(a and b for a, b in pairs)

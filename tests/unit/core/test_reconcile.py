@@ -1,4 +1,5 @@
 import pytest
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,7 +115,7 @@ def verdict_sets(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(verdict_sets())
 def test_reconciliation_invariants(case):
     gold, pred, gv, pv, one_to_one = case
@@ -183,7 +184,7 @@ def _tp(r):
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(verdict_sets())
 def test_both_never_counts_more_tp_than_either(case):
     gold, pred, gv, pv, one_to_one = case

@@ -3,6 +3,7 @@ import asyncio
 import json
 
 import pytest
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -385,7 +386,7 @@ def decisions_of(pairs_, categories=("a", "b", None)):
                      fact_type=f"t{i % 2}") for i, (label, pred) in enumerate(pairs_)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(pairs)
 def test_score_properties(pairs_):
     report = score(decisions_of(pairs_))
@@ -410,7 +411,7 @@ def test_score_properties(pairs_):
             assert sum(getattr(c, field) for c in groups.values()) == getattr(o, field)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.booleans(), min_size=1, max_size=60))
 def test_perfect_agreement(labels):
     o = score(decisions_of([(x, x) for x in labels])).overall
@@ -421,7 +422,7 @@ def test_perfect_agreement(labels):
         assert o.kappa is None  # one class only: chance agreement is 1, kappa undefined
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.booleans(), min_size=1, max_size=60))
 def test_total_disagreement_with_balanced_classes(labels):
     o = score(decisions_of([(x, not x) for x in labels])).overall
@@ -432,7 +433,7 @@ def test_total_disagreement_with_balanced_classes(labels):
         assert o.kappa <= 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(pairs)
 def test_kappa_is_symmetric(pairs_):
     a = score(decisions_of(pairs_)).overall
@@ -443,7 +444,7 @@ def test_kappa_is_symmetric(pairs_):
     assert (a.precision, a.recall) == (b.recall, b.precision)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(pairs, st.lists(st.booleans(), max_size=10))
 def test_errors_are_not_scored(pairs_, failed):
     ok = decisions_of(pairs_)

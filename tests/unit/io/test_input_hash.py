@@ -76,17 +76,13 @@ def test_parquet_fact_files_hash_as_before(tmp_path):
     assert _hashes(SplitDataset(g, p)) == PINNED
 
 
-def test_a_ray_dataset_hashes_as_before():
-    ray = pytest.importorskip("ray")
-    import logging
-
+@pytest.mark.ray
+@pytest.mark.xdist_group("ray")  # the worker's one Ray (ray_session in tests/conftest.py)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray")
+def test_a_ray_dataset_hashes_as_before(ray_session):
     from factjudge.io.formats.ray_rows import RayDataset
 
     rows = [{k: json.dumps(v) if k != "doc_id" else v for k, v in doc.items()} for doc in _documents()]
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-    try:
-        data = RayDataset(ray.data.from_items(rows), "rows")
-        assert _hashes(data) == PINNED
-        assert [d.doc_id for d in data.documents(skip={"B"})] == ["A", "C"]
-    finally:
-        ray.shutdown()
+    data = RayDataset(ray_session.data.from_items(rows), "rows")
+    assert _hashes(data) == PINNED
+    assert [d.doc_id for d in data.documents(skip={"B"})] == ["A", "C"]

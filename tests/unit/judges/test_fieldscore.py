@@ -1,5 +1,6 @@
 """judges/rules/fieldscore: the rules judge's comparison for field-level scores (issue 34 item 6):
 the items of a near-miss pair's lists aligned as the judge aligns them, in any order."""
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,7 @@ item = st.fixed_dictionaries({"description": st.sampled_from(["Switch", "Cable",
                               "qty": st.integers(1, 3), "unit_price": st.sampled_from([4.5, 99, 180, 185])})
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.lists(item, max_size=5), st.lists(item, max_size=5), st.randoms(use_true_random=False))
 def test_counts_are_invariant_under_permutation_of_either_list(a, b, rnd):
     pa, pb = a[:], b[:]
@@ -68,7 +69,7 @@ def test_counts_are_invariant_under_permutation_of_either_list(a, b, rnd):
     assert counts(a, b) == counts(pa, b) == counts(a, pb)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(item, min_size=1, max_size=6), st.randoms(use_true_random=False))
 def test_equal_lists_count_every_item_correct_in_any_order(a, rnd):
     shuffled = a[:]

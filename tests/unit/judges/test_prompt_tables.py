@@ -4,6 +4,7 @@ the tables give back the facts exactly: ids, missing fields vs nulls, numbers vs
 holding the separator, quotes or line breaks."""
 from __future__ import annotations
 
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripted_server import describe, prompt_facts, read_tables
@@ -56,7 +57,7 @@ def grouped(facts):
     return sorted(facts, key=lambda f: order[canonical_json(f.get("fact_type")) if "fact_type" in f else None])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(fact_lists())
 def test_tables_read_back_as_the_facts_they_were_written_from(facts):
     written = fact_tables(facts)
@@ -66,7 +67,7 @@ def test_tables_read_back_as_the_facts_they_were_written_from(facts):
                                                               for f in facts}) if facts else 1)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(fact_lists(), fact_lists())
 def test_different_facts_are_written_differently(a, b):
     if grouped(a) != grouped(b):
@@ -164,7 +165,7 @@ def test_cells_are_split_outside_json():
         "a", '{"k":" | "}', '"x | y"', 'ab"c', '[1, "]"]', ""]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(fact_lists())
 def test_every_cell_that_is_not_a_bare_string_is_explained(facts):
     notes = cell_notes(facts)

@@ -5,6 +5,7 @@ from decimal import Decimal
 
 import pytest
 from evalkit import ROOT
+from hypo import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -368,7 +369,7 @@ def brute_force(subject, candidates, config):
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(facts("g"), facts("p"), configs, st.sampled_from(["gold", "predicted"]))
 def test_indexed_decision_equals_brute_force(subjects, candidates, config, direction):
     cfg = JudgeConfig.model_validate(config)
@@ -413,7 +414,7 @@ near_configs = st.fixed_dictionaries({
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(near_facts("g"), near_facts("p"), near_configs)
 def test_indexed_decision_equals_brute_force_near_the_thresholds(subjects, candidates, config):
     """Values straddling tolerance and similarity bounds: the shortlist must never cut a match."""
@@ -435,7 +436,7 @@ field_names = st.sampled_from(["value", "unit", "currency", "x_unit", "x", "peri
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.dictionaries(field_names, json_values, max_size=4), min_size=1, max_size=5),
        st.lists(st.dictionaries(field_names, json_values, max_size=4), min_size=1, max_size=5),
        st.sampled_from([{}, {"tolerances": {"value": {"relative": 0.5}, "x": {"absolute": 1}}},

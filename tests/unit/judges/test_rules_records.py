@@ -4,6 +4,7 @@ import itertools
 import warnings
 
 import pytest
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -222,7 +223,7 @@ item = st.fixed_dictionaries({"description": st.sampled_from(["Switch", "Cable",
                               "qty": st.integers(1, 3), "unit_price": st.sampled_from([4.5, 99, 180, 185])})
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(item, max_size=5), st.lists(item, max_size=5), st.randoms(use_true_random=False))
 def test_alignment_is_invariant_under_permutation_of_either_list(a, b, rnd):
     pa, pb = a[:], b[:]
@@ -231,7 +232,7 @@ def test_alignment_is_invariant_under_permutation_of_either_list(a, b, rnd):
     assert _same(a, b) == _same(pa, b) == _same(a, pb)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(item, max_size=6), st.randoms(use_true_random=False))
 def test_equal_lists_are_equal_in_any_order(a, rnd):
     shuffled = a[:]
@@ -240,7 +241,7 @@ def test_equal_lists_are_equal_in_any_order(a, rnd):
     assert _same(a, shuffled)[0]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.integers(1, 5).flatmap(lambda n: st.lists(st.lists(st.integers(0, 9), min_size=n, max_size=n),
                                                     min_size=1, max_size=5)))
 def test_the_assignment_is_optimal_and_one_to_one(benefit):
