@@ -15,13 +15,14 @@ from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from ..core.scope import field_check, in_scope_facts
 from ..errors import InputError
 from ..models import DIRECTIONS, Direction, JudgeConfig
 from ..util.jsonutil import canonical_json
-from .jsonl import coerce_id
+from .jsonl import coerce_id, jsonl_lines, looks_like_object
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,29 @@ class PairedFacts:
                 f"{len(only['predicted'])} predicted facts only {pred} (of {len(self._index)}): "
                 "doc_ids are compared exactly, so their facts count as missed and spurious; check "
                 "that both files spell the doc_ids the same way"]
+
+
+_Parsed = TypeVar("_Parsed")
+
+
+def json_lines(path: Path, name: str, parse: Callable[[bytes, int], _Parsed],
+               is_object: Callable[[bytes], bool] = looks_like_object
+               ) -> Iterator[tuple[int, int, _Parsed] | Problem]:
+    """Each line of a JSON-lines file as ``(line, offset, parse(raw, line))``, or the located
+    :class:`Problem` of a line ``parse`` refuses; a file none of whose lines even looks like a JSON
+    object (``is_object``) ends in one error (:func:`not_json_lines`). The loop of every JSON-lines
+    format."""
+    bad, first, objects = 0, None, 0
+    for lineno, offset, raw in jsonl_lines(path):
+        objects += is_object(raw)
+        try:
+            parsed = parse(raw, lineno)
+        except InputError as exc:
+            bad, first = bad + 1, first or str(exc)
+            yield Problem(name, lineno, str(exc))
+            continue
+        yield lineno, offset, parsed
+    not_json_lines(name, bad, first, objects)
 
 
 def not_json_lines(name: str, bad: int, first: str | None, objects: int) -> None:

@@ -10,8 +10,8 @@ from ...errors import InputError
 from ...models import JudgeConfig
 from ..facts import validate_fact_list
 from ..inputs import check_input_kind, empty_file_error, is_empty, rename_fields
-from ..jsonl import jsonl_lines, looks_like_object, parse_json_line, parse_object_line, read_line_at
-from ..scan import Document, Located, Problem, doc_id_of, not_json_lines
+from ..jsonl import parse_json_line, parse_object_line, read_line_at
+from ..scan import Document, Located, Problem, doc_id_of, json_lines
 
 
 class DatasetLines:
@@ -47,19 +47,14 @@ class DatasetLines:
         if is_empty(self.path):
             raise empty_file_error(self.path, "one document per line, {\"doc_id\", \"gold_facts\", "
                                    "\"predicted_facts\"}")
-        bad, first, objects = 0, None, 0
-        for lineno, offset, raw in jsonl_lines(self.path):
-            objects += looks_like_object(raw)
-            try:
-                doc = self._document(raw, lineno)
-            except InputError as exc:
-                bad, first = bad + 1, first or str(exc)
-                yield Problem(str(self.path), lineno, str(exc))
+        for item in json_lines(self.path, str(self.path), self._document):
+            if isinstance(item, Problem):
+                yield item
                 continue
+            lineno, offset, doc = item
             self._offsets.append(offset)
             self._lines.append(lineno)
             yield Located(str(self.path), lineno, f"line {lineno}", len(self._offsets) - 1, doc)
-        not_json_lines(str(self.path), bad, first, objects)
 
     def read_again(self, keys: Iterable[int]) -> Iterator[Document]:
         with self.path.open("rb") as fh:

@@ -22,8 +22,8 @@ from ...errors import InputError
 from ...models import JudgeConfig
 from ..facts import validate_facts
 from ..inputs import check_input_kind, empty_file_error, is_empty
-from ..jsonl import check_json_value, coerce_id, json_type, jsonl_lines, parse_json_line, read_line_at
-from ..scan import FactEntry, FactLoader, Problem, not_json_lines
+from ..jsonl import check_json_value, coerce_id, json_type, parse_json_line, read_line_at
+from ..scan import FactEntry, FactLoader, Problem, json_lines
 
 #: Where a line without a doc_id of its own finds one, in this order (after ``columns``' doc_id).
 DOC_ID_KEYS = ("doc_id", "document_id", "id")
@@ -74,17 +74,12 @@ class DocumentLines:
 
     def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]:
         self.config = config
-        bad, first, objects = 0, None, 0
-        for lineno, offset, raw in jsonl_lines(self.path):
-            objects += raw.lstrip()[:1] in (b"{", b"[") if self.arrays else raw.lstrip()[:1] == b"{"
-            try:
-                doc_id = self._parse(raw, lineno)[0]
-            except InputError as exc:
-                bad, first = bad + 1, first or str(exc)
-                yield Problem(self.name, lineno, str(exc))
-                continue
-            yield FactEntry(lineno, offset, doc_id)
-        not_json_lines(self.name, bad, first, objects)
+        for item in json_lines(self.path, self.name, lambda raw, lineno: self._parse(raw, lineno)[0],
+                               self._looks_like_a_line):
+            yield item if isinstance(item, Problem) else FactEntry(*item)
+
+    def _looks_like_a_line(self, raw: bytes) -> bool:
+        return raw.lstrip()[:1] in (b"{", b"[") if self.arrays else raw.lstrip()[:1] == b"{"
 
     @contextlib.contextmanager
     def opened(self) -> Iterator[FactLoader]:

@@ -7,12 +7,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
 from ...models import JudgeConfig
 from ..facts import validate_facts
 from ..inputs import check_input_kind, rename_fields
-from ..jsonl import jsonl_lines, looks_like_object, parse_object_line, read_line_at
-from ..scan import FactEntry, FactLoader, Problem, doc_id_of, not_json_lines
+from ..jsonl import parse_object_line, read_line_at
+from ..scan import FactEntry, FactLoader, Problem, doc_id_of, json_lines
 
 
 class FactLines:
@@ -40,19 +39,15 @@ class FactLines:
 
     def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]:
         self.columns = dict(config.columns)
-        bad, first, objects = 0, None, 0
-        for lineno, offset, raw in jsonl_lines(self.file):
-            objects += looks_like_object(raw)
-            try:
-                rec = self._record(raw, lineno)
-                doc_id = doc_id_of(rec, f"{self.path}: {self.unit} {lineno}")
-                self._fact(lineno, rec)
-            except InputError as exc:
-                bad, first = bad + 1, first or str(exc)
-                yield Problem(self.name, lineno, str(exc))
-                continue
-            yield FactEntry(lineno, offset, doc_id)
-        not_json_lines(self.name, bad, first, objects)
+        for item in json_lines(self.file, self.name, self._checked_doc_id):
+            yield item if isinstance(item, Problem) else FactEntry(*item)
+
+    def _checked_doc_id(self, raw: bytes, lineno: int) -> str:
+        """The doc_id of a line whose fact is valid (else the line's one-line error)."""
+        rec = self._record(raw, lineno)
+        doc_id = doc_id_of(rec, f"{self.path}: {self.unit} {lineno}")
+        self._fact(lineno, rec)
+        return doc_id
 
     def source_text(self, key: int, lineno: int) -> str | None:
         return None  # a fact per line: no document's text
