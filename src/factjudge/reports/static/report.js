@@ -1,6 +1,6 @@
 (function () {
   "use strict";
-  function byId(id) { return document.getElementById(id); }
+  var byId = factjudgeDom.byId, el = factjudgeDom.el, valueText = factjudgeDom.valueText;
   function hashParams() { return new URLSearchParams(location.hash.slice(1)); }
 
   // ------------------------------------------------------------ failing (and TP) facts table
@@ -72,13 +72,6 @@
     if (d.text_cut) { textBox.appendChild(el("p", "muted", "\u2026 " + d.text_cut + " more characters not shown")); }
   }
 
-  function el(tag, cls, text) {
-    var x = document.createElement(tag);
-    if (cls) { x.className = cls; }
-    if (text !== undefined && text !== null) { x.textContent = text; }
-    return x;
-  }
-  function valueText(v) { return typeof v === "string" ? v : JSON.stringify(v); }
 
   function makeCard(f, side, i) {
     var c = el("div", "fact st-" + f.status);

@@ -3,7 +3,7 @@
   // review.html (factjudge.reports.review): the queue, the person's verdicts kept in localStorage
   // under the run's identity, and the review.jsonl export (factjudge.io.review reads it back).
   // Every value is set with textContent: a fact can only ever be text.
-  function byId(id) { return document.getElementById(id); }
+  var byId = factjudgeDom.byId, el = factjudgeDom.el, valueText = factjudgeDom.valueText;
   var data = JSON.parse(byId("review-data").textContent);
   var items = data.items, run = data.run;
   var storeKey = "factjudge-review:" + JSON.stringify([run.judge, run.judge_hash, run.config_hash, run.input_hash]);
@@ -19,13 +19,6 @@
   function save() {
     try { window.localStorage.setItem(storeKey, JSON.stringify(state)); } catch (e) { /* private mode: kept until the page closes */ }
   }
-  function el(tag, cls, text) {
-    var x = document.createElement(tag);
-    if (cls) { x.className = cls; }
-    if (text !== undefined && text !== null) { x.textContent = text; }
-    return x;
-  }
-  function valueText(v) { return typeof v === "string" ? v : JSON.stringify(v); }
   function entry(item) { return state[item.key] || (state[item.key] = {}); }
 
   function factBox(fact, side, item, editing) {
