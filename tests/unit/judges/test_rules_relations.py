@@ -99,3 +99,10 @@ def test_aliases_still_apply_in_relation_fields():
     config = {"aliases": [{"values": ["employer", "worksAt"], "field": "property"}]}
     assert links(("Ann", "employer", "Contoso"), ("Ann", "worksAt", "Contoso"), config)
     assert not links(("Ann", "employer", "Contoso"), ("Ann", "worksAt", "Contoso"))
+
+
+@pytest.mark.parametrize("odd", ["?", "-", "__", "()"])
+def test_a_relation_with_no_word_is_judged_not_crashed(odd):
+    # a WebNLG submission writes such relations; the family read them as no words and crashed
+    assert not links(("A", "birthPlace", "B"), ("A", odd, "B"))
+    assert links(("A", odd, "B"), ("A", odd, "B"))

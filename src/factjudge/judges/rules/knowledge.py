@@ -501,6 +501,9 @@ def relation_canon(raw: str) -> Canon:
     leading auxiliaries or a unit written into it, a listed phrase as its relation's first one,
     and a participle with "by" as its agent noun."""
     words = relation_words(raw)
+    if not words:  # no letter or digit ("-", "??"): a text like any other
+        norm = normalize_text(raw)
+        return Canon(norm=norm, head=norm)
     plain = " ".join(words)
     while len(words) > 1 and words[0] in _AUXILIARIES:
         words = words[1:]
