@@ -58,7 +58,8 @@ DIFFERENT = [
      ("Abraham_A._Ribicoff", "successorOf", "John_N._Dempsey")),
     (("Lionsgate", "owner", "Frank_Giustra"), ("Lionsgate", "owns", "Frank_Giustra")),
     # one word makes another relation, however similar the names (similarity 95)
-    (("Adams_County", "hasToItsSouthwest", "Frederick_County"), ("Adams_County", "hasToItsSoutheast", "Frederick_County")),
+    (("Adams_County", "hasToItsSouthwest", "Frederick_County"),
+     ("Adams_County", "hasToItsSoutheast", "Frederick_County")),
     # a qualifier word in the name
     (("Aleksandr_Prudnikov", "currentclub", "FC_Amkar_Perm"), ("Aleksandr_Prudnikov", "club", "FC_Amkar_Perm")),
     (("Akeem_Ayers", "debutTeam", "Tennessee_Titans"), ("Akeem_Ayers", "formerTeam", "Tennessee_Titans")),
