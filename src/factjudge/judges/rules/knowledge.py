@@ -462,6 +462,7 @@ _IRREGULAR_PARTICIPLES = {"written": "writ", "made": "mak", "led": "lead", "buil
                           "run": "runn", "held": "hold", "sung": "sing"}
 
 
+@functools.lru_cache(maxsize=1024)  # asked for every text compared
 def is_relation_field(name: str) -> bool:
     """Whether a field holds a relation name (the ``@fields`` line of relations.txt)."""
     return bool(field_words(name) & _list_fields("relations.txt"))
