@@ -116,6 +116,10 @@ class RulesKnowledge(BaseModel):
     #: Products named as listings name them, in product, item and model fields: without the
     #: brand (Contoso Zephyr 14 = Zephyr 14) or a trailing parenthetical spec; never another model.
     products: StrictBool = True
+    #: Relation names of triples, in relation, property and predicate fields only: camelCase,
+    #: snake_case and phrase forms of one relation (birthPlace = birth_place = wasBornIn), DBpedia's
+    #: other names (operatingOrganisation = operator); never its inverse or another relation.
+    relations: StrictBool = True
 
     @model_serializer(mode="wrap")
     def _new_families_only_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -131,7 +135,7 @@ class RulesKnowledge(BaseModel):
 
 #: The knowledge families added by issue 37 (on by default, written only when off).
 _FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds", "abbreviations",
-                         "jobs", "results", "products")
+                         "jobs", "results", "products", "relations")
 
 
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)

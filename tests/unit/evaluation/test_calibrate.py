@@ -37,7 +37,7 @@ def line(i, gold, pred, match, category=None):
 #   t1 $12.5m = 12,500,000 USD            label match    judge links      -> tp
 #   t2 12.5m vs 12.6m (no tolerance)       label no       judge no link    -> tn
 #   t3 Jensen vs Jen-Hsun Huang            label match    judge no link    -> fn (different given names)
-#   t4 author vs writer                    label match    judge no link    -> fn
+#   t4 author vs penned                    label match    judge no link    -> fn
 #   t5 daniel vs daniela okafor            label no       judge links      -> fp (similarity >= 90; not
 #                                                                               written as a name)
 #   t6 FY23 = fiscal year 2023             label match    judge links      -> tp
@@ -61,7 +61,8 @@ SMALL = [
          {"fact_type": "ceo", "entity": "NVIDIA", "name": "Jen-Hsun Huang"}, True, "name_variants"),
     line(4, {"fact_type": "triple", "subject": "A_Severed_Wasp", "property": "author",
              "object": "Madeleine_L'Engle"},
-         {"fact_type": "triple", "subject": "A_Severed_Wasp", "property": "writer",
+         # a synonym no list holds (writer = author is read since issue #37's relations family)
+         {"fact_type": "triple", "subject": "A_Severed_Wasp", "property": "penned",
           "object": "Madeleine_L'Engle"}, True, "synonymous_relations"),
     line(5, {"fact_type": "cfo", "entity": C, "name": "daniel okafor"},
          {"fact_type": "cfo", "entity": C, "name": "daniela okafor"}, False, "name_variants"),

@@ -28,7 +28,7 @@ from ...core.scope import NOT_COMPARED
 from ...models import QUOTE_LIMIT, JudgeConfig, Tolerance, cut_text, quoted
 from ...util.assignment import max_assignment
 from . import variants
-from .knowledge import Canon, Knowledge, is_product_field, qualifiers, text_units
+from .knowledge import Canon, Knowledge, is_product_field, is_relation_field, qualifiers, text_units
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -208,6 +208,10 @@ def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledg
     decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
     if decision is not None:
         return decision.ok, False, decision.score, f"{shown}: {decision.detail}{by}"
+    if knowledge.families.relations and is_relation_field(name):
+        # relation names word for word, never by similarity: one word makes another relation
+        # (hasToItsSouthwest vs hasToItsSoutheast scored 95; guideline G23)
+        return False, False, float(fuzz.ratio(ca.norm, cb.norm)), f"{shown}: different relations{by}"
     ok, exact, score, detail = _similar_texts(sorted_tokens(ca.norm), sorted_tokens(cb.norm),
                                               text_numbers(ca.norm), text_numbers(cb.norm),
                                               threshold, shown)

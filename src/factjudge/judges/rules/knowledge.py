@@ -36,6 +36,9 @@ QUALIFIERS = frozenset({
     # as needed is a qualifier of a medication order (issue #37, guideline G13): "q6h PRN" is
     # not "q6h"; the clinical list rewrites "as needed" and "when required" to it
     "prn",
+    # a relation name ending in "of" or "to" (successorOf) read by the relations family: the
+    # inverse of the bare noun (successor), never equal to it (issue #37 item 3, guideline G23)
+    "inverse",
 })
 _QUALIFIER_SYNONYMS = {"ex": "former", "erstwhile": "former", "previous": "former",
                        "sr": "senior", "jr": "junior", "non": "nonexecutive"}
@@ -307,12 +310,19 @@ class Knowledge:
         return self._keyed_table(name)[1]
 
     def canon(self, name: str, raw: str, norm: str) -> Canon:
-        key = (self._keyed_table(name)[0], raw)
+        relation = self.families.relations and is_relation_field(name)
+        table_key = self._keyed_table(name)[0]
+        key = (f"{_RELATION_KEY}{table_key or ''}" if relation else table_key, raw)
         found = self._cache.get(key)
         if found is None:
             if len(self._cache) > 200_000:  # a bound for huge documents; entries are cheap
                 self._cache.clear()
                 self.memo.clear()
+            if relation:  # read as a relation name, then with the aliases and lists as before
+                rel = relation_canon(raw)
+                text, used = rewrite(self.table(name), rel.norm)
+                found = self._cache[key] = Canon(norm=text, head=text, used=(*rel.used, *used))
+                return found
             # a route or frequency is no place ("SL" is sublingual, not Sierra Leone)
             places = self.families.places and self.table(name) is self.everywhere or name in self.per_field
             found = self._cache[key] = self._read(self.table(name), raw, norm, places)
@@ -428,6 +438,93 @@ def rewrite(table: dict[tuple[str, ...], Rewrite], norm: str) -> tuple[str, tupl
             out.append(words[i])
             i += 1
     return " ".join(out), tuple(used)
+
+
+# --------------------------------------------------------------------------- relation names
+
+#: The cache key of a relation field's texts (read the one way in every relation field).
+_RELATION_KEY = "@relation"
+#: The words of a relation name as written: camelCase humps, an acronym before a hump
+#: (``ICAOLocationIdentifier``), digits; brackets, quotes, slashes and underscores are spaces.
+_RELATION_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]*")
+#: Leading auxiliaries of a relation written as a phrase: tense is no part of the relation
+#: ("wasBornIn" = "bornIn", "isPartOf" = "partOf"; guideline G22). Dropped only before more words.
+_AUXILIARIES = frozenset({"is", "was", "are", "were", "has", "have", "had", "been", "be"})
+#: A unit written into a relation's name ("elevationAboveTheSeaLevel_(in_metres)"): the value
+#: carries the quantity, so the relation is the same (G22); the values are still compared.
+_NAME_UNITS = frozenset({"metres", "meters", "metre", "meter", "m", "feet", "foot", "ft", "km",
+                         "kilometres", "kilometers", "minutes", "min", "seconds", "kg", "kilograms",
+                         "days", "years", "inhabitants", "square", "per"})
+#: Agent nouns a participle with "by" is read as ("distributed by" = "distributor"): the two
+#: name the same role in the same direction (A distributor B: B distributes A = A distributed by
+#: B); an active verb ("owns") is the inverse and is never read so.
+_IRREGULAR_PARTICIPLES = {"written": "writ", "made": "mak", "led": "lead", "built": "build",
+                          "run": "runn", "held": "hold", "sung": "sing"}
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every text compared
+def is_relation_field(name: str) -> bool:
+    """Whether a field holds a relation name (the ``@fields`` line of relations.txt)."""
+    return bool(field_words(name) & _list_fields("relations.txt"))
+
+
+def relation_words(raw: str) -> tuple[str, ...]:
+    """The words of a relation name, lower case (``IMDbNumber`` -> imdb number)."""
+    pieces = _RELATION_WORD.findall(raw)
+    return tuple(p.casefold() for p in pieces)
+
+
+@functools.cache
+def _relation_table() -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Phrase of relations.txt -> its line's first phrase."""
+    table: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for group in _groups("relations.txt"):
+        for value in group:
+            table.setdefault(tuple(value.split()), tuple(group[0].split()))
+    return table
+
+
+def _agent(words: tuple[str, ...]) -> tuple[str, ...]:
+    """``music composed by`` and ``music composer`` -> ``music composer``; others unchanged."""
+    *rest, last = words
+    if last == "by" and rest:
+        verb = rest.pop()
+        stem = _IRREGULAR_PARTICIPLES.get(verb) or (verb[:-2] if verb.endswith("ed") and len(verb) > 4 else None)
+        return (*rest, f"{stem}er") if stem else words
+    if len(last) >= 6 and last.endswith(("er", "or")):
+        return (*rest, f"{last[:-2]}er")
+    return words
+
+
+@functools.lru_cache(maxsize=65536)
+def relation_canon(raw: str) -> Canon:
+    """A relation name as the relations family reads it (guideline G22): its words, without
+    leading auxiliaries or a unit written into it, a listed phrase as its relation's first one,
+    and a participle with "by" as its agent noun."""
+    words = relation_words(raw)
+    if not words:  # no letter or digit ("-", "??"): a text like any other
+        norm = normalize_text(raw)
+        return Canon(norm=norm, head=norm)
+    plain = " ".join(words)
+    while len(words) > 1 and words[0] in _AUXILIARIES:
+        words = words[1:]
+    if "in" in words[1:-1]:  # "... in square kilometres": the unit the value is given in
+        cut = len(words) - 1 - words[::-1].index("in")
+        if all(w in _NAME_UNITS for w in words[cut + 1:]):
+            words = words[:cut]
+    table = _relation_table()
+    listed = table.get(words)
+    if listed is not None:
+        words = listed
+    elif len(words) > 1 and words[-1] in ("of", "to"):
+        # "A successorOf B" (A is B's successor) is the inverse of "A successor B" (B is A's):
+        # the preposition is kept as the qualifier word "inverse", never dropped (G23)
+        words = (*_agent(words[:-1]), "inverse")
+    else:
+        words = _agent(words)
+    norm = " ".join(words)
+    used = (f"relations: {raw.strip()} = {norm}",) if norm != plain else ()
+    return Canon(norm=norm, head=norm, used=used)
 
 
 def build_knowledge(config: JudgeConfig) -> Knowledge:
