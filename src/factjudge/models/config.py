@@ -116,6 +116,12 @@ class RulesKnowledge(BaseModel):
     #: Products named as listings name them, in product, item and model fields: without the
     #: brand (Contoso Zephyr 14 = Zephyr 14) or a trailing parenthetical spec; never another model.
     products: StrictBool = True
+    #: Calendar quarters, halves and fiscal years written as the months they span (Q2 2023 =
+    #: April-June 2023 = three months ended June 30, 2023); a fiscal quarter stays apart.
+    periods: StrictBool = True
+    #: Whole values written in words (four thousand three hundred and ten = 4,310; fifty-one
+    #: percent = 51%) and the Indian scales (1 crore = 10 million, 1 lakh = 100,000).
+    numbers: StrictBool = True
 
     @model_serializer(mode="wrap")
     def _new_families_only_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -131,7 +137,7 @@ class RulesKnowledge(BaseModel):
 
 #: The knowledge families added by issue 37 (on by default, written only when off).
 _FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds", "abbreviations",
-                         "jobs", "results", "products")
+                         "jobs", "results", "products", "periods", "numbers")
 
 
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)
