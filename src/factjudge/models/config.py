@@ -122,6 +122,9 @@ class RulesKnowledge(BaseModel):
     #: Whole values written in words (four thousand three hundred and ten = 4,310; fifty-one
     #: percent = 51%) and the Indian scales (1 crore = 10 million, 1 lakh = 100,000).
     numbers: StrictBool = True
+    #: Document types with a qualifier that keeps the type, in document fields (Tax Invoice =
+    #: VAT invoice = Invoice); a pro forma invoice or a credit note stays apart.
+    documents: StrictBool = True
 
     @model_serializer(mode="wrap")
     def _new_families_only_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -137,7 +140,8 @@ class RulesKnowledge(BaseModel):
 
 #: The knowledge families added by issue 37 (on by default, written only when off).
 _FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds", "abbreviations",
-                         "jobs", "results", "products", "periods", "numbers")
+                         "jobs", "results", "products", "periods", "numbers",
+                         "documents")
 
 
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)

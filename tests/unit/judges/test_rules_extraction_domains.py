@@ -151,6 +151,10 @@ MORE_FAMILIES = [
      ({"jurisdiction": "State of Delaware"}, {"jurisdiction": "Delaware County"})),
     ("places", ({"jurisdiction": "Commonwealth of Massachusetts"}, {"jurisdiction": "Massachusetts"}),
      ({"jurisdiction": "State of New York"}, {"jurisdiction": "New York City"})),
+    ("documents", ({"document": "Tax Invoice"}, {"document": "Invoice"}),
+     ({"document": "Tax Invoice"}, {"document": "Pro forma invoice"})),
+    ("documents", ({"document_type": "VAT invoice"}, {"document_type": "tax invoice"}),
+     ({"document_type": "Invoice"}, {"document_type": "Credit Note"})),
 ]
 MORE_IDS = [f"{family}-{i}" for i, (family, _, _) in enumerate(MORE_FAMILIES)]
 
@@ -183,3 +187,9 @@ def test_numbers_in_words_are_whole_values_and_keep_their_currency():
     assert not both_ways({"value": "₹15,000 crore"}, {"value": "$150 billion"})
     # words inside a name stay words
     assert not both_ways({"band": "Seven Seas"}, {"band": "7 Seas"})
+
+
+def test_document_types_are_read_only_in_document_fields():
+    assert not both_ways({"title": "Tax Invoice"}, {"title": "Invoice"})
+    assert not both_ways({"document": "Tax Invoice"}, {"document": "Commercial Invoice"})
+    assert not both_ways({"document": "Pro forma tax invoice"}, {"document": "Invoice"})

@@ -49,7 +49,8 @@ _FAMILIES = {"titles": "titles", "companies": "companies", "cities": "places",
              "abbreviations": "abbreviations", "vocabulary": "jobs"}
 #: Lists read only in the fields their ``@fields`` line names (issue #37): "PO" is by mouth in a
 #: route and a purchase order on an invoice; "dev" is a validation split, and a developer.
-_FIELD_FAMILIES = {"clinical": "clinical", "splits": "results", "metrics": "results"}
+_FIELD_FAMILIES = {"clinical": "clinical", "splits": "results", "metrics": "results",
+                   "documents": "documents"}
 #: Country short forms read as the country inside a text when written in capitals ("US Naval
 #: Academy" = "United States Naval Academy"); other codes are words too (IN, OR, ME).
 _COUNTRY_SHORT = {"US": "united states", "USA": "united states", "UK": "united kingdom",
