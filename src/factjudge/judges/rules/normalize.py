@@ -107,7 +107,15 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
 from ...util.jsonutil import canonical_json as _strict_json
-from .units import Measure, PhysicalUnit, indian_scales, number_in_words, parse_measure, physical_unit
+from .units import (
+    NUMBER_WORDS,
+    Measure,
+    PhysicalUnit,
+    indian_scales,
+    number_in_words,
+    parse_measure,
+    physical_unit,
+)
 
 __all__ = [
     "COMPANY_SUFFIXES", "Item", "Items", "Measure", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity",
@@ -1086,10 +1094,14 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
 
 def _written_number(bare: str, reading: Reading) -> Quantity | None:
     """A number in words or in crore and lakh (``numbers`` family, guideline G22), as written."""
-    if not any(c.isalpha() for c in bare):
+    low = bare.casefold()
+    if "crore" in low or "lakh" in low:
+        written: str | None = indian_scales(bare)
+    elif low.lstrip().split(" ", 1)[0].split("-", 1)[0] in NUMBER_WORDS:  # the usual text: no
+        written = number_in_words(bare)
+    else:
         return None
-    written = number_in_words(bare) or indian_scales(bare)
-    q = parse_number(written, reading) if written != bare else None
+    q = parse_number(written, reading) if written is not None and written != bare else None
     return replace(q, source=bare.strip()) if q is not None else None
 
 

@@ -245,6 +245,8 @@ def spelled_numbers(text: str) -> str:
 
 #: Whole values in words (issue #37 item 3, guideline G22): "four thousand three hundred and ten".
 _MAGNITUDES = {"thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12}
+#: The words a number in words starts with (a cheap test before reading one).
+NUMBER_WORDS = frozenset(_UNITS_WORDS) | frozenset(_TENS_WORDS)
 #: What may follow the words: a percent, nothing else ("one m" would read as one million).
 _WORDS_TAIL = frozenset({"", "%", "percent", "per cent", "pct"})
 
