@@ -277,7 +277,7 @@ def test_yaml_anchors_without_aliases_and_merge_free_configs_still_load(tmp_path
     ({"rules_knowledge": {"banana": False}},
      "cfg.yaml: unknown config key 'rules_knowledge.banana' (known keys: titles, places, companies, "
      "honorifics, names, clinical, units, durations, per_period, bounds, abbreviations, jobs, results, "
-     "products, relations)"),
+     "products, relations, periods, numbers, documents)"),
     ({"rules_knowledge": {"place": False}},
      "cfg.yaml: unknown config key 'rules_knowledge.place' (did you mean 'places'?)"),
     ({"aliases": [{"values": ["a", "b"], "fieldz": "x"}]},  # an alias group has 'field', not 'fields'

@@ -120,6 +120,15 @@ class RulesKnowledge(BaseModel):
     #: snake_case and phrase forms of one relation (birthPlace = birth_place = wasBornIn), DBpedia's
     #: other names (operatingOrganisation = operator); never its inverse or another relation.
     relations: StrictBool = True
+    #: Calendar quarters, halves and fiscal years written as the months they span (Q2 2023 =
+    #: April-June 2023 = three months ended June 30, 2023); a fiscal quarter stays apart.
+    periods: StrictBool = True
+    #: Whole values written in words (four thousand three hundred and ten = 4,310; fifty-one
+    #: percent = 51%) and the Indian scales (1 crore = 10 million, 1 lakh = 100,000).
+    numbers: StrictBool = True
+    #: Document types with a qualifier that keeps the type, in document fields (Tax Invoice =
+    #: VAT invoice = Invoice); a pro forma invoice or a credit note stays apart.
+    documents: StrictBool = True
 
     @model_serializer(mode="wrap")
     def _new_families_only_when_off(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -135,7 +144,8 @@ class RulesKnowledge(BaseModel):
 
 #: The knowledge families added by issue 37 (on by default, written only when off).
 _FAMILIES_OF_ISSUE_37 = ("clinical", "units", "durations", "per_period", "bounds", "abbreviations",
-                         "jobs", "results", "products", "relations")
+                         "jobs", "results", "products", "relations", "periods", "numbers",
+                         "documents")
 
 
 #: Keys written only when set, so that runs without them keep their outputs, input hashes (resume)

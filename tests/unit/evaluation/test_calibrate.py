@@ -348,7 +348,8 @@ CATEGORIES = {"numbers_and_scales", "percentages", "currencies", "dates_and_fisc
               "company_names", "near_misses", "synonymous_relations", "name_variants",
               "missing_qualifiers", "title_variants", "place_variants", "approximate_numbers",
               "qualifier_traps", "clinical_shorthand", "units_and_data_sizes", "durations_and_periods",
-              "bound_notations", "abbreviations", "job_and_results_vocabulary", "product_names"}
+              "bound_notations", "abbreviations", "job_and_results_vocabulary", "product_names",
+              "document_names"}
 
 
 def test_builtin_set_loads():

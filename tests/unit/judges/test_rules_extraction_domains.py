@@ -127,3 +127,69 @@ def test_a_brand_alone_or_a_name_without_a_model_number_is_no_product_match():
     assert not both_ways({"product": "Fabrikam Halcyon"}, {"product": "Halcyon"})
     # only where a product is named: a person's or a company's name keeps its first word
     assert not both_ways({"organization": "Contoso Zephyr 14"}, {"organization": "Zephyr 14"})
+
+
+#: Issue #37 item 3 (guideline G25-G27): periods written as the months they span, numbers in
+#: words and Indian scales, a state with its "State of". (family, a match, a near miss)
+MORE_FAMILIES = [
+    ("periods", ({"period": "Q2 2023"}, {"period": "three months ended June 30, 2023"}),
+     ({"period": "Q2 2023"}, {"period": "three months ended May 31, 2023"})),
+    ("periods", ({"period": "Q2 2023"}, {"period": "April-June 2023"}),
+     ({"period": "Q3 2023"}, {"period": "April-June 2023"})),
+    ("periods", ({"period": "H1 2023"}, {"period": "six months ended June 30, 2023"}),
+     ({"period": "Q2 2023"}, {"period": "six months ended June 30, 2023"})),
+    ("periods", ({"period": "FY2023"}, {"period": "fiscal year ended 2023"}),
+     ({"period": "FY2022"}, {"period": "fiscal year ended 2023"})),
+    ("numbers", ({"value": "4,310"}, {"value": "four thousand three hundred and ten"}),
+     ({"value": "4,310"}, {"value": "four thousand three hundred"})),
+    ("numbers", ({"value": "51%"}, {"value": "fifty-one percent"}),
+     ({"value": "51%"}, {"value": "forty-one percent"})),
+    ("numbers", ({"value": "₹15,000 crore"}, {"value": "INR 150 billion"}),
+     ({"value": "₹15,000 crore"}, {"value": "INR 15 billion"})),
+    ("numbers", ({"value": "₹5 lakh"}, {"value": "₹500,000"}), ({"value": "₹5 lakh"}, {"value": "₹5,000"})),
+    ("places", ({"jurisdiction": "State of Delaware"}, {"jurisdiction": "Delaware"}),
+     ({"jurisdiction": "State of Delaware"}, {"jurisdiction": "Delaware County"})),
+    ("places", ({"jurisdiction": "Commonwealth of Massachusetts"}, {"jurisdiction": "Massachusetts"}),
+     ({"jurisdiction": "State of New York"}, {"jurisdiction": "New York City"})),
+    ("documents", ({"document": "Tax Invoice"}, {"document": "Invoice"}),
+     ({"document": "Tax Invoice"}, {"document": "Pro forma invoice"})),
+    ("documents", ({"document_type": "VAT invoice"}, {"document_type": "tax invoice"}),
+     ({"document_type": "Invoice"}, {"document_type": "Credit Note"})),
+]
+MORE_IDS = [f"{family}-{i}" for i, (family, _, _) in enumerate(MORE_FAMILIES)]
+
+
+@pytest.mark.parametrize("family, match, near_miss", MORE_FAMILIES, ids=MORE_IDS)
+def test_each_item_3_family_links_its_match_and_never_its_near_miss(family, match, near_miss):
+    assert both_ways(*match), decide(*match).reasoning
+    assert not both_ways(*near_miss), decide(*near_miss).reasoning
+
+
+@pytest.mark.parametrize("family, match, near_miss", MORE_FAMILIES, ids=MORE_IDS)
+def test_each_item_3_family_is_switched_off_by_its_rules_knowledge_key(family, match, near_miss):
+    assert not both_ways(*match, off(family)), decide(*match, off(family)).reasoning
+
+
+def test_a_span_of_months_is_a_calendar_period_only_when_it_is_one():
+    assert both_ways({"period": "Q4 2023"}, {"period": "three months ended December 31, 2023"})
+    assert both_ways({"period": "H1 2023"}, {"period": "January to June 2023"})
+    assert both_ways({"period": "FY2023"}, {"period": "fiscal year ended September 30, 2023"})
+    # a fiscal quarter is not the calendar months; nine months are no quarter; another year
+    assert not both_ways({"period": "Q2 FY2023"}, {"period": "three months ended June 30, 2023"})
+    assert not both_ways({"period": "Q3 2023"}, {"period": "nine months ended September 30, 2023"})
+    assert not both_ways({"period": "Q2 2024"}, {"period": "April-June 2023"})
+    assert not both_ways({"period": "Q2 2023"}, {"period": "March-June 2023"})
+
+
+def test_numbers_in_words_are_whole_values_and_keep_their_currency():
+    assert both_ways({"value": "2,000,000"}, {"value": "two million"})
+    assert not both_ways({"value": "2,000"}, {"value": "two million"})
+    assert not both_ways({"value": "₹15,000 crore"}, {"value": "$150 billion"})
+    # words inside a name stay words
+    assert not both_ways({"band": "Seven Seas"}, {"band": "7 Seas"})
+
+
+def test_document_types_are_read_only_in_document_fields():
+    assert not both_ways({"title": "Tax Invoice"}, {"title": "Invoice"})
+    assert not both_ways({"document": "Tax Invoice"}, {"document": "Commercial Invoice"})
+    assert not both_ways({"document": "Pro forma tax invoice"}, {"document": "Invoice"})

@@ -317,9 +317,10 @@ def test_alias_groups_on_numbers_or_currency_fields_are_named_not_ignored_silent
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps(config), encoding="utf-8")
     expected = [
-        "alias group '1000 = one thousand': the rules judge reads '1000' as a number, an amount, a "
-        "percentage or a date, compared by value (set 'tolerances' to allow a difference), never "
-        "rewritten by an alias: the group does not apply to it",
+        # "one thousand" is a number too (numbers family, issue #37 item 3)
+        "alias group '1000 = one thousand': the rules judge reads '1000', 'one thousand' as a number, an "
+        "amount, a percentage or a date, compared by value (set 'tolerances' to allow a difference), "
+        "never rewritten by an alias: the group does not apply to them",
         "alias group 'greenback = USD': the rules judge reads currency and unit fields ('currency', "
         "'unit', '*_unit'...) as units, never rewritten by an alias: the group is ignored there",
         "alias group 'USD = greenback': 'currency' is a currency or unit field, read as a unit, never "

@@ -52,7 +52,8 @@ _FAMILIES = {"titles": "titles", "companies": "companies", "cities": "places",
              "abbreviations": "abbreviations", "vocabulary": "jobs"}
 #: Lists read only in the fields their ``@fields`` line names (issue #37): "PO" is by mouth in a
 #: route and a purchase order on an invoice; "dev" is a validation split, and a developer.
-_FIELD_FAMILIES = {"clinical": "clinical", "splits": "results", "metrics": "results"}
+_FIELD_FAMILIES = {"clinical": "clinical", "splits": "results", "metrics": "results",
+                   "documents": "documents"}
 #: Country short forms read as the country inside a text when written in capitals ("US Naval
 #: Academy" = "United States Naval Academy"); other codes are words too (IN, OR, ME).
 _COUNTRY_SHORT = {"US": "united states", "USA": "united states", "UK": "united kingdom",
@@ -235,10 +236,19 @@ def _places() -> _Places:
     return _Places(names, tail_names, dotted, codes, ambiguous)
 
 
+#: A US state with its formal prefix (guideline G27): ``State of Delaware`` is Delaware; only a
+#: state's own name may follow (``State of Delaware County`` is no state).
+_STATE_OF = re.compile(r"^(?:the\s+)?(?:state|commonwealth)\s+of\s+(?P<name>.+)$", re.IGNORECASE)
+
+
 def _place(raw: str, whole: bool) -> Place | None:
     """The place ``raw`` names, or None; ``whole``: the value is nothing but this."""
     places = _places()
     written = raw.strip().replace("_", " ")
+    if whole and (formal := _STATE_OF.match(written)):
+        state = places.tail_names.get(normalize_text(formal["name"]))
+        if state is not None and state.kind == "state":
+            return state
     if written.isupper() and written.replace(".", "").isalpha() and "." not in written:
         if whole and written in places.ambiguous:
             return None

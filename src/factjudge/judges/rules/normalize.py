@@ -95,6 +95,7 @@ Years versus numbers
 """
 from __future__ import annotations
 
+import calendar as _calendar
 import datetime as _dt
 import json
 import math
@@ -106,7 +107,15 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
 from ...util.jsonutil import canonical_json as _strict_json
-from .units import Measure, PhysicalUnit, parse_measure, physical_unit
+from .units import (
+    NUMBER_WORDS,
+    Measure,
+    PhysicalUnit,
+    indian_scales,
+    number_in_words,
+    parse_measure,
+    physical_unit,
+)
 
 __all__ = [
     "COMPANY_SUFFIXES", "Item", "Items", "Measure", "Missing", "MISSING", "Norm", "Other", "Period", "Quantity",
@@ -130,19 +139,21 @@ class Reading:
     date_order: str = "MDY"
     #: The knowledge families read while normalising (issue #37): ``units`` (data sizes, Hz,
     #: mAh, W, nits, inch marks), ``durations`` (and number words before them) and
-    #: ``per_period`` (an amount per month, week or year).
-    families: frozenset[str] = frozenset({"units", "durations", "per_period"})
+    #: ``per_period`` (an amount per month, week or year), ``periods`` (months spanned as a
+    #: quarter, half or fiscal year) and ``numbers`` (whole values in words, crore and lakh).
+    families: frozenset[str] = frozenset({"units", "durations", "per_period", "periods", "numbers"})
 
     @classmethod
     def of(cls, config: Any) -> Reading:
         """The reading a :class:`~factjudge.models.JudgeConfig` asks for."""
         known = config.rules_knowledge
         return cls(config.decimal_separator, config.date_order,
-                   frozenset(f for f in ("units", "durations", "per_period") if getattr(known, f)))
+                   frozenset(f for f in ("units", "durations", "per_period", "periods", "numbers")
+                             if getattr(known, f)))
 
     @property
     def unit_families(self) -> frozenset[str]:
-        return self.families - {"per_period"}
+        return self.families & {"units", "durations"}
 
 
 READING = Reading()
@@ -938,10 +949,47 @@ def parse_period(text: str, *, bare_year: bool = True, reading: Reading = READIN
                 n = _ORDINALS.get(which) or int(which)
                 fiscal = "FY" if m["fy"] else ""
                 return f"{fiscal}{_year(m['y'])}-{prefix}{n}"
+    if "periods" in reading.families and (key := _spanned_period(s)) is not None:
+        return key
     if bare_year and (m := _BARE_YEAR.fullmatch(s)):
         y = int(m["y"])
         if BARE_YEAR_RANGE[0] <= y <= BARE_YEAR_RANGE[1]:
             return str(y)
+    return None
+
+
+#: Periods written as the months they span (``periods`` family, guideline G25).
+_MONTHS_ENDED = re.compile(rf"(?P<n>three|six|3|6)[\s-]+months?\s+(?:ended|ending)\s+{_MON}[\s\-/]*"
+                           rf"(?P<d>\d{{1,2}}){_ORD}[\s,\-/]+(?P<y>\d{{4}})")
+_FY_ENDED = re.compile(rf"{_FY}\s+(?:ended|ending)\s+(?:{_MON}[\s\-/]*\d{{1,2}}{_ORD}[\s,\-/]+)?(?P<y>\d{{4}})")
+_MONTH_SPAN = re.compile(rf"{_MON}\s*(?:-|to|through)\s*{_MON.replace('?P<mon>', '?P<mon2>')}[\s,\-/]*"
+                         r"(?P<y>\d{4})")
+_SPAN_MONTHS = {"three": 3, "3": 3, "six": 6, "6": 6}
+
+
+def _calendar_span(year: int, last: int, months: int) -> str | None:
+    """The calendar quarter or half of ``months`` months ending with month ``last``, or None."""
+    if months == 3 and last % 3 == 0:
+        return f"{year}-Q{last // 3}"
+    if months == 6 and last % 6 == 0:
+        return f"{year}-H{last // 6}"
+    return None
+
+
+def _spanned_period(s: str) -> str | None:
+    """``three months ended june 30, 2023`` -> ``2023-Q2``, ``april-june 2023`` -> ``2023-Q2``,
+    ``fiscal year ended 2023`` -> ``FY2023``; None for a span that is no calendar quarter or half
+    (``three months ended may 31``: a fiscal quarter of an unknown year)."""
+    if m := _MONTHS_ENDED.fullmatch(s):
+        year, last = int(m["y"]), _month(m["mon"])
+        if int(m["d"]) != _calendar.monthrange(year, last)[1]:
+            return None
+        return _calendar_span(year, last, _SPAN_MONTHS[m["n"]])
+    if m := _MONTH_SPAN.fullmatch(s):
+        first, last = _month(m["mon"]), _month(m["mon2"])
+        return _calendar_span(int(m["y"]), last, last - first + 1) if last > first else None
+    if m := _FY_ENDED.fullmatch(s):
+        return f"FY{int(m['y'])}"
     return None
 
 
@@ -1026,6 +1074,8 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
     if key is not None:
         return Period(key=key, raw=value.strip())
     q = parse_number(bare, reading)
+    if q is None and "numbers" in reading.families:
+        q = _written_number(bare, reading)
     if q is not None:
         return _apply_unit(q, unit) if unit is not None else q
     families = reading.unit_families
@@ -1040,6 +1090,19 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         if q is not None:
             return replace(_per_period(q, (m["per"] or m["adverb"]).casefold()), source=bare.strip())
     return make_text(value, ignore_company_suffixes=ignore_company_suffixes)
+
+
+def _written_number(bare: str, reading: Reading) -> Quantity | None:
+    """A number in words or in crore and lakh (``numbers`` family, guideline G26), as written."""
+    low = bare.casefold()
+    if "crore" in low or "lakh" in low:
+        written: str | None = indian_scales(bare)
+    elif low.lstrip().split(" ", 1)[0].split("-", 1)[0] in NUMBER_WORDS:  # the usual text: no
+        written = number_in_words(bare)
+    else:
+        return None
+    q = parse_number(written, reading) if written is not None and written != bare else None
+    return replace(q, source=bare.strip()) if q is not None else None
 
 
 _PERIOD_WORDS = {"hour": "hour", "hr": "hour", "day": "day", "week": "week", "wk": "week",

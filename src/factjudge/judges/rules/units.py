@@ -241,3 +241,65 @@ def spelled_numbers(text: str) -> str:
     if m["digits"] is not None and int(m["digits"]) != value:
         return text
     return f"{value}{text[m.end():]}"
+
+
+#: Whole values in words (issue #37 item 3, guideline G26): "four thousand three hundred and ten".
+_MAGNITUDES = {"thousand": 10 ** 3, "million": 10 ** 6, "billion": 10 ** 9, "trillion": 10 ** 12}
+#: The words a number in words starts with (a cheap test before reading one).
+NUMBER_WORDS = frozenset(_UNITS_WORDS) | frozenset(_TENS_WORDS)
+#: What may follow the words: a percent, nothing else ("one m" would read as one million).
+_WORDS_TAIL = frozenset({"", "%", "percent", "per cent", "pct"})
+
+
+def number_in_words(text: str) -> str | None:
+    """A value that is a number written in words, as digits (``fifty-one percent`` -> ``51
+    percent``); None when it is not one, or when the words are not a number as written
+    (``nineteen eighty-four``, ``five one``: no number, a name or a year)."""
+    words = text.casefold().replace("-", " ").split()
+    total = current = 0
+    last = ""  # "small", "tens", "hundred", "magnitude", "and"
+    magnitude = 10 ** 15
+    used = 0
+    for word in words:
+        if word in _UNITS_WORDS or word in _TENS_WORDS:
+            value = _UNITS_WORDS.get(word, _TENS_WORDS.get(word, 0))
+            if last == "small" or (last == "tens" and (value >= 10 or word == "zero")):
+                return None
+            current += value
+            last = "tens" if word in _TENS_WORDS else "small"
+        elif word == "hundred":
+            if not 0 < current < 10 or last not in ("small",):
+                return None
+            current, last = current * 100, "hundred"
+        elif word in _MAGNITUDES:
+            size = _MAGNITUDES[word]
+            if current == 0 or size >= magnitude or last == "and":
+                return None
+            total, current, magnitude, last = total + current * size, 0, size, "magnitude"
+        elif word == "and" and last in ("hundred", "magnitude"):
+            last = "and"
+        else:
+            break
+        used += 1
+    if used == 0 or last == "and" or " ".join(words[used:]) not in _WORDS_TAIL:
+        return None
+    rest = " ".join(words[used:])
+    return f"{total + current} {rest}".strip()
+
+
+#: The Indian numbering scales (guideline G26): one crore is ten million, one lakh a hundred
+#: thousand; written as millions so that the amount keeps its scale's rounding.
+_INDIAN_SCALE = re.compile(r"(?P<n>\d[\d,]*(?:\.\d+)?)\s*(?P<scale>crores?|lakhs?)\b", re.IGNORECASE)
+_INDIAN_FACTORS = {"crore": Decimal(10), "lakh": Decimal("0.1")}
+
+
+def indian_scales(text: str) -> str:
+    """``₹15,000 crore`` -> ``₹150000 million``; the text as it is when it has no such scale."""
+    def millions(m: re.Match[str]) -> str:
+        try:
+            n = Decimal(m["n"].replace(",", ""))
+        except InvalidOperation:  # pragma: no cover - the pattern only lets numbers through
+            return m[0]
+        value = n * _INDIAN_FACTORS[m["scale"].casefold().rstrip("s")]
+        return f"{format(value.normalize(), 'f')} million"
+    return _INDIAN_SCALE.sub(millions, text)
