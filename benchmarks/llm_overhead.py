@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import aiohttp
-from _common import ServerProcess, report, synthetic_document
+from _common import ROOT, ServerProcess, report, synthetic_document
 
 from factjudge import LLMJudge, load_config
 from factjudge.core.scope import in_scope_facts
@@ -35,6 +35,88 @@ from factjudge.evaluation.runner import evaluate_async, input_salt
 from factjudge.io.datasets import JsonlDataset
 from factjudge.judges.base import JudgePass
 from factjudge.judges.llm import Transport
+
+# The server: the lean one's answers (the candidate with the subject's number, else null) from a
+# bare asyncio protocol instead of an aiohttp application, each answer written at exactly its
+# request's arrival + the delay (loop.call_at: no task, no sleep per request). aiohttp's server
+# spent ~0.3 ms of CPU a request before the delay started, so a burst of 64 requests reached
+# the last one's delay late: every client's latency, the bare one's included, was above the
+# delay by that queue. Answers are kept by what they depend on (built once per distinct answer).
+PACED_SERVER_CODE = r"""
+import asyncio, json, sys
+sys.path.insert(0, sys.argv[1])
+from scripted_server import answer
+
+delay = float(sys.argv[2])
+built = {}
+NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+
+def respond(raw):
+    body = json.loads(raw)
+    messages = body["messages"]
+    # prompt formats 4 and 5: a header line, "fact_type: ...", the field names, then "id | ..." per fact
+    head, *table = messages[-1]["content"].split("\n")
+    direction = "gold" if head.startswith("GOLD") else "predicted"
+    subject = table[2].split(" | ")[0]
+    want = ("p" if direction == "gold" else "g") + subject[1:]
+    lines = messages[1]["content"].split("\n")[1:]
+    match = want if any(line.split(" | ")[0] == want for line in lines) else None
+    tokens = len(raw) // 4
+    key = (body["model"], direction, subject, match, tokens)
+    out = built.get(key)
+    if out is None:
+        data = json.dumps({
+            "id": "chatcmpl-lean", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": answer(direction, subject, match).content}}],
+            "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}}).encode()
+        out = built[key] = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                            b"Content-Length: %d\r\n\r\n" % len(data)) + data
+    return out
+
+class Connection(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport, self.buffer = transport, b""
+
+    def data_received(self, data):
+        arrived = loop.time()
+        self.buffer += data
+        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            head = self.buffer[:end].decode("latin-1").split("\r\n")
+            length = next((int(h.split(":", 1)[1]) for h in head[1:] if h.lower().startswith("content-length:")), 0)
+            if len(self.buffer) < end + 4 + length:
+                return
+            raw, self.buffer = self.buffer[end + 4:end + 4 + length], self.buffer[end + 4 + length:]
+            method, path = head[0].split(" ")[:2]
+            out = respond(raw) if method == "POST" and path.endswith("/chat/completions") else NOT_FOUND
+            if delay:
+                loop.call_at(arrived + delay, self.write, out)
+            else:
+                self.transport.write(out)
+
+    def write(self, out):
+        if not self.transport.is_closing():
+            self.transport.write(out)
+
+async def main():
+    global loop
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(Connection, "127.0.0.1", 0, backlog=1024)
+    print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
+    await loop.run_in_executor(None, sys.stdin.read)
+    server.close()
+
+asyncio.run(main())
+"""
+
+
+class PacedServer(ServerProcess):
+    """:data:`PACED_SERVER_CODE` in a process of its own (its CPU is not the client's)."""
+
+    def __init__(self, delay: float) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", PACED_SERVER_CODE, str(ROOT / "tests"), str(delay)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.base_url = self.proc.stdout.readline().strip()
 
 
 def write_dataset(path: Path, docs: int, per_side: int) -> None:
@@ -97,7 +179,7 @@ async def run_bare(data: Path, base_url: str, concurrency: int) -> tuple[float, 
 
 
 def scenario(title: str, docs: int, per_side: int, delay: float, concurrency: int, target: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp, ServerProcess(delay, lean=True) as server:
+    with tempfile.TemporaryDirectory() as tmp, PacedServer(delay) as server:
         data = Path(tmp) / "data.jsonl"
         write_dataset(data, docs, per_side)
         rows = []
