@@ -69,15 +69,25 @@ _JSON_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-@lru_cache(maxsize=1 << 16)
+#: Strings up to this long have their _bare answer remembered (at most 65,536 of them: a few MB).
+_REMEMBERED_CHARS = 200
+
+
 def _bare(text: str) -> bool:
     """Whether a string may stand in a cell unquoted: it cannot be read as anything else (an empty
     cell, JSON, a separator, a line break, spaces that vanish when read, a table's first line).
-    Remembered per string: a run asks it of the same values again and again (each fact's cells
-    as a candidate and as the judged fact, units, periods, names; 60 checks a question on the
-    benchmark's 10+10 facts, a third of the client's own CPU)."""
+    Remembered for short strings: a run asks it of the same values again and again (each fact's
+    cells as a candidate and as the judged fact, units, periods, names: 60 checks a question on
+    llm_overhead.py's 10+10 facts, a third of the judge's own time in its profile)."""
+    return _bare_short(text) if len(text) <= _REMEMBERED_CHARS else _is_bare(text)
+
+
+def _is_bare(text: str) -> bool:
     return not (not text or text != text.strip() or "|" in text or text[0] in '"[{'
                 or text.startswith(_TYPE_LINE.rstrip()) or _CONTROL.search(text) or _JSON_SCALAR.fullmatch(text))
+
+
+_bare_short = lru_cache(maxsize=1 << 16)(_is_bare)
 
 
 def fact_cell(value: object) -> str:
