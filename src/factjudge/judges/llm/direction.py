@@ -73,7 +73,7 @@ class LLMPass:
         except PromptTooLarge:
             return Estimate("too_large")
         plan = llm.plan(call.asked)
-        if llm.cache is not None and llm.cache.get(cache_key(plan, call.asked.task)) is not None:
+        if llm.cache is not None and llm.cache.get(cache_key(plan, call.asked)) is not None:
             return Estimate("cache_hit")
         if call.asked is not asked or leave_out:  # shortlisted: a prefix of its own, cached by no earlier call
             return Estimate("call", call.prompt_tokens, 0, True)
@@ -94,7 +94,7 @@ class LLMPass:
             return None
         task = call.asked.task
         plan = llm.plan(call.asked)
-        key = cache_key(plan, task)
+        key = cache_key(plan, call.asked)
         if llm.cache is not None and llm.cache.get(key) is not None:
             return None
-        return BatchRequest(key, body(plan, task, []).obj(), task)
+        return BatchRequest(key, body(plan, call.asked, []).obj(), task)

@@ -28,7 +28,7 @@ from .cache import ResponseCache
 from .direction import LLMPass
 from .failfast import FATAL_STATUSES, GoneCheck, refused_judge, stop_if_hopeless
 from .local import PROBE_TIMEOUT, server_slots, wait_until_ready
-from .prompts import Asked, PreparedCall, direction_prefix, last_message, parse_answer, prepare_call, reask_messages
+from .prompts import Asked, PreparedCall, direction_prefix, parse_answer, prepare_call, reask_messages
 from .request import (
     COMPLETION_TOKENS,
     DEFAULT_MAX_TOKENS,
@@ -212,7 +212,7 @@ class LLMJudge(JudgeBase):
         asked = prepared.asked
         task = asked.task
         if self.cache is not None:
-            cached = self.cache.get(cache_key(self.plan(asked), task))
+            cached = self.cache.get(cache_key(self.plan(asked), asked))
             if cached is not None:
                 try:
                     verdict = parse_answer(task, cached.get("content"))
@@ -225,7 +225,7 @@ class LLMJudge(JudgeBase):
         async with self._slot():
             verdict, content, plan = await self._ask(asked, usage)
         if verdict.status != "ERROR" and self.cache is not None:  # the cache file holds no secret either
-            self.cache.put(cache_key(plan, task), {"content": self.redact(content) if content else content})
+            self.cache.put(cache_key(plan, asked), {"content": self.redact(content) if content else content})
         verdict.note = "; ".join(n for n in (verdict.note, prepared.note) if n)
         return verdict
 
@@ -291,7 +291,7 @@ class LLMJudge(JudgeBase):
 
     def _count(self, asked: Asked, mode: str) -> int:
         # the reply is primed once per request, not once per counted part
-        return (self.plan(asked, mode).tokens + self.tokens.messages([last_message(asked.task)])
+        return (self.plan(asked, mode).tokens + self.tokens.messages([asked.last])
                 - REPLY_PRIMING)
 
     # ------------------------------------------------------------------ re-asks and retries
@@ -355,7 +355,7 @@ class LLMJudge(JudgeBase):
             usage.llm_calls += 1
             timeout = max(0.001, min(limit, deadline - time.monotonic()))
             try:
-                reply = await self.backend.send(body(plan, asked.task, extra), timeout)
+                reply = await self.backend.send(body(plan, asked, extra), timeout)
             except BackendError as exc:
                 if exc.status in FATAL_STATUSES:
                     raise refused_judge(host, exc, self._stop) from None

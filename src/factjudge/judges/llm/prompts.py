@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from ...errors import InvalidAnswer, PromptTooLarge
@@ -68,11 +69,25 @@ _JSON_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+#: Strings up to this long have their _bare answer remembered (at most 65,536 of them: a few MB).
+_REMEMBERED_CHARS = 200
+
+
 def _bare(text: str) -> bool:
     """Whether a string may stand in a cell unquoted: it cannot be read as anything else (an empty
-    cell, JSON, a separator, a line break, spaces that vanish when read, a table's first line)."""
+    cell, JSON, a separator, a line break, spaces that vanish when read, a table's first line).
+    Remembered for short strings: a run asks it of the same values again and again (each fact's
+    cells as a candidate and as the judged fact, units, periods, names: 60 checks a question on
+    llm_overhead.py's 10+10 facts, a third of the judge's own time in its profile)."""
+    return _bare_short(text) if len(text) <= _REMEMBERED_CHARS else _is_bare(text)
+
+
+def _is_bare(text: str) -> bool:
     return not (not text or text != text.strip() or "|" in text or text[0] in '"[{'
                 or text.startswith(_TYPE_LINE.rstrip()) or _CONTROL.search(text) or _JSON_SCALAR.fullmatch(text))
+
+
+_bare_short = lru_cache(maxsize=1 << 16)(_is_bare)
 
 
 def fact_cell(value: object) -> str:
@@ -178,8 +193,15 @@ def candidates_message(direction: Direction, candidates: list[dict[str, Any]], f
 
 
 def subject_message(direction: Direction, fact: dict[str, Any], fields: Fields | None = None) -> str:
-    notes = cell_notes([fact], fields)
-    return f"{_SIDES[direction][0]} fact to judge{f' ({notes})' if notes else ''}:\n{fact_tables([fact], fields)}"
+    # cell_notes([fact]) and fact_tables([fact]) in one pass: one message per question asked
+    fact_type = fact.get("fact_type", _NO_TYPE)
+    columns = _columns([fact], fields)
+    kinds = {_kind(fact_type, fact_type is not _NO_TYPE), *map(_kind, columns),
+             *(_kind(fact.get(k), k in fact) for k in columns)}
+    notes = "; ".join(note for kind, note in CELL_NOTES.items() if kind in kinds)
+    head = _TYPE_LINE + ("" if fact_type is _NO_TYPE else fact_cell(fact_type))
+    table = f"{head}\n{CELL_SEPARATOR.join(map(fact_cell, columns))}\n{_row(fact, columns)}"
+    return f"{_SIDES[direction][0]} fact to judge{f' ({notes})' if notes else ''}:\n{table}"
 
 
 def prefix_messages(
@@ -314,8 +336,14 @@ class Asked:
     task: JudgeTask
     prefix: Prefix
 
+    @cached_property
+    def last(self) -> dict[str, str]:
+        """The question's own message (:func:`last_message`), built once however often the
+        question is counted, keyed and sent."""
+        return last_message(self.task)
+
     def messages(self) -> list[dict[str, str]]:
-        return [*self.prefix.messages, last_message(self.task)]
+        return [*self.prefix.messages, self.last]
 
     def with_candidates(self, candidates: list[dict[str, Any]]) -> Asked:
         """The same question over another candidate list (a shortlist), with its own prefix."""

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...util.jsonutil import canonical_json
-from ..base import JudgeTask
 from .backends import ChatReply, RequestBody
-from .prompts import Asked, last_message, response_format, schema_instruction
+from .prompts import Asked, response_format, schema_instruction
 from .settings import Sampling
 from .tokens import TokenCounter
 
@@ -147,16 +146,17 @@ def build_plan(who: Requester, asked: Asked, mode: str, adapted: tuple[str, ...]
                 hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens, pin, drop)
 
 
-def cache_key(plan: Plan, task: JudgeTask) -> str:
-    """The response-cache key of ``task``'s question asked under ``plan``."""
-    last = canonical_json(last_message(task))
+def cache_key(plan: Plan, asked: Asked) -> str:
+    """The response-cache key of the question ``asked`` under ``plan``."""
+    last = canonical_json(asked.last)
     return hashlib.sha256(f"{plan.digest}\n{last}".encode()).hexdigest()
 
 
-def body(plan: Plan, task: JudgeTask, extra: list[dict[str, str]]) -> RequestBody:
-    """The request about ``task`` under ``plan``, with ``extra`` messages after the question (a
-    re-ask)."""
-    tail = [last_message(task), *extra]
+def body(plan: Plan, asked: Asked, extra: list[dict[str, str]]) -> RequestBody:
+    """The request of the question ``asked`` under ``plan``, with ``extra`` messages after the
+    question (a re-ask)."""
+    task = asked.task
+    tail = [asked.last, *extra]
     sep = "," if plan.head[-1] != "[" else ""
     text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:]
     if plan.pin:  # the question's own schema, after the shared messages
