@@ -185,16 +185,48 @@ def field_intervals(columns: Mapping[str, Mapping[str, _FieldColumns]], document
     """Per fact type and path, percentile intervals of the field's precision, recall and F1,
     resampling documents with replacement: the same resamples as :func:`bootstrap_ci` with the
     same seed (one draw of documents serves every path)."""
+    return run_intervals(None, columns, documents, resamples, seed, level)[1]
+
+
+def _packed_keys(keys: Sequence[Sequence[int]]) -> tuple[int, list[int]]:
+    """Per document, its four :attr:`DocStats.key` counts in one integer (fields of ``bits``
+    bits, wide enough for any resample's sum): one sum per resample instead of four."""
+    top = max((max(k, default=0) for k in keys), default=0)
+    bits = (len(keys) * top).bit_length() + 1
+    return bits, [sum(v << (j * bits) for j, v in enumerate(k)) for k in keys]
+
+
+def run_intervals(keys: Sequence[Sequence[int]] | None, columns: Mapping[str, Mapping[str, _FieldColumns]],
+                  documents: int, resamples: int = 1000, seed: int = 0, level: float = 0.95
+                  ) -> tuple[dict[str, list[float] | None],
+                             dict[str, dict[str, dict[str, list[float] | None]]]]:
+    """:func:`bootstrap_ci` of ``keys`` (one per document; None: not asked) and
+    :func:`field_intervals` of ``columns`` from one draw of the resamples: both draw the same
+    documents for the same seed, and drawing them was half of their time."""
     flat = [(t, path, col) for t, paths in columns.items() for path, col in paths.items()]
     samples: list[dict[str, list[float]]] = [{k: [] for k in RATIOS} for _ in flat]
-    if documents and flat:
+    micro: dict[str, list[float]] = {k: [] for k in RATIOS}
+    if keys is not None and len(keys) != documents:
+        raise ValueError("one key per document")
+    if documents and (flat or keys):
         chunks = [(start, *_packed([c for _, _, c in flat[start:start + _PACK]], documents))
                   for start in range(0, len(flat), _PACK)]
+        key_bits, key_packed = _packed_keys(keys) if keys else (0, [])
+        key_mask = (1 << key_bits) - 1
         rng = random.Random(seed)
         population = range(documents)
         for _ in range(resamples):
+            idx = rng.choices(population, k=documents)
+            if keys:
+                total = sum(map(key_packed.__getitem__, idx))
+                sums = [(total >> (j * key_bits)) & key_mask for j in range(4)]
+                for k, v in key_prf(sums).items():
+                    if v is not None:
+                        micro[k].append(v)
+            if not chunks:
+                continue
             weights = [0] * documents
-            for i in rng.choices(population, k=documents):
+            for i in idx:
                 weights[i] += 1
             for start, bits, packed in chunks:
                 total, mask = sum(map(mul, weights, packed)), (1 << bits) - 1
@@ -208,7 +240,7 @@ def field_intervals(columns: Mapping[str, Mapping[str, _FieldColumns]], document
     out: dict[str, dict[str, dict[str, list[float] | None]]] = {}
     for (t, path, _), ratios in zip(flat, samples, strict=True):
         out.setdefault(t, {})[path] = {k: _interval(v, level) for k, v in ratios.items()}
-    return out
+    return {k: _interval(v, level) for k, v in micro.items()}, out
 
 
 class PairedDiff(TypedDict):
@@ -424,11 +456,12 @@ class Aggregator:
             usage["jurors"] = {name: dict(sorted(u.items())) for name, u in sorted(self.jurors.items())}
         agreement = self.jury_unanimous / self.jury_questions if self.jury_questions else None
         categories = sorted_counts(self.categories)
-        intervals = field_intervals(self.field_columns, self.documents, resamples, seed)
+        ci95, intervals = run_intervals(list(zip(*self.keys, strict=False)), self.field_columns,
+                                        self.documents, resamples, seed)
         fields = {t: {path: field_score(c, intervals[t][path]) for path, c in sorted(paths.items())}
                   for t, paths in sorted(self.fields.items())}
         return Summary(documents=self.documents, micro=micro, macro=macro, by_fact_type=by_type,
-                       ci95=bootstrap_ci(list(zip(*self.keys, strict=False)), resamples, seed),
+                       ci95=ci95,
                        conflicts=dict(sorted(self.conflicts.items())), usage=usage,
                        jury_agreement=agreement,
                        categories=sorted_counts({"": total_categories(categories)})[""],
