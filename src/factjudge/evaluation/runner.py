@@ -70,9 +70,9 @@ from ..util.jsonutil import canonical_json
 from .pipeline import (
     PREVIEW_STATS,
     ProgressObserver,
+    judge_checked,
     judge_config_warnings,
     preview,
-    run_judge_async,
     warn_user,
 )
 
@@ -105,8 +105,9 @@ async def judge_documents(
     limiter = asyncio.Semaphore(concurrency)
 
     async def one(doc: Document) -> tuple[Document, JudgeResult]:
-        result = await run_judge_async(doc.gold, doc.predicted, config, judge, limiter=limiter,
-                                       concurrency=concurrency, progress=progress, doc_id=doc.doc_id)
+        # a Document's facts were checked when it was read
+        result = await judge_checked(doc.gold, doc.predicted, config, judge, limiter=limiter,
+                                     concurrency=concurrency, progress=progress, doc_id=doc.doc_id)
         return doc, result
 
     await in_window(documents, one, max(2, 2 * concurrency), lambda done: on_result(*done))
