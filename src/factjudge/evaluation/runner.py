@@ -98,7 +98,9 @@ async def judge_documents(
     concurrency: int = 8,
     progress: ProgressObserver | None = None,
 ) -> None:
-    """Judge documents with one pool of ``concurrency`` calls shared by all of them.
+    """Judge documents with one pool of ``concurrency`` calls shared by all of them. Their facts
+    have passed :func:`~factjudge.io.facts.validate_facts` (every input format, calibrate's labels
+    and Ray's rows check them so): they are not checked again.
 
     Only ``2 * concurrency`` documents are in flight, so memory does not grow with the dataset,
     while the pool stays busy even when documents are small."""

@@ -432,7 +432,7 @@ class ResultStore:
         """Rewrite the file atomically in dataset order, yielding each line parsed. Once done,
         :attr:`index` points into the rewritten file (a report reads a line again by it)."""
         out = AtomicFile(self.path, binary=True)
-        moved: dict[str, LineRef] = {}
+        moved: dict[str, LineRef] = {}  # the new places, once the file is in place (the old until then)
         offset = 0
         try:
             with self.path.open("rb") as src:

@@ -13,7 +13,7 @@ import pytest
 
 from factjudge import evaluate_dataset
 from factjudge.core import aggregate
-from factjudge.core.aggregate import Aggregator, DocStats, bootstrap_ci, field_intervals
+from factjudge.core.aggregate import Aggregator, DocStats, bootstrap_ci, field_intervals, run_intervals
 from factjudge.evaluation import runner
 from factjudge.io import facts as facts_module
 from factjudge.io.formats import dataset_jsonl
@@ -121,3 +121,17 @@ def test_usage_add_sums_every_count_and_marks_it_set() -> None:
     assert total == CallUsage(llm_calls=3, prompt_tokens=30, completion_tokens=4, reasks=1)
     assert set(CallUsage.model_fields) <= total.model_fields_set
     assert total.model_dump(exclude_unset=True)["cache_hits"] == 0
+
+
+@pytest.mark.parametrize("documents", [1, 2, 37, 600])
+def test_numpy_draws_the_same_resamples_as_python(documents: int) -> None:
+    pytest.importorskip("numpy")
+    rng = random.Random(documents)
+    agg = Aggregator()
+    for i in range(documents):
+        agg.add(_stats(i, rng))
+    keys = list(zip(*agg.keys, strict=False))
+    for seed in (0, 5):
+        python = run_intervals(keys, agg.field_columns, documents, 150, seed, use_numpy=False)
+        assert run_intervals(keys, agg.field_columns, documents, 150, seed, use_numpy=True) == python
+        assert python[0] == bootstrap_ci(keys, 150, seed)
