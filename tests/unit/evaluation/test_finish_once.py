@@ -88,7 +88,8 @@ def _stats(i: int, rng: random.Random) -> DocStats:
     key = [rng.randrange(5) for _ in range(4)]
     return DocStats(doc_id=f"d{i}", counts={"tp_predicted": key[0], "fp": key[1], "tp_gold": key[2],
                                             "fn": key[3], "errors": 0},
-                    by_type={}, conflicts={}, usage={}, fields={"t": {"a": [rng.randrange(3), rng.randrange(2), rng.randrange(2), 0],
+                    by_type={}, conflicts={}, usage={},
+                    fields={"t": {"a": [rng.randrange(3), rng.randrange(2), rng.randrange(2), 0],
                                   "b": [rng.randrange(3), 0, rng.randrange(2), rng.randrange(2)]}})
 
 
