@@ -61,6 +61,30 @@ def run_eval(args: list[str]) -> tuple[float, float, float, dict]:
     return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, summary
 
 
+#: Issue 39's limits for 1M gold + 1M predicted facts with the rules judge, one process.
+LIMIT_FACTS, LIMIT_SECONDS, LIMIT_MB = 2_000_000, 120.0, 2048.0
+
+
+def extrapolate(measured: list[tuple[int, int, float, float]]) -> list[tuple[str, str]]:
+    """Linear in facts from the largest run (and the growth between the two largest, which says
+    whether the cost per fact grows with the run), beside the limits."""
+    docs, facts, cpu, rss = measured[-1]
+    scale = LIMIT_FACTS / (2 * docs * facts)
+    rows = [("time", f"~{cpu * scale:.0f} s CPU (limit {LIMIT_SECONDS:.0f} s: "
+                     f"{cpu * scale / LIMIT_SECONDS:.2f}x)"),
+            ("memory", f"~{rss * scale:.0f} MB if it grew in proportion, {rss:.0f} MB measured "
+                       f"(limit {LIMIT_MB:.0f} MB: {rss * scale / LIMIT_MB:.2f}x)")]
+    if len(measured) > 1:
+        d0, f0, c0, r0 = measured[-2]
+        growth = (cpu / (docs * facts)) / (c0 / (d0 * f0))
+        slope = (rss - r0) / (2 * (docs * facts - d0 * f0))  # MB per fact beyond the smaller run
+        rows += [("per fact", f"CPU per fact x{growth:.2f} from {d0:,} to {docs:,} documents "
+                              "(1.00: linear)"),
+                 ("memory slope", f"{slope * 1e6:.1f} MB per million facts -> ~"
+                                  f"{rss + slope * (LIMIT_FACTS - 2 * docs * facts):.0f} MB at 1M + 1M")]
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", default="500,2000", help="comma-separated document counts (rules)")
@@ -70,24 +94,33 @@ def main() -> None:
     ap.add_argument("--llm-concurrency", type=int, default=64)
     ap.add_argument("--delay", type=float, default=0.2)
     ap.add_argument("--big", action="store_true", help="also 10,000 documents x 50 facts (rules)")
+    ap.add_argument("--eval-args", default="", help="more options for the rules runs, e.g. '--ray'")
+    ap.add_argument("--no-llm", action="store_true", help="skip the LLM judge run")
     args = ap.parse_args()
+    measured: list[tuple[int, int, float, float]] = []  # documents, facts a side, CPU s, peak MB
     sizes = [(int(n), args.facts) for n in args.docs.split(",")] + ([(10_000, 50)] if args.big else [])
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for docs, facts in sizes:
             data = tmp / f"rules-{docs}-{facts}.jsonl"
             write_dataset(data, docs, facts)
-            wall, rss, _, s = run_eval([str(data), "-o", str(tmp / f"out-rules-{docs}"),
-                                     "--concurrency", str(args.concurrency)])
+            wall, rss, cpu, s = run_eval([str(data), "-o", str(tmp / f"out-rules-{docs}"),
+                                          "--concurrency", str(args.concurrency), *args.eval_args.split()])
+            measured.append((docs, facts, cpu, rss))
             report(f"eval, rules judge, {docs:,} documents x {facts} facts per side", [
                 ("dataset", f"{data.stat().st_size / 1e6:.1f} MB"),
                 ("wall", f"{wall:.1f} s (process start, validation, judging, reports)"),
+                ("CPU", f"{cpu:.1f} s (this process; {cpu * 1e6 / (2 * docs * facts):.0f} us per fact)"),
                 ("throughput", f"{docs / wall:,.0f} documents/s"),
                 ("peak RSS", f"{rss:.0f} MB"),
                 ("micro F1", f"{s['micro']['f1']:.3f}, 95% CI [{s['ci95']['f1'][0]:.3f}, "
                              f"{s['ci95']['f1'][1]:.3f}]"),
             ])
 
+        if measured:
+            report("1M + 1M facts (100,000 documents x 10 facts a side), extrapolated", extrapolate(measured))
+        if args.no_llm:
+            return
         data = tmp / "llm.jsonl"
         write_dataset(data, args.llm_docs, args.facts)
         with ServerProcess(args.delay) as server:

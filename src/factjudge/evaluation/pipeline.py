@@ -229,6 +229,29 @@ async def run_judge_async(
         judge = RulesJudge()
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    return await judge_checked(gold, predicted, config, judge, started=started, concurrency=concurrency,
+                               limiter=limiter, progress=progress, doc_id=doc_id, warmup=warmup,
+                               in_place=in_place)
+
+
+async def judge_checked(
+    gold: list[dict[str, Any]],
+    predicted: list[dict[str, Any]],
+    config: JudgeConfig,
+    judge: Judge,
+    *,
+    started: float | None = None,
+    concurrency: int = 8,
+    limiter: asyncio.Semaphore | None = None,
+    progress: ProgressObserver | None = None,
+    doc_id: str = "",
+    warmup: bool | None = None,
+    in_place: bool = False,
+) -> JudgeResult:
+    """:func:`run_judge_async` of facts checked already (``validate_facts``: a dataset's
+    documents, checked as they are read): checking them once more was 3% of a rules run."""
+    if started is None:
+        started = time.perf_counter()
     if limiter is None:
         limiter = asyncio.Semaphore(concurrency)
 

@@ -54,6 +54,7 @@ from ..io.runfolder import (
     RUN,
     SUMMARY,
     FolderLock,
+    LineRef,
     ResultStore,
     RunFolder,
 )
@@ -69,9 +70,9 @@ from ..util.jsonutil import canonical_json
 from .pipeline import (
     PREVIEW_STATS,
     ProgressObserver,
+    judge_checked,
     judge_config_warnings,
     preview,
-    run_judge_async,
     warn_user,
 )
 
@@ -97,15 +98,18 @@ async def judge_documents(
     concurrency: int = 8,
     progress: ProgressObserver | None = None,
 ) -> None:
-    """Judge documents with one pool of ``concurrency`` calls shared by all of them.
+    """Judge documents with one pool of ``concurrency`` calls shared by all of them. Their facts
+    have passed :func:`~factjudge.io.facts.validate_facts` (every input format, calibrate's labels
+    and Ray's rows check them so): they are not checked again.
 
     Only ``2 * concurrency`` documents are in flight, so memory does not grow with the dataset,
     while the pool stays busy even when documents are small."""
     limiter = asyncio.Semaphore(concurrency)
 
     async def one(doc: Document) -> tuple[Document, JudgeResult]:
-        result = await run_judge_async(doc.gold, doc.predicted, config, judge, limiter=limiter,
-                                       concurrency=concurrency, progress=progress, doc_id=doc.doc_id)
+        # a Document's facts were checked when it was read
+        result = await judge_checked(doc.gold, doc.predicted, config, judge, limiter=limiter,
+                                     concurrency=concurrency, progress=progress, doc_id=doc.doc_id)
         return doc, result
 
     await in_window(documents, one, max(2, 2 * concurrency), lambda done: on_result(*done))
@@ -262,6 +266,9 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
             from ..reports.facts_csv import FactsCsvWriter  # only with --csv
             facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
         for index, line in enumerate(store.rewrite(dataset.infos)):
+            # validated once: the categories, the field tally, the near misses and facts.csv
+            # each validated it again (line_analysis takes an Analysis as it is)
+            line["analysis"] = line_analysis(line)
             run.add(line, index)
             if facts_csv is not None:
                 facts_csv.add(line)
@@ -290,7 +297,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     folder = RunFolder(out_dir)  # rewritten above: every line streamed in dataset order
     write_reports(folder, summary, run.order, agg.worst(), omissions=source.omissions, find=find,
                   texts=functools.partial(_view_texts, dataset, settings.documents) if summary.source else None,
-                  closest=run.memo)
+                  closest=run.memo, refs=store.index)
     write_atomic(out_dir / REVIEW_HTML, render_review(summary, run.queue))
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
@@ -420,15 +427,18 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
                   omissions: Sequence[tuple[str, Mapping[str, Any]]] = (),
                   texts: Callable[[set[str]], Mapping[str, str]] | None = None,
                   find: Callable[[str], Finder] | None = None,
-                  closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail) -> None:
+                  closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail,
+                  refs: Mapping[str, LineRef] | None = None) -> None:
     """report.md and report.html of the finished run in ``folder`` (its ``results.jsonl`` in
     dataset order), ``order`` one :data:`OrderEntry` per line, ``worst`` the worst documents
     (:meth:`~factjudge.core.aggregate.Aggregator.worst`), ``summary.report_rows`` rows listed.
     ``omissions``: the possible gold omissions listed; ``texts(doc_ids)`` the texts of the
     documents the document view shows, ``find`` the value search (None: no text shown);
-    ``closest``: the closest-fact search, or a :class:`~factjudge.reports.rows.ClosestMemo` of it."""
+    ``closest``: the closest-fact search, or a :class:`~factjudge.reports.rows.ClosestMemo` of it;
+    ``refs``: where each document's line is in ``results.jsonl`` (the store's index after its
+    rewrite), so only the lines shown are read again."""
     report_rows = summary.report_rows
-    lines = _report_lines(folder, sorted(order), report_rows)
+    lines = _report_lines(folder, sorted(order), report_rows, refs)
     rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS), closest=closest)
     wrong = [line for line in lines if line["metrics"]["fn"] + line["metrics"]["fp"]
              + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
@@ -452,9 +462,11 @@ def rewrite_reports(folder: RunFolder, summary: Summary) -> None:
     write_reports(folder, summary, order, agg.worst())
 
 
-def _report_lines(folder: RunFolder, order: list[OrderEntry], rows: int) -> list[dict[str, Any]]:
+def _report_lines(folder: RunFolder, order: list[OrderEntry], rows: int,
+                  refs: Mapping[str, LineRef] | None = None) -> list[dict[str, Any]]:
     """The result lines the reports show, worst document first: enough for ``rows`` failing
-    rows and the TP spot checks, and the documents of the document view."""
+    rows and the TP spot checks, and the documents of the document view. With ``refs`` only
+    those lines are read (parsing every line again was 7% of a 1,000-document run)."""
     wanted: set[str] = set()
     failing = tp = view = 0
     for _, doc_id, wrong, right in order:
@@ -465,6 +477,9 @@ def _report_lines(folder: RunFolder, order: list[OrderEntry], rows: int) -> list
             failing, tp, view = failing + wrong, tp + right, view + bool(wrong)
         elif failing >= rows and tp >= min(rows, TP_ROWS) and view >= VIEW_DOCUMENTS:
             break
+    if refs is not None:
+        with folder.results.open("rb") as fh:
+            return [folder.line_at(fh, refs[doc_id]) for _, doc_id, _, _ in order if doc_id in wanted]
     found = {line["doc_id"]: line for line in folder.lines(finished=True) if line["doc_id"] in wanted}
     return [found[doc_id] for _, doc_id, _, _ in order if doc_id in found]
 

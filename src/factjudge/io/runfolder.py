@@ -429,20 +429,26 @@ class ResultStore:
         self.index[doc_id] = LineRef(offset, 0, input_sha256, result.metrics.errors)
 
     def rewrite(self, order: Sequence[DocInfo]) -> Iterator[dict[str, Any]]:
-        """Rewrite the file atomically in dataset order, yielding each line parsed."""
+        """Rewrite the file atomically in dataset order, yielding each line parsed. Once done,
+        :attr:`index` points into the rewritten file (a report reads a line again by it)."""
         out = AtomicFile(self.path, binary=True)
+        moved: dict[str, LineRef] = {}  # the new places, once the file is in place (the old until then)
+        offset = 0
         try:
             with self.path.open("rb") as src:
-                for info in order:
+                for lineno, info in enumerate(order, 1):
                     ref = self.index[info.doc_id]
                     assert ref.input_sha256 == info.input_sha256, info.doc_id
                     raw = _read_at(src, ref.offset)
                     out.handle.write(raw)
+                    moved[info.doc_id] = LineRef(offset, lineno, ref.input_sha256, ref.errors)
+                    offset += len(raw)
                     yield self.folder.with_config(json.loads(raw))
         except BaseException:
             out.abort()
             raise
         out.commit()
+        self.index = moved
 
 
 def read_eval_dir(out_dir: Path) -> dict[str, tuple[tuple[int, int, int, int], str]]:

@@ -36,8 +36,12 @@ class CallUsage(BaseModel):
     def add(self, other: CallUsage) -> None:
         """Add ``other``'s counts to these: the one place usage is summed (a document's
         :class:`Usage`, a jury's verdict, each juror's share)."""
-        for name in CallUsage.model_fields:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        # what pydantic's __setattr__ does for a model without assignment validation, without
+        # its per-field dispatch: once per judged fact, 11 setattr calls were 4% of a rules run
+        mine, theirs = self.__dict__, other.__dict__
+        for name in _COUNT_FIELDS:
+            mine[name] += theirs[name]
+        self.__pydantic_fields_set__.update(_COUNT_FIELDS)
 
     @classmethod
     def total(cls, usages: Iterable[CallUsage]) -> CallUsage:
@@ -47,6 +51,10 @@ class CallUsage(BaseModel):
             out.add(usage)
         return out
 
+
+
+#: The counts :meth:`CallUsage.add` sums.
+_COUNT_FIELDS = tuple(CallUsage.model_fields)
 
 
 class Prices(BaseModel):

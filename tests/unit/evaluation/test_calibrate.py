@@ -193,7 +193,7 @@ def test_lines_in_flight_are_bounded(monkeypatch, write_json):
     rows = [line(i, {"fact_type": "revenue", "value": str(i)},
                  {"fact_type": "revenue", "value": str(i)}, True) for i in range(60)]
     labels = load_labels(write_json("l.jsonl", rows))
-    real = runner.run_judge_async  # calibrate runs its lines through eval's document runner
+    real = runner.judge_checked  # calibrate runs its lines through eval's document runner
     active = peak = 0
     limiters = set()
 
@@ -208,7 +208,7 @@ def test_lines_in_flight_are_bounded(monkeypatch, write_json):
         finally:
             active -= 1
 
-    monkeypatch.setattr(runner, "run_judge_async", counting)
+    monkeypatch.setattr(runner, "judge_checked", counting)
     seen = []
     report = calibrate(labels, concurrency=3, progress=lambda done, total: seen.append((done, total)))
     assert report.overall.tp == 60
