@@ -13,7 +13,9 @@ two facts compared (:func:`compare_field`), and a whole candidate against a subj
 * Dates and periods: equal keys. Anything else: equal canonical JSON (a NaN equals nothing).
 
 A candidate matches when every compared field matches. The reasoning quotes each value at most
-:data:`~factjudge.models.QUOTE_LIMIT` characters, then says how long it was.
+:data:`~factjudge.models.QUOTE_LIMIT` characters, then says how long it was. It is written only
+when read (:attr:`FieldResult.detail`): a subject is compared with several candidates, and a list's
+items pair by pair, but only the best or closest comparison is explained (issue 39).
 """
 from __future__ import annotations
 
@@ -81,6 +83,10 @@ def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: boo
                     currency=fact_currency(values))
 
 
+#: The reasoning of one comparison, written when it is read.
+Explain = Callable[[], str]
+
+
 @dataclass(frozen=True, slots=True)
 class FieldResult:
     name: str
@@ -88,9 +94,13 @@ class FieldResult:
     #: Equal after normalisation (not merely similar or within tolerance).
     exact: bool
     score: float
-    detail: str
+    explain: Explain
     #: Written the same way on both sides (the reasoning then only names the field).
     identical: bool = False
+
+    @property
+    def detail(self) -> str:
+        return self.explain()
 
     def line(self) -> str:
         return f"{self.name}: {self.detail}"
@@ -106,45 +116,49 @@ def _pct(x: Decimal) -> str:
     return f"{float(x) * 100:.2f}".rstrip("0").rstrip(".") + "%"
 
 
-_Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail
+_Outcome = tuple[bool, bool, float, Explain]  # ok, exact, score, the reasoning (written when read)
 
 
 def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Outcome:
-    shown = _shown(a, b)
     if a.per != b.per:  # never a different period (issue #37, guideline G15)
-        return False, False, 0.0, (f"{shown}: an amount per {a.per or '(no period)'} vs per "
-                                   f"{b.per or '(no period)'}: a different period")
+        return False, False, 0.0, lambda: (f"{_shown(a, b)}: an amount per {a.per or '(no period)'} vs per "
+                                           f"{b.per or '(no period)'}: a different period")
     if a.currency and b.currency and a.currency != b.currency:
-        return False, False, 0.0, f"{shown}: currency {a.currency} != {b.currency}"
+        return False, False, 0.0, lambda: f"{_shown(a, b)}: currency {a.currency} != {b.currency}"
     mixed = a.percent != b.percent
     if mixed and (a.currency or b.currency):
-        return False, False, 0.0, f"{shown}: a percentage is not an amount of money"
+        return False, False, 0.0, lambda: f"{_shown(a, b)}: a percentage is not an amount of money"
     # in percent when either side is one, so that an absolute tolerance counts percentage points
     va, vb = (_in_percent(a), _in_percent(b)) if a.percent or b.percent else (a.value, b.value)
     if va == vb:
-        how = " (a percentage is its number / 100)" if mixed else ""
-        approx = "; approximate, as one side says" if a.approx != b.approx else ""
-        return True, not approx and a.approx == b.approx, 100.0, f"{shown}: equal{how}{approx}"
+        approx = a.approx != b.approx
+        return True, not approx, 100.0, lambda: (
+            f"{_shown(a, b)}: equal{' (a percentage is its number / 100)' if mixed else ''}"
+            f"{'; approximate, as one side says' if approx else ''}")
     if (rounding := _rounds_to(a, b, va, vb)) is not None:
-        return True, False, 100.0 * (1 - float(abs(va - vb) / max(abs(va), abs(vb)))), f"{shown}: {rounding}"
+        return (True, False, 100.0 * (1 - float(abs(va - vb) / max(abs(va), abs(vb)))),
+                lambda: f"{_shown(a, b)}: {rounding}")
     diff = abs(va - vb)
     rel = diff / max(abs(va), abs(vb))
     score = max(0.0, 100.0 * (1 - float(rel)))
-    facts = f"abs. diff {format_decimal(diff)}, rel. diff {_pct(rel)}"
+
+    def facts() -> str:
+        return f"abs. diff {format_decimal(diff)}, rel. diff {_pct(rel)}"
+
     if tol is None or (tol.relative is None and tol.absolute is None):
-        return False, False, score, f"{shown}: differ ({facts}; no tolerance)"
+        return False, False, score, lambda: f"{_shown(a, b)}: differ ({facts()}; no tolerance)"
     bounds = []
     if tol.absolute is not None:
         bounds.append(f"abs. {tol.absolute}")
         if diff <= Decimal(str(tol.absolute)):
-            return True, False, score, (f"{shown}: within tolerance (abs. diff "
-                                        f"{format_decimal(diff)} <= {tol.absolute})")
+            return True, False, score, lambda: (f"{_shown(a, b)}: within tolerance (abs. diff "
+                                                f"{format_decimal(diff)} <= {tol.absolute})")
     if tol.relative is not None:
         bounds.append(f"rel. {_pct(Decimal(str(tol.relative)))}")
         if rel <= Decimal(str(tol.relative)):
-            return True, False, score, (f"{shown}: within tolerance (rel. diff {_pct(rel)} <= "
-                                        f"{_pct(Decimal(str(tol.relative)))})")
-    return False, False, score, f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})"
+            return True, False, score, lambda: (f"{_shown(a, b)}: within tolerance (rel. diff {_pct(rel)} <= "
+                                                f"{_pct(Decimal(str(tol.relative)))})")
+    return False, False, score, lambda: f"{_shown(a, b)}: differ ({facts()}; tolerance {' or '.join(bounds)})"
 
 
 def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal) -> str | None:
@@ -169,12 +183,11 @@ def _in_percent(q: Quantity) -> Decimal:
 
 def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
                    knowledge: Knowledge | None = None) -> _Outcome:
-    shown = _shown(a, b)
     if a.norm == b.norm:
-        return True, True, 100.0, f"{shown}: equal after normalisation ({quoted(a.norm)})"
+        return True, True, 100.0, lambda: f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})"
     if knowledge is not None:
         return _compare_known_texts(a, b, threshold, name, knowledge)
-    return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, shown)
+    return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, a, b)
 
 
 def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:
@@ -190,28 +203,31 @@ def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:
 
 def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge) -> _Outcome:
     """Texts read with the config's aliases and the built-in knowledge (knowledge.py, variants.py)."""
-    shown = _shown(a, b)
     ca, cb = knowledge.canon(name, a.raw, a.norm), knowledge.canon(name, b.raw, b.norm)
-    used = list(dict.fromkeys((*ca.used, *cb.used)))
-    by = f" by {'; '.join(used)}" if used else ""
+
+    def by() -> str:
+        used = list(dict.fromkeys((*ca.used, *cb.used)))
+        return f" by {'; '.join(used)}" if used else ""
+
     qa, qb = qualifiers(ca.tokens), qualifiers(cb.tokens)
     if qa != qb:
-        return False, False, 0.0, f"{shown}: {_qualifier_difference(qa, qb)}, which changes what is meant"
+        return False, False, 0.0, lambda: (f"{_shown(a, b)}: {_qualifier_difference(qa, qb)}, "
+                                           "which changes what is meant")
     if ca.norm == cb.norm:
-        return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})"
+        return True, False, 100.0, lambda: f"{_shown(a, b)}: equal{by()} ({quoted(ca.norm)})"
     if knowledge.families.units:  # "2 TB" vs "2 TiB" inside a text: similar, never the same
         ua, ub = text_units(ca.tokens), text_units(cb.tokens)
         if ua != ub and ua and ub:
-            return False, False, 0.0, f"{shown}: different units ({', '.join(sorted(ua ^ ub))})"
+            return False, False, 0.0, lambda: f"{_shown(a, b)}: different units ({', '.join(sorted(ua ^ ub))})"
     if knowledge.families.products and (why := _brand_dropped(ca, cb, name)):
-        return True, False, 85.0, f"{shown}: {why}"
+        return True, False, 85.0, lambda: f"{_shown(a, b)}: {why}"
     decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
     if decision is not None:
-        return decision.ok, False, decision.score, f"{shown}: {decision.detail}{by}"
+        return decision.ok, False, decision.score, lambda: f"{_shown(a, b)}: {decision.detail}{by()}"
     ok, exact, score, detail = _similar_texts(sorted_tokens(ca.norm), sorted_tokens(cb.norm),
                                               text_numbers(ca.norm), text_numbers(cb.norm),
-                                              threshold, shown)
-    return ok, exact, score, detail + (f" (read{by})" if used else "")
+                                              threshold, a, b)
+    return ok, exact, score, lambda: detail() + (f" (read{read})" if (read := by()) else "")
 
 
 def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:
@@ -231,15 +247,16 @@ def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:
 
 
 def _similar_texts(sa: str, sb: str, numbers_a: tuple[str, ...], numbers_b: tuple[str, ...],
-                   threshold: float, shown: str) -> _Outcome:
+                   threshold: float, a: Norm, b: Norm) -> _Outcome:
+    """``a`` and ``b``: the values the reasoning quotes."""
     score = float(fuzz.ratio(sa, sb))
     if score < threshold:
-        return False, False, score, f"{shown}: similarity {score:.0f} < {threshold:g}"
+        return False, False, score, lambda: f"{_shown(a, b)}: similarity {score:.0f} < {threshold:g}"
     if numbers_a != numbers_b:
-        return False, False, score, (f"{shown}: similarity {score:.0f} but the numbers differ "
-                                     f"({', '.join(numbers_a) or 'none'} vs "
-                                     f"{', '.join(numbers_b) or 'none'})")
-    return True, False, score, f"{shown}: similarity {score:.0f} >= {threshold:g}"
+        return False, False, score, lambda: (f"{_shown(a, b)}: similarity {score:.0f} but the numbers differ "
+                                             f"({', '.join(numbers_a) or 'none'} vs "
+                                             f"{', '.join(numbers_b) or 'none'})")
+    return True, False, score, lambda: f"{_shown(a, b)}: similarity {score:.0f} >= {threshold:g}"
 
 
 def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
@@ -248,39 +265,41 @@ def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
         return _compare_plain(a, b)
     if (a.physical or b.physical) and (a.physical or a.metric) and (b.physical or b.metric):
         return _compare_physical_units(a, b)
-    shown = _shown(a, b)
     ea, eb = a.currency or cur_a, b.currency or cur_b
     if ea and eb and ea != eb:
-        return False, False, 0.0, f"{shown}: currency {ea} != {eb}"
+        return False, False, 0.0, lambda: f"{_shown(a, b)}: currency {ea} != {eb}"
     rest_a, rest_b = a.rest, b.rest
     score = 100.0
     if rest_a is None or rest_b is None:
         one_side = rest_a if rest_a is not None else rest_b
         if one_side is not None:
             words = one_side.raw
-            return False, False, 0.0, f"{shown}: {quoted(words)} on one side only"
+            return False, False, 0.0, lambda: f"{_shown(a, b)}: {quoted(words)} on one side only"
     else:
         ok, _, score, why = _compare_texts(rest_a, rest_b, threshold)
         if not ok:
-            return False, False, score, f"{shown}: {why}"
+            return False, False, score, lambda: f"{_shown(a, b)}: {why()}"
     # the scale is already inside the amount, so equality is about what is left
     exact = (ea, a.percent, rest_a and rest_a.norm) == (eb, b.percent, rest_b and rest_b.norm)
-    currency = f"currency {ea or '-'} / {eb or '-'} agree" if (ea or eb) else "no currency"
-    scale = "; scale applied to the amount" if (a.scale or b.scale) else ""
-    return True, exact, score, f"{shown}: {currency}{scale}"
+
+    def agree() -> str:
+        currency = f"currency {ea or '-'} / {eb or '-'} agree" if (ea or eb) else "no currency"
+        scale = "; scale applied to the amount" if (a.scale or b.scale) else ""
+        return f"{_shown(a, b)}: {currency}{scale}"
+
+    return True, exact, score, agree
 
 
 def _compare_physical_units(a: Unit, b: Unit) -> _Outcome:
     """Same dimension, and the same unit unless both facts have an amount that carries it."""
-    shown = _shown(a, b)
     pa, pb = unit_physical(a), unit_physical(b)
     if pa is None or pb is None or pa.dimension != pb.dimension:
-        return False, False, 0.0, f"{shown}: units of different kinds"
+        return False, False, 0.0, lambda: f"{_shown(a, b)}: units of different kinds"
     if pa.name == pb.name:
-        return True, True, 100.0, f"{shown}: same unit"
+        return True, True, 100.0, lambda: f"{_shown(a, b)}: same unit"
     if a.applied and b.applied:
-        return True, False, 100.0, f"{shown}: same kind of unit; converted in the amount"
-    return False, False, 0.0, f"{shown}: different units and no amount to convert"
+        return True, False, 100.0, lambda: f"{_shown(a, b)}: same kind of unit; converted in the amount"
+    return False, False, 0.0, lambda: f"{_shown(a, b)}: different units and no amount to convert"
 
 
 def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool = False) -> _Outcome:
@@ -293,15 +312,15 @@ def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool =
         return _compare_plain(a, b)
     common = common_values(ma, mb)
     if common is None:
-        return False, False, 0.0, (f"{_shown(a, b)}: units of different "
-                                   f"kinds ({ma.unit.name} vs {mb.unit.name})")
+        return False, False, 0.0, lambda: (f"{_shown(a, b)}: units of different "
+                                           f"kinds ({ma.unit.name} vs {mb.unit.name})")
     va, vb, unit = common
     ok, exact, score, detail = _compare_quantities(Quantity(va, source=ma.source),
                                                    Quantity(vb, source=mb.source), tol)
     if not ok and converted and tol is None and ma.unit.name != mb.unit.name and (
             why := _converted_rounding(ma, mb)):
-        return True, False, score, f"{_shown(a, b)}: {why}"
-    return ok, exact, score, f"{detail} (in {unit})"
+        return True, False, score, lambda: f"{_shown(a, b)}: {why}"
+    return ok, exact, score, lambda: f"{detail()} (in {unit})"
 
 
 def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
@@ -320,13 +339,12 @@ def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
 
 
 def _compare_plain(a: Norm, b: Norm) -> _Outcome:
-    shown = _shown(a, b)
     if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
         if a.nan:
-            return False, False, 0.0, f"{shown}: NaN equals nothing, not even NaN"
-        return True, True, 100.0, f"{shown}: equal"
-    return False, False, 0.0, f"{shown}: not comparable ({_kind(a)} vs {_kind(b)})" if type(
-        a) is not type(b) else f"{shown}: differ"
+            return False, False, 0.0, lambda: f"{_shown(a, b)}: NaN equals nothing, not even NaN"
+        return True, True, 100.0, lambda: f"{_shown(a, b)}: equal"
+    return False, False, 0.0, lambda: f"{_shown(a, b)}: not comparable ({_kind(a)} vs {_kind(b)})" if type(
+        a) is not type(b) else f"{_shown(a, b)}: differ"
 
 
 def _kind(n: Norm) -> str:
@@ -334,13 +352,14 @@ def _kind(n: Norm) -> str:
             Other: "JSON value", Unit: "unit", Measure: "measure", Items: "list"}[type(n)]
 
 
-def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
-    """A bare year equals only the same plain integer ("2023" = 2023, "2023" != "2,023")."""
+def _compare_year(p: Period, q: Quantity, a: Norm, b: Norm) -> _Outcome:
+    """A bare year equals only the same plain integer ("2023" = 2023, "2023" != "2,023");
+    ``a`` and ``b``: the values in the order the reasoning quotes them."""
     if p.year is None:
-        return False, False, 0.0, f"{shown}: a date or period is not a number"
+        return False, False, 0.0, lambda: f"{_shown(a, b)}: a date or period is not a number"
     if q.plain and q.currency is None and not q.percent and q.value == p.year:
-        return True, True, 100.0, f"{shown}: same year"
-    return False, False, 0.0, f"{shown}: a year only equals the same bare integer"
+        return True, True, 100.0, lambda: f"{_shown(a, b)}: same year"
+    return False, False, 0.0, lambda: f"{_shown(a, b)}: a year only equals the same bare integer"
 
 
 def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
@@ -356,7 +375,7 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
         both = isinstance(a, Missing) and isinstance(b, Missing)
         ok, exact, score = both, both, 100.0 if both else 0.0
         side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
-        detail = f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")
+        detail = lambda: f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")  # noqa: E731
     elif isinstance(a, Measure) or isinstance(b, Measure):
         ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(path),
                                                      config.rules_knowledge.units)
@@ -369,14 +388,16 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
     elif isinstance(a, Period) and isinstance(b, Period):
         ok = exact = a.key == b.key
         score = 100.0 if ok else 0.0
-        detail = f"{_shown(a, b)}: {'same' if ok else 'different'} period"
+        detail = lambda: f"{_shown(a, b)}: {'same' if ok else 'different'} period"  # noqa: E731
     elif isinstance(a, Period) and isinstance(b, Quantity):
-        ok, exact, score, detail = _compare_year(a, b, _shown(a, b))
+        ok, exact, score, detail = _compare_year(a, b, a, b)
     elif isinstance(a, Quantity) and isinstance(b, Period):
-        ok, exact, score, detail = _compare_year(b, a, _shown(a, b))
+        ok, exact, score, detail = _compare_year(b, a, a, b)
     else:
         ok, exact, score, detail = _compare_plain(a, b)
-    return FieldResult(name, ok, exact, score, detail, exact and a == b and not isinstance(a, Missing))
+    # the normal forms are cached and shared, so equal values are mostly the same object
+    return FieldResult(name, ok, exact, score, detail,
+                       exact and (a is b or a == b) and not isinstance(a, Missing))
 
 
 # --------------------------------------------------------------------------- lists inside a fact
@@ -438,7 +459,7 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     """Lists inside a fact: equal when every item aligns with an equal item and none is left
     over; the detail names the items that differ and those left over (issue 34 item 1)."""
     if a.items and b.items and a.records != b.records:
-        return False, False, 0.0, f"{_shown(a, b)}: a list of records vs a list of values"
+        return False, False, 0.0, lambda: f"{_shown(a, b)}: a list of records vs a list of values"
     aligned = _align(a, b, path in config.ordered,
                      lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
     only_a = [i for i in range(len(a.items)) if i not in {i for i, _, _ in aligned}]
@@ -450,17 +471,21 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     exact = ok and all(p.exact for _, _, p in aligned)
     if ok:
         moved = "" if all(i == j for i, j, _ in aligned) else " (in another order)"
-        return True, exact, score, f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
-    parts = []
-    for i, _, p in aligned:
-        if not p.ok:
-            differ = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail for f in p.failed)
-            parts.append(f"{_item_name(i, a.items[i])} {differ}")
-    for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
-        if left:
-            names = ", ".join(_item_name(k, items[k]) for k in left[:5]) + (", ..." if len(left) > 5 else "")
-            parts.append(f"{len(left)} item{'' if len(left) == 1 else 's'} missing on {side}: {names}")
-    return False, False, score, "; ".join(parts)
+        return True, exact, score, lambda: f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
+
+    def differ() -> str:
+        parts = []
+        for i, _, p in aligned:
+            if not p.ok:
+                fields = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail for f in p.failed)
+                parts.append(f"{_item_name(i, a.items[i])} {fields}")
+        for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
+            if left:
+                names = ", ".join(_item_name(k, items[k]) for k in left[:5]) + (", ..." if len(left) > 5 else "")
+                parts.append(f"{len(left)} item{'' if len(left) == 1 else 's'} missing on {side}: {names}")
+        return "; ".join(parts)
+
+    return False, False, score, differ
 
 
 def absent(value: Norm) -> bool:
