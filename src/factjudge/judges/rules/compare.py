@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from rapidfuzz import fuzz
 
@@ -181,13 +181,50 @@ def _in_percent(q: Quantity) -> Decimal:
     return q.value if q.percent else q.value.scaleb(2)
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class KnowledgeMemo(Generic[_K, _V]):
+    """What is worked out once per key and knowledge (a config's, or None) in a run, bounded (a
+    run of unique keys only clears it now and then). The knowledge is kept beside its results,
+    so that its id is never another's."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._by: dict[int, tuple[Knowledge | None, dict[_K, _V]]] = {}
+
+    def get(self, knowledge: Knowledge | None, key: _K, make: Callable[[], _V]) -> _V:
+        held = self._by.get(id(knowledge))
+        if held is None or held[0] is not knowledge:
+            if len(self._by) >= 8:
+                self._by.clear()
+            held = self._by[id(knowledge)] = (knowledge, {})
+        memo = held[1]
+        found = memo.get(key)
+        if found is None:
+            if len(memo) >= self.limit:
+                memo.clear()
+            found = memo[key] = make()
+        return found
+
+
+#: Two different texts compared, by the texts, the threshold and the field: names, products and
+#: places repeat across a run's facts, and a list's items are compared pair by pair (5 line items
+#: an invoice: 25 pairs, most of them two different products). The outcome is immutable, its
+#: reasoning written from the two texts when read.
+_TEXT_OUTCOMES: KnowledgeMemo[tuple[Text, Text, float, str], _Outcome] = KnowledgeMemo(100_000)
+
+
 def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
                    knowledge: Knowledge | None = None) -> _Outcome:
     if a.norm == b.norm:
         return True, True, 100.0, lambda: f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})"
     if knowledge is not None:
-        return _compare_known_texts(a, b, threshold, name, knowledge)
-    return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, a, b)
+        return _TEXT_OUTCOMES.get(knowledge, (a, b, threshold, name),
+                                  lambda: _compare_known_texts(a, b, threshold, name, knowledge))
+    return _TEXT_OUTCOMES.get(None, (a, b, threshold, ""),
+                              lambda: _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, a, b))
 
 
 def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:

@@ -15,7 +15,7 @@ from rapidfuzz import fuzz, process
 
 from ...models import JudgeConfig, Tolerance
 from . import variants
-from .compare import Prepared, normalized
+from .compare import KnowledgeMemo, Prepared, normalized
 from .knowledge import Knowledge
 from .normalize import (
     READING,
@@ -140,10 +140,12 @@ class CandidateIndex:
         return sorted_tokens(self.knowledge.canon(name, t.raw, t.norm).norm)
 
     def variant_keys(self, name: str, t: Text, query: bool) -> tuple[Hashable, ...]:
-        if self.knowledge is None:
+        knowledge = self.knowledge
+        if knowledge is None:
             return ()
-        return variants.keys(t.raw, t.norm, self.knowledge.canon(name, t.raw, t.norm), self.knowledge,
-                             name, query)
+        # a text is a candidate in one direction and a subject in the other, and names repeat
+        return _VARIANT_KEYS.get(knowledge, (name, t, query), lambda: variants.keys(
+            t.raw, t.norm, knowledge.canon(name, t.raw, t.norm), knowledge, name, query))
 
     def similar_texts(self, fact_type: Any, name: str, subject: Text, threshold: float) -> set[int]:
         """The candidates whose text may match ``subject``'s: similar enough, or sharing a key of
@@ -165,6 +167,10 @@ class CandidateIndex:
         best = process.extractOne(_signature(subject, fields), self._signatures[ft],
                                   scorer=fuzz.ratio)
         return self.by_type[ft][best[2]] if best else self.by_type[ft][0]
+
+
+#: A text's variant keys (variants.keys) by field, text and use, per knowledge.
+_VARIANT_KEYS: KnowledgeMemo[tuple[str, Text, bool], tuple[Hashable, ...]] = KnowledgeMemo(100_000)
 
 
 def knowledge_key(config: JudgeConfig | None) -> Any:
@@ -227,7 +233,8 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
     exact, windows, texts = _lookups(subject, fields, config)
     pool: set[int] | None = None
     if exact:  # the rarest value's candidates, then each other field checked on those only
-        exact.sort(key=lambda nk: index.exact_count(ft, *nk))
+        if len(exact) > 1:
+            exact.sort(key=lambda nk: index.exact_count(ft, *nk))
         pool = index.exact_postings(ft, *exact[0])
         for name, keys in exact[1:]:
             if not pool:
@@ -257,11 +264,20 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
 _STEPS = tuple(Decimal(1).scaleb(e) for e in range(-6, 16))
 
 
+#: _coarser_keys by figure: 22 roundings each, and a figure is a subject in both directions.
+_COARSER: dict[Quantity, tuple[Hashable, ...]] = {}
+
+
 def _coarser_keys(q: Quantity) -> tuple[Hashable, ...]:
     """The keys of the rounded figures ``q`` may round to (each filed by _exact_keys under its
     value and the place of its last digit)."""
-    return tuple(("n~", q.percent, (q.value / step).to_integral_value(ROUND_HALF_UP) * step, step)
-                 for step in _STEPS if q.step is None or step > q.step)
+    found = _COARSER.get(q)
+    if found is None:
+        if len(_COARSER) >= 100_000:
+            _COARSER.clear()
+        found = _COARSER[q] = tuple(("n~", q.percent, (q.value / step).to_integral_value(ROUND_HALF_UP) * step, step)
+                                    for step in _STEPS if q.step is None or step > q.step)
+    return found
 
 
 def _bounds(q: Quantity, tol: Tolerance | None) -> tuple[float, float] | None:
