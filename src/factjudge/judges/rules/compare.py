@@ -14,8 +14,10 @@ two facts compared (:func:`compare_field`), and a whole candidate against a subj
 
 A candidate matches when every compared field matches. The reasoning quotes each value at most
 :data:`~factjudge.models.QUOTE_LIMIT` characters, then says how long it was. It is written only
-when read (:attr:`FieldResult.detail`): a subject is compared with several candidates, and a list's
-items pair by pair, but only the best or closest comparison is explained (issue 39).
+when read (:attr:`FieldResult.detail`: the comparison again, ``explain=True``): a subject is
+compared with several candidates, and a list's items pair by pair, but only the best or closest
+comparison is explained (issue 39). The comparators build no text and no closure unless asked to
+explain, so a run allocates little per comparison (closures tripled the collector's passes).
 """
 from __future__ import annotations
 
@@ -83,10 +85,6 @@ def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: boo
                     currency=fact_currency(values))
 
 
-#: The reasoning of one comparison, written when it is read.
-Explain = Callable[[], str]
-
-
 @dataclass(frozen=True, slots=True)
 class FieldResult:
     name: str
@@ -94,13 +92,22 @@ class FieldResult:
     #: Equal after normalisation (not merely similar or within tolerance).
     exact: bool
     score: float
-    explain: Explain
     #: Written the same way on both sides (the reasoning then only names the field).
-    identical: bool = False
+    identical: bool
+    # what was compared, and how: the reasoning is written from them when read (:attr:`detail`)
+    a: Norm
+    b: Norm
+    config: JudgeConfig
+    cur_a: str | None
+    cur_b: str | None
+    knowledge: Knowledge | None
+    path: str
 
     @property
     def detail(self) -> str:
-        return self.explain()
+        """Why the field matches or not, as the reasoning says it."""
+        return _compare(self.name, self.a, self.b, self.config, self.cur_a, self.cur_b, self.knowledge,
+                        self.path, True)[3]
 
     def line(self) -> str:
         return f"{self.name}: {self.detail}"
@@ -116,54 +123,52 @@ def _pct(x: Decimal) -> str:
     return f"{float(x) * 100:.2f}".rstrip("0").rstrip(".") + "%"
 
 
-_Outcome = tuple[bool, bool, float, Explain]  # ok, exact, score, the reasoning (written when read)
+_Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail ("" unless explaining)
 
 
-def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Outcome:
+def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None, explain: bool) -> _Outcome:
+    shown = _shown(a, b) if explain else ""
     if a.per != b.per:  # never a different period (issue #37, guideline G15)
-        return False, False, 0.0, lambda: (f"{_shown(a, b)}: an amount per {a.per or '(no period)'} vs per "
-                                           f"{b.per or '(no period)'}: a different period")
+        return False, False, 0.0, (f"{shown}: an amount per {a.per or '(no period)'} vs per "
+                                   f"{b.per or '(no period)'}: a different period" if explain else "")
     if a.currency and b.currency and a.currency != b.currency:
-        return False, False, 0.0, lambda: f"{_shown(a, b)}: currency {a.currency} != {b.currency}"
+        return False, False, 0.0, (f"{shown}: currency {a.currency} != {b.currency}" if explain else "")
     mixed = a.percent != b.percent
     if mixed and (a.currency or b.currency):
-        return False, False, 0.0, lambda: f"{_shown(a, b)}: a percentage is not an amount of money"
+        return False, False, 0.0, (f"{shown}: a percentage is not an amount of money" if explain else "")
     # in percent when either side is one, so that an absolute tolerance counts percentage points
     va, vb = (_in_percent(a), _in_percent(b)) if a.percent or b.percent else (a.value, b.value)
     if va == vb:
-        approx = a.approx != b.approx
-        return True, not approx, 100.0, lambda: (
-            f"{_shown(a, b)}: equal{' (a percentage is its number / 100)' if mixed else ''}"
-            f"{'; approximate, as one side says' if approx else ''}")
-    if (rounding := _rounds_to(a, b, va, vb)) is not None:
+        how = " (a percentage is its number / 100)" if mixed else ""
+        approx = "; approximate, as one side says" if a.approx != b.approx else ""
+        return True, not approx and a.approx == b.approx, 100.0, (f"{shown}: equal{how}{approx}" if explain else "")
+    if (rounding := _rounds_to(a, b, va, vb, explain)) is not None:
         return (True, False, 100.0 * (1 - float(abs(va - vb) / max(abs(va), abs(vb)))),
-                lambda: f"{_shown(a, b)}: {rounding}")
+                (f"{shown}: {rounding}" if explain else ""))
     diff = abs(va - vb)
     rel = diff / max(abs(va), abs(vb))
     score = max(0.0, 100.0 * (1 - float(rel)))
-
-    def facts() -> str:
-        return f"abs. diff {format_decimal(diff)}, rel. diff {_pct(rel)}"
-
+    facts = (f"abs. diff {format_decimal(diff)}, rel. diff {_pct(rel)}" if explain else "")
     if tol is None or (tol.relative is None and tol.absolute is None):
-        return False, False, score, lambda: f"{_shown(a, b)}: differ ({facts()}; no tolerance)"
+        return False, False, score, (f"{shown}: differ ({facts}; no tolerance)" if explain else "")
     bounds = []
     if tol.absolute is not None:
         bounds.append(f"abs. {tol.absolute}")
         if diff <= Decimal(str(tol.absolute)):
-            return True, False, score, lambda: (f"{_shown(a, b)}: within tolerance (abs. diff "
-                                                f"{format_decimal(diff)} <= {tol.absolute})")
+            return True, False, score, (f"{shown}: within tolerance (abs. diff "
+                                        f"{format_decimal(diff)} <= {tol.absolute})" if explain else "")
     if tol.relative is not None:
         bounds.append(f"rel. {_pct(Decimal(str(tol.relative)))}")
         if rel <= Decimal(str(tol.relative)):
-            return True, False, score, lambda: (f"{_shown(a, b)}: within tolerance (rel. diff {_pct(rel)} <= "
-                                                f"{_pct(Decimal(str(tol.relative)))})")
-    return False, False, score, lambda: f"{_shown(a, b)}: differ ({facts()}; tolerance {' or '.join(bounds)})"
+            return True, False, score, (f"{shown}: within tolerance (rel. diff {_pct(rel)} <= "
+                                        f"{_pct(Decimal(str(tol.relative)))})" if explain else "")
+    return False, False, score, (f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})" if explain else "")
 
 
-def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal) -> str | None:
+def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal, explain: bool = True) -> str | None:
     """Why one figure is the other written rounded (guideline G8: the less precise one is the
-    finer one rounded to the digits it shows; a hedged one too), or None."""
+    finer one rounded to the digits it shows; a hedged one too), or None ("" when not
+    ``explain``)."""
     for coarse, fine, vc, vf in ((a, b, va, vb), (b, a, vb, va)):
         step = coarse.step
         if not coarse.rounded or step is None or coarse.percent != fine.percent:
@@ -171,6 +176,8 @@ def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal) -> str | None
         if not (coarse.approx or fine.step is None or fine.step < step):
             continue
         if (vf / step).to_integral_value(ROUND_HALF_UP) * step == vc:
+            if not explain:
+                return ""
             how = "a hedged figure" if coarse.approx else "rounded"
             return (f"{how}: {fine.source or format_decimal(vf)} rounds to "
                     f"{coarse.source or format_decimal(vc)} at the digits shown")
@@ -194,37 +201,40 @@ class KnowledgeMemo(Generic[_K, _V]):
         self.limit = limit
         self._by: dict[int, tuple[Knowledge | None, dict[_K, _V]]] = {}
 
-    def get(self, knowledge: Knowledge | None, key: _K, make: Callable[[], _V]) -> _V:
+    def table(self, knowledge: Knowledge | None) -> dict[_K, _V]:
+        """The results worked out with ``knowledge``, to read and add to (a callable making a
+        missing one would cost a closure a look-up: the collector's passes grow with them)."""
         held = self._by.get(id(knowledge))
         if held is None or held[0] is not knowledge:
             if len(self._by) >= 8:
                 self._by.clear()
             held = self._by[id(knowledge)] = (knowledge, {})
-        memo = held[1]
-        found = memo.get(key)
-        if found is None:
-            if len(memo) >= self.limit:
-                memo.clear()
-            found = memo[key] = make()
-        return found
+        if len(held[1]) >= self.limit:
+            held[1].clear()
+        return held[1]
 
 
-#: Two different texts compared, by the texts, the threshold and the field: names, products and
-#: places repeat across a run's facts, and a list's items are compared pair by pair (5 line items
-#: an invoice: 25 pairs, most of them two different products). The outcome is immutable, its
-#: reasoning written from the two texts when read.
+#: Two different texts compared (unexplained), by the texts, the threshold and the field: names,
+#: products and places repeat across a run's facts, and a list's items are compared pair by pair
+#: (5 line items an invoice: 25 pairs, most of them two different products).
 _TEXT_OUTCOMES: KnowledgeMemo[tuple[Text, Text, float, str], _Outcome] = KnowledgeMemo(100_000)
 
 
 def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
-                   knowledge: Knowledge | None = None) -> _Outcome:
+                   knowledge: Knowledge | None = None, explain: bool = True) -> _Outcome:
     if a.norm == b.norm:
-        return True, True, 100.0, lambda: f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})"
-    if knowledge is not None:
-        return _TEXT_OUTCOMES.get(knowledge, (a, b, threshold, name),
-                                  lambda: _compare_known_texts(a, b, threshold, name, knowledge))
-    return _TEXT_OUTCOMES.get(None, (a, b, threshold, ""),
-                              lambda: _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, a, b))
+        return True, True, 100.0, (f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})" if explain else "")
+    if explain:
+        if knowledge is not None:
+            return _compare_known_texts(a, b, threshold, name, knowledge, True)
+        return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, _shown(a, b))
+    memo = _TEXT_OUTCOMES.table(knowledge)
+    key = (a, b, threshold, name if knowledge is not None else "")
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = (_compare_known_texts(a, b, threshold, name, knowledge, False) if knowledge is not None
+                             else _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, ""))
+    return found
 
 
 def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:
@@ -238,33 +248,32 @@ def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:
     return f"qualifier {', '.join(only_a or only_b)} on the {'first' if only_a else 'second'} side only"
 
 
-def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge) -> _Outcome:
+def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge,
+                         explain: bool) -> _Outcome:
     """Texts read with the config's aliases and the built-in knowledge (knowledge.py, variants.py)."""
+    shown = _shown(a, b) if explain else ""
     ca, cb = knowledge.canon(name, a.raw, a.norm), knowledge.canon(name, b.raw, b.norm)
-
-    def by() -> str:
-        used = list(dict.fromkeys((*ca.used, *cb.used)))
-        return f" by {'; '.join(used)}" if used else ""
-
+    used = list(dict.fromkeys((*ca.used, *cb.used))) if explain else []
+    by = f" by {'; '.join(used)}" if used else ""
     qa, qb = qualifiers(ca.tokens), qualifiers(cb.tokens)
     if qa != qb:
-        return False, False, 0.0, lambda: (f"{_shown(a, b)}: {_qualifier_difference(qa, qb)}, "
-                                           "which changes what is meant")
+        return False, False, 0.0, (f"{shown}: {_qualifier_difference(qa, qb)}, which changes what is meant"
+                                   if explain else "")
     if ca.norm == cb.norm:
-        return True, False, 100.0, lambda: f"{_shown(a, b)}: equal{by()} ({quoted(ca.norm)})"
+        return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})" if explain else ""
     if knowledge.families.units:  # "2 TB" vs "2 TiB" inside a text: similar, never the same
         ua, ub = text_units(ca.tokens), text_units(cb.tokens)
         if ua != ub and ua and ub:
-            return False, False, 0.0, lambda: f"{_shown(a, b)}: different units ({', '.join(sorted(ua ^ ub))})"
+            return False, False, 0.0, (f"{shown}: different units ({', '.join(sorted(ua ^ ub))})" if explain else "")
     if knowledge.families.products and (why := _brand_dropped(ca, cb, name)):
-        return True, False, 85.0, lambda: f"{_shown(a, b)}: {why}"
+        return True, False, 85.0, (f"{shown}: {why}" if explain else "")
     decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
     if decision is not None:
-        return decision.ok, False, decision.score, lambda: f"{_shown(a, b)}: {decision.detail}{by()}"
+        return decision.ok, False, decision.score, (f"{shown}: {decision.detail}{by}" if explain else "")
     ok, exact, score, detail = _similar_texts(sorted_tokens(ca.norm), sorted_tokens(cb.norm),
                                               text_numbers(ca.norm), text_numbers(cb.norm),
-                                              threshold, a, b)
-    return ok, exact, score, lambda: detail() + (f" (read{read})" if (read := by()) else "")
+                                              threshold, shown if explain else "")
+    return ok, exact, score, (detail + (f" (read{by})" if used else "") if explain else "")
 
 
 def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:
@@ -284,80 +293,81 @@ def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:
 
 
 def _similar_texts(sa: str, sb: str, numbers_a: tuple[str, ...], numbers_b: tuple[str, ...],
-                   threshold: float, a: Norm, b: Norm) -> _Outcome:
-    """``a`` and ``b``: the values the reasoning quotes."""
+                   threshold: float, shown: str) -> _Outcome:
+    """``shown``: the two values quoted, "" to explain nothing."""
+    explain = bool(shown)
     score = float(fuzz.ratio(sa, sb))
     if score < threshold:
-        return False, False, score, lambda: f"{_shown(a, b)}: similarity {score:.0f} < {threshold:g}"
+        return False, False, score, (f"{shown}: similarity {score:.0f} < {threshold:g}" if explain else "")
     if numbers_a != numbers_b:
-        return False, False, score, lambda: (f"{_shown(a, b)}: similarity {score:.0f} but the numbers differ "
-                                             f"({', '.join(numbers_a) or 'none'} vs "
-                                             f"{', '.join(numbers_b) or 'none'})")
-    return True, False, score, lambda: f"{_shown(a, b)}: similarity {score:.0f} >= {threshold:g}"
+        return False, False, score, (f"{shown}: similarity {score:.0f} but the numbers differ "
+                                     f"({', '.join(numbers_a) or 'none'} vs "
+                                     f"{', '.join(numbers_b) or 'none'})" if explain else "")
+    return True, False, score, (f"{shown}: similarity {score:.0f} >= {threshold:g}" if explain else "")
 
 
 def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
-                   threshold: float) -> _Outcome:
+                   threshold: float, explain: bool) -> _Outcome:
     if not (isinstance(a, Unit) and isinstance(b, Unit)):
-        return _compare_plain(a, b)
+        return _compare_plain(a, b, explain)
     if (a.physical or b.physical) and (a.physical or a.metric) and (b.physical or b.metric):
-        return _compare_physical_units(a, b)
+        return _compare_physical_units(a, b, explain)
+    shown = _shown(a, b) if explain else ""
     ea, eb = a.currency or cur_a, b.currency or cur_b
     if ea and eb and ea != eb:
-        return False, False, 0.0, lambda: f"{_shown(a, b)}: currency {ea} != {eb}"
+        return False, False, 0.0, (f"{shown}: currency {ea} != {eb}" if explain else "")
     rest_a, rest_b = a.rest, b.rest
     score = 100.0
     if rest_a is None or rest_b is None:
         one_side = rest_a if rest_a is not None else rest_b
         if one_side is not None:
             words = one_side.raw
-            return False, False, 0.0, lambda: f"{_shown(a, b)}: {quoted(words)} on one side only"
+            return False, False, 0.0, (f"{shown}: {quoted(words)} on one side only" if explain else "")
     else:
-        ok, _, score, why = _compare_texts(rest_a, rest_b, threshold)
+        ok, _, score, why = _compare_texts(rest_a, rest_b, threshold, explain=explain)
         if not ok:
-            return False, False, score, lambda: f"{_shown(a, b)}: {why()}"
+            return False, False, score, (f"{shown}: {why}" if explain else "")
     # the scale is already inside the amount, so equality is about what is left
     exact = (ea, a.percent, rest_a and rest_a.norm) == (eb, b.percent, rest_b and rest_b.norm)
-
-    def agree() -> str:
-        currency = f"currency {ea or '-'} / {eb or '-'} agree" if (ea or eb) else "no currency"
-        scale = "; scale applied to the amount" if (a.scale or b.scale) else ""
-        return f"{_shown(a, b)}: {currency}{scale}"
-
-    return True, exact, score, agree
+    if not explain:
+        return True, exact, score, ""
+    currency = f"currency {ea or '-'} / {eb or '-'} agree" if (ea or eb) else "no currency"
+    scale = "; scale applied to the amount" if (a.scale or b.scale) else ""
+    return True, exact, score, f"{shown}: {currency}{scale}"
 
 
-def _compare_physical_units(a: Unit, b: Unit) -> _Outcome:
+def _compare_physical_units(a: Unit, b: Unit, explain: bool) -> _Outcome:
     """Same dimension, and the same unit unless both facts have an amount that carries it."""
+    shown = _shown(a, b) if explain else ""
     pa, pb = unit_physical(a), unit_physical(b)
     if pa is None or pb is None or pa.dimension != pb.dimension:
-        return False, False, 0.0, lambda: f"{_shown(a, b)}: units of different kinds"
+        return False, False, 0.0, (f"{shown}: units of different kinds" if explain else "")
     if pa.name == pb.name:
-        return True, True, 100.0, lambda: f"{_shown(a, b)}: same unit"
+        return True, True, 100.0, (f"{shown}: same unit" if explain else "")
     if a.applied and b.applied:
-        return True, False, 100.0, lambda: f"{_shown(a, b)}: same kind of unit; converted in the amount"
-    return False, False, 0.0, lambda: f"{_shown(a, b)}: different units and no amount to convert"
+        return True, False, 100.0, (f"{shown}: same kind of unit; converted in the amount" if explain else "")
+    return False, False, 0.0, (f"{shown}: different units and no amount to convert" if explain else "")
 
 
-def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool = False) -> _Outcome:
+def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool, explain: bool) -> _Outcome:
     """Physical amounts: same dimension, magnitudes compared in the finer unit (units.py).
     ``converted`` (the ``units`` knowledge; no tolerance set): a measure in another unit matches when converted and
     rounded to the digits the other side shows it is that side, within 1% (``15.6 in`` = ``39.6
     cm``, ``3.5 lb`` = ``1.59 kg``; guideline G14)."""
     ma, mb = as_measure(a), as_measure(b)
     if ma is None or mb is None:
-        return _compare_plain(a, b)
+        return _compare_plain(a, b, explain)
     common = common_values(ma, mb)
     if common is None:
-        return False, False, 0.0, lambda: (f"{_shown(a, b)}: units of different "
-                                           f"kinds ({ma.unit.name} vs {mb.unit.name})")
+        return False, False, 0.0, (f"{_shown(a, b)}: units of different "
+                                   f"kinds ({ma.unit.name} vs {mb.unit.name})" if explain else "")
     va, vb, unit = common
     ok, exact, score, detail = _compare_quantities(Quantity(va, source=ma.source),
-                                                   Quantity(vb, source=mb.source), tol)
+                                                   Quantity(vb, source=mb.source), tol, explain)
     if not ok and converted and tol is None and ma.unit.name != mb.unit.name and (
             why := _converted_rounding(ma, mb)):
-        return True, False, score, lambda: f"{_shown(a, b)}: {why}"
-    return ok, exact, score, lambda: f"{detail()} (in {unit})"
+        return True, False, score, (f"{_shown(a, b)}: {why}" if explain else "")
+    return ok, exact, score, (f"{detail} (in {unit})" if explain else "")
 
 
 def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
@@ -375,13 +385,16 @@ def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
     return None
 
 
-def _compare_plain(a: Norm, b: Norm) -> _Outcome:
+def _compare_plain(a: Norm, b: Norm, explain: bool) -> _Outcome:
+    shown = _shown(a, b) if explain else ""
     if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
         if a.nan:
-            return False, False, 0.0, lambda: f"{_shown(a, b)}: NaN equals nothing, not even NaN"
-        return True, True, 100.0, lambda: f"{_shown(a, b)}: equal"
-    return False, False, 0.0, lambda: f"{_shown(a, b)}: not comparable ({_kind(a)} vs {_kind(b)})" if type(
-        a) is not type(b) else f"{_shown(a, b)}: differ"
+            return False, False, 0.0, (f"{shown}: NaN equals nothing, not even NaN" if explain else "")
+        return True, True, 100.0, (f"{shown}: equal" if explain else "")
+    if not explain:
+        return False, False, 0.0, ""
+    return False, False, 0.0, f"{shown}: not comparable ({_kind(a)} vs {_kind(b)})" if type(
+        a) is not type(b) else f"{shown}: differ"
 
 
 def _kind(n: Norm) -> str:
@@ -389,14 +402,13 @@ def _kind(n: Norm) -> str:
             Other: "JSON value", Unit: "unit", Measure: "measure", Items: "list"}[type(n)]
 
 
-def _compare_year(p: Period, q: Quantity, a: Norm, b: Norm) -> _Outcome:
-    """A bare year equals only the same plain integer ("2023" = 2023, "2023" != "2,023");
-    ``a`` and ``b``: the values in the order the reasoning quotes them."""
+def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
+    """A bare year equals only the same plain integer ("2023" = 2023, "2023" != "2,023")."""
     if p.year is None:
-        return False, False, 0.0, lambda: f"{_shown(a, b)}: a date or period is not a number"
+        return False, False, 0.0, f"{shown}: a date or period is not a number"
     if q.plain and q.currency is None and not q.percent and q.value == p.year:
-        return True, True, 100.0, lambda: f"{_shown(a, b)}: same year"
-    return False, False, 0.0, lambda: f"{_shown(a, b)}: a year only equals the same bare integer"
+        return True, True, 100.0, f"{shown}: same year"
+    return False, False, 0.0, f"{shown}: a year only equals the same bare integer"
 
 
 def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
@@ -404,37 +416,41 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
                   knowledge: Knowledge | None = None, path: str = "") -> FieldResult:
     """Compare one field of the subject (``a``) with the same field of a candidate (``b``);
     ``path`` (``line_items.unit_price``) names a field inside a list's items, for ``tolerances``
-    and ``ordered``."""
+    and ``ordered``. Its reasoning (``detail``) is written when read."""
     path = path or name
-    if is_unit_field(name):
-        ok, exact, score, detail = _compare_units(a, b, cur_a, cur_b, config.text_threshold)
-    elif isinstance(a, Missing) or isinstance(b, Missing):
-        both = isinstance(a, Missing) and isinstance(b, Missing)
-        ok, exact, score = both, both, 100.0 if both else 0.0
-        side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
-        detail = lambda: f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")  # noqa: E731
-    elif isinstance(a, Measure) or isinstance(b, Measure):
-        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(path),
-                                                     config.rules_knowledge.units)
-    elif isinstance(a, Quantity) and isinstance(b, Quantity):
-        ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(path))
-    elif isinstance(a, Items) and isinstance(b, Items):
-        ok, exact, score, detail = _compare_lists(name, path, a, b, config, knowledge)
-    elif isinstance(a, Text) and isinstance(b, Text):
-        ok, exact, score, detail = _compare_texts(a, b, config.text_threshold, name, knowledge)
-    elif isinstance(a, Period) and isinstance(b, Period):
-        ok = exact = a.key == b.key
-        score = 100.0 if ok else 0.0
-        detail = lambda: f"{_shown(a, b)}: {'same' if ok else 'different'} period"  # noqa: E731
-    elif isinstance(a, Period) and isinstance(b, Quantity):
-        ok, exact, score, detail = _compare_year(a, b, a, b)
-    elif isinstance(a, Quantity) and isinstance(b, Period):
-        ok, exact, score, detail = _compare_year(b, a, a, b)
-    else:
-        ok, exact, score, detail = _compare_plain(a, b)
+    ok, exact, score, _ = _compare(name, a, b, config, cur_a, cur_b, knowledge, path, False)
     # the normal forms are cached and shared, so equal values are mostly the same object
-    return FieldResult(name, ok, exact, score, detail,
-                       exact and (a is b or a == b) and not isinstance(a, Missing))
+    return FieldResult(name, ok, exact, score, exact and (a is b or a == b) and not isinstance(a, Missing),
+                       a, b, config, cur_a, cur_b, knowledge, path)
+
+
+def _compare(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None, cur_b: str | None,
+             knowledge: Knowledge | None, path: str, explain: bool) -> _Outcome:
+    """:func:`compare_field`'s outcome, with its reasoning when ``explain`` ("" otherwise)."""
+    if is_unit_field(name):
+        return _compare_units(a, b, cur_a, cur_b, config.text_threshold, explain)
+    if isinstance(a, Missing) or isinstance(b, Missing):
+        both = isinstance(a, Missing) and isinstance(b, Missing)
+        side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
+        return both, both, 100.0 if both else 0.0, (
+            f"missing on {side}" + ("" if both else f" ({_shown(a, b)})") if explain else "")
+    if isinstance(a, Measure) or isinstance(b, Measure):
+        return _compare_measures(a, b, config.tolerances.get(path), config.rules_knowledge.units, explain)
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return _compare_quantities(a, b, config.tolerances.get(path), explain)
+    if isinstance(a, Items) and isinstance(b, Items):
+        return _compare_lists(name, path, a, b, config, knowledge, explain)
+    if isinstance(a, Text) and isinstance(b, Text):
+        return _compare_texts(a, b, config.text_threshold, name, knowledge, explain)
+    if isinstance(a, Period) and isinstance(b, Period):
+        ok = a.key == b.key
+        return ok, ok, 100.0 if ok else 0.0, (f"{_shown(a, b)}: {'same' if ok else 'different'} period"
+                                              if explain else "")
+    if isinstance(a, Period) and isinstance(b, Quantity):
+        return _compare_year(a, b, _shown(a, b) if explain else "")
+    if isinstance(a, Quantity) and isinstance(b, Period):
+        return _compare_year(b, a, _shown(a, b) if explain else "")
+    return _compare_plain(a, b, explain)
 
 
 # --------------------------------------------------------------------------- lists inside a fact
@@ -492,11 +508,11 @@ def _item_name(n: int, item: Item) -> str:
 
 
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
-                   knowledge: Knowledge | None) -> _Outcome:
+                   knowledge: Knowledge | None, explain: bool = True) -> _Outcome:
     """Lists inside a fact: equal when every item aligns with an equal item and none is left
     over; the detail names the items that differ and those left over (issue 34 item 1)."""
     if a.items and b.items and a.records != b.records:
-        return False, False, 0.0, lambda: f"{_shown(a, b)}: a list of records vs a list of values"
+        return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
     aligned = _align(a, b, path in config.ordered,
                      lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
     only_a = [i for i in range(len(a.items)) if i not in {i for i, _, _ in aligned}]
@@ -506,28 +522,26 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     # from the worth the alignment maximised, so ties between optimal alignments score alike
     score = sum(_worth(p) % 1_000_000 for _, _, p in aligned) / 100 / longest if longest else 100.0
     exact = ok and all(p.exact for _, _, p in aligned)
+    if not explain:
+        return ok, exact, score, ""
     if ok:
         moved = "" if all(i == j for i, j, _ in aligned) else " (in another order)"
-        return True, exact, score, lambda: f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
-
-    def differ() -> str:
-        parts = []
-        for i, _, p in aligned:
-            if not p.ok:
-                fields = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail for f in p.failed)
-                parts.append(f"{_item_name(i, a.items[i])} {fields}")
-        for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
-            if left:
-                names = ", ".join(_item_name(k, items[k]) for k in left[:5]) + (", ..." if len(left) > 5 else "")
-                parts.append(f"{len(left)} item{'' if len(left) == 1 else 's'} missing on {side}: {names}")
-        return "; ".join(parts)
-
-    return False, False, score, differ
+        return True, exact, score, f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
+    parts = []
+    for i, _, p in aligned:
+        if not p.ok:
+            differ = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail for f in p.failed)
+            parts.append(f"{_item_name(i, a.items[i])} {differ}")
+    for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
+        if left:
+            names = ", ".join(_item_name(k, items[k]) for k in left[:5]) + (", ..." if len(left) > 5 else "")
+            parts.append(f"{len(left)} item{'' if len(left) == 1 else 's'} missing on {side}: {names}")
+    return False, False, score, "; ".join(parts)
 
 
 def absent(value: Norm) -> bool:
     """Null or not there at all (a unit field's absence reads as the empty unit)."""
-    return isinstance(value, Missing) or value == EMPTY_UNIT
+    return isinstance(value, Missing) or (isinstance(value, Unit) and value == EMPTY_UNIT)
 
 
 @dataclass(slots=True)

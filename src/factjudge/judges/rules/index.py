@@ -144,8 +144,12 @@ class CandidateIndex:
         if knowledge is None:
             return ()
         # a text is a candidate in one direction and a subject in the other, and names repeat
-        return _VARIANT_KEYS.get(knowledge, (name, t, query), lambda: variants.keys(
-            t.raw, t.norm, knowledge.canon(name, t.raw, t.norm), knowledge, name, query))
+        memo = _VARIANT_KEYS.table(knowledge)
+        found = memo.get((name, t, query))
+        if found is None:
+            found = memo[name, t, query] = variants.keys(t.raw, t.norm, knowledge.canon(name, t.raw, t.norm),
+                                                         knowledge, name, query)
+        return found
 
     def similar_texts(self, fact_type: Any, name: str, subject: Text, threshold: float) -> set[int]:
         """The candidates whose text may match ``subject``'s: similar enough, or sharing a key of

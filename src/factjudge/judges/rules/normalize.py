@@ -96,6 +96,7 @@ Years versus numbers
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
 import re
@@ -773,6 +774,7 @@ _UNIT_FIELD_SUFFIXES = ("_unit", "_units", "_currency", "_scale")
 _AMOUNT_FIELDS = ("value", "amount")
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # asked for every field compared; a run has few field names
 def is_unit_field(name: str) -> bool:
     lower = str(name).casefold()
     return lower in _GENERIC_UNIT_FIELDS or lower.endswith(_UNIT_FIELD_SUFFIXES)
