@@ -507,14 +507,30 @@ def _item_name(n: int, item: Item) -> str:
     return f"item {n + 1} ({cut_text(item.label, 40)})" if item.label else f"item {n + 1}"
 
 
+#: The last lists aligned, by identity (each kept with its key's objects, so an id is never
+#: another's): the alignment a reasoning explains.
+_ALIGNED: dict[tuple[int, int, str, str, int, int],
+               tuple[Items, Items, JudgeConfig, Knowledge | None, list[tuple[int, int, _ItemPair]]]] = {}
+
+
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
                    knowledge: Knowledge | None, explain: bool = True) -> _Outcome:
     """Lists inside a fact: equal when every item aligns with an equal item and none is left
     over; the detail names the items that differ and those left over (issue 34 item 1)."""
     if a.items and b.items and a.records != b.records:
         return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
-    aligned = _align(a, b, path in config.ordered,
-                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
+    # explaining a comparison just made: its alignment is kept (every item pair compared again
+    # doubled the cost of a fact with a list)
+    key = (id(a), id(b), name, path, id(config), id(knowledge))
+    kept = _ALIGNED.get(key)
+    if kept is not None and kept[0] is a and kept[1] is b and kept[2] is config and kept[3] is knowledge:
+        aligned = kept[4]
+    else:
+        aligned = _align(a, b, path in config.ordered,
+                         lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
+        if len(_ALIGNED) >= 1_000:
+            _ALIGNED.clear()
+        _ALIGNED[key] = (a, b, config, knowledge, aligned)
     only_a = [i for i in range(len(a.items)) if i not in {i for i, _, _ in aligned}]
     only_b = [j for j in range(len(b.items)) if j not in {j for _, j, _ in aligned}]
     ok = not only_a and not only_b and all(p.ok for _, _, p in aligned)
