@@ -217,7 +217,7 @@ class KnowledgeMemo(Generic[_K, _V]):
 #: Two different texts compared (unexplained), by the texts, the threshold and the field: names,
 #: products and places repeat across a run's facts, and a list's items are compared pair by pair
 #: (5 line items an invoice: 25 pairs, most of them two different products).
-_TEXT_OUTCOMES: KnowledgeMemo[tuple[Text, Text, float, str], _Outcome] = KnowledgeMemo(100_000)
+_TEXT_OUTCOMES: KnowledgeMemo[tuple[Text, Text, float, str], _Outcome] = KnowledgeMemo(50_000)
 
 
 def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",

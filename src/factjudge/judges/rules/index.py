@@ -174,7 +174,7 @@ class CandidateIndex:
 
 
 #: A text's variant keys (variants.keys) by field, text and use, per knowledge.
-_VARIANT_KEYS: KnowledgeMemo[tuple[str, Text, bool], tuple[Hashable, ...]] = KnowledgeMemo(100_000)
+_VARIANT_KEYS: KnowledgeMemo[tuple[str, Text, bool], tuple[Hashable, ...]] = KnowledgeMemo(20_000)
 
 
 def knowledge_key(config: JudgeConfig | None) -> Any:
@@ -268,20 +268,11 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
 _STEPS = tuple(Decimal(1).scaleb(e) for e in range(-6, 16))
 
 
-#: _coarser_keys by figure: 22 roundings each, and a figure is a subject in both directions.
-_COARSER: dict[Quantity, tuple[Hashable, ...]] = {}
-
-
 def _coarser_keys(q: Quantity) -> tuple[Hashable, ...]:
     """The keys of the rounded figures ``q`` may round to (each filed by _exact_keys under its
     value and the place of its last digit)."""
-    found = _COARSER.get(q)
-    if found is None:
-        if len(_COARSER) >= 100_000:
-            _COARSER.clear()
-        found = _COARSER[q] = tuple(("n~", q.percent, (q.value / step).to_integral_value(ROUND_HALF_UP) * step, step)
-                                    for step in _STEPS if q.step is None or step > q.step)
-    return found
+    return tuple(("n~", q.percent, (q.value / step).to_integral_value(ROUND_HALF_UP) * step, step)
+                 for step in _STEPS if q.step is None or step > q.step)
 
 
 def _bounds(q: Quantity, tol: Tolerance | None) -> tuple[float, float] | None:
