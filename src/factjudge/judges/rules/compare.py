@@ -13,14 +13,18 @@ two facts compared (:func:`compare_field`), and a whole candidate against a subj
 * Dates and periods: equal keys. Anything else: equal canonical JSON (a NaN equals nothing).
 
 A candidate matches when every compared field matches. The reasoning quotes each value at most
-:data:`~factjudge.models.QUOTE_LIMIT` characters, then says how long it was.
+:data:`~factjudge.models.QUOTE_LIMIT` characters, then says how long it was. It is written only
+when read (:attr:`FieldResult.detail`: the comparison again, ``explain=True``): a subject is
+compared with several candidates, and a list's items pair by pair, but only the best or closest
+comparison is explained (issue 39). The comparators build no text and no closure unless asked to
+explain, so a run allocates little per comparison (closures tripled the collector's passes).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from rapidfuzz import fuzz
 
@@ -88,9 +92,22 @@ class FieldResult:
     #: Equal after normalisation (not merely similar or within tolerance).
     exact: bool
     score: float
-    detail: str
     #: Written the same way on both sides (the reasoning then only names the field).
-    identical: bool = False
+    identical: bool
+    # what was compared, and how: the reasoning is written from them when read (:attr:`detail`)
+    a: Norm
+    b: Norm
+    config: JudgeConfig
+    cur_a: str | None
+    cur_b: str | None
+    knowledge: Knowledge | None
+    path: str
+
+    @property
+    def detail(self) -> str:
+        """Why the field matches or not, as the reasoning says it."""
+        return _compare(self.name, self.a, self.b, self.config, self.cur_a, self.cur_b, self.knowledge,
+                        self.path, True)[3]
 
     def line(self) -> str:
         return f"{self.name}: {self.detail}"
@@ -106,50 +123,52 @@ def _pct(x: Decimal) -> str:
     return f"{float(x) * 100:.2f}".rstrip("0").rstrip(".") + "%"
 
 
-_Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail
+_Outcome = tuple[bool, bool, float, str]  # ok, exact, score, detail ("" unless explaining)
 
 
-def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None) -> _Outcome:
-    shown = _shown(a, b)
+def _compare_quantities(a: Quantity, b: Quantity, tol: Tolerance | None, explain: bool) -> _Outcome:
+    shown = _shown(a, b) if explain else ""
     if a.per != b.per:  # never a different period (issue #37, guideline G15)
         return False, False, 0.0, (f"{shown}: an amount per {a.per or '(no period)'} vs per "
-                                   f"{b.per or '(no period)'}: a different period")
+                                   f"{b.per or '(no period)'}: a different period" if explain else "")
     if a.currency and b.currency and a.currency != b.currency:
-        return False, False, 0.0, f"{shown}: currency {a.currency} != {b.currency}"
+        return False, False, 0.0, (f"{shown}: currency {a.currency} != {b.currency}" if explain else "")
     mixed = a.percent != b.percent
     if mixed and (a.currency or b.currency):
-        return False, False, 0.0, f"{shown}: a percentage is not an amount of money"
+        return False, False, 0.0, (f"{shown}: a percentage is not an amount of money" if explain else "")
     # in percent when either side is one, so that an absolute tolerance counts percentage points
     va, vb = (_in_percent(a), _in_percent(b)) if a.percent or b.percent else (a.value, b.value)
     if va == vb:
         how = " (a percentage is its number / 100)" if mixed else ""
         approx = "; approximate, as one side says" if a.approx != b.approx else ""
-        return True, not approx and a.approx == b.approx, 100.0, f"{shown}: equal{how}{approx}"
-    if (rounding := _rounds_to(a, b, va, vb)) is not None:
-        return True, False, 100.0 * (1 - float(abs(va - vb) / max(abs(va), abs(vb)))), f"{shown}: {rounding}"
+        return True, not approx and a.approx == b.approx, 100.0, (f"{shown}: equal{how}{approx}" if explain else "")
+    if (rounding := _rounds_to(a, b, va, vb, explain)) is not None:
+        return (True, False, 100.0 * (1 - float(abs(va - vb) / max(abs(va), abs(vb)))),
+                (f"{shown}: {rounding}" if explain else ""))
     diff = abs(va - vb)
     rel = diff / max(abs(va), abs(vb))
     score = max(0.0, 100.0 * (1 - float(rel)))
-    facts = f"abs. diff {format_decimal(diff)}, rel. diff {_pct(rel)}"
+    facts = (f"abs. diff {format_decimal(diff)}, rel. diff {_pct(rel)}" if explain else "")
     if tol is None or (tol.relative is None and tol.absolute is None):
-        return False, False, score, f"{shown}: differ ({facts}; no tolerance)"
+        return False, False, score, (f"{shown}: differ ({facts}; no tolerance)" if explain else "")
     bounds = []
     if tol.absolute is not None:
         bounds.append(f"abs. {tol.absolute}")
         if diff <= Decimal(str(tol.absolute)):
             return True, False, score, (f"{shown}: within tolerance (abs. diff "
-                                        f"{format_decimal(diff)} <= {tol.absolute})")
+                                        f"{format_decimal(diff)} <= {tol.absolute})" if explain else "")
     if tol.relative is not None:
         bounds.append(f"rel. {_pct(Decimal(str(tol.relative)))}")
         if rel <= Decimal(str(tol.relative)):
             return True, False, score, (f"{shown}: within tolerance (rel. diff {_pct(rel)} <= "
-                                        f"{_pct(Decimal(str(tol.relative)))})")
-    return False, False, score, f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})"
+                                        f"{_pct(Decimal(str(tol.relative)))})" if explain else "")
+    return False, False, score, (f"{shown}: differ ({facts}; tolerance {' or '.join(bounds)})" if explain else "")
 
 
-def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal) -> str | None:
+def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal, explain: bool = True) -> str | None:
     """Why one figure is the other written rounded (guideline G8: the less precise one is the
-    finer one rounded to the digits it shows; a hedged one too), or None."""
+    finer one rounded to the digits it shows; a hedged one too), or None ("" when not
+    ``explain``)."""
     for coarse, fine, vc, vf in ((a, b, va, vb), (b, a, vb, va)):
         step = coarse.step
         if not coarse.rounded or step is None or coarse.percent != fine.percent:
@@ -157,6 +176,8 @@ def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal) -> str | None
         if not (coarse.approx or fine.step is None or fine.step < step):
             continue
         if (vf / step).to_integral_value(ROUND_HALF_UP) * step == vc:
+            if not explain:
+                return ""
             how = "a hedged figure" if coarse.approx else "rounded"
             return (f"{how}: {fine.source or format_decimal(vf)} rounds to "
                     f"{coarse.source or format_decimal(vc)} at the digits shown")
@@ -167,14 +188,53 @@ def _in_percent(q: Quantity) -> Decimal:
     return q.value if q.percent else q.value.scaleb(2)
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class KnowledgeMemo(Generic[_K, _V]):
+    """What is worked out once per key and knowledge (a config's, or None) in a run, bounded (a
+    run of unique keys only clears it now and then). The knowledge is kept beside its results,
+    so that its id is never another's."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._by: dict[int, tuple[Knowledge | None, dict[_K, _V]]] = {}
+
+    def table(self, knowledge: Knowledge | None) -> dict[_K, _V]:
+        """The results worked out with ``knowledge``, to read and add to (a callable making a
+        missing one would cost a closure a look-up: the collector's passes grow with them)."""
+        held = self._by.get(id(knowledge))
+        if held is None or held[0] is not knowledge:
+            if len(self._by) >= 8:
+                self._by.clear()
+            held = self._by[id(knowledge)] = (knowledge, {})
+        if len(held[1]) >= self.limit:
+            held[1].clear()
+        return held[1]
+
+
+#: Two different texts compared (unexplained), by the texts, the threshold and the field: names,
+#: products and places repeat across a run's facts, and a list's items are compared pair by pair
+#: (5 line items an invoice: 25 pairs, most of them two different products).
+_TEXT_OUTCOMES: KnowledgeMemo[tuple[Text, Text, float, str], _Outcome] = KnowledgeMemo(50_000)
+
+
 def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
-                   knowledge: Knowledge | None = None) -> _Outcome:
-    shown = _shown(a, b)
+                   knowledge: Knowledge | None = None, explain: bool = True) -> _Outcome:
     if a.norm == b.norm:
-        return True, True, 100.0, f"{shown}: equal after normalisation ({quoted(a.norm)})"
-    if knowledge is not None:
-        return _compare_known_texts(a, b, threshold, name, knowledge)
-    return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, shown)
+        return True, True, 100.0, (f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})" if explain else "")
+    if explain:
+        if knowledge is not None:
+            return _compare_known_texts(a, b, threshold, name, knowledge, True)
+        return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, _shown(a, b))
+    memo = _TEXT_OUTCOMES.table(knowledge)
+    key = (a, b, threshold, name if knowledge is not None else "")
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = (_compare_known_texts(a, b, threshold, name, knowledge, False) if knowledge is not None
+                             else _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, ""))
+    return found
 
 
 def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:
@@ -188,34 +248,37 @@ def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:
     return f"qualifier {', '.join(only_a or only_b)} on the {'first' if only_a else 'second'} side only"
 
 
-def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge) -> _Outcome:
+def _compare_known_texts(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge,
+                         explain: bool) -> _Outcome:
     """Texts read with the config's aliases and the built-in knowledge (knowledge.py, variants.py)."""
-    shown = _shown(a, b)
+    shown = _shown(a, b) if explain else ""
     ca, cb = knowledge.canon(name, a.raw, a.norm), knowledge.canon(name, b.raw, b.norm)
-    used = list(dict.fromkeys((*ca.used, *cb.used)))
+    used = list(dict.fromkeys((*ca.used, *cb.used))) if explain else []
     by = f" by {'; '.join(used)}" if used else ""
     qa, qb = qualifiers(ca.tokens), qualifiers(cb.tokens)
     if qa != qb:
-        return False, False, 0.0, f"{shown}: {_qualifier_difference(qa, qb)}, which changes what is meant"
+        return False, False, 0.0, (f"{shown}: {_qualifier_difference(qa, qb)}, which changes what is meant"
+                                   if explain else "")
     if ca.norm == cb.norm:
-        return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})"
+        return True, False, 100.0, f"{shown}: equal{by} ({quoted(ca.norm)})" if explain else ""
     if knowledge.families.units:  # "2 TB" vs "2 TiB" inside a text: similar, never the same
         ua, ub = text_units(ca.tokens), text_units(cb.tokens)
         if ua != ub and ua and ub:
-            return False, False, 0.0, f"{shown}: different units ({', '.join(sorted(ua ^ ub))})"
+            return False, False, 0.0, (f"{shown}: different units ({', '.join(sorted(ua ^ ub))})" if explain else "")
     if knowledge.families.products and (why := _brand_dropped(ca, cb, name)):
-        return True, False, 85.0, f"{shown}: {why}"
+        return True, False, 85.0, (f"{shown}: {why}" if explain else "")
     decision = variants.decide(a.raw, a.norm, ca, b.raw, b.norm, cb, name, knowledge)
     if decision is not None:
-        return decision.ok, False, decision.score, f"{shown}: {decision.detail}{by}"
+        return decision.ok, False, decision.score, (f"{shown}: {decision.detail}{by}" if explain else "")
     if knowledge.families.relations and is_relation_field(name):
         # relation names word for word, never by similarity: one word makes another relation
         # (hasToItsSouthwest vs hasToItsSoutheast scored 95; guideline G23)
-        return False, False, float(fuzz.ratio(ca.norm, cb.norm)), f"{shown}: different relations{by}"
+        return False, False, float(fuzz.ratio(ca.norm, cb.norm)), (f"{shown}: different relations{by}"
+                                                                     if explain else "")
     ok, exact, score, detail = _similar_texts(sorted_tokens(ca.norm), sorted_tokens(cb.norm),
                                               text_numbers(ca.norm), text_numbers(cb.norm),
-                                              threshold, shown)
-    return ok, exact, score, detail + (f" (read{by})" if used else "")
+                                              threshold, shown if explain else "")
+    return ok, exact, score, (detail + (f" (read{by})" if used else "") if explain else "")
 
 
 def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:
@@ -236,76 +299,80 @@ def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:
 
 def _similar_texts(sa: str, sb: str, numbers_a: tuple[str, ...], numbers_b: tuple[str, ...],
                    threshold: float, shown: str) -> _Outcome:
+    """``shown``: the two values quoted, "" to explain nothing."""
+    explain = bool(shown)
     score = float(fuzz.ratio(sa, sb))
     if score < threshold:
-        return False, False, score, f"{shown}: similarity {score:.0f} < {threshold:g}"
+        return False, False, score, (f"{shown}: similarity {score:.0f} < {threshold:g}" if explain else "")
     if numbers_a != numbers_b:
         return False, False, score, (f"{shown}: similarity {score:.0f} but the numbers differ "
                                      f"({', '.join(numbers_a) or 'none'} vs "
-                                     f"{', '.join(numbers_b) or 'none'})")
-    return True, False, score, f"{shown}: similarity {score:.0f} >= {threshold:g}"
+                                     f"{', '.join(numbers_b) or 'none'})" if explain else "")
+    return True, False, score, (f"{shown}: similarity {score:.0f} >= {threshold:g}" if explain else "")
 
 
 def _compare_units(a: Norm, b: Norm, cur_a: str | None, cur_b: str | None,
-                   threshold: float) -> _Outcome:
+                   threshold: float, explain: bool) -> _Outcome:
     if not (isinstance(a, Unit) and isinstance(b, Unit)):
-        return _compare_plain(a, b)
+        return _compare_plain(a, b, explain)
     if (a.physical or b.physical) and (a.physical or a.metric) and (b.physical or b.metric):
-        return _compare_physical_units(a, b)
-    shown = _shown(a, b)
+        return _compare_physical_units(a, b, explain)
+    shown = _shown(a, b) if explain else ""
     ea, eb = a.currency or cur_a, b.currency or cur_b
     if ea and eb and ea != eb:
-        return False, False, 0.0, f"{shown}: currency {ea} != {eb}"
+        return False, False, 0.0, (f"{shown}: currency {ea} != {eb}" if explain else "")
     rest_a, rest_b = a.rest, b.rest
     score = 100.0
     if rest_a is None or rest_b is None:
         one_side = rest_a if rest_a is not None else rest_b
         if one_side is not None:
             words = one_side.raw
-            return False, False, 0.0, f"{shown}: {quoted(words)} on one side only"
+            return False, False, 0.0, (f"{shown}: {quoted(words)} on one side only" if explain else "")
     else:
-        ok, _, score, why = _compare_texts(rest_a, rest_b, threshold)
+        ok, _, score, why = _compare_texts(rest_a, rest_b, threshold, explain=explain)
         if not ok:
-            return False, False, score, f"{shown}: {why}"
+            return False, False, score, (f"{shown}: {why}" if explain else "")
     # the scale is already inside the amount, so equality is about what is left
     exact = (ea, a.percent, rest_a and rest_a.norm) == (eb, b.percent, rest_b and rest_b.norm)
+    if not explain:
+        return True, exact, score, ""
     currency = f"currency {ea or '-'} / {eb or '-'} agree" if (ea or eb) else "no currency"
     scale = "; scale applied to the amount" if (a.scale or b.scale) else ""
     return True, exact, score, f"{shown}: {currency}{scale}"
 
 
-def _compare_physical_units(a: Unit, b: Unit) -> _Outcome:
+def _compare_physical_units(a: Unit, b: Unit, explain: bool) -> _Outcome:
     """Same dimension, and the same unit unless both facts have an amount that carries it."""
-    shown = _shown(a, b)
+    shown = _shown(a, b) if explain else ""
     pa, pb = unit_physical(a), unit_physical(b)
     if pa is None or pb is None or pa.dimension != pb.dimension:
-        return False, False, 0.0, f"{shown}: units of different kinds"
+        return False, False, 0.0, (f"{shown}: units of different kinds" if explain else "")
     if pa.name == pb.name:
-        return True, True, 100.0, f"{shown}: same unit"
+        return True, True, 100.0, (f"{shown}: same unit" if explain else "")
     if a.applied and b.applied:
-        return True, False, 100.0, f"{shown}: same kind of unit; converted in the amount"
-    return False, False, 0.0, f"{shown}: different units and no amount to convert"
+        return True, False, 100.0, (f"{shown}: same kind of unit; converted in the amount" if explain else "")
+    return False, False, 0.0, (f"{shown}: different units and no amount to convert" if explain else "")
 
 
-def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool = False) -> _Outcome:
+def _compare_measures(a: Norm, b: Norm, tol: Tolerance | None, converted: bool, explain: bool) -> _Outcome:
     """Physical amounts: same dimension, magnitudes compared in the finer unit (units.py).
     ``converted`` (the ``units`` knowledge; no tolerance set): a measure in another unit matches when converted and
     rounded to the digits the other side shows it is that side, within 1% (``15.6 in`` = ``39.6
     cm``, ``3.5 lb`` = ``1.59 kg``; guideline G14)."""
     ma, mb = as_measure(a), as_measure(b)
     if ma is None or mb is None:
-        return _compare_plain(a, b)
+        return _compare_plain(a, b, explain)
     common = common_values(ma, mb)
     if common is None:
         return False, False, 0.0, (f"{_shown(a, b)}: units of different "
-                                   f"kinds ({ma.unit.name} vs {mb.unit.name})")
+                                   f"kinds ({ma.unit.name} vs {mb.unit.name})" if explain else "")
     va, vb, unit = common
     ok, exact, score, detail = _compare_quantities(Quantity(va, source=ma.source),
-                                                   Quantity(vb, source=mb.source), tol)
+                                                   Quantity(vb, source=mb.source), tol, explain)
     if not ok and converted and tol is None and ma.unit.name != mb.unit.name and (
             why := _converted_rounding(ma, mb)):
-        return True, False, score, f"{_shown(a, b)}: {why}"
-    return ok, exact, score, f"{detail} (in {unit})"
+        return True, False, score, (f"{_shown(a, b)}: {why}" if explain else "")
+    return ok, exact, score, (f"{detail} (in {unit})" if explain else "")
 
 
 def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
@@ -323,12 +390,14 @@ def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
     return None
 
 
-def _compare_plain(a: Norm, b: Norm) -> _Outcome:
-    shown = _shown(a, b)
+def _compare_plain(a: Norm, b: Norm, explain: bool) -> _Outcome:
+    shown = _shown(a, b) if explain else ""
     if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
         if a.nan:
-            return False, False, 0.0, f"{shown}: NaN equals nothing, not even NaN"
-        return True, True, 100.0, f"{shown}: equal"
+            return False, False, 0.0, (f"{shown}: NaN equals nothing, not even NaN" if explain else "")
+        return True, True, 100.0, (f"{shown}: equal" if explain else "")
+    if not explain:
+        return False, False, 0.0, ""
     return False, False, 0.0, f"{shown}: not comparable ({_kind(a)} vs {_kind(b)})" if type(
         a) is not type(b) else f"{shown}: differ"
 
@@ -352,35 +421,41 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
                   knowledge: Knowledge | None = None, path: str = "") -> FieldResult:
     """Compare one field of the subject (``a``) with the same field of a candidate (``b``);
     ``path`` (``line_items.unit_price``) names a field inside a list's items, for ``tolerances``
-    and ``ordered``."""
+    and ``ordered``. Its reasoning (``detail``) is written when read."""
     path = path or name
+    ok, exact, score, _ = _compare(name, a, b, config, cur_a, cur_b, knowledge, path, False)
+    # the normal forms are cached and shared, so equal values are mostly the same object
+    return FieldResult(name, ok, exact, score, exact and (a is b or a == b) and not isinstance(a, Missing),
+                       a, b, config, cur_a, cur_b, knowledge, path)
+
+
+def _compare(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None, cur_b: str | None,
+             knowledge: Knowledge | None, path: str, explain: bool) -> _Outcome:
+    """:func:`compare_field`'s outcome, with its reasoning when ``explain`` ("" otherwise)."""
     if is_unit_field(name):
-        ok, exact, score, detail = _compare_units(a, b, cur_a, cur_b, config.text_threshold)
-    elif isinstance(a, Missing) or isinstance(b, Missing):
+        return _compare_units(a, b, cur_a, cur_b, config.text_threshold, explain)
+    if isinstance(a, Missing) or isinstance(b, Missing):
         both = isinstance(a, Missing) and isinstance(b, Missing)
-        ok, exact, score = both, both, 100.0 if both else 0.0
         side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
-        detail = f"missing on {side}" + ("" if both else f" ({_shown(a, b)})")
-    elif isinstance(a, Measure) or isinstance(b, Measure):
-        ok, exact, score, detail = _compare_measures(a, b, config.tolerances.get(path),
-                                                     config.rules_knowledge.units)
-    elif isinstance(a, Quantity) and isinstance(b, Quantity):
-        ok, exact, score, detail = _compare_quantities(a, b, config.tolerances.get(path))
-    elif isinstance(a, Items) and isinstance(b, Items):
-        ok, exact, score, detail = _compare_lists(name, path, a, b, config, knowledge)
-    elif isinstance(a, Text) and isinstance(b, Text):
-        ok, exact, score, detail = _compare_texts(a, b, config.text_threshold, name, knowledge)
-    elif isinstance(a, Period) and isinstance(b, Period):
-        ok = exact = a.key == b.key
-        score = 100.0 if ok else 0.0
-        detail = f"{_shown(a, b)}: {'same' if ok else 'different'} period"
-    elif isinstance(a, Period) and isinstance(b, Quantity):
-        ok, exact, score, detail = _compare_year(a, b, _shown(a, b))
-    elif isinstance(a, Quantity) and isinstance(b, Period):
-        ok, exact, score, detail = _compare_year(b, a, _shown(a, b))
-    else:
-        ok, exact, score, detail = _compare_plain(a, b)
-    return FieldResult(name, ok, exact, score, detail, exact and a == b and not isinstance(a, Missing))
+        return both, both, 100.0 if both else 0.0, (
+            f"missing on {side}" + ("" if both else f" ({_shown(a, b)})") if explain else "")
+    if isinstance(a, Measure) or isinstance(b, Measure):
+        return _compare_measures(a, b, config.tolerances.get(path), config.rules_knowledge.units, explain)
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return _compare_quantities(a, b, config.tolerances.get(path), explain)
+    if isinstance(a, Items) and isinstance(b, Items):
+        return _compare_lists(name, path, a, b, config, knowledge, explain)
+    if isinstance(a, Text) and isinstance(b, Text):
+        return _compare_texts(a, b, config.text_threshold, name, knowledge, explain)
+    if isinstance(a, Period) and isinstance(b, Period):
+        ok = a.key == b.key
+        return ok, ok, 100.0 if ok else 0.0, (f"{_shown(a, b)}: {'same' if ok else 'different'} period"
+                                              if explain else "")
+    if isinstance(a, Period) and isinstance(b, Quantity):
+        return _compare_year(a, b, _shown(a, b) if explain else "")
+    if isinstance(a, Quantity) and isinstance(b, Period):
+        return _compare_year(b, a, _shown(a, b) if explain else "")
+    return _compare_plain(a, b, explain)
 
 
 # --------------------------------------------------------------------------- lists inside a fact
@@ -402,15 +477,23 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
     """Two items field by field, with the comparators and tolerances of top-level fields (a
     field null or absent in both is not compared); a scalar item is the one field ``""``."""
     results = []
-    for key in dict.fromkeys((*x.values, *y.values)):
+    # the same fields on both sides, mostly: then in x's order, as the union would be
+    keys = x.values if x.values.keys() == y.values.keys() else dict.fromkeys((*x.values, *y.values))
+    for key in keys:
         u, v = x.get(key), y.get(key)
         if not (absent(u) and absent(v)):
             results.append(compare_field(key or name, u, v, config, x.currency, y.currency, knowledge,
                                          f"{path}.{key}" if key else path))
-    ok = all(f.ok for f in results)
-    return _ItemPair(ok, ok and all(f.exact for f in results),
-                     sum(f.score for f in results) / len(results) if results else 100.0,
-                     tuple(f for f in results if not f.ok), any(f.ok for f in results) or not results)
+    # one pass (5 x 5 items are 25 pairs a list)
+    ok, exact, related, total, failed = True, True, not results, 0.0, []
+    for f in results:
+        total += f.score
+        if f.ok:
+            related, exact = True, exact and f.exact
+        else:
+            ok = False
+            failed.append(f)
+    return _ItemPair(ok, ok and exact, total / len(results) if results else 100.0, tuple(failed), related)
 
 
 def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair]
@@ -437,14 +520,30 @@ def _item_name(n: int, item: Item) -> str:
     return f"item {n + 1} ({cut_text(item.label, 40)})" if item.label else f"item {n + 1}"
 
 
+#: The last lists aligned, by identity (each kept with its key's objects, so an id is never
+#: another's): the alignment a reasoning explains.
+_ALIGNED: dict[tuple[int, int, str, str, int, int],
+               tuple[Items, Items, JudgeConfig, Knowledge | None, list[tuple[int, int, _ItemPair]]]] = {}
+
+
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
-                   knowledge: Knowledge | None) -> _Outcome:
+                   knowledge: Knowledge | None, explain: bool = True) -> _Outcome:
     """Lists inside a fact: equal when every item aligns with an equal item and none is left
     over; the detail names the items that differ and those left over (issue 34 item 1)."""
     if a.items and b.items and a.records != b.records:
-        return False, False, 0.0, f"{_shown(a, b)}: a list of records vs a list of values"
-    aligned = _align(a, b, path in config.ordered,
-                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
+        return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
+    # explaining a comparison just made: its alignment is kept (every item pair compared again
+    # doubled the cost of a fact with a list)
+    key = (id(a), id(b), name, path, id(config), id(knowledge))
+    kept = _ALIGNED.get(key)
+    if kept is not None and kept[0] is a and kept[1] is b and kept[2] is config and kept[3] is knowledge:
+        aligned = kept[4]
+    else:
+        aligned = _align(a, b, path in config.ordered,
+                         lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
+        if len(_ALIGNED) >= 1_000:
+            _ALIGNED.clear()
+        _ALIGNED[key] = (a, b, config, knowledge, aligned)
     only_a = [i for i in range(len(a.items)) if i not in {i for i, _, _ in aligned}]
     only_b = [j for j in range(len(b.items)) if j not in {j for _, j, _ in aligned}]
     ok = not only_a and not only_b and all(p.ok for _, _, p in aligned)
@@ -452,6 +551,8 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     # from the worth the alignment maximised, so ties between optimal alignments score alike
     score = sum(_worth(p) % 1_000_000 for _, _, p in aligned) / 100 / longest if longest else 100.0
     exact = ok and all(p.exact for _, _, p in aligned)
+    if not explain:
+        return ok, exact, score, ""
     if ok:
         moved = "" if all(i == j for i, j, _ in aligned) else " (in another order)"
         return True, exact, score, f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
@@ -469,7 +570,7 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
 
 def absent(value: Norm) -> bool:
     """Null or not there at all (a unit field's absence reads as the empty unit)."""
-    return isinstance(value, Missing) or value == EMPTY_UNIT
+    return isinstance(value, Missing) or (isinstance(value, Unit) and value == EMPTY_UNIT)
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from rapidfuzz import fuzz, process
 
 from ...models import JudgeConfig, Tolerance
 from . import variants
-from .compare import Prepared, normalized
+from .compare import KnowledgeMemo, Prepared, normalized
 from .knowledge import Knowledge
 from .normalize import (
     READING,
@@ -140,10 +140,16 @@ class CandidateIndex:
         return sorted_tokens(self.knowledge.canon(name, t.raw, t.norm).norm)
 
     def variant_keys(self, name: str, t: Text, query: bool) -> tuple[Hashable, ...]:
-        if self.knowledge is None:
+        knowledge = self.knowledge
+        if knowledge is None:
             return ()
-        return variants.keys(t.raw, t.norm, self.knowledge.canon(name, t.raw, t.norm), self.knowledge,
-                             name, query)
+        # a text is a candidate in one direction and a subject in the other, and names repeat
+        memo = _VARIANT_KEYS.table(knowledge)
+        found = memo.get((name, t, query))
+        if found is None:
+            found = memo[name, t, query] = variants.keys(t.raw, t.norm, knowledge.canon(name, t.raw, t.norm),
+                                                         knowledge, name, query)
+        return found
 
     def similar_texts(self, fact_type: Any, name: str, subject: Text, threshold: float) -> set[int]:
         """The candidates whose text may match ``subject``'s: similar enough, or sharing a key of
@@ -165,6 +171,10 @@ class CandidateIndex:
         best = process.extractOne(_signature(subject, fields), self._signatures[ft],
                                   scorer=fuzz.ratio)
         return self.by_type[ft][best[2]] if best else self.by_type[ft][0]
+
+
+#: A text's variant keys (variants.keys) by field, text and use, per knowledge.
+_VARIANT_KEYS: KnowledgeMemo[tuple[str, Text, bool], tuple[Hashable, ...]] = KnowledgeMemo(20_000)
 
 
 def knowledge_key(config: JudgeConfig | None) -> Any:
@@ -227,7 +237,8 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
     exact, windows, texts = _lookups(subject, fields, config)
     pool: set[int] | None = None
     if exact:  # the rarest value's candidates, then each other field checked on those only
-        exact.sort(key=lambda nk: index.exact_count(ft, *nk))
+        if len(exact) > 1:
+            exact.sort(key=lambda nk: index.exact_count(ft, *nk))
         pool = index.exact_postings(ft, *exact[0])
         for name, keys in exact[1:]:
             if not pool:

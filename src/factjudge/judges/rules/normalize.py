@@ -97,14 +97,14 @@ from __future__ import annotations
 
 import calendar as _calendar
 import datetime as _dt
+import functools
 import json
 import math
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, TypeVar
+from typing import Any
 
 from ...util.jsonutil import canonical_json as _strict_json
 from .units import (
@@ -784,6 +784,7 @@ _UNIT_FIELD_SUFFIXES = ("_unit", "_units", "_currency", "_scale")
 _AMOUNT_FIELDS = ("value", "amount")
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # asked for every field compared; a run has few field names
 def is_unit_field(name: str) -> bool:
     lower = str(name).casefold()
     return lower in _GENERIC_UNIT_FIELDS or lower.endswith(_UNIT_FIELD_SUFFIXES)
@@ -1017,16 +1018,8 @@ _FACTS: dict[Any, dict[str, Norm]] = {}
 VALUES_LIMIT, FACTS_LIMIT = 100_000, 50_000
 
 
-_T = TypeVar("_T")
-
-
-def _cached(cache: dict[Any, _T], key: Any, make: Callable[[], _T], limit: int) -> _T:
-    found = cache.get(key)
-    if found is None:
-        if len(cache) >= limit:
-            cache.clear()
-        found = cache[key] = make()
-    return found
+#: The JSON scalars, whose cache key is (type, value) (_value_key, inlined for a fact's fields).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _value_key(value: Any) -> Any:
@@ -1049,8 +1042,12 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
         return MISSING
     try:
         key = (_value_key(value), ignore_company_suffixes, unit, amount, reading)
-        return _cached(_VALUES, key, lambda: _normalize_value(value, ignore_company_suffixes, unit, amount,
-                                                              reading), VALUES_LIMIT)
+        found = _VALUES.get(key)
+        if found is None:  # (no callable making it: a closure a call feeds the collector's passes)
+            if len(_VALUES) >= VALUES_LIMIT:
+                _VALUES.clear()
+            found = _VALUES[key] = _normalize_value(value, ignore_company_suffixes, unit, amount, reading)
+        return found
     except TypeError:  # an unhashable value inside (a set, an object): not cached
         return _normalize_value(value, ignore_company_suffixes, unit, amount, reading)
 
@@ -1171,10 +1168,14 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
     The result is shared by every equal fact of the run: it must not be changed.
     """
     try:
-        key = (tuple((k, _value_key(v)) for k, v in fact.items() if k not in skip), ignore_company_suffixes,
-               reading)
-        return _cached(_FACTS, key, lambda: _normalize_fact(fact, ignore_company_suffixes, skip, reading),
-                       FACTS_LIMIT)
+        key = (tuple([(k, (type(v), v) if type(v) in _SCALARS else _value_key(v))
+                      for k, v in fact.items() if k not in skip]), ignore_company_suffixes, reading)
+        found = _FACTS.get(key)
+        if found is None:
+            if len(_FACTS) >= FACTS_LIMIT:
+                _FACTS.clear()
+            found = _FACTS[key] = _normalize_fact(fact, ignore_company_suffixes, skip, reading)
+        return found
     except TypeError:  # an unhashable value inside: not cached
         return _normalize_fact(fact, ignore_company_suffixes, skip, reading)
 
