@@ -1,5 +1,7 @@
 """judges/rules/fieldscore: the rules judge's comparison for field-level scores (issue 34 item 6):
 the items of a near-miss pair's lists aligned as the judge aligns them, in any order."""
+import itertools
+
 from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,6 +69,21 @@ def test_counts_are_invariant_under_permutation_of_either_list(a, b, rnd):
     rnd.shuffle(pa)
     rnd.shuffle(pb)
     assert counts(a, b) == counts(pa, b) == counts(a, pb)
+
+
+def test_a_tie_between_two_alignments_is_broken_the_same_way_in_every_order():
+    """Hypothesis's case: the Router line agrees with one predicted item on its price and with
+    another on its description, two alignments worth the same; the kept one (so description
+    [4, 1] or [3, 2]) followed the gold list's order before the solver got a canonical order."""
+    a = [{"description": "Switch", "qty": 1, "unit_price": 4.5}, {"description": "Switch", "qty": 1, "unit_price": 4.5},
+         {"description": "Switch", "qty": 1, "unit_price": 180}, {"description": "Cable", "qty": 1, "unit_price": 4.5},
+         {"description": "Router", "qty": 3, "unit_price": 180}]
+    b = [{"description": "Switch", "qty": 1, "unit_price": 4.5}, {"description": "Switch", "qty": 1, "unit_price": 4.5},
+         {"description": "Switch", "qty": 1, "unit_price": 4.5}, {"description": "Switch", "qty": 2, "unit_price": 180},
+         {"description": "Router", "qty": 1, "unit_price": 4.5}]
+    seen = {repr(counts(list(pa), b)) for pa in itertools.permutations(a)}
+    seen |= {repr(counts(a, list(pb))) for pb in itertools.permutations(b)}
+    assert len(seen) == 1, seen
 
 
 @settings(max_examples=examples(40), deadline=None)

@@ -503,12 +503,19 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     matters). Unordered, a pair sharing no equal field is no alignment: both items are left over."""
     if ordered:
         return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))]
-    table = [[pair(i, j) for j in range(len(b.items))] for i in range(len(a.items))]
+    # The solver breaks a tie between equally good alignments by position: it is given the items
+    # in an order of their own content, so the one kept (and the per-field counts it makes) never
+    # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
+    # or 4, as one list was shuffled).
+    rows = sorted(range(len(a.items)), key=lambda i: repr(a.items[i].values))
+    cols = sorted(range(len(b.items)), key=lambda j: repr(b.items[j].values))
+    table = [[pair(i, j) for j in cols] for i in rows]
     # integers keep the solver exact: one equal item outweighs any sum of similarities. A pair
     # that is no alignment is worth nothing, so every optimal assignment keeps the same worth in
     # its kept pairs, whatever the lists' order (hypothesis found 56.9 vs 68.1 when it counted)
     benefit = [[_worth(p) for p in row] for row in table]
-    return [(i, j, table[i][j]) for i, j in max_assignment(benefit) if table[i][j].related]
+    kept = [(rows[r], cols[c], table[r][c]) for r, c in max_assignment(benefit) if table[r][c].related]
+    return sorted(kept, key=lambda pair_: pair_[0])
 
 
 def _worth(p: _ItemPair) -> int:
