@@ -17,15 +17,9 @@ from ..io.config import load_config
 from ..judges import Judge
 from ..judges.factory import JUDGE_KINDS, REPEATS, JudgeKind, JudgeSpec, build_judge
 from ..judges.llm.backends import BACKENDS
-from ..judges.llm.judge import (
-    DEFAULT_MAX_TOKENS,
-    MAX_TOKENS,
-    REASONING_EFFORTS,
-    REASONING_MAX_TOKENS,
-    TEMPERATURE,
-    TIMEOUT,
-)
 from ..judges.llm.prompts import PIN_ID_CHOICES, REASONING_CHOICES, STRUCTURED_OUTPUT_MODES
+from ..judges.llm.request import DEFAULT_MAX_TOKENS, REASONING_MAX_TOKENS
+from ..judges.llm.setup import MAX_TOKENS, REASONING_EFFORTS, TEMPERATURE, TIMEOUT
 from ..judges.options import KindOption
 from ..models import JudgeConfig, Prices
 

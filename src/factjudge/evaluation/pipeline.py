@@ -29,6 +29,7 @@ from ..judges.base import (
     ConfigWarnings,
     Estimate,
     Estimates,
+    Inline,
     Judge,
     JudgePass,
     Stage,
@@ -129,27 +130,62 @@ def _stages(opened: Verdicts, subjects: list[dict[str, Any]], warmup: bool | Non
     return stages if warmup is None else [Stage(s.subjects, warmup) for s in stages]
 
 
-async def _judge_direction(asked: JudgePass, subjects: list[dict[str, Any]], judge: Judge,
-                           limiter: asyncio.Semaphore, width: int, tally: _Tally,
-                           progress: ProgressObserver | None, warmup: bool | None) -> dict[str, _Answer]:
-    direction = asked.direction
-    if not asked.candidates:
-        return {f["id"]: tally.keep(unasked_verdict(direction, f["id"])) for f in subjects}
-    answers: dict[str, _Answer] = {}
-    opened = judge.open(asked)  # what the judge works out once for the direction: freed with it
-    types = candidate_types(asked.candidates)
+async def _judge_passes(passes: Iterable[tuple[JudgePass, list[dict[str, Any]]]], judge: Judge,
+                        limiter: asyncio.Semaphore, width: int, tally: _Tally,
+                        progress: ProgressObserver | None, warmup: bool | None) -> list[dict[str, _Answer]]:
+    """Each pass's answers (``passes``: what a judge opens, and its subjects). A direction the judge
+    decides at once (:class:`~factjudge.judges.base.Inline`: the rules judge) is judged on the
+    spot, in a plain loop, and freed before the next is opened; the others are asked concurrently,
+    a task each (an LLM's questions wait on the server)."""
+    answers: list[dict[str, _Answer]] = []
+    waiting: list[tuple[Verdicts, list[dict[str, Any]], _Taken]] = []
+    for asked, subjects in passes:
+        if not asked.candidates:
+            answers.append({f["id"]: tally.keep(unasked_verdict(asked.direction, f["id"])) for f in subjects})
+            continue
+        opened = judge.open(asked)  # what the judge works out once for the direction: freed with it
+        taken = _Taken(asked, judge, tally, progress)
+        if isinstance(opened, Inline):
+            for fact in subjects:
+                taken.keep(fact, opened.judge_now(fact))
+        else:
+            waiting.append((opened, subjects, taken))
+        answers.append(taken.answers)
+        del opened  # an inline direction's index is freed before the next one is built
+    if waiting:
+        await gather_all(*(_judge_direction(opened, subjects, taken, limiter, width, warmup)
+                           for opened, subjects, taken in waiting))
+    return answers
 
+
+class _Taken:
+    """One direction's verdicts as they come, however they were asked: checked against the
+    contract, reported, counted and kept."""
+
+    def __init__(self, asked: JudgePass, judge: Judge, tally: _Tally, progress: ProgressObserver | None) -> None:
+        self.asked, self.judge_name, self.tally, self.progress = asked, judge.name, tally, progress
+        self.types = candidate_types(asked.candidates)
+        self.answers: dict[str, _Answer] = {}
+
+    def keep(self, fact: dict[str, Any], verdict: Verdict) -> Verdict:
+        problem = verdict_problem(self.asked.task(fact), verdict, self.types)
+        if problem:  # a judge of the user's own that broke the contract: claim nothing
+            verdict = error_verdict(self.asked.task(fact), f"judge {self.judge_name!r} answered wrongly: {problem}",
+                                    verdict.usage)
+        if self.progress:
+            self.progress.on_verdict(self.asked.direction, verdict)
+        self.answers[verdict.fact_id] = self.tally.keep(verdict)
+        return verdict
+
+
+async def _judge_direction(opened: Verdicts, subjects: list[dict[str, Any]], taken: _Taken,
+                           limiter: asyncio.Semaphore, width: int, warmup: bool | None) -> None:
+    """One direction's subjects asked through ``width`` workers sharing ``limiter``, in the
+    judge's stages (:class:`~factjudge.judges.base.Staged`)."""
     async def one(fact: dict[str, Any]) -> Verdict:
         async with limiter:
             verdict = await opened.judge(fact)
-        problem = verdict_problem(asked.task(fact), verdict, types)
-        if problem:  # a judge of the user's own that broke the contract: claim nothing
-            verdict = error_verdict(asked.task(fact), f"judge {judge.name!r} answered wrongly: {problem}",
-                                    verdict.usage)
-        if progress:
-            progress.on_verdict(direction, verdict)
-        answers[verdict.fact_id] = tally.keep(verdict)
-        return verdict
+        return taken.keep(fact, verdict)
 
     async def stage(facts: list[dict[str, Any]], warm: bool) -> None:
         rest = iter(facts)
@@ -171,7 +207,6 @@ async def _judge_direction(asked: JudgePass, subjects: list[dict[str, Any]], jud
 
     for group in _stages(opened, subjects, warmup):
         await stage(group.subjects, group.warm)  # e.g. one prompt prefix after another
-    return answers
 
 
 def _changed_by_reconciliation(own: _Answer, status: PassStatus, matched: list[str]) -> str:
@@ -261,10 +296,9 @@ async def judge_checked(
     fields, warnings = compared_fields(gold_in, pred_in, config)
     warnings += nothing_to_compare(gold_in, pred_in, config, fields) + read_by_default(gold_in, pred_in, config, fields)
     tally = _Tally()
-    gv, pv = await gather_all(*(
-        _judge_direction(JudgePass(direction, candidates, config, fields, doc_id), subjects, judge, limiter,
-                         concurrency, tally, progress, warmup)
-        for direction, subjects, candidates in directions(gold_in, pred_in)))
+    gv, pv = await _judge_passes(((JudgePass(direction, candidates, config, fields, doc_id), subjects)
+                                  for direction, subjects, candidates in directions(gold_in, pred_in)),
+                                 judge, limiter, concurrency, tally, progress, warmup)
     rec = reconcile([f["id"] for f in gold_in], [f["id"] for f in pred_in], gv, pv,
                     one_to_one=config.one_to_one, link_policy=config.link_policy)
     usage = tally.usage.model_copy(update=run_info_of(judge))

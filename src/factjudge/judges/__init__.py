@@ -8,20 +8,34 @@ both registries, and the kinds' own options as flags.
 """
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JudgeSetupError
 from .base import Estimate, Judge, JudgeBase, JudgePass, JudgeTask, error_verdict
-from .factory import JUDGE_KINDS, JudgeSpec, build_judge
-from .hybrid import HybridJudge
-from .jury import JuryJudge
-from .llm.batch_lines import BatchRequest
-from .llm.judge import LLMJudge
-from .llm.retry import RetryPolicy
-from .llm.settings import Sampling, Transport
 
 if TYPE_CHECKING:
-    from .rules.judge import RulesJudge
+    from .factory import JUDGE_KINDS as JUDGE_KINDS
+    from .factory import JudgeSpec as JudgeSpec
+    from .factory import build_judge as build_judge
+    from .hybrid import HybridJudge as HybridJudge
+    from .jury import JuryJudge as JuryJudge
+    from .llm.batch_lines import BatchRequest as BatchRequest
+    from .llm.judge import LLMJudge as LLMJudge
+    from .llm.retry import RetryPolicy as RetryPolicy
+    from .llm.settings import Sampling as Sampling
+    from .llm.settings import Transport as Transport
+    from .rules.judge import RulesJudge as RulesJudge
+
+#: Each lazily loaded public name's module, imported when the name is first asked for: importing
+#: the contract (``judges.base``, which loads this package first) must not load the LLM stack
+#: (aiohttp: about half of a rules run's imports) nor the rules judge's normaliser.
+_HOMES = {
+    "JUDGE_KINDS": "factory", "JudgeSpec": "factory", "build_judge": "factory",
+    "HybridJudge": "hybrid", "JuryJudge": "jury", "BatchRequest": "llm.batch_lines",
+    "LLMJudge": "llm.judge", "RetryPolicy": "llm.retry", "Sampling": "llm.settings",
+    "Transport": "llm.settings", "RulesJudge": "rules.judge",
+}
 
 __all__ = ["JUDGE_KINDS", "BatchRequest", "Estimate", "HybridJudge", "Judge", "JudgeBase", "JudgePass",
            "JudgeSetupError", "JudgeSpec", "JudgeTask", "JuryJudge", "LLMJudge", "RetryPolicy", "RulesJudge",
@@ -29,7 +43,12 @@ __all__ = ["JUDGE_KINDS", "BatchRequest", "Estimate", "HybridJudge", "Judge", "J
 
 
 def __getattr__(name: str) -> Any:
-    if name == "RulesJudge":  # imported when asked for: an LLM-only run never loads its normaliser
-        from .rules.judge import RulesJudge
-        return RulesJudge
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

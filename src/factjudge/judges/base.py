@@ -14,8 +14,9 @@ request format the server refuses, a server never reached) raises
 
 What only some judges can do is a small protocol of its own, checked where it is used:
 :class:`Staged` (the order a direction is asked in, and warm-up), :class:`Estimates` (dry runs),
-:class:`RunInfo` (what goes into ``usage``), :class:`ConfigWarnings` (config keys it ignores);
-batch lines are the LLM package's (:mod:`factjudge.judges.llm.batch_lines`).
+:class:`RunInfo` (what goes into ``usage``), :class:`ConfigWarnings` (config keys it ignores),
+:class:`Inline` (a direction decided at once, without tasks: the rules judge); batch lines are the
+LLM package's (:mod:`factjudge.judges.llm.batch_lines`).
 """
 from __future__ import annotations
 
@@ -159,6 +160,16 @@ class Verdicts(Protocol):
     """One direction of one document, opened by :meth:`Judge.open`: judges its subjects."""
 
     async def judge(self, subject: dict[str, Any]) -> Verdict: ...
+
+
+@runtime_checkable
+class Inline(Protocol):
+    """An opened direction that decides a subject at once, waiting on nothing (no I/O, no other
+    task: the rules judge). The pipeline then judges the direction in a plain loop, without the
+    tasks, workers and limiter that let an LLM's questions wait concurrently (about 19 tasks a
+    document); ``judge_now(subject)`` is the verdict ``await judge(subject)`` gives."""
+
+    def judge_now(self, subject: dict[str, Any]) -> Verdict: ...
 
 
 @runtime_checkable

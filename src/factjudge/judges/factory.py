@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,15 +21,15 @@ from ..models import JudgeConfig
 from ..util.bounds import Bound, numbers_problem
 from ..util.urls import redact_query, url_problem
 from .base import Judge
-from .hybrid import HybridJudge
-from .jury import JuryJudge, repeat_name, split_model_spec
-from .llm.cache import ResponseCache
-from .llm.judge import MAX_TOKENS, TEMPERATURE, TIMEOUT, LLMJudge
-from .llm.retry import RetryPolicy
-from .llm.settings import Sampling, Transport
+from .llm.setup import MAX_TOKENS, TEMPERATURE, TIMEOUT  # the bounds alone: no client, no aiohttp
 from .options import LLM_SETTINGS, SPEC_SETTINGS, KindOption, OptionValue
 
+# The LLM judge, the hybrid and the jury (and with them aiohttp, about half of a rules run's
+# imports) are imported in the functions that build them: a rules run never loads them.
 if TYPE_CHECKING:
+    from .hybrid import HybridJudge
+    from .llm.cache import ResponseCache
+    from .llm.judge import LLMJudge
     from .rules.judge import RulesJudge
 
 #: The key a judge built for a dry run or an export holds: it sends nothing.
@@ -121,7 +120,7 @@ def _hide_userinfo(text: str | None) -> str | None:
 
 #: A judge kind's builder: the spec, and a factory of the LLM judge of one seat (a kind that asks
 #: no LLM never calls it).
-KindBuilder = Callable[[JudgeSpec, Callable[[], LLMJudge]], Judge]
+KindBuilder = Callable[[JudgeSpec, Callable[[], "LLMJudge"]], Judge]
 
 
 @dataclass(frozen=True)
@@ -148,11 +147,16 @@ def _rules_judge() -> RulesJudge:
     return RulesJudge()
 
 
+def _hybrid_judge(llm: Callable[[], LLMJudge]) -> HybridJudge:
+    from .hybrid import HybridJudge  # the LLM judge's stack: only a run that asks an LLM loads it
+    return HybridJudge(_rules_judge(), llm())
+
+
 #: Judge kind name -> how to build it. The command line's ``--judge`` offers these names.
 JUDGE_KINDS: dict[str, JudgeKind] = {
     "rules": JudgeKind(lambda spec, llm: _rules_judge(), help="offline, default"),
     "llm": JudgeKind(lambda spec, llm: llm(), LLM_SETTINGS, help="default when --model is given"),
-    "hybrid": JudgeKind(lambda spec, llm: HybridJudge(_rules_judge(), llm()), LLM_SETTINGS,
+    "hybrid": JudgeKind(lambda spec, llm: _hybrid_judge(llm), LLM_SETTINGS,
                         help="rules for exact matches, LLM for the rest"),
 }
 
@@ -171,6 +175,8 @@ def build_judge(spec: JudgeSpec, config: JudgeConfig | None = None, *,
     _check_taken(spec, kind)
     if not kind.uses_llm:
         return kind.build(spec, _no_llm)
+    from .jury import JuryJudge  # an LLM's run only (see the imports above)
+
     seats = _seats(spec)
     cache = _open_cache(spec)
     mode = spec.structured_output or (config or JudgeConfig()).structured_output
@@ -241,6 +247,8 @@ def _not_taken(kind_name: str, name: str) -> str:
 
 def _seats(spec: JudgeSpec) -> list[tuple[str, str | None]]:
     """(model, its server) of each model, checked."""
+    from .jury import split_model_spec
+
     if not spec.models:
         raise InputError(f"--judge {spec.resolved_kind} needs --model NAME")
     if spec.repeats > 1 and spec.temperature <= 0:
@@ -269,6 +277,10 @@ def _check_url(url: str | None, option: str) -> None:
 def _open_cache(spec: JudgeSpec) -> ResponseCache | None:
     if not spec.cache:
         return None
+    import sqlite3
+
+    from .llm.cache import ResponseCache
+
     try:
         return ResponseCache(spec.cache_dir)
     except (OSError, sqlite3.Error) as exc:
@@ -278,6 +290,11 @@ def _open_cache(spec: JudgeSpec) -> ResponseCache | None:
 
 def _llm_judge(spec: JudgeSpec, model: str, url: str | None, repeat: int, cache: ResponseCache | None,
                mode: str, notify: Callable[[str], None] | None) -> LLMJudge:
+    from .jury import repeat_name
+    from .llm.judge import LLMJudge
+    from .llm.retry import RetryPolicy
+    from .llm.settings import Sampling, Transport
+
     try:
         llm = LLMJudge(model, base_url=url or spec.base_url, api_key_env=spec.api_key_env,
                        api_key=_NO_KEY if spec.dry_run else None,  # a preview calls nothing

@@ -84,7 +84,8 @@ class RulesJudge(JudgeBase):
 
 class RulesPass:
     """One direction of a document: its candidates indexed once, every subject judged against them
-    (a large document holds one direction's index at a time)."""
+    (a large document holds one direction's index at a time). It waits on nothing: the pipeline
+    judges it inline (:class:`~factjudge.judges.base.Inline`), without tasks."""
 
     def __init__(self, rules: RulesJudge, questions: JudgePass) -> None:
         self.rules, self.questions = rules, questions
@@ -109,8 +110,11 @@ class RulesPass:
                 proofs[cand.fact_id] = proof
         return proofs, len(bucket)
 
-    async def judge(self, subject: dict[str, Any]) -> Verdict:
+    def judge_now(self, subject: dict[str, Any]) -> Verdict:
         return self.decide(subject)[0]
+
+    async def judge(self, subject: dict[str, Any]) -> Verdict:
+        return self.judge_now(subject)
 
 
 def _tp_reasoning(best: CandidateResult, matches: list[CandidateResult], fields: list[str]) -> str:

@@ -1,0 +1,51 @@
+"""A run pays at start-up only for the modules it uses: a rules run never loads the LLM judge's
+stack (aiohttp was about half of factjudge's imports in a rules ``eval``, issue #39)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: What only an LLM, a hybrid or a jury run needs.
+LLM_STACK = ("aiohttp", "factjudge.judges.llm.judge", "factjudge.judges.llm.local",
+             "factjudge.judges.hybrid", "factjudge.judges.jury")
+
+#: The CLI's ``main`` as ``python -m factjudge`` runs it; its ``os._exit`` (no teardown) is wrapped
+#: to print what the run had imported, just before the process leaves.
+_MAIN_THEN_MODULES = """
+import json, os, sys
+from factjudge.cli import main
+leave = os._exit
+def print_modules_and_leave(code):
+    print(json.dumps([m for m in sys.modules if m.startswith(("aiohttp", "factjudge."))]), flush=True)
+    leave(code)
+os._exit = print_modules_and_leave
+sys.argv = ["factjudge", *sys.argv[1:]]
+main()
+"""
+
+
+def _modules_of_run(*argv: str) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", _MAIN_THEN_MODULES, *argv], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_rules_eval_of_the_example_never_imports_the_llm_stack(tmp_path):
+    loaded = _modules_of_run("eval", str(EXAMPLES / "dataset.jsonl"), "--config", str(EXAMPLES / "config.yaml"),
+                             "-o", str(tmp_path / "out"))
+    assert "factjudge.judges.rules.judge" in loaded and "factjudge.evaluation.runner" in loaded  # it did judge
+    assert (tmp_path / "out" / "report.md").is_file()
+    assert [m for m in LLM_STACK if m in loaded] == []
+
+
+def test_the_library_contract_and_runner_load_no_llm_module():
+    """Importing the judge contract (which loads ``factjudge.judges`` first) or the dataset runner
+    loads no judge kind; ``from factjudge import LLMJudge`` still does."""
+    code = ("import sys; import factjudge.evaluation.runner, factjudge.judges.base, factjudge.judges.factory;"
+            f"print([m for m in {LLM_STACK!r} if m in sys.modules]);"
+            "from factjudge import LLMJudge; from factjudge.judges import HybridJudge, JuryJudge, RetryPolicy;"
+            "print(LLMJudge.__module__, HybridJudge.__module__, 'aiohttp' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "factjudge.judges.llm.judge factjudge.judges.hybrid True"]
