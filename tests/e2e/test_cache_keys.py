@@ -32,11 +32,14 @@ CASES = {
     "no_key": (["--no-prompt-cache-key"], {}),
     "shortlist": ([], {"shortlist_top_k": 1}),
     "rules_fields": ([], {"fields": ["value", "name"], "matching_rules": ["EUR equals euro"]}),
-    # the guard off: the questions as before #36, their keys unchanged
-    "hybrid": (["--judge", "hybrid"], {"proof_guard": False}),
+    # the guard off: the questions as before #36, their keys unchanged (with #37's numbers family
+    # off: on, the rules prove B's 5 = five, and that pair is not asked at all: hybrid_numbers)
+    "hybrid": (["--judge", "hybrid"], {"proof_guard": False, "rules_knowledge": {"numbers": False}}),
     # the guard on (the default): d-g1 (8 vs 9) and a-g2 (2 vs 1) are not asked, and the candidates
     # proved different are left out of the questions that are
-    "hybrid_guard": (["--judge", "hybrid"], {}),
+    "hybrid_guard": (["--judge", "hybrid"], {"rules_knowledge": {"numbers": False}}),
+    # the defaults: hybrid_guard's questions but B's g1 and p1 (5 of its 7 keys, unchanged)
+    "hybrid_numbers": (["--judge", "hybrid"], {}),
 }
 
 #: sha256 of the sorted batch lines of each case (the request bodies as sent live).
@@ -45,6 +48,7 @@ PINNED_BODIES = {
     'default': '641a0c530395a6347d01d7e2a6cd90a6902577772c0cf4f944559eceffa8a420',
     'hybrid': 'f30269cbf6e08409b6ca65c5af5c04bc40b99565f7adbefae7af94c12a6418c0',
     'hybrid_guard': '3fecf960b27d8144239c3ebd6cb4d977e019c433143304c0a9cbf640b74751c6',
+    'hybrid_numbers': '869048d5004f8fc46780a9f85a3e3f36747d8f568809c539393027efb27d2bf0',
     'json_object': '8607503fc0366b88a89bda346706129d89f8d41a336587807e6646109d5e37fd',
     'no_key': '225253c4eb1ff5e62d3e43c230b6246234fc7bcc59b1f2a7ea5a603ce9a2bea7',
     'none_mode': '44913a933ab6dc00611cbe9a3be0be5770fd48c87b36f8120e0d677797222db2',
@@ -61,6 +65,7 @@ PINNED = {
     'default': (9, 'da771be46f0a225ca4180f12a31208057a35ff8b72cc31cadf877fbcce255a48'),
     'hybrid': (7, 'f8a29e92a0e0905d9a154f3531722cae11d45bf6bc1bdb60d5c645476a423858'),
     'hybrid_guard': (7, '5766137292a6837456abce32db30d7f252a26cd217dc5dee373449e476fe7eaa'),
+    'hybrid_numbers': (5, 'ceef7a5105d1bcf399bd3dce22407ad77529a14208478b90f48d8eb1f302756d'),
     'json_object': (9, '91f85cabe00109e0666f202ca9407a5a791c783d68b4ca8c6b12d76609dc1b8b'),
     'no_key': (9, 'da771be46f0a225ca4180f12a31208057a35ff8b72cc31cadf877fbcce255a48'),
     'none_mode': (9, '4441ac53acaa82fdcbe596a546c142e2c4f86e6e3d315a422fb0627742804a48'),
