@@ -73,10 +73,9 @@ def test_the_same_relation_written_otherwise_links(gold, predicted):
     assert links(gold, predicted)
 
 
-@pytest.mark.parametrize(("gold", "predicted"), SAME)
+# a bracketed part on one side is the disambiguator rule's to read, not the family's
+@pytest.mark.parametrize(("gold", "predicted"), [(g, p) for g, p in SAME if "(" not in p[1]])
 def test_switched_off_the_family_no_longer_reads_phrases(gold, predicted):
-    if "(" in predicted[1]:
-        pytest.skip("a bracketed part on one side is the disambiguator rule's, not the family's")
     assert not links(gold, predicted, OFF)
 
 
