@@ -63,3 +63,31 @@ def test_review_queue_holds_only_the_most_informative_decisions() -> None:
     assert left_out == 5 and [i["doc_id"] for i in items] == ["d0", "d1", "d2"]
     assert all(i["kind"] == "link" for i in items)  # priority 1 beats a miss with nothing close (0.5)
     assert (items, left_out) == review_queue(lines, max_items=3)
+
+
+def _many_tp(i: int) -> dict[str, Any]:
+    facts = [{"id": f"f{k}", "fact_type": "ceo", "company": f"C{k}", "person": f"P{k}"} for k in range(5)]
+    miss = {"id": "x", "fact_type": "revenue", "company": "Acme", "value": f"{i}"}
+    return {"doc_id": f"d{i}", "gold_facts": [*facts, miss], "predicted_facts": facts}
+
+
+def test_select_rows_builds_only_the_rows_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    from factjudge import run_judge
+
+    lines = [{"doc_id": d["doc_id"], **run_judge(d["gold_facts"], d["predicted_facts"], {}).to_dict()}
+             for d in map(_many_tp, range(6))]
+    copied: list[Any] = []
+    shown = rows.shown_fields
+    monkeypatch.setattr(rows, "shown_fields", lambda fact: copied.append(fact) or shown(fact))
+    searched: list[str] = []
+
+    def search(line: Any) -> Any:
+        searched.append(line["doc_id"])
+        return rows.closest_detail(line)
+
+    got = rows.select_rows(lines, 2, tp_limit=3, closest=search)
+    assert [(r["doc_id"], r["status"]) for r in got] == [
+        ("d0", "TP"), ("d0", "TP"), ("d0", "TP"), ("d0", "FN"), ("d1", "FN")]
+    # each kept row's fact and the one fact it is linked to; no row of a full quota is built
+    assert len(copied) == 3 * 2 + 2
+    assert searched == ["d0", "d1"]  # not the lines read after the failing rows are full
