@@ -91,3 +91,24 @@ def test_select_rows_builds_only_the_rows_it_keeps(monkeypatch: pytest.MonkeyPat
     # each kept row's fact and the one fact it is linked to; no row of a full quota is built
     assert len(copied) == 3 * 2 + 2
     assert searched == ["d0", "d1"]  # not the lines read after the failing rows are full
+
+
+def test_review_queue_makes_only_the_items_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    from factjudge.reports import review
+
+    lines = [{"doc_id": f"d{i}", "input_sha256": "x", "gold_facts": [
+        {"id": "g1", "fact_type": "t", "a": "x", "status": "TP", "matched_ids": ["p1"]},
+        {"id": "g2", "fact_type": "u", "a": "y", "status": "FN"}],
+        "predicted_facts": [{"id": "p1", "fact_type": "t", "a": "x", "status": "TP", "matched_ids": ["g1"]}]}
+        for i in range(4)]
+    made: list[str] = []
+    item = review._item
+    monkeypatch.setattr(review, "_item", lambda *a: made.append(a[1]) or item(*a))
+    queue = ReviewQueue(max_items=3)
+    for line in lines:
+        queue.add(line)
+    items, left_out = queue.items()
+    assert left_out == 5 and [(i["doc_id"], i["kind"]) for i in items] == [("d0", "link"), ("d1", "link"),
+                                                                             ("d2", "link")]
+    # d0's link and miss, d1's link fill the queue; d2's link replaces d0's miss; nothing else is made
+    assert made == ["link", "miss", "link", "link"]
