@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,31 @@ def test_review_queue_makes_only_the_items_it_keeps(monkeypatch: pytest.MonkeyPa
                                                                              ("d2", "link")]
     # d0's link and miss, d1's link fill the queue; d2's link replaces d0's miss; nothing else is made
     assert made == ["link", "miss", "link", "link"]
+
+
+def test_the_reports_reuse_the_lines_the_pass_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from factjudge.evaluation import runner
+    from factjudge.io.runfolder import RunFolder
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(_doc(i)) + "\n" for i in range(1, 9)), encoding="utf-8")
+    read: list[int] = []
+    line_at = RunFolder.line_at
+    monkeypatch.setattr(RunFolder, "line_at", lambda self, fh, ref: read.append(ref.offset) or line_at(self, fh, ref))
+    pages = {}
+    for keep in (runner.KEEP_FACTS, 0, 9):
+        read.clear()
+        monkeypatch.setattr(runner, "KEEP_FACTS", keep)
+        out = tmp_path / f"out{keep}"
+        evaluate_dataset(data, out_dir=out)
+        pages[keep] = [(out / name).read_text(encoding="utf-8").replace(str(out), "OUT")
+                       for name in ("report.md", "report.html")]
+        # 8 lines of 4 facts: all kept, none, or the two worst (the others read again)
+        assert len(read) == {runner.KEEP_FACTS: 0, 0: 8, 9: 6}[keep]
+    strip = [re.compile(r"\d{4}-\d\d-\d\dT[\d:+]+"), re.compile(r"(seconds[^\n]{0,120}?)\d+\.\d+")]
+
+    def steady(text: str) -> str:
+        return strip[1].sub(r"\1S", strip[0].sub("T", text))
+
+    assert [steady(t) for t in pages[0]] == [steady(t) for t in pages[runner.KEEP_FACTS]] == [
+        steady(t) for t in pages[9]]
