@@ -45,24 +45,34 @@ def test_the_fields_filter_writes_what_the_macro_wrote_and_escapes_everything() 
 
 #: The facts table's row as the template wrote it (with the doc_anchor and fields macros): the
 #: specification of html.facts_row_html.
-_ROW_TEMPLATE = """{% macro doc_anchor(doc_id) -%}
-{% if doc_id|string in embedded %}<a href="#doc={{ doc_id|urlquote }}" class="doclink">{{ doc_id }}</a>
-{%- else %}{{ doc_id }}{% endif %}
-{%- endmacro %}
-{% macro fields(fact) -%}
-<dl class="fields">{% for k, v in fact.items() %}<dt>{{ k }}</dt><dd>{{ v|setting }}</dd>{% endfor %}</dl>
-{%- endmacro %}
-<tr data-type="{{ r.fact_type }}" data-status="{{ r.status }}" data-doc="{{ r.doc_id }}"{% if r.status == "TP" %} hidden{% endif %}>
-{#- #}<td>{{ doc_anchor(r.doc_id) }}</td><td class="status-{{ r.status }}">{{ r.status }}</td>
-{#- #}<td><div class="fhead"><span class="fid">{{ r.id }}</span> {{ r.fact_type }} <span class="muted">{{ r.side }}</span></div>{{ fields(r.fact) }}</td><td class="other">
-{%- if r.linked %}
-{%- for x in r.linked %}<div>linked <b>{{ x.id }}</b> <span class="status-{{ x.status }}">{{ x.status }}</span>{{ fields(x.fact) }}</div>{% endfor %}
-{%- elif r.closest %}
-{%- set near = r.closest %}<div>closest <b>{{ near.id }}</b> <span class="status-{{ near.status }}">{{ near.status }}</span>
-{#- #} <span class="muted">(closeness {{ near.score|compact }}
-{%- if near.differ %}; differs in: {{ near.differ|join(", ") }}{% endif %})</span>{{ fields(near.fact) }}</div>
-{%- endif %}</td><td>{{ r.reasoning }}
-{%- if r.reasoning and r.note %}<br>{% endif %}{% if r.note %}<span class="muted">note: {{ r.note }}</span>{% endif %}</td></tr>"""
+_ROW_TEMPLATE = (
+    '{% macro doc_anchor(doc_id) -%}\n'
+    '{% if doc_id|string in embedded %}<a href="#doc={{ doc_id|urlquote }}" class="doclink">{{ doc_id }}'
+    '</a>\n'
+    '{%- else %}{{ doc_id }}{% endif %}\n'
+    '{%- endmacro %}\n'
+    '{% macro fields(fact) -%}\n'
+    '<dl class="fields">{% for k, v in fact.items() %}<dt>{{ k }}</dt><dd>{{ v|setting }}'
+    '</dd>{% endfor %}</dl>\n'
+    '{%- endmacro %}\n'
+    '<tr data-type="{{ r.fact_type }}" data-status="{{ r.status }}" data-doc="{{ r.doc_id }}'
+    '"{% if r.status == "TP" %} hidden{% endif %}>\n'
+    '{#- #}<td>{{ doc_anchor(r.doc_id) }}</td><td class="status-{{ r.status }}">{{ r.status }}</td>\n'
+    '{#- #}<td><div class="fhead"><span class="fid">{{ r.id }}</span> {{ r.fact_type }}'
+    ' <span class="muted">{{ r.side }}</span></div>{{ fields(r.fact) }}</td><td class="other">\n'
+    '{%- if r.linked %}\n'
+    '{%- for x in r.linked %}<div>linked <b>{{ x.id }}</b> <span class="status-{{ x.status }}">'
+    '{{ x.status }}</span>{{ fields(x.fact) }}</div>{% endfor %}\n'
+    '{%- elif r.closest %}\n'
+    '{%- set near = r.closest %}<div>closest <b>{{ near.id }}</b> <span class="status-{{ near.status }}">'
+    '{{ near.status }}</span>\n'
+    '{#- #} <span class="muted">(closeness {{ near.score|compact }}\n'
+    '{%- if near.differ %}; differs in: {{ near.differ|join(", ") }}{% endif %})</span>'
+    '{{ fields(near.fact) }}</div>\n'
+    '{%- endif %}</td><td>{{ r.reasoning }}\n'
+    '{%- if r.reasoning and r.note %}<br>{% endif %}{% if r.note %}<span class="muted">note: {{ r.note }}'
+    '</span>{% endif %}</td></tr>'
+)
 
 _HOSTILE = '<script>alert("x")</script> & \'q\''
 _VALUES = st.one_of(st.text(alphabet=st.sampled_from(list("a1 <>&\"'/é\\")), max_size=8), st.integers(), st.none(),
@@ -72,11 +82,13 @@ _FACTS = st.dictionaries(st.text(alphabet=st.sampled_from(list("ab<&\"")), min_s
 
 @given(st.fixed_dictionaries({
     "doc_id": st.one_of(st.sampled_from(["d1", _HOSTILE, "a b/c"]), st.integers()),
-    "side": st.sampled_from(["gold", "predicted"]), "id": st.one_of(st.just(_HOSTILE), st.integers(), st.text(max_size=3)),
+    "side": st.sampled_from(["gold", "predicted"]),
+    "id": st.one_of(st.just(_HOSTILE), st.integers(), st.text(max_size=3)),
     "fact_type": st.sampled_from(["revenue", _HOSTILE]), "status": st.sampled_from(["FN", "FP", "ERROR", "TP"]),
     "fact": _FACTS, "matched_ids": st.just([]),
     "linked": st.lists(st.fixed_dictionaries({"id": st.sampled_from(["p1", _HOSTILE]),
-                                              "status": st.sampled_from(["TP", _HOSTILE]), "fact": _FACTS}), max_size=2),
+                                              "status": st.sampled_from(["TP", _HOSTILE]), "fact": _FACTS}),
+                       max_size=2),
     "closest": st.one_of(st.none(), st.fixed_dictionaries({
         "id": st.sampled_from(["p2", _HOSTILE]), "status": st.sampled_from(["FP", "TP"]), "fact": _FACTS,
         "score": st.sampled_from([0, 92.3, 100.0, 1e-7]), "differ": st.lists(st.sampled_from(["value", _HOSTILE]))})),
