@@ -66,17 +66,30 @@ def _item(doc_id: str, kind: str, gold: Mapping[str, Any] | None, pred: Mapping[
             "reasoning": str(verdict.get("reasoning") or ""), "note": str(verdict.get("description") or "")}
 
 
+#: A decision before its item is made: ``_item``'s arguments (the priority the fifth).
+_Decision = tuple[str, str, Mapping[str, Any] | None, Mapping[str, Any] | None, float, str, float | None]
+
+
 def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = (),
                near: ClosestMap | None = None) -> list[dict[str, Any]]:
     """The reviewable decisions of one result line: each link, each miss, each extra. ``found``:
     (doc_id, id) of the FP predictions found in their document's text (possible gold omissions);
     ``near``: the line's :func:`~.rows.closest_detail`, when it was worked out already."""
+    return [_item(*d) for d in _decisions(line, found, near)]
+
+
+def _decisions(line: Mapping[str, Any], found: Container[tuple[str, str]],
+               near: ClosestMap | None) -> list[_Decision]:
+    """:func:`line_items` before each item is made: the queue makes only those it keeps (a
+    run's decisions are one per fact; it keeps 3,000)."""
     doc_id = str(line.get("doc_id"))
     gold, pred = line.get("gold_facts") or [], line.get("predicted_facts") or []
     by_id = {str(f.get("id")): f for f in pred}
     if near is None:
         near = closest_detail(line, ROW_STATUSES)
-    items = []
+    items: list[_Decision] = []
+    # a miss and an extra closest to each other are one decision: listed once, as the miss
+    shown: set[tuple[str, str]] = set()
     for g in gold:
         verdict = verdict_of(g)
         if verdict.get("status") == "TP":
@@ -86,22 +99,21 @@ def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = (),
                     continue
                 conf = _confidence(p)
                 if LLM_DECIDED in str(verdict.get("reasoning") or ""):
-                    items.append(_item(doc_id, "link", g, p, 2.5, "LLM link the rules judge could not confirm"))
+                    items.append((doc_id, "link", g, p, 2.5, "LLM link the rules judge could not confirm", None))
                 elif conf is not None and conf < 0.8:
-                    items.append(_item(doc_id, "link", g, p, 2 + (1 - conf),
-                                       f"link on a low-confidence prediction ({conf:g})"))
+                    items.append((doc_id, "link", g, p, 2 + (1 - conf),
+                                  f"link on a low-confidence prediction ({conf:g})", None))
                 else:
-                    items.append(_item(doc_id, "link", g, p, 1, "link"))
+                    items.append((doc_id, "link", g, p, 1, "link", None))
         elif verdict.get("status") == "FN":
             hit = near.get(("gold", str(g.get("id"))))
             if hit is None:
-                items.append(_item(doc_id, "miss", g, None, 0.5, "miss: nothing predicted of this type is close"))
+                items.append((doc_id, "miss", g, None, 0.5, "miss: nothing predicted of this type is close", None))
             else:
                 score = round(hit[1].score, 1)
-                items.append(_item(doc_id, "miss", g, hit[0], 3 + score / 100,
-                                   f"near miss: closest predicted fact, similarity {score:g}", score))
-    # a miss and an extra closest to each other are one decision: listed once, as the miss
-    shown = {(str(i["gold"]["id"]), str(i["predicted"]["id"])) for i in items if i["kind"] == "miss" and i["predicted"]}
+                shown.add((str(g["id"]), str(hit[0]["id"])))
+                items.append((doc_id, "miss", g, hit[0], 3 + score / 100,
+                              f"near miss: closest predicted fact, similarity {score:g}", score))
     for p in pred:
         if status_of(p) != "FP":
             continue
@@ -109,15 +121,15 @@ def line_items(line: Mapping[str, Any], found: Container[tuple[str, str]] = (),
         if hit is not None and (str(hit[0].get("id")), str(p.get("id"))) in shown:
             continue
         if hit is None and (doc_id, str(p.get("id"))) in found:
-            items.append(_item(doc_id, "extra", None, p, 2.9, "possible gold omission: found in the source, "
-                               "no gold fact of this type is close"))
+            items.append((doc_id, "extra", None, p, 2.9, "possible gold omission: found in the source, "
+                          "no gold fact of this type is close", None))
         elif hit is None:
-            items.append(_item(doc_id, "extra", None, p, 2.8, "possible gold omission: no gold fact of "
-                               "this type is close"))
+            items.append((doc_id, "extra", None, p, 2.8, "possible gold omission: no gold fact of "
+                          "this type is close", None))
         else:
             score = round(hit[1].score, 1)
-            items.append(_item(doc_id, "extra", hit[0], p, 3 + score / 100,
-                               f"near miss: closest gold fact, similarity {score:g}", score))
+            items.append((doc_id, "extra", hit[0], p, 3 + score / 100,
+                          f"near miss: closest gold fact, similarity {score:g}", score))
     return items
 
 
@@ -135,13 +147,14 @@ class ReviewQueue:
 
     def add(self, line: Mapping[str, Any], near: ClosestMap | None = None) -> None:
         self.inputs.append((str(line.get("doc_id")), str(line.get("input_sha256"))))
-        for item in line_items(line, self.found, near):
-            entry = ((item["priority"], -self.total), item)  # ties: the earlier first
+        for decision in _decisions(line, self.found, near):
+            key = (round(decision[4], 4), -self.total)  # ties: the earlier first
             self.total += 1
+            # the item is made only when it is kept: most of a run's decisions are not
             if len(self._heap) < self.max_items:
-                heapq.heappush(self._heap, entry)
-            elif entry[0] > self._heap[0][0]:
-                heapq.heapreplace(self._heap, entry)
+                heapq.heappush(self._heap, (key, _item(*decision)))
+            elif key > self._heap[0][0]:
+                heapq.heapreplace(self._heap, (key, _item(*decision)))
 
     def items(self, max_bytes: int = MAX_BYTES) -> tuple[list[dict[str, Any]], int]:
         """The kept decisions, most informative first, cut at ``max_bytes`` of JSON, and how many

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,80 @@ def test_review_queue_holds_only_the_most_informative_decisions() -> None:
     assert left_out == 5 and [i["doc_id"] for i in items] == ["d0", "d1", "d2"]
     assert all(i["kind"] == "link" for i in items)  # priority 1 beats a miss with nothing close (0.5)
     assert (items, left_out) == review_queue(lines, max_items=3)
+
+
+def _many_tp(i: int) -> dict[str, Any]:
+    facts = [{"id": f"f{k}", "fact_type": "ceo", "company": f"C{k}", "person": f"P{k}"} for k in range(5)]
+    miss = {"id": "x", "fact_type": "revenue", "company": "Acme", "value": f"{i}"}
+    return {"doc_id": f"d{i}", "gold_facts": [*facts, miss], "predicted_facts": facts}
+
+
+def test_select_rows_builds_only_the_rows_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    from factjudge import run_judge
+
+    lines = [{"doc_id": d["doc_id"], **run_judge(d["gold_facts"], d["predicted_facts"], {}).to_dict()}
+             for d in map(_many_tp, range(6))]
+    copied: list[Any] = []
+    shown = rows.shown_fields
+    monkeypatch.setattr(rows, "shown_fields", lambda fact: copied.append(fact) or shown(fact))
+    searched: list[str] = []
+
+    def search(line: Any) -> Any:
+        searched.append(line["doc_id"])
+        return rows.closest_detail(line)
+
+    got = rows.select_rows(lines, 2, tp_limit=3, closest=search)
+    assert [(r["doc_id"], r["status"]) for r in got] == [
+        ("d0", "TP"), ("d0", "TP"), ("d0", "TP"), ("d0", "FN"), ("d1", "FN")]
+    # each kept row's fact and the one fact it is linked to; no row of a full quota is built
+    assert len(copied) == 3 * 2 + 2
+    assert searched == ["d0", "d1"]  # not the lines read after the failing rows are full
+
+
+def test_review_queue_makes_only_the_items_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    from factjudge.reports import review
+
+    lines = [{"doc_id": f"d{i}", "input_sha256": "x", "gold_facts": [
+        {"id": "g1", "fact_type": "t", "a": "x", "status": "TP", "matched_ids": ["p1"]},
+        {"id": "g2", "fact_type": "u", "a": "y", "status": "FN"}],
+        "predicted_facts": [{"id": "p1", "fact_type": "t", "a": "x", "status": "TP", "matched_ids": ["g1"]}]}
+        for i in range(4)]
+    made: list[str] = []
+    item = review._item
+    monkeypatch.setattr(review, "_item", lambda *a: made.append(a[1]) or item(*a))
+    queue = ReviewQueue(max_items=3)
+    for line in lines:
+        queue.add(line)
+    items, left_out = queue.items()
+    assert left_out == 5 and [(i["doc_id"], i["kind"]) for i in items] == [("d0", "link"), ("d1", "link"),
+                                                                             ("d2", "link")]
+    # d0's link and miss, d1's link fill the queue; d2's link replaces d0's miss; nothing else is made
+    assert made == ["link", "miss", "link", "link"]
+
+
+def test_the_reports_reuse_the_lines_the_pass_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from factjudge.evaluation import runner
+    from factjudge.io.runfolder import RunFolder
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(_doc(i)) + "\n" for i in range(1, 9)), encoding="utf-8")
+    read: list[int] = []
+    line_at = RunFolder.line_at
+    monkeypatch.setattr(RunFolder, "line_at", lambda self, fh, ref: read.append(ref.offset) or line_at(self, fh, ref))
+    pages = {}
+    for keep in (runner.KEEP_FACTS, 0, 9):
+        read.clear()
+        monkeypatch.setattr(runner, "KEEP_FACTS", keep)
+        out = tmp_path / f"out{keep}"
+        evaluate_dataset(data, out_dir=out)
+        pages[keep] = [(out / name).read_text(encoding="utf-8").replace(str(out), "OUT")
+                       for name in ("report.md", "report.html")]
+        # 8 lines of 4 facts: all kept, none, or the two worst (the others read again)
+        assert len(read) == {runner.KEEP_FACTS: 0, 0: 8, 9: 6}[keep]
+    strip = [re.compile(r"\d{4}-\d\d-\d\dT[\d:+]+"), re.compile(r"(seconds[^\n]{0,120}?)\d+\.\d+")]
+
+    def steady(text: str) -> str:
+        return strip[1].sub(r"\1S", strip[0].sub("T", text))
+
+    assert [steady(t) for t in pages[0]] == [steady(t) for t in pages[runner.KEEP_FACTS]] == [
+        steady(t) for t in pages[9]]
