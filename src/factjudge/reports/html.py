@@ -97,69 +97,6 @@ def _is_string_list(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(x, str) for x in value)
 
 
-def _text(value: Any) -> str:
-    """``value`` as HTML text: what ``markupsafe.escape`` (autoescape) writes, as a plain str.
-    The facts table escapes about 130,000 values, and ``escape`` made a ``Markup`` of each (half
-    the table's time); the row is made a ``Markup`` once."""
-    if value.__class__ is not str and hasattr(value, "__html__"):
-        return str(value.__html__())
-    text = str(value)
-    return (text.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;").replace("'", "&#39;")
-            .replace('"', "&#34;"))
-
-
-def fields_html(fact: Mapping[str, Any]) -> Markup:
-    """A fact's own fields as a compact name/value table (raw JSON broke a character per line at
-    800 px), every name and value escaped: the ``fields`` filter. Written here rather than as a
-    template macro: report.html shows up to 10,000 facts, and the macro's call and a lookup per
-    field were a third of rendering it."""
-    return Markup('<dl class="fields">' + "".join(
-        f"<dt>{_text(k)}</dt><dd>{_text(setting_text(v))}</dd>" for k, v in fact.items()) + "</dl>")
-
-
-def _doc_cell(doc_id: Any, embedded: frozenset[str]) -> str:
-    """A doc_id cell's content: a link to the document view when the document is embedded (the
-    ``doc_anchor`` macro of report.html.j2)."""
-    if str(doc_id) in embedded:
-        return f'<a href="#doc={_text(quote(str(doc_id), safe=""))}" class="doclink">{_text(doc_id)}</a>'
-    return _text(doc_id)
-
-
-def _other_cell(r: Mapping[str, Any]) -> str:
-    """The linked / closest cell of a facts-table row."""
-    if r["linked"]:
-        return "".join(f'<div>linked <b>{_text(x["id"])}</b> <span class="status-{_text(x["status"])}">'
-                       f'{_text(x["status"])}</span>{fields_html(x["fact"])}</div>' for x in r["linked"])
-    near = r["closest"]
-    if not near:
-        return ""
-    differ = f"; differs in: {', '.join(_text(d) for d in near['differ'])}" if near["differ"] else ""
-    score = format(near["score"], "g")
-    return (f'<div>closest <b>{_text(near["id"])}</b> <span class="status-{_text(near["status"])}">'
-            f'{_text(near["status"])}</span> <span class="muted">(closeness {_text(score)}'
-            f'{differ})</span>{fields_html(near["fact"])}</div>')
-
-
-def facts_row_html(r: Mapping[str, Any], embedded: frozenset[str]) -> Markup:
-    """One row of report.html's facts table (:func:`~.rows.collect_rows`' row), every value
-    escaped (:func:`_text`, as autoescape does). Written here rather than in the template: the
-    table holds up to 6,000 rows, and the template's 40 outputs a row, each passed up through four
-    generators and made a ``Markup``, were most of rendering the page (report.html of 1,000 x 20
-    facts: 0.27 s in the template, 0.10 s so)."""
-    status, reasoning, note = _text(r["status"]), r["reasoning"], r["note"]
-    return Markup(
-        f'<tr data-type="{_text(r["fact_type"])}" data-status="{status}" data-doc="{_text(r["doc_id"])}"'
-        f'{" hidden" if r["status"] == "TP" else ""}><td>{_doc_cell(r["doc_id"], embedded)}</td>'
-        f'<td class="status-{status}">{status}</td><td><div class="fhead"><span class="fid">{_text(r["id"])}'
-        f'</span> {_text(r["fact_type"])} <span class="muted">{_text(r["side"])}</span></div>'
-        f'{fields_html(r["fact"])}</td><td class="other">{_other_cell(r)}</td><td>{_text(reasoning)}'
-        f'{"<br>" if reasoning and note else ""}{_note(note)}</td></tr>')
-
-
-def _note(note: str) -> str:
-    return f'<span class="muted">note: {_text(note)}</span>' if note else ""
-
-
 @functools.cache
 def environment() -> jinja2.Environment:
     """The pages' Jinja2 environment (built once): templates from the package, autoescape on, and
@@ -172,7 +109,7 @@ def environment() -> jinja2.Environment:
         script_json=lambda data: Markup(json_for_script(data)),  # the document view's data, inert
         urlquote=lambda value: quote(str(value), safe=""),  # a doc_id in a "#doc=" link
         thousands=lambda n: f"{n:,}", compact=lambda x: f"{x:g}", fmt=fmt,
-        fact_json=fact_json, setting=setting_text, fields=fields_html, status_text=status_text, change_text=change_text)
+        fact_json=fact_json, setting=setting_text, status_text=status_text, change_text=change_text)
     env.tests["string_list"] = _is_string_list
     return env
 
@@ -260,7 +197,7 @@ def _unique(values: Iterable[Any]) -> list[str]:
 
 
 def _facts_table(summary: Summary, rows: Sequence[Mapping[str, Any]], rows_total: int,
-                 rows_order: str, embedded: frozenset[str] = frozenset()) -> dict[str, Any]:
+                 rows_order: str) -> dict[str, Any]:
     """What the facts table says about itself: its filters, what it holds, the note."""
     failing = sum(r["status"] != "TP" for r in rows)
     tp_shown = len(rows) - failing
@@ -269,7 +206,7 @@ def _facts_table(summary: Summary, rows: Sequence[Mapping[str, Any]], rows_total
             + (f" and {tp_shown:,} of the {tp_total:,} TP facts (hidden until the status filter "
                "shows TP or all; each with the fact it is linked to)" if tp_shown else "")
             + f", {order_text(rows_order)}.")
-    return {"rows": rows, "html": [facts_row_html(r, embedded) for r in rows], "failing": failing, "held": held,
+    return {"rows": rows, "failing": failing, "held": held,
             "note": rows_note(failing, rows_total, rows_order),
             "statuses": [*ROW_STATUSES, *(["TP"] if tp_shown else [])],
             "types": sorted({str(r["fact_type"]) for r in rows}),
@@ -362,7 +299,6 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
     payloads, left_out = embed_documents(documents, max_documents, max_document_bytes, texts, find, closest)
     start = first_with_both_sides(payloads)
     prov = summary.provenance
-    embedded = frozenset(p["doc_id"] for p in payloads)
     return render_page(
         "report.html.j2", summary=summary, boot=summary.bootstrap, judge=judge_label(summary.judge),
         prov=prov, prov_inputs=", ".join(str(p) for p in prov.get("inputs") or []) or "?",
@@ -371,10 +307,10 @@ def render_html(summary: Summary, worst: Sequence[Mapping[str, Any]],
         by_type_header=BY_TYPE_HEADER, by_type=by_type_rows(summary.by_fact_type),
         chart=bar_chart(summary.by_fact_type),
         worst=[(w["doc_id"], worst_cells(w)) for w in worst],
-        embedded=embedded, payloads=payloads, left_out=left_out, start=start,
+        embedded=frozenset(p["doc_id"] for p in payloads), payloads=payloads, left_out=left_out, start=start,
         banners=banners(summary),
         skipped=[[s["file"], s["line"], s["error"]] for s in summary.skipped],
-        facts=_facts_table(summary, rows, rows_total, rows_order, embedded), usage=usage_text(summary.usage),
+        facts=_facts_table(summary, rows, rows_total, rows_order), usage=usage_text(summary.usage),
         provenance=provenance_rows(summary), judge_corrected=_judge_corrected(summary),
         confidence=_confidence(summary), source=_source(summary, omissions),
         reviewed=None if summary.reviewed is None else {"line": reviewed_line(summary),
