@@ -96,7 +96,7 @@ def _line_config(line: Mapping[str, Any]) -> JudgeConfig:
 
 
 #: A line's facts of each side, each with its status (read once: the search asks for it three times).
-_Judged = dict[Direction, list[tuple[Mapping[str, Any], Any]]]
+_Judged = dict[Direction, list[tuple[dict[str, Any], Any]]]
 
 
 def _finder(line: Mapping[str, Any], facts: _Judged) -> Finder:
@@ -136,9 +136,9 @@ def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STA
             if not cands or len(subs) * len(cands) > CLOSEST_MAX_PAIRS:
                 continue
             find = find or _finder(line, facts)
-            for f, best in zip(subs, find(subs, cands), strict=True):
+            for subject, best in zip(subs, find(subs, cands), strict=True):
                 if best and (best[1].agree or best[1].score > 0):
-                    out[(side, str(f["id"]))] = (cands[best[0]], best[1])
+                    out[(side, str(subject["id"]))] = (cands[best[0]], best[1])
     return out
 
 

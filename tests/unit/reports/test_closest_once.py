@@ -176,3 +176,28 @@ def test_closest_search_leaves_a_candidate_that_cannot_win(monkeypatch: pytest.M
     assert fact["id"] == "p3" and near.differ == ["city"]
     monkeypatch.undo()
     assert (2, near) == closeness.rules_ranker(JudgeConfig())(gold, pred)[0][0]
+
+
+def test_closest_search_compares_a_pair_of_values_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's documents repeat values (companies, periods): their normal forms are shared, and
+    the closest-fact search compares a pair of them once a run, not once a document."""
+    from factjudge import run_judge
+    from factjudge.judges.rules import closeness, compare
+
+    gold = [{"id": "g1", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "city": "Oslo"}]
+    pred = [{"id": "p1", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "city": "Rome"}]
+    first = {"doc_id": "d1", **run_judge(gold, pred, {}).to_dict()}
+    again = {**first, "doc_id": "d2"}  # a run's lines share their config (RunFolder.with_config)
+    compared: list[str] = []
+    field = compare.compare_field
+
+    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
+        compared.append(name)
+        return field(name, *args, **kwargs)
+
+    monkeypatch.setattr(compare, "compare_field", counted)  # what compare_facts calls
+    monkeypatch.setattr(closeness, "compare_field", counted, raising=False)
+    found = rows.closest_detail(first)
+    # g1 against p1 and p1 against g1: the equal company and person once, Oslo/Rome each way (6 before)
+    assert sorted(compared) == ["city", "city", "company", "person"]
+    assert rows.closest_detail(again) == found and len(compared) == 4  # nothing compared again (12 before)

@@ -15,7 +15,7 @@ from ...core.analysis import Closeness, FieldCheck, Ranker, closest_first
 from ...core.scope import fact_fields
 from ...models import JudgeConfig
 from .compare import Prepared, absent, compare_field, normalized
-from .normalize import Reading
+from .normalize import Norm, Reading
 
 #: Candidates fully compared per subject. A larger group is first narrowed to this many by a
 #: C-level text similarity of the whole facts: a full comparison costs about 56 us for three
@@ -36,6 +36,28 @@ TOP_SCORE = 100.0
 _MARGIN = 1e-9
 
 
+#: Field outcomes (agrees, similarity) by the identity of what was compared: the normal forms are
+#: cached and shared, so a pair of values recurs (a company, a period: 22,603 comparisons of a
+#: 1,000 x 20 facts run's closest-fact search were 10,636 distinct ones). Each entry holds the
+#: objects it is keyed by, so an identity is never another object's; cleared when full.
+_FIELDS: dict[tuple[int, str, int, int, str | None, str | None],
+              tuple[JudgeConfig, Norm, Norm, bool, float]] = {}
+FIELDS_LIMIT = 50_000
+
+
+def _field(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None
+           ) -> tuple[bool, float]:
+    """:func:`~.compare.compare_field`'s verdict and similarity, each pair of values compared once."""
+    key = (id(config), name, id(x), id(y), cur_x, cur_y)
+    hit = _FIELDS.get(key)
+    if hit is None or hit[0] is not config or hit[1] is not x or hit[2] is not y:
+        if len(_FIELDS) >= FIELDS_LIMIT:
+            _FIELDS.clear()
+        result = compare_field(name, x, y, config, cur_x, cur_y)
+        hit = _FIELDS[key] = (config, x, y, result.ok, result.score)
+    return hit[3], hit[4]
+
+
 def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig,
             floor: tuple[int, float] | None = None) -> list[tuple[str, bool, float]] | None:
     """Each compared field of ``a`` and ``b`` (name, agrees, similarity), as
@@ -50,11 +72,11 @@ def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig
         x, y = a.get(name), b.get(name)
         if absent(x) and absent(y):
             continue
-        result = compare_field(name, x, y, config, a.currency, b.currency)
-        out.append((name, result.ok, result.score))
-        agree += result.ok
-        total += result.score
-        if floor is not None and not (result.ok and result.score >= TOP_SCORE):
+        ok, score = _field(name, x, y, config, a.currency, b.currency)
+        out.append((name, ok, score))
+        agree += ok
+        total += score
+        if floor is not None and not (ok and score >= TOP_SCORE):
             most = agree + left
             # the mean is highest with every field left compared (each at most TOP_SCORE)
             if most < floor[0] or (most == floor[0] and (total + TOP_SCORE * left) / (len(out) + left)
