@@ -25,7 +25,7 @@ from ..models import (
 )
 
 if TYPE_CHECKING:  # the module itself is imported when first needed (_finder)
-    from ..judges.rules.closeness import Finder
+    from ..judges.rules.closeness import FieldMemo, Finder
 
 #: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
 ROW_STATUSES: tuple[Status, ...] = ("FN", "FP", "ERROR")
@@ -78,21 +78,22 @@ def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STAT
     return {key: (fact, round(near.score, 1)) for key, (fact, near) in closest_detail(line, statuses).items()}
 
 
-#: The config parsed last, by the identity of the dict it came from: a run folder's lines share
-#: one (:meth:`~factjudge.io.runfolder.RunFolder.with_config`), parsed once instead of per line.
-_PARSED: list[tuple[Any, JudgeConfig]] = []
+#: The config parsed last, by the identity of the dict it came from, with the closest-fact
+#: search's field outcomes for it: a run folder's lines share one
+#: (:meth:`~factjudge.io.runfolder.RunFolder.with_config`), parsed once instead of per line.
+_PARSED: list[tuple[Any, JudgeConfig, FieldMemo]] = []
 
 
-def _line_config(line: Mapping[str, Any]) -> JudgeConfig:
+def _line_config(line: Mapping[str, Any]) -> tuple[JudgeConfig, FieldMemo]:
     data = line.get("config") or {}
     if _PARSED and _PARSED[0][0] is data:
-        return _PARSED[0][1]
+        return _PARSED[0][1], _PARSED[0][2]
     try:
         config = JudgeConfig.model_validate(data)
     except ValueError:  # a line of another version: compare with the defaults
         config = JudgeConfig()
-    _PARSED[:] = [(data, config)]  # holds the dict, so its identity is not reused
-    return config
+    _PARSED[:] = [(data, config, {})]  # holds the dict, so its identity is not reused
+    return config, _PARSED[0][2]
 
 
 #: A line's facts of each side, each with its status (read once: the search asks for it three times).
@@ -103,12 +104,13 @@ def _finder(line: Mapping[str, Any], facts: _Judged) -> Finder:
     """The rules judge's closest-fact search with the line's config, over the fields it compared."""
     from ..judges.rules.closeness import rules_closest  # when first needed: the run starts faster
 
-    config = _line_config(line)
+    config, memo = _line_config(line)
     # the fields of the facts themselves: an older run wrote its verdict beside them (a verdict
     # under VERDICT_KEY is skipped by compared_fields, so such a fact is not copied without it)
     in_scope = [[f if isinstance(f.get(VERDICT_KEY), dict) else own_fields(f) for f, status in facts[side]
                  if status != "OUT_OF_SCOPE" and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
-    return rules_closest(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL)
+    return rules_closest(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL,
+                         memo=memo)
 
 
 #: What :func:`closest_detail` returns: (side, id) -> (closest fact of the other side, closeness).

@@ -36,30 +36,35 @@ TOP_SCORE = 100.0
 _MARGIN = 1e-9
 
 
-#: Field outcomes (agrees, similarity) by the identity of what was compared: the normal forms are
-#: cached and shared, so a pair of values recurs (a company, a period: 22,603 comparisons of a
-#: 1,000 x 20 facts run's closest-fact search were 10,636 distinct ones). Each entry holds the
-#: objects it is keyed by, so an identity is never another object's; cleared when full.
-_FIELDS: dict[tuple[int, str, int, int, str | None, str | None],
-              tuple[JudgeConfig, Norm, Norm, bool, float]] = {}
+#: Field outcomes (agrees, similarity) by the identity of the values compared, for one config:
+#: the normal forms are cached and shared, so a pair of values recurs across a run's documents (a
+#: company, a period: the 22,603 comparisons of a 1,000 x 20 facts run's closest-fact search were
+#: 10,636 distinct ones). An entry holds the values it is keyed by, so an identity is never
+#: another object's. Kept by whoever holds the config (:func:`rules_closest`'s ``memo``).
+FieldMemo = dict[tuple[str, int, int, str | None, str | None], tuple[Norm, Norm, bool, float]]
+#: Entries a :data:`FieldMemo` holds before it is cleared (a few hundred bytes each).
 FIELDS_LIMIT = 50_000
 
 
-def _field(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None
-           ) -> tuple[bool, float]:
-    """:func:`~.compare.compare_field`'s verdict and similarity, each pair of values compared once."""
-    key = (id(config), name, id(x), id(y), cur_x, cur_y)
-    hit = _FIELDS.get(key)
-    if hit is None or hit[0] is not config or hit[1] is not x or hit[2] is not y:
-        if len(_FIELDS) >= FIELDS_LIMIT:
-            _FIELDS.clear()
+def _field(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None,
+           memo: FieldMemo | None) -> tuple[bool, float]:
+    """:func:`~.compare.compare_field`'s verdict and similarity, from ``memo`` when it has them."""
+    if memo is None:
         result = compare_field(name, x, y, config, cur_x, cur_y)
-        hit = _FIELDS[key] = (config, x, y, result.ok, result.score)
-    return hit[3], hit[4]
+        return result.ok, result.score
+    key = (name, id(x), id(y), cur_x, cur_y)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not x or hit[1] is not y:
+        if len(memo) >= FIELDS_LIMIT:
+            memo.clear()
+        result = compare_field(name, x, y, config, cur_x, cur_y)
+        hit = memo[key] = (x, y, result.ok, result.score)
+    return hit[2], hit[3]
 
 
 def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig,
-            floor: tuple[int, float] | None = None) -> list[tuple[str, bool, float]] | None:
+            floor: tuple[int, float] | None = None, memo: FieldMemo | None = None
+            ) -> list[tuple[str, bool, float]] | None:
     """Each compared field of ``a`` and ``b`` (name, agrees, similarity), as
     :func:`~.compare.compare_facts` finds them (a field null or absent on both sides is not
     compared); None as soon as the pair cannot reach ``floor`` (fields agreeing, mean similarity),
@@ -72,7 +77,7 @@ def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig
         x, y = a.get(name), b.get(name)
         if absent(x) and absent(y):
             continue
-        ok, score = _field(name, x, y, config, a.currency, b.currency)
+        ok, score = _field(name, x, y, config, a.currency, b.currency, memo)
         out.append((name, ok, score))
         agree += ok
         total += score
@@ -166,11 +171,14 @@ Finder = Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], li
 
 
 def rules_closest(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None = None,
-                  pool: int = RANK_POOL, prepare: Callable[[Mapping[str, Any]], Prepared] | None = None) -> Finder:
+                  pool: int = RANK_POOL, prepare: Callable[[Mapping[str, Any]], Prepared] | None = None,
+                  memo: FieldMemo | None = None) -> Finder:
     """Each subject's first in :func:`rules_ranker`'s order (the same arguments), found without
     ranking the rest: a candidate is compared until it cannot beat the closest so far (see
     :func:`_checks`), and only the closest is made a :class:`Closeness`. The reports' and the
-    review queue's search of every failing fact of a run wants no more (issue 39)."""
+    review queue's search of every failing fact of a run wants no more (issue 39). ``memo``: a
+    :data:`FieldMemo` kept for ``config`` (never changed while it is used), shared by the searches of
+    a run's documents."""
     prepare = prepare or preparer(config)
 
     def closest(subjects: Sequence[Mapping[str, Any]], candidates: Sequence[Mapping[str, Any]]
@@ -183,7 +191,7 @@ def rules_closest(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | Non
             best: tuple[int, list[tuple[str, bool, float]]] | None = None
             floor: tuple[int, float] | None = None
             for i, other in _likely_first(mine, [(i, prepare(candidates[i])) for i in among], names):
-                checks = _checks(mine, other, names, config, floor)
+                checks = _checks(mine, other, names, config, floor, memo)
                 if checks is None:
                     continue
                 key = _key(checks)
