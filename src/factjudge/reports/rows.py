@@ -7,13 +7,14 @@ import heapq
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.analysis import Closeness, Ranker
+from ..core.analysis import Closeness
 from ..core.scope import compared_fields
 from ..models import (
     DIRECTIONS,
     QUOTE_LIMIT,
+    VERDICT_KEY,
     Direction,
     JudgeConfig,
     Status,
@@ -22,6 +23,9 @@ from ..models import (
     status_of,
     verdict_of,
 )
+
+if TYPE_CHECKING:  # the module itself is imported when first needed (_finder)
+    from ..judges.rules.closeness import FieldMemo, Finder
 
 #: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
 ROW_STATUSES: tuple[Status, ...] = ("FN", "FP", "ERROR")
@@ -74,32 +78,39 @@ def closest_facts(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STAT
     return {key: (fact, round(near.score, 1)) for key, (fact, near) in closest_detail(line, statuses).items()}
 
 
-#: The config parsed last, by the identity of the dict it came from: a run folder's lines share
-#: one (:meth:`~factjudge.io.runfolder.RunFolder.with_config`), parsed once instead of per line.
-_PARSED: list[tuple[Any, JudgeConfig]] = []
+#: The config parsed last, by the identity of the dict it came from, with the closest-fact
+#: search's field outcomes for it: a run folder's lines share one
+#: (:meth:`~factjudge.io.runfolder.RunFolder.with_config`), parsed once instead of per line.
+_PARSED: list[tuple[Any, JudgeConfig, FieldMemo]] = []
 
 
-def _line_config(line: Mapping[str, Any]) -> JudgeConfig:
+def _line_config(line: Mapping[str, Any]) -> tuple[JudgeConfig, FieldMemo]:
     data = line.get("config") or {}
     if _PARSED and _PARSED[0][0] is data:
-        return _PARSED[0][1]
+        return _PARSED[0][1], _PARSED[0][2]
     try:
         config = JudgeConfig.model_validate(data)
     except ValueError:  # a line of another version: compare with the defaults
         config = JudgeConfig()
-    _PARSED[:] = [(data, config)]  # holds the dict, so its identity is not reused
-    return config
+    _PARSED[:] = [(data, config, {})]  # holds the dict, so its identity is not reused
+    return config, _PARSED[0][2]
 
 
-def _ranker(line: Mapping[str, Any]) -> Ranker:
-    """The rules judge's comparison with the line's config, over the fields it compared."""
-    from ..judges.rules.closeness import rules_ranker  # when first needed: the run starts faster
+#: A line's facts of each side, each with its status (read once: the search asks for it three times).
+_Judged = dict[Direction, list[tuple[dict[str, Any], Any]]]
 
-    config = _line_config(line)
-    # the fields of the facts themselves: an older run wrote its verdict beside them
-    in_scope = [[own_fields(f) for f in line.get(f"{side}_facts") or [] if status_of(f) != "OUT_OF_SCOPE"
-                 and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
-    return rules_ranker(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL)
+
+def _finder(line: Mapping[str, Any], facts: _Judged) -> Finder:
+    """The rules judge's closest-fact search with the line's config, over the fields it compared."""
+    from ..judges.rules.closeness import rules_closest  # when first needed: the run starts faster
+
+    config, memo = _line_config(line)
+    # the fields of the facts themselves: an older run wrote its verdict beside them (a verdict
+    # under VERDICT_KEY is skipped by compared_fields, so such a fact is not copied without it)
+    in_scope = [[f if isinstance(f.get(VERDICT_KEY), dict) else own_fields(f) for f, status in facts[side]
+                 if status != "OUT_OF_SCOPE" and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
+    return rules_closest(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL,
+                         memo=memo)
 
 
 #: What :func:`closest_detail` returns: (side, id) -> (closest fact of the other side, closeness).
@@ -109,26 +120,27 @@ ClosestMap = dict[tuple[Direction, str], tuple[Mapping[str, Any], Closeness]]
 def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES) -> ClosestMap:
     """:func:`closest_facts` with each pair's :class:`~factjudge.core.analysis.Closeness`."""
     out: ClosestMap = {}
-    rank: Ranker | None = None
+    find: Finder | None = None
+    facts: _Judged = {side: [(f, status_of(f)) for f in line.get(f"{side}_facts") or []] for side in DIRECTIONS}
     for side, other in _SIDE_PAIRS:
         subjects: dict[Any, list[Mapping[str, Any]]] = {}
-        for f in line.get(f"{side}_facts") or []:
-            if status_of(f) in statuses:
+        for f, status in facts[side]:
+            if status in statuses:
                 subjects.setdefault(f.get("fact_type"), []).append(f)
         if not subjects:
             continue
         candidates: dict[Any, list[Mapping[str, Any]]] = {}
-        for f in line.get(f"{other}_facts") or []:
-            if f.get("fact_type") in subjects and status_of(f) != "OUT_OF_SCOPE":
+        for f, status in facts[other]:
+            if f.get("fact_type") in subjects and status != "OUT_OF_SCOPE":
                 candidates.setdefault(f.get("fact_type"), []).append(f)
         for fact_type, subs in subjects.items():
             cands = candidates.get(fact_type, [])
             if not cands or len(subs) * len(cands) > CLOSEST_MAX_PAIRS:
                 continue
-            rank = rank or _ranker(line)
-            for f, best in zip(subs, rank(subs, cands), strict=True):
-                if best and (best[0][1].agree or best[0][1].score > 0):
-                    out[(side, str(f["id"]))] = (cands[best[0][0]], best[0][1])
+            find = find or _finder(line, facts)
+            for subject, best in zip(subs, find(subs, cands), strict=True):
+                if best and (best[1].agree or best[1].score > 0):
+                    out[(side, str(subject["id"]))] = (cands[best[0]], best[1])
     return out
 
 

@@ -26,13 +26,13 @@ def test_eval_searches_each_line_s_closest_facts_once(tmp_path: Path, monkeypatc
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(_doc(i)) + "\n" for i in range(1, 6)), encoding="utf-8")
     searched: list[str] = []
-    ranker = rows._ranker
+    finder = rows._finder
 
-    def counted(line: Any) -> Any:
+    def counted(line: Any, facts: Any) -> Any:
         searched.append(line["doc_id"])
-        return ranker(line)
+        return finder(line, facts)
 
-    monkeypatch.setattr(rows, "_ranker", counted)
+    monkeypatch.setattr(rows, "_finder", counted)
     evaluate_dataset(data, out_dir=tmp_path / "out")
     assert sorted(searched) == [f"d{i}" for i in range(1, 6)]  # the rows, document view and review reuse it
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
@@ -141,3 +141,63 @@ def test_the_reports_reuse_the_lines_the_pass_parsed(tmp_path: Path, monkeypatch
 
     assert [steady(t) for t in pages[0]] == [steady(t) for t in pages[runner.KEEP_FACTS]] == [
         steady(t) for t in pages[9]]
+
+
+def test_closest_search_leaves_a_candidate_that_cannot_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The closest-fact search of every failing fact (finish_run's largest part) compares a
+    candidate's fields only until it cannot beat the closest so far, and tries the likely closest
+    first; it finds what the full ranking puts first."""
+    from factjudge import run_judge
+    from factjudge.judges.rules import closeness, compare
+    from factjudge.models import JudgeConfig
+
+    gold = [{"id": "g1", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "role": "CEO",
+             "city": "Oslo"}]
+    pred = [{"id": "p1", "fact_type": "role", "company": "Globex", "person": "Bob Stone", "role": "CFO",
+             "city": "Oslo"},
+            {"id": "p2", "fact_type": "role", "company": "Initech", "person": "Carl Dunn", "role": "CTO",
+             "city": "Rome"},
+            {"id": "p3", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "role": "CEO",
+             "city": "Bergen"}]
+    line = {"doc_id": "d1", **run_judge(gold, pred, {}).to_dict()}
+    compared: list[str] = []
+    field = compare.compare_field
+
+    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
+        compared.append(name)
+        return field(name, *args, **kwargs)
+
+    monkeypatch.setattr(compare, "compare_field", counted)  # what compare_facts calls
+    monkeypatch.setattr(closeness, "compare_field", counted, raising=False)
+    found = rows.closest_detail(line, ("FN",))
+    # p3 in full (4 fields); p1 and p2 left at their second differing field: 12 comparisons before
+    assert len(compared) == 8
+    fact, near = found[("gold", "g1")]
+    assert fact["id"] == "p3" and near.differ == ["city"]
+    monkeypatch.undo()
+    assert (2, near) == closeness.rules_ranker(JudgeConfig())(gold, pred)[0][0]
+
+
+def test_closest_search_compares_a_pair_of_values_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's documents repeat values (companies, periods): their normal forms are shared, and
+    the closest-fact search compares a pair of them once a run, not once a document."""
+    from factjudge import run_judge
+    from factjudge.judges.rules import closeness, compare
+
+    gold = [{"id": "g1", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "city": "Oslo"}]
+    pred = [{"id": "p1", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "city": "Rome"}]
+    first = {"doc_id": "d1", **run_judge(gold, pred, {}).to_dict()}
+    again = {**first, "doc_id": "d2"}  # a run's lines share their config (RunFolder.with_config)
+    compared: list[str] = []
+    field = compare.compare_field
+
+    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
+        compared.append(name)
+        return field(name, *args, **kwargs)
+
+    monkeypatch.setattr(compare, "compare_field", counted)  # what compare_facts calls
+    monkeypatch.setattr(closeness, "compare_field", counted, raising=False)
+    found = rows.closest_detail(first)
+    # g1 against p1 and p1 against g1: the equal company and person once, Oslo/Rome each way (6 before)
+    assert sorted(compared) == ["city", "city", "company", "person"]
+    assert rows.closest_detail(again) == found and len(compared) == 4  # nothing compared again (12 before)
