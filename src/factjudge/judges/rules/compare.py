@@ -476,24 +476,30 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
                   knowledge: Knowledge | None) -> _ItemPair:
     """Two items field by field, with the comparators and tolerances of top-level fields (a
     field null or absent in both is not compared); a scalar item is the one field ``""``."""
-    results = []
+    # one pass (5 x 5 items are 25 pairs a list); a field's FieldResult is made only when it
+    # differs (the pair keeps only those): three of them a pair were most of its cost
+    ok, exact, compared, total, failed = True, True, 0, 0.0, []
+    related = False
     # the same fields on both sides, mostly: then in x's order, as the union would be
     keys = x.values if x.values.keys() == y.values.keys() else dict.fromkeys((*x.values, *y.values))
     for key in keys:
         u, v = x.get(key), y.get(key)
-        if not (absent(u) and absent(v)):
-            results.append(compare_field(key or name, u, v, config, x.currency, y.currency, knowledge,
-                                         f"{path}.{key}" if key else path))
-    # one pass (5 x 5 items are 25 pairs a list)
-    ok, exact, related, total, failed = True, True, not results, 0.0, []
-    for f in results:
-        total += f.score
-        if f.ok:
-            related, exact = True, exact and f.exact
+        if absent(u) and absent(v):
+            continue
+        field_name, field_path = (key, f"{path}.{key}") if key else (name, path or name)
+        f_ok, f_exact, score, _ = _compare(field_name, u, v, config, x.currency, y.currency, knowledge,
+                                           field_path, False)
+        compared += 1
+        total += score
+        if f_ok:
+            related, exact = True, exact and f_exact
         else:
             ok = False
-            failed.append(f)
-    return _ItemPair(ok, ok and exact, total / len(results) if results else 100.0, tuple(failed), related)
+            failed.append(FieldResult(field_name, f_ok, f_exact, score,
+                                      f_exact and (u is v or u == v) and not isinstance(u, Missing),
+                                      u, v, config, x.currency, y.currency, knowledge, field_path))
+    return _ItemPair(ok, ok and exact, total / compared if compared else 100.0, tuple(failed),
+                     related or not compared)
 
 
 def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair]
@@ -507,8 +513,8 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     # in an order of their own content, so the one kept (and the per-field counts it makes) never
     # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
     # or 4, as one list was shuffled).
-    rows = sorted(range(len(a.items)), key=lambda i: repr(a.items[i].values))
-    cols = sorted(range(len(b.items)), key=lambda j: repr(b.items[j].values))
+    rows = sorted(range(len(a.items)), key=lambda i: _content_order(a.items[i]))
+    cols = sorted(range(len(b.items)), key=lambda j: _content_order(b.items[j]))
     table = [[pair(i, j) for j in cols] for i in rows]
     # integers keep the solver exact: one equal item outweighs any sum of similarities. A pair
     # that is no alignment is worth nothing, so every optimal assignment keeps the same worth in
@@ -516,6 +522,21 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     benefit = [[_worth(p) for p in row] for row in table]
     kept = [(rows[r], cols[c], table[r][c]) for r, c in max_assignment(benefit) if table[r][c].related]
     return sorted(kept, key=lambda pair_: pair_[0])
+
+
+#: An item's place in the content order of :func:`_align`, by identity (the item kept beside it, so
+#: an id is never another's): an item is aligned in each direction, by the near-miss analysis and
+#: the field counts, and its repr was a tenth of a nested run's alignments.
+_ORDER: dict[int, tuple[Item, str]] = {}
+
+
+def _content_order(item: Item) -> str:
+    held = _ORDER.get(id(item))
+    if held is None or held[0] is not item:
+        if len(_ORDER) >= 50_000:
+            _ORDER.clear()
+        held = _ORDER[id(item)] = (item, repr(item.values))
+    return held[1]
 
 
 def _worth(p: _ItemPair) -> int:
@@ -528,9 +549,27 @@ def _item_name(n: int, item: Item) -> str:
 
 
 #: The last lists aligned, by identity (each kept with its key's objects, so an id is never
-#: another's): the alignment a reasoning explains.
+#: another's): the alignment a reasoning explains, and the one the field counts and the reports'
+#: closest-fact search read again (fieldscore.py; same knowledge, same alignment).
 _ALIGNED: dict[tuple[int, int, str, str, int, int],
                tuple[Items, Items, JudgeConfig, Knowledge | None, list[tuple[int, int, _ItemPair]]]] = {}
+
+
+def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
+                  knowledge: Knowledge | None) -> list[tuple[int, int, _ItemPair]]:
+    """:func:`_align` of two lists of ``name`` (``path``) compared with ``knowledge``, once for the
+    same lists, config and knowledge: explaining a comparison just made, or counting its fields,
+    aligns no item again (every item pair compared again doubled the cost of a fact with a list)."""
+    key = (id(a), id(b), name, path, id(config), id(knowledge))
+    kept = _ALIGNED.get(key)
+    if kept is not None and kept[0] is a and kept[1] is b and kept[2] is config and kept[3] is knowledge:
+        return kept[4]
+    aligned = _align(a, b, path in config.ordered,
+                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
+    if len(_ALIGNED) >= 5_000:
+        _ALIGNED.clear()
+    _ALIGNED[key] = (a, b, config, knowledge, aligned)
+    return aligned
 
 
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
@@ -539,18 +578,7 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     over; the detail names the items that differ and those left over (issue 34 item 1)."""
     if a.items and b.items and a.records != b.records:
         return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
-    # explaining a comparison just made: its alignment is kept (every item pair compared again
-    # doubled the cost of a fact with a list)
-    key = (id(a), id(b), name, path, id(config), id(knowledge))
-    kept = _ALIGNED.get(key)
-    if kept is not None and kept[0] is a and kept[1] is b and kept[2] is config and kept[3] is knowledge:
-        aligned = kept[4]
-    else:
-        aligned = _align(a, b, path in config.ordered,
-                         lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
-        if len(_ALIGNED) >= 1_000:
-            _ALIGNED.clear()
-        _ALIGNED[key] = (a, b, config, knowledge, aligned)
+    aligned = aligned_items(name, path, a, b, config, knowledge)
     only_a = [i for i in range(len(a.items)) if i not in {i for i, _, _ in aligned}]
     only_b = [j for j in range(len(b.items)) if j not in {j for _, j, _ in aligned}]
     ok = not only_a and not only_b and all(p.ok for _, _, p in aligned)
