@@ -466,8 +466,9 @@ class _ItemPair:
     ok: bool
     exact: bool
     score: float
-    #: The item fields that differ.
-    failed: tuple[FieldResult, ...]
+    #: The keys of the item fields that differ (:func:`_failed_fields` compares them again to
+    #: explain: of an item's 25 pairs only the aligned ones are ever explained).
+    failed: tuple[str, ...]
     #: Some field agrees: a pair worth aligning (else both items are reported unaligned).
     related: bool
 
@@ -476,8 +477,8 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
                   knowledge: Knowledge | None) -> _ItemPair:
     """Two items field by field, with the comparators and tolerances of top-level fields (a
     field null or absent in both is not compared); a scalar item is the one field ``""``."""
-    # one pass (5 x 5 items are 25 pairs a list); a field's FieldResult is made only when it
-    # differs (the pair keeps only those): three of them a pair were most of its cost
+    # one pass (5 x 5 items are 25 pairs a list), with no FieldResult: three of them a pair
+    # were most of its cost, and only an aligned pair's differing fields are ever read
     ok, exact, compared, total, failed = True, True, 0, 0.0, []
     related = False
     # the same fields on both sides, mostly: then in x's order, as the union would be
@@ -486,20 +487,24 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
         u, v = x.get(key), y.get(key)
         if absent(u) and absent(v):
             continue
-        field_name, field_path = (key, f"{path}.{key}") if key else (name, path or name)
-        f_ok, f_exact, score, _ = _compare(field_name, u, v, config, x.currency, y.currency, knowledge,
-                                           field_path, False)
+        f_ok, f_exact, score, _ = _compare(key or name, u, v, config, x.currency, y.currency, knowledge,
+                                           (f"{path}.{key}" if key else path) or name, False)
         compared += 1
         total += score
         if f_ok:
             related, exact = True, exact and f_exact
         else:
             ok = False
-            failed.append(FieldResult(field_name, f_ok, f_exact, score,
-                                      f_exact and (u is v or u == v) and not isinstance(u, Missing),
-                                      u, v, config, x.currency, y.currency, knowledge, field_path))
+            failed.append(key)
     return _ItemPair(ok, ok and exact, total / compared if compared else 100.0, tuple(failed),
                      related or not compared)
+
+
+def _failed_fields(x: Item, y: Item, pair: _ItemPair, name: str, path: str, config: JudgeConfig,
+                   knowledge: Knowledge | None) -> list[FieldResult]:
+    """The fields of an item pair that differ, compared again as :func:`_compare_item` did them."""
+    return [compare_field(key or name, x.get(key), y.get(key), config, x.currency, y.currency, knowledge,
+                          f"{path}.{key}" if key else path) for key in pair.failed]
 
 
 def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair]
@@ -592,9 +597,10 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
         moved = "" if all(i == j for i, j, _ in aligned) else " (in another order)"
         return True, exact, score, f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
     parts = []
-    for i, _, p in aligned:
+    for i, j, p in aligned:
         if not p.ok:
-            differ = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail for f in p.failed)
+            differ = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail
+                               for f in _failed_fields(a.items[i], b.items[j], p, name, path, config, knowledge))
             parts.append(f"{_item_name(i, a.items[i])} {differ}")
     for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
         if left:

@@ -25,7 +25,7 @@ def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) ->
     pairs = []
     for i, j, pair in aligned:
         x, y = a.items[i], b.items[j]
-        failed = {f.name for f in pair.failed}
+        failed = set(pair.failed)  # a record's field keys
         fields: dict[str, Match] = {}
         if a.records:
             for key in dict.fromkeys((*x.values, *y.values)):
