@@ -74,3 +74,69 @@ def test_explaining_a_list_does_not_align_its_items_again(monkeypatch: pytest.Mo
     assert verdict.status == "FN"
     assert "item 5 (Part 5) unit_price" in verdict.reasoning
     assert pairs[0] == 25  # 5 x 5 item pairs, once (explaining compared them all again: 50)
+
+
+def _invoice_lists(tag: str) -> tuple[Any, Any]:
+    """The line items of an invoice and of its extraction (items in another order, one price
+    wrong), normalised as the judge reads them; ``tag`` in their descriptions, so that no cache
+    of the process knows them yet."""
+    items = [{"description": f"Part {n} {tag}", "quantity": n, "unit_price": 10.0 * n} for n in range(1, 6)]
+    shuffled = [dict(x) for x in reversed(items)]
+    shuffled[0]["unit_price"] = 99.0
+    return tuple(compare.normalized({"id": f"f{k}", "fact_type": "invoice", "line_items": lines}, k, True)
+                 .get("line_items") for k, lines in enumerate((items, shuffled)))
+
+
+def test_an_item_pair_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: 25 item pairs of three fields made 75 FieldResults, of which the verdict
+    reads those of the aligned pairs' differing fields only when it explains them."""
+    gold, predicted = _invoice_lists('results')
+    made = [0]
+    real = compare.FieldResult
+
+    def counted(*args: Any) -> Any:
+        made[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(compare, "FieldResult", counted)
+    result = compare.compare_field("line_items", gold, predicted, JudgeConfig())
+    assert not result.ok
+    assert made[0] == 1  # the list's own result (before: 76)
+    assert result.detail == ("item 5 (Part 5 results) unit_price: 50.0 = 50 vs 99.0 = 99: differ "
+                             "(abs. diff 49, rel. diff 49.49%; no tolerance)")
+    assert made[0] == 2  # explaining: the one differing field of the aligned pairs, compared again
+
+
+def test_an_items_content_order_is_worked_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The alignment sorts the items by their content (repr of their fields); an item is aligned
+    in both directions, by the near-miss analysis and the field counts: its repr once, not each time."""
+    gold, predicted = _invoice_lists('order')
+    made = [0]
+
+    def counted(value: Any) -> str:
+        made[0] += 1
+        return repr(value)
+
+    monkeypatch.setattr(compare, "repr", counted, raising=False)  # read before the builtin
+    config = JudgeConfig()
+    compare.compare_field("line_items", gold, predicted, config)
+    compare.compare_field("line_items", predicted, gold, config)
+    assert made[0] == 10  # 5 + 5 items (before: 20)
+
+
+def test_the_field_counts_reuse_the_near_miss_alignment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The field counts of a near-miss pair align its lists as the near-miss analysis did (the
+    same comparison, no knowledge): its alignment is read, no item pair compared again."""
+    from factjudge.judges.rules import fieldscore
+
+    gold, predicted = _invoice_lists('counts')
+    config = JudgeConfig()
+    ranked = compare.compare_field("line_items", gold, predicted, config)  # as closeness.py compares
+    pairs = _counting(monkeypatch, "_compare_item")
+    if hasattr(fieldscore, "_compare_item"):  # the version that compared its own pairs
+        monkeypatch.setattr(fieldscore, "_compare_item", compare._compare_item)
+    match = fieldscore.list_match("line_items", "line_items", gold, predicted, config)
+    assert pairs[0] == 0  # before: 25
+    assert match.ok is ranked.ok is False
+    assert [(i, j) for i, j, _ in match.items] == [(i, 4 - i) for i in range(5)]
+    assert [m.ok for _, _, m in match.items] == [True, True, True, True, False]
