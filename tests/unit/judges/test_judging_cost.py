@@ -160,8 +160,8 @@ def test_two_different_items_are_compared_up_to_their_first_differing_field(
     assert fields[0] == 1 + 5 * 3 + 20  # the list, the equal pairs' fields, one field of the others (before: 76)
 
 
-record = st.fixed_dictionaries({"description": st.sampled_from(["Switch", "Switch 8", "Cable", "Router", "Desk lamp", "Toner"]),
-                                "qty": st.integers(1, 3)},
+PRODUCTS = ["Switch", "Switch 8", "Cable", "Router", "Desk lamp", "Toner"]
+record = st.fixed_dictionaries({"description": st.sampled_from(PRODUCTS), "qty": st.integers(1, 3)},
                                optional={"unit_price": st.sampled_from([4.5, 99, 99.5, 180, None])})
 value_lists = st.one_of(st.lists(record, max_size=6), st.lists(st.sampled_from(["a", "b", 1, 1.0, "1"]), max_size=6))
 
