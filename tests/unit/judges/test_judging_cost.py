@@ -112,10 +112,7 @@ def test_an_item_pair_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> 
     assert made[0] == 2  # explaining: the one differing field of the aligned pairs, compared again
 
 
-def test_an_items_content_order_is_worked_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The alignment sorts the items by their content (repr of their fields); an item is aligned
-    in both directions, by the near-miss analysis and the field counts: its repr once, not each time."""
-    gold, predicted = _invoice_lists('order')
+def _counting_repr(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     made = [0]
 
     def counted(value: Any) -> str:
@@ -123,6 +120,17 @@ def test_an_items_content_order_is_worked_out_once(monkeypatch: pytest.MonkeyPat
         return repr(value)
 
     monkeypatch.setattr(compare, "repr", counted, raising=False)  # read before the builtin
+    return made
+
+
+def test_an_items_content_order_is_worked_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the full table decides an alignment (here: an item listed twice), it sorts the items
+    by their content (repr of their fields); an item is aligned in both directions, by the
+    near-miss analysis and the field counts: its repr once, not each time."""
+    items = [{"description": f"Part {n} order", "quantity": n, "unit_price": 10.0 * n} for n in (1, 1, 2, 3, 4)]
+    gold, predicted = (compare.normalized({"id": f"f{k}", "fact_type": "invoice", "line_items": lines}, k, True)
+                       .get("line_items") for k, lines in enumerate((items, items[::-1])))
+    made = _counting_repr(monkeypatch)
     config = JudgeConfig()
     compare.compare_field("line_items", gold, predicted, config)
     compare.compare_field("line_items", predicted, gold, config)
@@ -155,9 +163,11 @@ def test_two_different_items_are_compared_up_to_their_first_differing_field(
     gold, predicted = (compare.normalized({"id": f"f{k}", "fact_type": "invoice", "line_items": lines}, k, True)
                        .get("line_items") for k, lines in enumerate((items, items[::-1])))
     fields = _counting(monkeypatch, "_compare")
+    orders = _counting_repr(monkeypatch)
     result = compare.compare_field("line_items", gold, predicted, JudgeConfig())
     assert result.ok and result.exact and result.score == 100.0
     assert fields[0] == 1 + 5 * 3 + 20  # the list, the equal pairs' fields, one field of the others (before: 76)
+    assert orders[0] == 0  # one optimal alignment: no tie to break, the items not sorted (before: 10)
 
 
 PRODUCTS = ["Switch", "Switch 8", "Cable", "Router", "Desk lamp", "Toner"]

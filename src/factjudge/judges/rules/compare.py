@@ -21,7 +21,7 @@ explain, so a run allocates little per comparison (closures tripled the collecto
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Generic, Literal, TypeVar, overload
@@ -513,7 +513,7 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
                      related or not compared)
 
 
-def _equal_pairs_decide(rows: list[int], cols: list[int], pair: Callable[[int, int], _ItemPair],
+def _equal_pairs_decide(rows: Sequence[int], cols: Sequence[int], pair: Callable[[int, int], _ItemPair],
                         probe: Callable[[int, int], _ItemPair | None],
                         probed: dict[tuple[int, int], _ItemPair | None]) -> list[tuple[int, int, _ItemPair]] | None:
     """The optimal assignment of :func:`_align` when its equal pairs decide it, else None (every
@@ -573,13 +573,13 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     # in an order of their own content, so the one kept (and the per-field counts it makes) never
     # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
     # or 4, as one list was shuffled).
-    rows = sorted(range(len(a.items)), key=lambda i: _content_order(a.items[i]))
-    cols = sorted(range(len(b.items)), key=lambda j: _content_order(b.items[j]))
     probed: dict[tuple[int, int], _ItemPair | None] = {}
-    if probe is not None:
-        decided = _equal_pairs_decide(rows, cols, pair, probe, probed)
+    if probe is not None:  # the one optimal alignment, whatever the order: no tie to break
+        decided = _equal_pairs_decide(range(len(a.items)), range(len(b.items)), pair, probe, probed)
         if decided is not None:
             return decided
+    rows = sorted(range(len(a.items)), key=lambda i: _content_order(a.items[i]))
+    cols = sorted(range(len(b.items)), key=lambda j: _content_order(b.items[j]))
     table = [[probed.get((i, j)) or pair(i, j) for j in cols] for i in rows]
     # integers keep the solver exact: one equal item outweighs any sum of similarities. A pair
     # that is no alignment is worth nothing, so every optimal assignment keeps the same worth in
