@@ -7,9 +7,10 @@
 2. The flat-fact figure of benchmarks/eval_scale.py: 1,000 documents x 20 facts per side.
 
 Each runs as the real command in its own process; beside each, the CPU per compared gold value,
-and their ratio against issue 39's limit (item 3: nested records cost no more than flat facts). ``--baseline SRC`` runs the same datasets with
-another checkout's ``src`` (e.g. ``git archive`` of the commit before field-level scores) to show
-what nested alignment and field counting cost flat facts.
+and their ratio against issue 39's limit (item 3: nested records cost no more than flat facts).
+``--baseline SRC`` runs the same datasets with another checkout's ``src`` (e.g. ``git archive`` of
+the commit before field-level scores) to show what nested alignment and field counting cost flat
+facts.
 
 Run: python benchmarks/nested_lists.py [--invoices 1000] [--items 5] [--flat-docs 1000]
      [--facts 20] [--baseline /tmp/before/src]
