@@ -6,9 +6,11 @@
    and the field-level table's figures.
 2. The flat-fact figure of benchmarks/eval_scale.py: 1,000 documents x 20 facts per side.
 
-Each runs as the real command in its own process. ``--baseline SRC`` runs the same datasets with
-another checkout's ``src`` (e.g. ``git archive`` of the commit before field-level scores) to show
-what nested alignment and field counting cost flat facts.
+Each runs as the real command in its own process; beside each, the CPU per compared gold value,
+and their ratio against issue 39's limit (item 3: nested records cost no more than flat facts).
+``--baseline SRC`` runs the same datasets with another checkout's ``src`` (e.g. ``git archive`` of
+the commit before field-level scores) to show what nested alignment and field counting cost flat
+facts.
 
 Run: python benchmarks/nested_lists.py [--invoices 1000] [--items 5] [--flat-docs 1000]
      [--facts 20] [--baseline /tmp/before/src]
@@ -85,6 +87,19 @@ def write_flat(path: Path, docs: int, facts: int) -> None:
             fh.write(json.dumps({"doc_id": f"d{i:05d}", "gold_facts": gold, "predicted_facts": pred}) + "\n")
 
 
+def gold_values(path: Path) -> int:
+    """The gold values a run compares: each field of a gold fact but its id and type, each field of
+    a list's record (a scalar item is one value)."""
+    def count(value: object) -> int:
+        if isinstance(value, list):
+            return sum(count(x) for x in value)
+        return sum(count(x) for x in value.values()) if isinstance(value, dict) else 1
+
+    with path.open(encoding="utf-8") as fh:
+        return sum(count({k: v for k, v in fact.items() if k not in ("id", "fact_type")})
+                   for line in fh for fact in json.loads(line)["gold_facts"])
+
+
 def run_eval(args: list[str], src: str | None) -> tuple[float, float, float, dict]:
     """Wall seconds, CPU seconds and peak RSS (MB) of the eval process, and its summary. CPU time
     is the figure to compare on a busy machine: wall time there varies by a third between runs."""
@@ -117,12 +132,15 @@ def main() -> None:
         write_flat(flat, args.flat_docs, args.facts)
         config = tmp / "config.yaml"
         config.write_text("date_order: DMY\ndecimal_separator: ','\n", encoding="utf-8")
+        values = {"invoices": gold_values(invoices), "flat": gold_values(flat)}
         runs = [("this checkout", os.environ.get("PYTHONPATH"))]
         if args.baseline:
             runs.append(("baseline", args.baseline))
         for label, src in runs:
             wall, cpu, rss, s = run_eval([str(invoices), "-c", str(config), "-o", str(tmp / f"inv-{label}")], src)
+            nested = cpu / values["invoices"]
             rows = [("wall", f"{wall:.1f} s ({args.invoices / wall:,.0f} invoices/s)"), ("CPU", f"{cpu:.1f} s"),
+                    ("CPU per compared value", f"{nested * 1000:.3f} ms ({values['invoices']:,} gold values)"),
                     ("peak RSS", f"{rss:.0f} MB"),
                     ("record F1", f"{s['micro']['f1']:.3f}")]
             for path, c in (s.get("fields") or {}).get("invoice", {}).items():
@@ -132,6 +150,8 @@ def main() -> None:
             wall, cpu, rss, s = run_eval([str(flat), "-o", str(tmp / f"flat-{label}")], src)
             report(f"{label}: rules judge, {args.flat_docs:,} documents x {args.facts} flat facts per side", [
                 ("wall", f"{wall:.1f} s ({args.flat_docs / wall:,.0f} documents/s)"), ("CPU", f"{cpu:.1f} s"),
+                ("CPU per compared value", f"{cpu / values['flat'] * 1000:.3f} ms ({values['flat']:,} gold values)"),
+                ("nested / flat per value", f"{nested / (cpu / values['flat']):.2f}x (limit 1x, issue 39 item 3)"),
                 ("peak RSS", f"{rss:.0f} MB"),
                 ("micro F1", f"{s['micro']['f1']:.3f}"),
                 ("field paths", str(sum(map(len, (s.get('fields') or {}).values()))))])

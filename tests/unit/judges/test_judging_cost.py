@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypo import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules import compare
@@ -73,4 +76,140 @@ def test_explaining_a_list_does_not_align_its_items_again(monkeypatch: pytest.Mo
     verdict, _ = RulesJudge().decide(JudgeTask("gold", gold, [predicted], JudgeConfig()))
     assert verdict.status == "FN"
     assert "item 5 (Part 5) unit_price" in verdict.reasoning
-    assert pairs[0] == 25  # 5 x 5 item pairs, once (explaining compared them all again: 50)
+    # 5 x 5 item pairs probed and the one pair left compared in full, once (explaining compared
+    # them all again: 50)
+    assert pairs[0] == 26
+
+
+def _invoice_lists(tag: str) -> tuple[Any, Any]:
+    """The line items of an invoice and of its extraction (items in another order, one price
+    wrong), normalised as the judge reads them; ``tag`` in their descriptions, so that no cache
+    of the process knows them yet."""
+    items = [{"description": f"Part {n} {tag}", "quantity": n, "unit_price": 10.0 * n} for n in range(1, 6)]
+    shuffled = [dict(x) for x in reversed(items)]
+    shuffled[0]["unit_price"] = 99.0
+    return tuple(compare.normalized({"id": f"f{k}", "fact_type": "invoice", "line_items": lines}, k, True)
+                 .get("line_items") for k, lines in enumerate((items, shuffled)))
+
+
+def test_an_item_pair_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: 25 item pairs of three fields made 75 FieldResults, of which the verdict
+    reads those of the aligned pairs' differing fields only when it explains them."""
+    gold, predicted = _invoice_lists('results')
+    made = [0]
+    real = compare.FieldResult
+
+    def counted(*args: Any) -> Any:
+        made[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(compare, "FieldResult", counted)
+    result = compare.compare_field("line_items", gold, predicted, JudgeConfig())
+    assert not result.ok
+    assert made[0] == 1  # the list's own result (before: 76)
+    assert result.detail == ("item 5 (Part 5 results) unit_price: 50.0 = 50 vs 99.0 = 99: differ "
+                             "(abs. diff 49, rel. diff 49.49%; no tolerance)")
+    assert made[0] == 2  # explaining: the one differing field of the aligned pairs, compared again
+
+
+def _counting_repr(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    made = [0]
+
+    def counted(value: Any) -> str:
+        made[0] += 1
+        return repr(value)
+
+    monkeypatch.setattr(compare, "repr", counted, raising=False)  # read before the builtin
+    return made
+
+
+def test_an_items_content_order_is_worked_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the full table decides an alignment (here: an item listed twice), it sorts the items
+    by their content (repr of their fields); an item is aligned in both directions, by the
+    near-miss analysis and the field counts: its repr once, not each time."""
+    items = [{"description": f"Part {n} order", "quantity": n, "unit_price": 10.0 * n} for n in (1, 1, 2, 3, 4)]
+    gold, predicted = (compare.normalized({"id": f"f{k}", "fact_type": "invoice", "line_items": lines}, k, True)
+                       .get("line_items") for k, lines in enumerate((items, items[::-1])))
+    made = _counting_repr(monkeypatch)
+    config = JudgeConfig()
+    compare.compare_field("line_items", gold, predicted, config)
+    compare.compare_field("line_items", predicted, gold, config)
+    assert made[0] == 10  # 5 + 5 items (before: 20)
+
+
+def test_the_field_counts_reuse_the_near_miss_alignment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The field counts of a near-miss pair align its lists as the near-miss analysis did (the
+    same comparison, no knowledge): its alignment is read, no item pair compared again."""
+    from factjudge.judges.rules import fieldscore
+
+    gold, predicted = _invoice_lists('counts')
+    config = JudgeConfig()
+    ranked = compare.compare_field("line_items", gold, predicted, config)  # as closeness.py compares
+    pairs = _counting(monkeypatch, "_compare_item")
+    if hasattr(fieldscore, "_compare_item"):  # the version that compared its own pairs
+        monkeypatch.setattr(fieldscore, "_compare_item", compare._compare_item)
+    match = fieldscore.list_match("line_items", "line_items", gold, predicted, config)
+    assert pairs[0] == 0  # before: 25
+    assert match.ok is ranked.ok is False
+    assert [(i, j) for i, j, _ in match.items] == [(i, 4 - i) for i in range(5)]
+    assert [m.ok for _, _, m in match.items] == [True, True, True, True, False]
+
+
+def test_two_different_items_are_compared_up_to_their_first_differing_field(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: of an invoice's 25 item pairs 20 are two different products. When the
+    equal pairs decide the alignment, those are compared up to the field that differs."""
+    items = [{"description": f"Part {n} first", "quantity": n, "unit_price": 10.0 * n} for n in range(1, 6)]
+    gold, predicted = (compare.normalized({"id": f"f{k}", "fact_type": "invoice", "line_items": lines}, k, True)
+                       .get("line_items") for k, lines in enumerate((items, items[::-1])))
+    fields = _counting(monkeypatch, "_compare")
+    orders = _counting_repr(monkeypatch)
+    result = compare.compare_field("line_items", gold, predicted, JudgeConfig())
+    assert result.ok and result.exact and result.score == 100.0
+    assert fields[0] == 1 + 5 * 3 + 20  # the list, the equal pairs' fields, one field of the others (before: 76)
+    assert orders[0] == 0  # one optimal alignment: no tie to break, the items not sorted (before: 10)
+
+
+PRODUCTS = ["Switch", "Switch 8", "Cable", "Router", "Desk lamp", "Toner"]
+record = st.fixed_dictionaries({"description": st.sampled_from(PRODUCTS), "qty": st.integers(1, 3)},
+                               optional={"unit_price": st.sampled_from([4.5, 99, 99.5, 180, None])})
+value_lists = st.one_of(st.lists(record, max_size=6), st.lists(st.sampled_from(["a", "b", 1, 1.0, "1"]), max_size=6))
+
+
+@st.composite
+def list_pairs(draw: st.DrawFn) -> tuple[list[Any], list[Any]]:
+    """Two lists, the second mostly the first as an extractor returns it: shuffled, an item
+    changed, dropped or added (or another list altogether)."""
+    a = draw(value_lists)
+    if draw(st.booleans()):
+        return a, draw(value_lists)
+    b = list(draw(st.permutations(a)))
+    for k in draw(st.lists(st.integers(0, 5), max_size=2)):
+        if k < len(b) and isinstance(b[k], dict):
+            b[k] = {**b[k], "qty": b[k]["qty"] + 1}
+    if b and draw(st.booleans()):
+        b.pop(draw(st.integers(0, len(b) - 1)))
+    return a, b + draw(st.lists(record if a and isinstance(a[0], dict) else st.just("c"), max_size=1))
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(list_pairs(), st.booleans())
+def test_the_equal_pairs_decide_the_alignment_only_as_the_full_table_would(lists: tuple[list[Any], list[Any]],
+                                                                            tolerant: bool) -> None:
+    """The shortcut of :func:`compare._equal_pairs_decide` gives the optimal assignment's
+    alignment, the same pairs with the same outcomes (duplicates, similar items, items left over)."""
+    a, b = lists
+    config = JudgeConfig(tolerances={"line_items.unit_price": {"absolute": 0.5}} if tolerant else {})
+    x, y = (compare.normalized({"id": "f", "fact_type": "invoice", "line_items": v}, 0, True).get("line_items")
+            for v in (a, b))
+    if not (isinstance(x, compare.Items) and isinstance(y, compare.Items)) or (
+            x.items and y.items and x.records != y.records):
+        return
+
+    def pair(i: int, j: int) -> Any:
+        return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None)
+
+    def probe(i: int, j: int) -> Any:
+        return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None, True)
+
+    assert compare._align(x, y, False, pair, probe) == compare._align(x, y, False, pair)

@@ -21,10 +21,10 @@ explain, so a run allocates little per comparison (closures tripled the collecto
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from rapidfuzz import fuzz
 
@@ -466,56 +466,142 @@ class _ItemPair:
     ok: bool
     exact: bool
     score: float
-    #: The item fields that differ.
-    failed: tuple[FieldResult, ...]
+    #: The keys of the item fields that differ (:func:`_failed_fields` compares them again to
+    #: explain: of an item's 25 pairs only the aligned ones are ever explained).
+    failed: tuple[str, ...]
     #: Some field agrees: a pair worth aligning (else both items are reported unaligned).
     related: bool
 
 
+@overload
 def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
-                  knowledge: Knowledge | None) -> _ItemPair:
+                  knowledge: Knowledge | None, probe: Literal[False] = False) -> _ItemPair: ...
+
+
+@overload
+def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
+                  knowledge: Knowledge | None, probe: bool) -> _ItemPair | None: ...
+
+
+def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
+                  knowledge: Knowledge | None, probe: bool = False) -> _ItemPair | None:
     """Two items field by field, with the comparators and tolerances of top-level fields (a
-    field null or absent in both is not compared); a scalar item is the one field ``""``."""
-    results = []
+    field null or absent in both is not compared); a scalar item is the one field ``""``.
+    ``probe``: None at the first field that differs (whether the pair is equal, see :func:`_align`)."""
+    # one pass (5 x 5 items are 25 pairs a list), with no FieldResult: three of them a pair
+    # were most of its cost, and only an aligned pair's differing fields are ever read
+    ok, exact, compared, total, failed = True, True, 0, 0.0, []
+    related = False
     # the same fields on both sides, mostly: then in x's order, as the union would be
     keys = x.values if x.values.keys() == y.values.keys() else dict.fromkeys((*x.values, *y.values))
     for key in keys:
         u, v = x.get(key), y.get(key)
-        if not (absent(u) and absent(v)):
-            results.append(compare_field(key or name, u, v, config, x.currency, y.currency, knowledge,
-                                         f"{path}.{key}" if key else path))
-    # one pass (5 x 5 items are 25 pairs a list)
-    ok, exact, related, total, failed = True, True, not results, 0.0, []
-    for f in results:
-        total += f.score
-        if f.ok:
-            related, exact = True, exact and f.exact
+        if absent(u) and absent(v):
+            continue
+        f_ok, f_exact, score, _ = _compare(key or name, u, v, config, x.currency, y.currency, knowledge,
+                                           (f"{path}.{key}" if key else path) or name, False)
+        compared += 1
+        total += score
+        if f_ok:
+            related, exact = True, exact and f_exact
+        elif probe:
+            return None
         else:
             ok = False
-            failed.append(f)
-    return _ItemPair(ok, ok and exact, total / len(results) if results else 100.0, tuple(failed), related)
+            failed.append(key)
+    return _ItemPair(ok, ok and exact, total / compared if compared else 100.0, tuple(failed),
+                     related or not compared)
 
 
-def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair]
-           ) -> list[tuple[int, int, _ItemPair]]:
+def _equal_pairs_decide(rows: Sequence[int], cols: Sequence[int], pair: Callable[[int, int], _ItemPair],
+                        probe: Callable[[int, int], _ItemPair | None],
+                        probed: dict[tuple[int, int], _ItemPair | None]) -> list[tuple[int, int, _ItemPair]] | None:
+    """The optimal assignment of :func:`_align` when its equal pairs decide it, else None (every
+    pair probed is in ``probed``: an equal one compared in full, None for the others).
+
+    An equal pair is worth at least 1,000,000, any other at most 10,000 (a score is at most 100),
+    so with fewer than 100 items on a side an assignment with fewer equal pairs is always worth
+    less. When no item has two equal partners, every optimal assignment therefore holds all the
+    equal pairs; when they leave no item over on one side, or one on each, nothing is left to
+    choose: that is the one optimal assignment, which the solver finds too. Two different items
+    then cost a comparison up to their first differing field (5 line items: 25 pairs, 20 of them
+    two different products) instead of every field and the solver. Otherwise (duplicates, similar
+    items, several left over) the full table decides, ties and all."""
+    if min(len(rows), len(cols)) >= 100:
+        return None
+    kept: list[tuple[int, int, _ItemPair]] = []
+    rows_equal: set[int] = set()
+    cols_equal: set[int] = set()
+    for i in rows:
+        for j in cols:
+            found = probed[i, j] = probe(i, j)
+            if found is not None:
+                if i in rows_equal or j in cols_equal:
+                    return None  # an item with two equal partners: the scores decide
+                rows_equal.add(i)
+                cols_equal.add(j)
+                kept.append((i, j, found))
+    rows_left = [i for i in rows if i not in rows_equal]
+    cols_left = [j for j in cols if j not in cols_equal]
+    if rows_left and cols_left:
+        if len(rows_left) > 1 or len(cols_left) > 1:
+            return None
+        last = pair(rows_left[0], cols_left[0])  # the one pair left: aligned when related
+        if last.related:
+            kept.append((rows_left[0], cols_left[0], last))
+    return sorted(kept, key=lambda pair_: pair_[0])
+
+
+def _failed_fields(x: Item, y: Item, pair: _ItemPair, name: str, path: str, config: JudgeConfig,
+                   knowledge: Knowledge | None) -> list[FieldResult]:
+    """The fields of an item pair that differ, compared again as :func:`_compare_item` did them."""
+    return [compare_field(key or name, x.get(key), y.get(key), config, x.currency, y.currency, knowledge,
+                          f"{path}.{key}" if key else path) for key in pair.failed]
+
+
+def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair],
+           probe: Callable[[int, int], _ItemPair | None] | None = None) -> list[tuple[int, int, _ItemPair]]:
     """The aligned items of ``a`` and ``b``: by position when ``ordered``, else one-to-one by
     most equal items, then most agreement (an optimal assignment: the items' order never
-    matters). Unordered, a pair sharing no equal field is no alignment: both items are left over."""
+    matters). Unordered, a pair sharing no equal field is no alignment: both items are left over.
+    ``probe``: ``pair``, or None as soon as a field differs: when the equal pairs decide the
+    alignment (:func:`_equal_pairs_decide`) the other pairs are compared up to their first
+    differing field only."""
     if ordered:
         return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))]
     # The solver breaks a tie between equally good alignments by position: it is given the items
     # in an order of their own content, so the one kept (and the per-field counts it makes) never
     # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
     # or 4, as one list was shuffled).
-    rows = sorted(range(len(a.items)), key=lambda i: repr(a.items[i].values))
-    cols = sorted(range(len(b.items)), key=lambda j: repr(b.items[j].values))
-    table = [[pair(i, j) for j in cols] for i in rows]
+    probed: dict[tuple[int, int], _ItemPair | None] = {}
+    if probe is not None:  # the one optimal alignment, whatever the order: no tie to break
+        decided = _equal_pairs_decide(range(len(a.items)), range(len(b.items)), pair, probe, probed)
+        if decided is not None:
+            return decided
+    rows = sorted(range(len(a.items)), key=lambda i: _content_order(a.items[i]))
+    cols = sorted(range(len(b.items)), key=lambda j: _content_order(b.items[j]))
+    table = [[probed.get((i, j)) or pair(i, j) for j in cols] for i in rows]
     # integers keep the solver exact: one equal item outweighs any sum of similarities. A pair
     # that is no alignment is worth nothing, so every optimal assignment keeps the same worth in
     # its kept pairs, whatever the lists' order (hypothesis found 56.9 vs 68.1 when it counted)
     benefit = [[_worth(p) for p in row] for row in table]
     kept = [(rows[r], cols[c], table[r][c]) for r, c in max_assignment(benefit) if table[r][c].related]
     return sorted(kept, key=lambda pair_: pair_[0])
+
+
+#: An item's place in the content order of :func:`_align`, by identity (the item kept beside it, so
+#: an id is never another's): an item is aligned in each direction, by the near-miss analysis and
+#: the field counts, and its repr was a tenth of a nested run's alignments.
+_ORDER: dict[int, tuple[Item, str]] = {}
+
+
+def _content_order(item: Item) -> str:
+    held = _ORDER.get(id(item))
+    if held is None or held[0] is not item:
+        if len(_ORDER) >= 50_000:
+            _ORDER.clear()
+        held = _ORDER[id(item)] = (item, repr(item.values))
+    return held[1]
 
 
 def _worth(p: _ItemPair) -> int:
@@ -528,9 +614,28 @@ def _item_name(n: int, item: Item) -> str:
 
 
 #: The last lists aligned, by identity (each kept with its key's objects, so an id is never
-#: another's): the alignment a reasoning explains.
+#: another's): the alignment a reasoning explains, and the one the field counts and the reports'
+#: closest-fact search read again (fieldscore.py; same knowledge, same alignment).
 _ALIGNED: dict[tuple[int, int, str, str, int, int],
                tuple[Items, Items, JudgeConfig, Knowledge | None, list[tuple[int, int, _ItemPair]]]] = {}
+
+
+def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
+                  knowledge: Knowledge | None) -> list[tuple[int, int, _ItemPair]]:
+    """:func:`_align` of two lists of ``name`` (``path``) compared with ``knowledge``, once for the
+    same lists, config and knowledge: explaining a comparison just made, or counting its fields,
+    aligns no item again (every item pair compared again doubled the cost of a fact with a list)."""
+    key = (id(a), id(b), name, path, id(config), id(knowledge))
+    kept = _ALIGNED.get(key)
+    if kept is not None and kept[0] is a and kept[1] is b and kept[2] is config and kept[3] is knowledge:
+        return kept[4]
+    aligned = _align(a, b, path in config.ordered,
+                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
+                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True))
+    if len(_ALIGNED) >= 5_000:
+        _ALIGNED.clear()
+    _ALIGNED[key] = (a, b, config, knowledge, aligned)
+    return aligned
 
 
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
@@ -539,18 +644,7 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     over; the detail names the items that differ and those left over (issue 34 item 1)."""
     if a.items and b.items and a.records != b.records:
         return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
-    # explaining a comparison just made: its alignment is kept (every item pair compared again
-    # doubled the cost of a fact with a list)
-    key = (id(a), id(b), name, path, id(config), id(knowledge))
-    kept = _ALIGNED.get(key)
-    if kept is not None and kept[0] is a and kept[1] is b and kept[2] is config and kept[3] is knowledge:
-        aligned = kept[4]
-    else:
-        aligned = _align(a, b, path in config.ordered,
-                         lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge))
-        if len(_ALIGNED) >= 1_000:
-            _ALIGNED.clear()
-        _ALIGNED[key] = (a, b, config, knowledge, aligned)
+    aligned = aligned_items(name, path, a, b, config, knowledge)
     only_a = [i for i in range(len(a.items)) if i not in {i for i, _, _ in aligned}]
     only_b = [j for j in range(len(b.items)) if j not in {j for _, j, _ in aligned}]
     ok = not only_a and not only_b and all(p.ok for _, _, p in aligned)
@@ -564,9 +658,10 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
         moved = "" if all(i == j for i, j, _ in aligned) else " (in another order)"
         return True, exact, score, f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
     parts = []
-    for i, _, p in aligned:
+    for i, j, p in aligned:
         if not p.ok:
-            differ = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail for f in p.failed)
+            differ = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail
+                               for f in _failed_fields(a.items[i], b.items[j], p, name, path, config, knowledge))
             parts.append(f"{_item_name(i, a.items[i])} {differ}")
     for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
         if left:

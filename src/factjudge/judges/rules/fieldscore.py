@@ -11,7 +11,7 @@ from typing import Any
 from ...core.fields import FieldComparer, Match
 from ...models import JudgeConfig
 from .closeness import preparer
-from .compare import Prepared, _align, _compare_item, absent, compare_field
+from .compare import Prepared, absent, aligned_items, compare_field
 from .normalize import Items
 
 
@@ -20,12 +20,12 @@ def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) ->
     pair with its fields' outcomes (a list inside an item aligned in turn)."""
     if a.items and b.items and a.records != b.records:
         return Match(False, items=())  # a list of records vs a list of values: nothing aligns
-    aligned = _align(a, b, path in config.ordered,
-                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, None))
+    # the near-miss analysis compared the same pair without knowledge too: its alignment is kept
+    aligned = aligned_items(name, path, a, b, config, None)
     pairs = []
     for i, j, pair in aligned:
         x, y = a.items[i], b.items[j]
-        failed = {f.name for f in pair.failed}
+        failed = set(pair.failed)  # a record's field keys
         fields: dict[str, Match] = {}
         if a.records:
             for key in dict.fromkeys((*x.values, *y.values)):
