@@ -33,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import report, synthetic_document
+from _common import report
+from eval_scale import write_dataset as write_flat  # the flat facts eval_scale.py judges
 
 PRODUCTS = ["Switch 8-port", "Router AX", "Patch panel", "Cable Cat6 2m", "Rack shelf", "Toner black",
             "Paper A4", "Desk lamp", "Monitor 27in", "Keyboard", "Mouse", "Dock USB-C", "Webcam HD"]
@@ -71,20 +72,6 @@ def write_invoices(path: Path, invoices: int, items: int) -> None:
                 predicted.append({**pred, "id": "p2", "number": f"X-{i}", "vendor": "Invented GmbH",
                                   "line_items": pred_items[:2]})
             fh.write(json.dumps({"doc_id": f"inv{i:05d}", "gold_facts": [gold], "predicted_facts": predicted}) + "\n")
-
-
-def write_flat(path: Path, docs: int, facts: int) -> None:
-    """benchmarks/eval_scale.py's dataset."""
-    with path.open("w", encoding="utf-8") as fh:
-        for i in range(docs):
-            gold, pred = synthetic_document(facts, seed=i)
-            rng = random.Random(i)
-            for p in rng.sample(pred, k=max(1, facts // 10)):
-                p["value"] = f"${rng.uniform(1, 5000):.1f} million"
-            pred.pop(rng.randrange(len(pred)))
-            pred.append({"id": "p_extra", "fact_type": "type_0", "entity": "Invented Co",
-                         "period": "FY2021", "value": "1.0", "unit": "USD"})
-            fh.write(json.dumps({"doc_id": f"d{i:05d}", "gold_facts": gold, "predicted_facts": pred}) + "\n")
 
 
 def gold_values(path: Path) -> int:
