@@ -44,6 +44,8 @@ _HOMES = {
 __all__ = list(_HOMES)
 
 
+# util.lazy.lazy_names does this for the subpackages; importing ``factjudge`` itself loads no
+# module of it but _version (tests/unit/test_public_api.py), so the package keeps its own two.
 def __getattr__(name: str) -> Any:
     if name not in _HOMES:
         raise AttributeError(f"module 'factjudge' has no attribute {name!r}")

@@ -8,10 +8,10 @@ both registries, and the kinds' own options as flags.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import JudgeSetupError
+from ..util.lazy import lazy_names
 from .base import Estimate, Judge, JudgeBase, JudgePass, JudgeTask, error_verdict
 
 if TYPE_CHECKING:
@@ -42,13 +42,4 @@ __all__ = ["JUDGE_KINDS", "BatchRequest", "Estimate", "HybridJudge", "Judge", "J
            "Sampling", "Transport", "build_judge", "error_verdict"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

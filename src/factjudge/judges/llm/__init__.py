@@ -2,8 +2,9 @@
 objects (:class:`Sampling`, :class:`Transport`, :class:`RetryPolicy`)."""
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ...util.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .judge import LLMJudge as LLMJudge
@@ -19,13 +20,4 @@ _HOMES = {"LLMJudge": "judge", "RetryPolicy": "retry", "Sampling": "settings", "
 __all__ = ["LLMJudge", "RetryPolicy", "Sampling", "Transport"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
