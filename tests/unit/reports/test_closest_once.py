@@ -143,12 +143,28 @@ def test_the_reports_reuse_the_lines_the_pass_parsed(tmp_path: Path, monkeypatch
         steady(t) for t in pages[9]]
 
 
+def _count_field_comparisons(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the fields the rules judge compares from now on, in order."""
+    from factjudge.judges.rules import closeness, compare
+
+    compared: list[str] = []
+    field = compare.compare_field
+
+    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
+        compared.append(name)
+        return field(name, *args, **kwargs)
+
+    monkeypatch.setattr(compare, "compare_field", counted)  # what compare_facts calls
+    monkeypatch.setattr(closeness, "compare_field", counted, raising=False)
+    return compared
+
+
 def test_closest_search_leaves_a_candidate_that_cannot_win(monkeypatch: pytest.MonkeyPatch) -> None:
     """The closest-fact search of every failing fact (finish_run's largest part) compares a
     candidate's fields only until it cannot beat the closest so far, and tries the likely closest
     first; it finds what the full ranking puts first."""
     from factjudge import run_judge
-    from factjudge.judges.rules import closeness, compare
+    from factjudge.judges.rules import closeness
     from factjudge.models import JudgeConfig
 
     gold = [{"id": "g1", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "role": "CEO",
@@ -160,15 +176,7 @@ def test_closest_search_leaves_a_candidate_that_cannot_win(monkeypatch: pytest.M
             {"id": "p3", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "role": "CEO",
              "city": "Bergen"}]
     line = {"doc_id": "d1", **run_judge(gold, pred, {}).to_dict()}
-    compared: list[str] = []
-    field = compare.compare_field
-
-    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
-        compared.append(name)
-        return field(name, *args, **kwargs)
-
-    monkeypatch.setattr(compare, "compare_field", counted)  # what compare_facts calls
-    monkeypatch.setattr(closeness, "compare_field", counted, raising=False)
+    compared = _count_field_comparisons(monkeypatch)
     found = rows.closest_detail(line, ("FN",))
     # p3 in full (4 fields); p1 and p2 left at their second differing field: 12 comparisons before
     assert len(compared) == 8
@@ -182,21 +190,12 @@ def test_closest_search_compares_a_pair_of_values_once(monkeypatch: pytest.Monke
     """A run's documents repeat values (companies, periods): their normal forms are shared, and
     the closest-fact search compares a pair of them once a run, not once a document."""
     from factjudge import run_judge
-    from factjudge.judges.rules import closeness, compare
 
     gold = [{"id": "g1", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "city": "Oslo"}]
     pred = [{"id": "p1", "fact_type": "role", "company": "Acme Corp", "person": "Ann Lee", "city": "Rome"}]
     first = {"doc_id": "d1", **run_judge(gold, pred, {}).to_dict()}
     again = {**first, "doc_id": "d2"}  # a run's lines share their config (RunFolder.with_config)
-    compared: list[str] = []
-    field = compare.compare_field
-
-    def counted(name: str, *args: Any, **kwargs: Any) -> Any:
-        compared.append(name)
-        return field(name, *args, **kwargs)
-
-    monkeypatch.setattr(compare, "compare_field", counted)  # what compare_facts calls
-    monkeypatch.setattr(closeness, "compare_field", counted, raising=False)
+    compared = _count_field_comparisons(monkeypatch)
     found = rows.closest_detail(first)
     # g1 against p1 and p1 against g1: the equal company and person once, Oslo/Rome each way (6 before)
     assert sorted(compared) == ["city", "city", "company", "person"]
