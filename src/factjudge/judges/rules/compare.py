@@ -569,15 +569,15 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     differing field only."""
     if ordered:
         return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))]
-    # The solver breaks a tie between equally good alignments by position: it is given the items
-    # in an order of their own content, so the one kept (and the per-field counts it makes) never
-    # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
-    # or 4, as one list was shuffled).
     probed: dict[tuple[int, int], _ItemPair | None] = {}
     if probe is not None:  # the one optimal alignment, whatever the order: no tie to break
         decided = _equal_pairs_decide(range(len(a.items)), range(len(b.items)), pair, probe, probed)
         if decided is not None:
             return decided
+    # The solver breaks a tie between equally good alignments by position: it is given the items
+    # in an order of their own content, so the one kept (and the per-field counts it makes) never
+    # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
+    # or 4, as one list was shuffled).
     rows = sorted(range(len(a.items)), key=lambda i: _content_order(a.items[i]))
     cols = sorted(range(len(b.items)), key=lambda j: _content_order(b.items[j]))
     table = [[probed.get((i, j)) or pair(i, j) for j in cols] for i in rows]
@@ -645,8 +645,9 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     if a.items and b.items and a.records != b.records:
         return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
     aligned = aligned_items(name, path, a, b, config, knowledge)
-    only_a = [i for i in range(len(a.items)) if i not in {i for i, _, _ in aligned}]
-    only_b = [j for j in range(len(b.items)) if j not in {j for _, j, _ in aligned}]
+    kept_a, kept_b = {i for i, _, _ in aligned}, {j for _, j, _ in aligned}
+    only_a = [i for i in range(len(a.items)) if i not in kept_a]
+    only_b = [j for j in range(len(b.items)) if j not in kept_b]
     ok = not only_a and not only_b and all(p.ok for _, _, p in aligned)
     longest = max(len(a.items), len(b.items))
     # from the worth the alignment maximised, so ties between optimal alignments score alike
