@@ -41,6 +41,10 @@ JUDGE_CALIBRATION_OPT = typer.Option(
     None, "--judge-calibration", help="A judge calibration (the JSON of 'factjudge calibrate -o', made "
     "with this judge and config): also report precision, recall and F1 corrected for the judge's "
     "measured link errors, with 95% intervals.")
+WORKERS_OPT = typer.Option(
+    "auto", "--workers", metavar="N|auto", help="Processes judging the documents with the rules judge "
+    "(auto: one per core from 200 documents, else 1). An LLM judge asks its questions concurrently in "
+    "one process (--concurrency).")
 DOCUMENTS_OPT = typer.Option(
     None, "--documents", help="The documents' texts, one per line {\"doc_id\", \"text\"} (default: the "
     "text the inputs carry, if any): each prediction is checked against its text (found in the "
@@ -86,6 +90,7 @@ def eval_cmd(
     quiet: bool = QUIET_OPT,
     judge_calibration: Path | None = JUDGE_CALIBRATION_OPT,
     documents: Path | None = DOCUMENTS_OPT,
+    workers: str = WORKERS_OPT,
     *,
     opts: JudgeOptions,
     gate: Gate,
@@ -97,6 +102,7 @@ def eval_cmd(
     Run it again after an interruption: finished documents are kept, the rest are judged."""
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
+    processes = _workers(workers)
     data = _open_input(dataset, gold, predicted, input_format, gold_format, predicted_format)
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
                               zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
@@ -107,12 +113,26 @@ def eval_cmd(
             check_batch(batch_opts, opts)
         # the one request of the run: the config parsed once, for every way of running
         req = EvalRequest(data, str(dataset or gold), opts.config(config), opts, output_dir, calibrated,
-                          skip_invalid=skip_invalid, overwrite=overwrite, quiet=quiet, gate=gate)
+                          skip_invalid=skip_invalid, overwrite=overwrite, quiet=quiet, gate=gate,
+                          workers=processes)
         return _eval(req, batch_opts)
 
     run_command(lambda: _tracked(mlflow, run),
                 interrupted=f"finished documents are in {output_dir / RESULTS}; run the same "
                 "command again to judge the rest", after=f"; finished documents are in {output_dir / RESULTS}")
+
+
+def _workers(value: str) -> int | None:
+    """``--workers``: a number of processes, or None for auto."""
+    if value == "auto":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise fail(f"--workers {value!r}: give a number of processes (1 or more) or auto")
+    return n
 
 
 def _open_input(dataset: Path | None, gold: Path | None, predicted: Path | None, input_format: str | None,
@@ -163,6 +183,8 @@ def _eval(req: EvalRequest, batch: BatchOptions = NO_BATCH) -> int:
     if batch.wanted:  # --batch-export / --batch (cli/batch_cmd.py); --batch then finishes live, below
         return run_batch_eval(batch, req, live=lambda: _eval(req))
     if ray_active():  # --ray: the documents are judged by Ray workers (cli/ray_cmd.py)
+        if req.workers is not None:
+            raise fail("--workers and --ray: give one (with --ray, Ray's workers judge the documents)")
         return eval_on_ray(req)
     return _live(req)
 
@@ -179,6 +201,7 @@ def _live(req: EvalRequest) -> int:
             with progress:
                 return await evaluate_async(
                     req.data, req.config, judge, req.output_dir, concurrency=req.judge.concurrency,
-                    skipped=problems, progress=progress, settings=req.settings, overwrite=req.overwrite)
+                    skipped=problems, progress=progress, settings=req.settings, overwrite=req.overwrite,
+                    workers=req.workers)
 
     return finish(req, asyncio.run(run()), problems, started)

@@ -43,6 +43,9 @@ class EvalRequest:
     overwrite: bool = False
     quiet: bool = False
     gate: Gate = Gate()
+    #: ``--workers``: processes judging the documents; None: auto
+    #: (:func:`~factjudge.evaluation.workers.auto_workers`).
+    workers: int | None = None
 
     @property
     def spec(self) -> JudgeSpec:
@@ -53,6 +56,10 @@ def prepare(req: EvalRequest, spec: JudgeSpec | None = None) -> tuple[Judge, lis
     """The start of every way of running eval: the judge (of ``spec``, default the request's)
     built and every line scanned, before any call."""
     judge = build_spec(spec or req.spec, req.config)
+    if req.workers is not None and req.workers != 1:  # refused before the scan, not after it
+        from ..evaluation.workers import check_workers
+
+        check_workers(req.workers, judge)
     return judge, scan(req.data, req.name, req.config, judge, req.skip_invalid)
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from .._version import __version__
 from ..core.aggregate import REPORT_ROWS, Aggregator, Summary, ZeroDivision, doc_stats
@@ -88,6 +88,10 @@ class RunProgress(ProgressObserver, Protocol):
 
     def on_document(self, doc_id: str) -> None:
         """A document was judged and its result line written."""
+
+    def on_answers(self, answered: int, cache_hits: int = 0, errors: int = 0) -> None:
+        """A document's questions answered where no verdict reaches this process (``workers``
+        above 1: each worker's own), before its :meth:`on_document`."""
 
 
 async def judge_documents(
@@ -531,34 +535,70 @@ async def evaluate_async(
     skipped: Sequence[Problem] = (),
     progress: RunProgress | None = None,
     overwrite: bool = False,
+    workers: int | None = 1,
 ) -> EvalRun:
     """Judge a ``dataset`` scanned with ``input_salt(config, judge)`` into ``out_dir``
-    (results.jsonl, summary.json, reports).
+    (results.jsonl, summary.json, reports); ``workers`` > 1 judges the documents in that many
+    processes (the rules judge only: :func:`~factjudge.evaluation.workers.check_workers`), None
+    as many as it pays (:func:`~factjudge.evaluation.workers.auto_workers`).
 
     ``progress`` hears of the run's start, every question and every finished document. A folder
     holding another run's results (other inputs, config or judge) is refused unless
     ``overwrite``; one that another run is writing is refused."""
+    if workers is not None and workers != 1:
+        from .workers import check_workers
+
+        check_workers(workers, judge)
     store, todo, reused = open_run(dataset, out_dir, manifest=run_manifest(dataset, config, judge),
                                    overwrite=overwrite)
     try:
         if progress:
             progress.on_start(len(todo), len(reused), sum(i.questions for i in todo))
-        hashes = {i.doc_id: i.input_sha256 for i in todo}
-        documents = as_scanned(dataset.documents(skip=reused), todo, input_salt(config, judge),
-                               dataset.sources)
-        with store.path.open("ab") as fh:
-            def finished(doc: Document, result: JudgeResult) -> None:
-                store.append(fh, doc.doc_id, hashes[doc.doc_id], result)
-                if progress:
-                    progress.on_document(doc.doc_id)
+        if workers is None:
+            from .workers import auto_workers
 
-            await judge_documents(documents, config, judge, finished, concurrency=concurrency,
-                                  progress=progress)
+            workers = auto_workers(judge, len(todo))
+        with store.path.open("ab") as fh:
+            if workers > 1 and todo:
+                await _judge_in_processes(dataset, todo, reused, config, judge, workers, store, fh, progress)
+            else:
+                hashes = {i.doc_id: i.input_sha256 for i in todo}
+
+                def finished(doc: Document, result: JudgeResult) -> None:
+                    store.append(fh, doc.doc_id, hashes[doc.doc_id], result)
+                    if progress:
+                        progress.on_document(doc.doc_id)
+
+                documents = as_scanned(dataset.documents(skip=reused), todo, input_salt(config, judge),
+                                       dataset.sources)
+                await judge_documents(documents, config, judge, finished, concurrency=concurrency,
+                                      progress=progress)
         created = store.created if not todo else None  # nothing new: the results keep their time
         summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created)
     finally:
         store.close()
     return EvalRun(summary, judged=len(todo), reused=len(reused))
+
+
+async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused: frozenset[str],
+                              config: JudgeConfig, judge: Judge, workers: int, store: ResultStore,
+                              fh: IO[bytes], progress: RunProgress | None) -> None:
+    """The documents still to judge, judged in ``workers`` processes (:mod:`.workers`), their
+    lines appended to ``store`` in dataset order."""
+    from .workers import Line, judge_in_processes  # multiprocessing: only for --workers
+
+    questions = {i.doc_id: i.questions for i in todo}
+
+    def finished(line: Line) -> None:
+        store.append_line(fh, line.doc_id, line.input_sha256, line.data, line.errors)
+        if progress:  # no verdict crosses from a worker: its answers are counted a document at a time
+            progress.on_answers(questions[line.doc_id], 0, line.errors)
+            progress.on_document(line.doc_id)
+
+    pairs = ((doc, info.input_sha256) for doc, info in in_scan_order(dataset.documents(skip=reused), todo,
+                                                                    dataset.sources))
+    await judge_in_processes(pairs, config, judge, input_salt(config, judge), workers, finished,
+                             lambda detail: _changed(dataset.sources, detail))
 
 
 def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str,
@@ -570,15 +610,26 @@ def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str
     summary is written, so nothing passes for a finished run. Hashing a document again costs
     0.27 ms at 20 facts a side (measured over 2,000 such documents), some 3% of the rules
     judge's 8 ms a document and nothing beside an LLM call."""
+    for doc, info in in_scan_order(documents, todo, sources):
+        if doc_hash(salt, doc) != info.input_sha256:
+            raise _changed(sources, f"document {info.doc_id!r} is not what the scan read")
+        yield doc
+
+
+def in_scan_order(documents: Iterable[Document], todo: Sequence[DocInfo],
+                  sources: Sequence[str]) -> Iterator[tuple[Document, DocInfo]]:
+    """``documents`` each with its scan (``todo``, in the same order), or a one-line InputError
+    when they are not the documents the scan read (their ids; :func:`as_scanned` checks their
+    hashes too)."""
     read = iter(documents)
     for info in todo:
         try:
             doc = next(read, None)
         except InputError as exc:  # the scan found every line valid: the file changed
             raise _changed(sources, f"{exc}") from None
-        if doc is None or doc.doc_id != info.doc_id or doc_hash(salt, doc) != info.input_sha256:
+        if doc is None or doc.doc_id != info.doc_id:
             raise _changed(sources, f"document {info.doc_id!r} is not what the scan read")
-        yield doc
+        yield doc, info
 
 
 def _changed(sources: Sequence[str], detail: str) -> InputError:
@@ -597,13 +648,16 @@ def evaluate_dataset(
     overwrite: bool = False,
     settings: ReportSettings = ReportSettings(),
     input_format: str | None = None,
+    workers: int | None = 1,
 ) -> EvalRun:
     """Evaluate a dataset in one call, as ``factjudge eval`` does: ``dataset`` is a ``.jsonl`` of
     documents or a ``(gold, predicted)`` pair of fact files with ``doc_id`` (read in the format
     named by ``input_format``, a name of :data:`factjudge.io.formats.FORMATS`, else by suffix); ``config`` a
     :class:`JudgeConfig`, a mapping or a config file; ``judge`` defaults to the rules judge and is
     closed at the end. With ``out_dir`` the folder is written (and resumed) like the CLI's;
-    without, the result lines come back in ``EvalRun.results``. Bad lines raise
+    without, the result lines come back in ``EvalRun.results``. ``workers``: processes judging
+    the documents (the rules judge only; None: one per core from 200 documents, as the CLI's
+    default ``--workers auto``). Bad lines raise
     :class:`InputError` (the first one named) unless ``skip_invalid``."""
     from ..judges.rules.judge import RulesJudge  # the default judge, loaded only when it is used
 
@@ -620,7 +674,8 @@ def evaluate_dataset(
     async def run(folder: Path) -> EvalRun:
         async with the_judge:
             return await evaluate_async(data, cfg, the_judge, folder, concurrency=concurrency,
-                                        settings=settings, skipped=problems, overwrite=overwrite)
+                                        settings=settings, skipped=problems, overwrite=overwrite,
+                                        workers=workers)
 
     if out_dir is not None:
         outcome = run_sync(lambda: run(Path(out_dir)))

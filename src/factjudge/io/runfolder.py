@@ -418,15 +418,17 @@ class ResultStore:
         return hit is not None and hit.input_sha256 == info.input_sha256 and hit.errors == 0
 
     def append(self, fh: IO[bytes], doc_id: str, input_sha256: str, result: JudgeResult) -> None:
-        # the config is the run's (run.json, summary.json): the readers put it back on a line
-        line = {"doc_id": doc_id, "input_sha256": input_sha256,
-                **result.model_dump(mode="json", exclude={"config"})}
-        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+        self.append_line(fh, doc_id, input_sha256, result_line(doc_id, input_sha256, result),
+                         result.metrics.errors)
+
+    def append_line(self, fh: IO[bytes], doc_id: str, input_sha256: str, data: bytes, errors: int) -> None:
+        """Append a document's line as :func:`result_line` wrote it (in this process or another),
+        ``errors`` its ERROR facts."""
         offset = fh.tell()
         fh.write(data)
         fh.flush()  # a killed process keeps every finished line
         # line number 0: not known without counting the lines (only error messages use it)
-        self.index[doc_id] = LineRef(offset, 0, input_sha256, result.metrics.errors)
+        self.index[doc_id] = LineRef(offset, 0, input_sha256, errors)
 
     def rewrite(self, order: Sequence[DocInfo]) -> Iterator[dict[str, Any]]:
         """Rewrite the file atomically in dataset order, yielding each line parsed. Once done,
@@ -449,6 +451,13 @@ class ResultStore:
             raise
         out.commit()
         self.index = moved
+
+
+def result_line(doc_id: str, input_sha256: str, result: JudgeResult) -> bytes:
+    """A document's line of ``results.jsonl``, newline included."""
+    # the config is the run's (run.json, summary.json): the readers put it back on a line
+    line = {"doc_id": doc_id, "input_sha256": input_sha256, **result.model_dump(mode="json", exclude={"config"})}
+    return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def read_eval_dir(out_dir: Path) -> dict[str, tuple[tuple[int, int, int, int], str]]:

@@ -1,0 +1,196 @@
+"""A dataset's documents judged in several processes (``eval --workers N``).
+
+The rules judge is bound by the CPU: one process judges a 20-fact document in ~3 ms and leaves
+every other core idle. With ``workers`` > 1, the documents still to judge go in chunks to that many
+processes forked from this one: they inherit the judge, its knowledge and the imported modules, so
+nothing is built twice, and each judges its chunks with
+:func:`~factjudge.evaluation.pipeline.judge_checked` exactly as one process would, checks each
+document against its scan, and sends back the document's line of ``results.jsonl``. This process
+appends the lines in dataset order as they come (a killed run keeps every finished chunk), then
+:func:`~factjudge.evaluation.runner.finish_run` builds the summary and the reports as ever: the
+files are the same whichever way the documents were judged (``usage`` seconds aside).
+
+Only the rules judge runs so (:func:`check_workers`): an LLM judge waits on its server, and its
+questions are concurrent in one process already (``--concurrency``); its sockets cannot cross a
+fork. Forking needs a POSIX system (Linux, macOS); elsewhere ``--workers`` above 1 is refused.
+"""
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from ..errors import InputError
+from ..io.datasets import Document
+from ..io.runfolder import result_line
+from ..io.scan import doc_hash
+from ..judges.base import Judge
+from ..models import JudgeConfig
+from .pipeline import judge_checked
+
+#: Documents per task sent to a worker: large enough that sending them and their lines back is
+#: small beside judging them (~3 ms a 20-fact document), small enough that the last chunks of a
+#: run finish together.
+CHUNK = 25
+#: Chunks waiting per worker: one being judged, one queued, so no worker waits on this process.
+AHEAD = 2
+#: Below this many documents to judge, ``workers="auto"`` keeps to one process: starting the
+#: workers (a fork each) and sending the documents cost more than they save.
+AUTO_MIN_DOCUMENTS = 200
+
+
+def cpu_count() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS has no affinity
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def check_workers(workers: int, judge: Judge) -> None:
+    """Refuse ``workers`` (> 1) where processes cannot help or cannot be started."""
+    if workers < 1:
+        raise InputError("--workers must be at least 1 (or auto)")
+    if workers == 1:
+        return
+    from ..judges.rules.judge import RulesJudge  # what the run uses already
+
+    if not isinstance(judge, RulesJudge):
+        raise InputError(f"--workers {workers}: only the rules judge is judged in several processes; "
+                         f"the {judge.name!r} judge's questions are asked concurrently in one "
+                         "(--concurrency)")
+    if not can_fork():
+        raise InputError(f"--workers {workers}: needs a system that can fork processes (Linux, macOS)")
+
+
+def auto_workers(judge: Judge, documents: int) -> int:
+    """What ``--workers auto`` (the default) means for this run: a process per core for the
+    rules judge on a dataset large enough to gain from them, else one."""
+    from ..judges.rules.judge import RulesJudge
+
+    if not isinstance(judge, RulesJudge) or documents < AUTO_MIN_DOCUMENTS or not can_fork():
+        return 1
+    return max(1, min(cpu_count(), documents // CHUNK))
+
+
+@dataclass(frozen=True)
+class Line:
+    """What a worker sends back for a document: its results line and what the run counts of it."""
+
+    doc_id: str
+    input_sha256: str
+    data: bytes
+    errors: int
+
+
+# What a forked worker judges with: set once in each worker by _start (inherited through the
+# fork, never pickled: a judge need not be picklable).
+_WORKER: dict[str, Any] = {}
+
+
+def _start(config: JudgeConfig, judge: Judge, salt: str) -> None:
+    # Ctrl-C goes to the whole process group: this process's parent stops the run and says so;
+    # a worker hit by it would print its own traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # forked from inside the parent's running event loop: that loop is not this process's
+    asyncio.events._set_running_loop(None)
+    _WORKER.update(config=config, judge=judge, salt=salt, loop=asyncio.new_event_loop())
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """A worker whose parent was killed (SIGKILL: no chance to stop its pool) waits on a queue
+    that never ends: it leaves on its own within a second."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+#: What a worker sends back for a chunk: the documents' lines, and the doc_id of a document that is
+#: not what the scan read (the chunk stops there), if any.
+Chunk = tuple[list[Line], str | None]
+
+
+def _judge_chunk(docs: list[tuple[Document, str]]) -> Chunk:
+    """Judge a chunk in a worker: each document's line, up to the first document that is not what
+    the scan read (the input changed during the run), whose doc_id comes second."""
+    config, judge, salt, loop = _WORKER["config"], _WORKER["judge"], _WORKER["salt"], _WORKER["loop"]
+    out: list[Line] = []
+    for doc, sha in docs:
+        if doc_hash(salt, doc) != sha:
+            return out, doc.doc_id
+        result = loop.run_until_complete(judge_checked(doc.gold, doc.predicted, config, judge,
+                                                       concurrency=1, doc_id=doc.doc_id))
+        out.append(Line(doc.doc_id, sha, result_line(doc.doc_id, sha, result), result.metrics.errors))
+    return out, None
+
+
+async def judge_in_processes(documents: Iterable[tuple[Document, str]], config: JudgeConfig, judge: Judge,
+                             salt: str, workers: int, on_line: Callable[[Line], None],
+                             changed: Callable[[str], InputError]) -> None:
+    """Judge ``documents`` (each with its input hash from the scan) in ``workers`` forked
+    processes; ``on_line`` gets each document's line in dataset order; ``changed(detail)`` is the
+    error for a document that is not what the scan read. However the run ends, no worker is left
+    running: stopped (Ctrl-C, an error), the workers are killed, their chunks unfinished."""
+    loop = asyncio.get_running_loop()
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start, initargs=(config, judge, salt))
+    pending: deque[asyncio.Future[Chunk]] = deque()
+
+    def submit(chunk: list[tuple[Document, str]]) -> asyncio.Future[Chunk]:
+        done: asyncio.Future[Chunk] = loop.create_future()
+        pool.apply_async(_judge_chunk, (chunk,),
+                         callback=lambda r: loop.call_soon_threadsafe(_settle, done, r, None),
+                         error_callback=lambda e: loop.call_soon_threadsafe(_settle, done, None, e))
+        return done
+
+    finished = False
+    try:
+        for chunk in _chunks(iter(documents), CHUNK):
+            pending.append(submit(chunk))
+            if len(pending) >= AHEAD * workers:
+                _take(await pending.popleft(), on_line, changed)
+        while pending:
+            _take(await pending.popleft(), on_line, changed)
+        finished = True
+    finally:
+        if finished:
+            pool.close()
+        else:
+            pool.terminate()
+        pool.join()
+
+
+def _settle(done: asyncio.Future[Chunk], result: Chunk | None, error: BaseException | None) -> None:
+    if done.cancelled():
+        return
+    if error is not None:
+        done.set_exception(error)
+    else:
+        assert result is not None
+        done.set_result(result)
+
+
+def _take(done: Chunk, on_line: Callable[[Line], None],
+          changed: Callable[[str], InputError]) -> None:
+    lines, not_scanned = done
+    for line in lines:  # the documents judged before a changed one are kept, as in one process
+        on_line(line)
+    if not_scanned is not None:
+        raise changed(f"document {not_scanned!r} is not what the scan read")
+
+
+def _chunks(items: Iterator[tuple[Document, str]], size: int) -> Iterator[list[tuple[Document, str]]]:
+    while chunk := list(islice(items, size)):
+        yield chunk

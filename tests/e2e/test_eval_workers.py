@@ -1,0 +1,166 @@
+"""``eval --workers N``: the rules judge in several forked processes writes the files one process
+writes (issue #39), refuses what it cannot do in one line, and keeps what a one-process run keeps
+when the input changes or the run is stopped."""
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from evalkit import DOCS, read_lines, run_cli, write_jsonl
+
+from factjudge import JudgeBase, evaluate_dataset
+from factjudge.errors import InputError
+from factjudge.evaluation import workers as workers_mod
+from factjudge.evaluation.runner import evaluate_async, input_salt
+from factjudge.io.config import parse_config
+from factjudge.io.datasets import JsonlDataset
+from factjudge.judges.rules.judge import RulesJudge
+
+pytestmark = pytest.mark.skipif(not workers_mod.can_fork(), reason="--workers needs fork (Linux, macOS)")
+
+CONFIG = {"entity_types": ["revenue", "ceo"]}
+
+
+def documents(n):
+    """``n`` documents of every outcome: a match written another way, a wrong value, a miss, a
+    spurious fact, a duplicate, an out-of-scope fact."""
+    docs = []
+    for i in range(n):
+        gold = [{"id": f"g{i}-1", "fact_type": "revenue", "company": f"Company {i % 37}", "value": f"{i}.5 million"},
+                {"id": f"g{i}-2", "fact_type": "ceo", "name": f"Person {i % 11}"},
+                {"id": f"g{i}-3", "fact_type": "revenue", "company": "Other", "value": str(i % 7)},
+                {"id": f"g{i}-4", "fact_type": "auditor", "name": "KPMG"}]
+        pred = [{"id": f"p{i}-1", "fact_type": "revenue", "company": f"company {i % 37} inc.", "value": f"{i}.5m"},
+                {"id": f"p{i}-2", "fact_type": "ceo", "name": f"Person {(i + i % 3) % 11}"},
+                {"id": f"p{i}-3", "fact_type": "revenue", "company": "Someone", "value": "12"},
+                {"id": f"p{i}-4", "fact_type": "ceo", "name": f"Person {i % 11}"}]
+        docs.append({"doc_id": f"d{i:04d}", "gold_facts": gold, "predicted_facts": pred})
+    return docs
+
+
+TIMING = [(re.compile(r'"seconds": [0-9.]+'), '"seconds": X'),
+          (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"), "TIME"),
+          (re.compile(r"(seconds[^|<]*\| )[0-9.]+"), r"\1X"),
+          (re.compile(r'(seconds[^<]*</td><td class="num">)[0-9.]+'), r"\1X")]
+
+
+def without_timing(text):
+    """A file's text without what two runs of the same code differ in: seconds and times."""
+    for pattern, repl in TIMING:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def files(folder):
+    return {name: without_timing((folder / name).read_text(encoding="utf-8"))
+            for name in ("results.jsonl", "summary.json", "report.md", "report.html", "review.html")}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    # 3 x CHUNK + 10 documents: four chunks, the last one short
+    return write_jsonl(tmp_path_factory.mktemp("w") / "data.jsonl", documents(3 * workers_mod.CHUNK + 10))
+
+
+def test_two_workers_write_the_files_one_process_writes(dataset, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    one = run_cli("eval", dataset, "-c", config, "-o", tmp_path / "one", "--workers", "1")
+    two = run_cli("eval", dataset, "-c", config, "-o", tmp_path / "two", "--workers", "2")
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    assert files(tmp_path / "one") == files(tmp_path / "two")
+    lines = read_lines(tmp_path / "two" / "results.jsonl")
+    assert [x["doc_id"] for x in lines] == [f"d{i:04d}" for i in range(3 * workers_mod.CHUNK + 10)]
+    statuses = {f["factjudge"]["status"] for x in lines for f in x["gold_facts"] + x["predicted_facts"]}
+    assert statuses == {"TP", "FN", "FP", "OUT_OF_SCOPE"}  # every outcome went through the workers
+
+
+class PidRules(RulesJudge):
+    """The rules judge, saying in each verdict's note which process decided it."""
+
+    def decide(self, task, index=None):
+        verdict, exact = super().decide(task, index)
+        return verdict.model_copy(update={"note": f"pid {os.getpid()}"}), exact
+
+
+def test_the_documents_are_judged_in_other_processes_and_a_resumed_run_reuses_them(dataset, tmp_path):
+    first = evaluate_dataset(dataset, CONFIG, PidRules(), tmp_path / "out", workers=2)
+    pids = {f["factjudge"]["description"] for x in read_lines(tmp_path / "out" / "results.jsonl")
+            for f in x["gold_facts"] if f["factjudge"]["status"] == "FN"}
+    assert first.judged == 3 * workers_mod.CHUNK + 10
+    assert len(pids) == 2 and f"pid {os.getpid()}" not in pids  # two workers, neither this process
+    again = evaluate_dataset(dataset, CONFIG, PidRules(), tmp_path / "out", workers=2)
+    assert (again.judged, again.reused) == (0, first.judged)
+
+
+def test_auto_uses_a_process_per_core_for_the_rules_judge_on_a_large_dataset():
+    rules = RulesJudge()
+    assert workers_mod.auto_workers(rules, workers_mod.AUTO_MIN_DOCUMENTS - 1) == 1
+    assert workers_mod.auto_workers(rules, 100_000) == workers_mod.cpu_count()
+
+    class Other(JudgeBase):  # a judge of the user's own
+        name = "mine"
+
+        async def judge(self, task):  # pragma: no cover  (never asked here)
+            raise AssertionError
+
+    assert workers_mod.auto_workers(Other(), 100_000) == 1
+    with pytest.raises(InputError, match=r"^--workers 2: only the rules judge .* 'mine' judge's questions"):
+        workers_mod.check_workers(2, Other())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "0"], "--workers '0': give a number of processes (1 or more) or auto"),
+    (["--workers", "two"], "--workers 'two': give a number of processes (1 or more) or auto"),
+    (["--workers", "2", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"],
+     "--workers 2: only the rules judge is judged in several processes; the 'llm' judge's questions "
+     "are asked concurrently in one (--concurrency)"),
+    (["--workers", "2", "--ray"], "--workers and --ray: give one (with --ray, Ray's workers judge the documents)"),
+])
+def test_what_workers_cannot_do_is_one_line_before_any_file(dataset, tmp_path, args, message):
+    proc = run_cli("eval", dataset, "-o", tmp_path / "out", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"factjudge: error: {message}"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_document_changed_during_the_run_keeps_those_before_it(tmp_path):
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS)
+    config, judge = parse_config(CONFIG), RulesJudge()
+    ds = JsonlDataset(data)
+    assert ds.scan(config, input_salt(config, judge)) == []
+    changed = [dict(d) for d in DOCS]
+    changed[3] = {**DOCS[3], "gold_facts": [dict(DOCS[3]["gold_facts"][0], value="7")]}  # D: same length
+    write_jsonl(data, changed)
+    with pytest.raises(InputError, match=r"changed while eval ran \(document 'D' is not what the scan read\)"):
+        asyncio.run(evaluate_async(ds, config, judge, tmp_path / "out", workers=2))
+    assert [x["doc_id"] for x in read_lines(tmp_path / "out" / "results.jsonl")] == ["A", "B", "C"]
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+def test_ctrl_c_stops_the_workers_too(tmp_path):
+    data = write_jsonl(tmp_path / "data.jsonl", documents(3000))
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "factjudge", "eval", str(data), "-o", str(out), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            # Ctrl-C as at a terminal, even when this suite runs in the background
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 60
+    results = out / "results.jsonl"
+    while not (results.exists() and results.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)  # the whole process group, as a terminal sends it
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "run the same command again to judge the rest" in stderr
+    assert not (out / "summary.json").exists()
+    time.sleep(0.5)
+    alive = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert alive == []  # no worker left running
+    lines = read_lines(results)  # every line written is whole
+    assert 0 < len(lines) < 3000
