@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ServerProcess, report, synthetic_document
+from _common import ServerProcess, report, synthetic_document, user_env
 
 
 def write_dataset(path: Path, docs: int, facts: int) -> None:
@@ -49,7 +49,7 @@ def write_dataset(path: Path, docs: int, facts: int) -> None:
 def run_eval(args: list[str]) -> tuple[float, float, float, dict]:
     """Wall seconds, peak RSS (MB) and CPU seconds of the eval process, and its summary."""
     out = Path(args[args.index("-o") + 1])
-    env = {**os.environ, "OPENAI_API_KEY": "unused"}
+    env = user_env(OPENAI_API_KEY="unused")
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "factjudge", "eval", *args, "-q"], env=env)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import aiohttp
-from _common import ROOT, ServerProcess, report, synthetic_document
+from _common import ROOT, ServerProcess, report, synthetic_document, user_env
 
 from factjudge import LLMJudge, load_config
 from factjudge.core.scope import compared_fields, in_scope_facts
@@ -138,7 +138,8 @@ def run_cli(data: Path, base_url: str, concurrency: int, backend: str) -> tuple[
         cpu0, t0 = children_cpu(), time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "factjudge", "eval", str(data), "--model", "bench",
                                "--base-url", base_url, "--concurrency", str(concurrency), "--no-cache",
-                               "--backend", backend, "-q", "-o", out], capture_output=True, text=True)
+                               "--backend", backend, "-q", "-o", out], capture_output=True, text=True,
+                              env=user_env())
         wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
         assert proc.returncode == 0, proc.stderr
         summary = json.loads((Path(out) / "summary.json").read_text())

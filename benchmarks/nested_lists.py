@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import report
+from _common import report, user_env
 from eval_scale import write_dataset as write_flat  # the flat facts eval_scale.py judges
 
 PRODUCTS = ["Switch 8-port", "Router AX", "Patch panel", "Cable Cat6 2m", "Rack shelf", "Toner black",
@@ -91,9 +91,7 @@ def run_eval(args: list[str], src: str | None) -> tuple[float, float, float, dic
     """Wall seconds, CPU seconds and peak RSS (MB) of the eval process, and its summary. CPU time
     is the figure to compare on a busy machine: wall time there varies by a third between runs."""
     out = Path(args[args.index("-o") + 1])
-    env = dict(os.environ)
-    if src:
-        env["PYTHONPATH"] = src
+    env = user_env(src)
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "factjudge", "eval", *args, "-q"], env=env)
     _, status, usage = os.wait4(proc.pid, 0)
