@@ -76,6 +76,7 @@ class Browser:
         self.loop = asyncio.new_event_loop()
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
+        self.tabs: dict[bool, str] = {}
         try:
             self.session, self.ws = self.loop.run_until_complete(self._connect(address))
         except BaseException:
@@ -114,44 +115,54 @@ class Browser:
             if "method" in msg:
                 self.events.append(msg)
 
-    async def _load(self, url: str, width: int, height: int, budget: int | None, hide_scrollbars: bool,
-                    screenshot: bool) -> Loaded:
-        context = (await self._send("Target.createBrowserContext"))["browserContextId"]
-        try:
-            target = (await self._send("Target.createTarget", url="about:blank",
-                                       browserContextId=context))["targetId"]
+    async def _tab(self, virtual_time: bool) -> str:
+        """The session of the kept tab for loads with (or without) a virtual-time budget: once a
+        tab runs on virtual time it cannot go back to real time."""
+        if virtual_time not in self.tabs:
+            target = (await self._send("Target.createTarget", url="about:blank"))["targetId"]
             sid = (await self._send("Target.attachToTarget", targetId=target, flatten=True))["sessionId"]
             for domain in ("Page", "Runtime", "Log"):
                 await self._send(f"{domain}.enable", sid)
-            # the viewport --window-size gave (window.innerWidth == width)
-            await self._send("Emulation.setDeviceMetricsOverride", sid, width=width, height=height,
-                             deviceScaleFactor=1, mobile=False)
-            if hide_scrollbars:
-                await self._send("Emulation.setScrollbarsHidden", sid, hidden=True)
-            self.events = [e for e in self.events if e.get("sessionId") != sid]
-            if budget is None:  # --dump-dom alone: the DOM once the page's load event fired
-                await self._send("Page.navigate", sid, url=url)
-                await self._wait("Page.loadEventFired", sid)
-            else:  # --virtual-time-budget: timers run in virtual time until ``budget`` ms have passed
-                await self._send("Emulation.setVirtualTimePolicy", sid, policy="pause")
-                await self._send("Page.navigate", sid, url=url)
-                await self._send("Emulation.setVirtualTimePolicy", sid, policy="pauseIfNetworkFetchesPending",
-                                 budget=budget)
-                await self._wait("Emulation.virtualTimeBudgetExpired", sid)
-            dom = (await self._send("Runtime.evaluate", sid, expression="document.documentElement.outerHTML",
-                                    returnByValue=True))["result"]["value"]
-            png = base64.b64decode((await self._send("Page.captureScreenshot", sid, format="png"))["data"]) \
-                if screenshot else b""
-            console = [line for e in self.events if e.get("sessionId") == sid
-                       for line in [console_line(e)] if line is not None]
-            self.events = [e for e in self.events if e.get("sessionId") != sid]
-            return Loaded(dom, console, png)
-        finally:
-            await self._send("Target.disposeBrowserContext", browserContextId=context)
+            self.tabs[virtual_time] = sid
+        return self.tabs[virtual_time]
+
+    async def _navigate(self, sid: str, url: str, budget: int | None) -> None:
+        if budget is None:  # --dump-dom alone: the DOM once the page's load event fired
+            await self._send("Page.navigate", sid, url=url)
+            await self._wait("Page.loadEventFired", sid)
+        else:  # --virtual-time-budget: timers run in virtual time until ``budget`` ms have passed
+            await self._send("Emulation.setVirtualTimePolicy", sid, policy="pause")
+            await self._send("Page.navigate", sid, url=url)
+            await self._send("Emulation.setVirtualTimePolicy", sid, policy="pauseIfNetworkFetchesPending",
+                             budget=budget)
+            await self._wait("Emulation.virtualTimeBudgetExpired", sid)
+
+    async def _load(self, url: str, width: int, height: int, budget: int | None, hide_scrollbars: bool,
+                    screenshot: bool) -> Loaded:
+        sid = await self._tab(budget is not None)
+        # about:blank first, so that a URL differing from the last one in its #fragment only is a
+        # new document too (not a hashchange)
+        await self._navigate(sid, "about:blank", None)
+        # the viewport --window-size gave (window.innerWidth == width)
+        await self._send("Emulation.setDeviceMetricsOverride", sid, width=width, height=height,
+                         deviceScaleFactor=1, mobile=False)
+        await self._send("Emulation.setScrollbarsHidden", sid, hidden=hide_scrollbars)
+        self.events = [e for e in self.events if e.get("sessionId") != sid]
+        await self._navigate(sid, url, budget)
+        dom = (await self._send("Runtime.evaluate", sid, expression="document.documentElement.outerHTML",
+                                returnByValue=True))["result"]["value"]
+        png = base64.b64decode((await self._send("Page.captureScreenshot", sid, format="png"))["data"]) \
+            if screenshot else b""
+        # no storage left for the next page (a new --user-data-dir had none; file:// has no cookies)
+        await self._send("Runtime.evaluate", sid, expression="localStorage.clear(); sessionStorage.clear()")
+        console = [line for e in self.events if e.get("sessionId") == sid
+                   for line in [console_line(e)] if line is not None]
+        self.events = [e for e in self.events if e.get("sessionId") != sid]
+        return Loaded(dom, console, png)
 
     def load(self, url: str, width: int = 800, height: int = 600, budget: int | None = None,
              hide_scrollbars: bool = False, screenshot: bool = False) -> Loaded:
-        """``url`` in a fresh context at a ``width`` x ``height`` viewport (800x600 as headless
+        """``url`` as a new document at a ``width`` x ``height`` viewport (800x600 as headless
         Chromium's window without --window-size), after ``budget`` ms of virtual time if given."""
         return self.loop.run_until_complete(self._load(url, width, height, budget, hide_scrollbars, screenshot))
 
