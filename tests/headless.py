@@ -1,9 +1,10 @@
 """One headless Chromium (Debian's /usr/bin/chromium) kept running for a test module and driven over
-the DevTools protocol, instead of one Chromium process per page load (each start costs ~0.5-1 s of
-CPU; the browser tests loaded some 35 pages). Each load gets a fresh browser context (its own
-storage and cache, as a new ``--user-data-dir`` had) in a new tab, and returns what ``--dump-dom``,
-``--screenshot`` and ``--enable-logging=stderr`` gave: the DOM after the scripts ran, the PNG of the
-viewport, every console message and uncaught exception."""
+the DevTools protocol, instead of one Chromium process per page load: a start costs ~0.5-1 s of CPU
+and the browser tests load some 35 pages. A load is a new document in a kept tab (a new tab or
+browser context would start a renderer, ~0.2 s of CPU each), with nothing left from the last page
+(about:blank in between, its storage cleared). It returns what ``--dump-dom``, ``--screenshot`` and
+``--enable-logging=stderr`` gave: the DOM after the scripts ran, the PNG of the viewport, every
+console message and uncaught exception."""
 from __future__ import annotations
 
 import asyncio
