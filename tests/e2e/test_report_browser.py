@@ -1,20 +1,20 @@
-"""report.html in a real headless browser (Debian's chromium): it loads offline without console
-errors, shows the headline numbers, escapes hostile fact values and its filters work; the document
-view draws a link per matched pair; the compare page filters its changed facts; the agree page
-shows its figures and hostile ids as text."""
+"""report.html in a real headless browser (Debian's chromium, one process for the module driven over
+the DevTools protocol: tests/headless.py): it loads offline without console errors, shows the
+headline numbers, escapes hostile fact values and its filters work; the document view draws a link
+per matched pair; the compare page filters its changed facts; the agree page shows its figures and
+hostile ids as text."""
 import json
 import re
 import struct
 import subprocess
 import sys
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from evalkit import ROOT
-
-CHROMIUM = Path("/usr/bin/chromium")
+from headless import CHROMIUM, Browser
 
 
 def external_references(html):
@@ -47,23 +47,19 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), pytest.ma
     reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; .ci/run installs it)")]
 
 
-def chromium(url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    profile = tempfile.mkdtemp(dir=tmp_path)
-    return subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", "--host-resolver-rules=MAP * ~NOTFOUND",
-         # console messages (uncaught exceptions included) go to stderr as "...:CONSOLE(...)]"
-         "--enable-logging=stderr", "--v=0", *args, url],
-        capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory) -> Iterator[Browser]:
+    """One Chromium for every page of the module: a start costs ~0.5-1 s of CPU, a page load far less."""
+    running = Browser(tmp_path_factory.mktemp("chromium"))
+    yield running
+    running.close()
 
 
-def load(url: str, tmp_path: Path, *args: str) -> tuple[str, list[str]]:
-    """The DOM after scripts ran, and every console message the page produced."""
-    proc = chromium(url, tmp_path, *args, "--dump-dom")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
-    return proc.stdout, console
+def load(browser: Browser, url: str, **viewport) -> tuple[str, list[str]]:
+    """The DOM after scripts ran, and every console message (uncaught exceptions included) the page
+    produced. ``viewport``: :meth:`Browser.load`'s width, height and virtual-time budget."""
+    got = browser.load(url, **viewport)
+    return got.dom, got.console
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +91,9 @@ def visible_rows(dom: str) -> list[str]:
     return [row for row in re.findall(r"<tr [^>]*>", table) if "hidden" not in row]
 
 
-def test_loads_without_console_errors_and_shows_the_headline(report, tmp_path):
+def test_loads_without_console_errors_and_shows_the_headline(browser, report):
     out, summary = report
-    dom, console = load((out / "report.html").as_uri(), tmp_path)
+    dom, console = load(browser, (out / "report.html").as_uri())
     assert console == []
     m = summary["micro"]
     assert text_of(dom, "documents") == "6"
@@ -115,29 +111,29 @@ def test_loads_without_console_errors_and_shows_the_headline(report, tmp_path):
     assert external_references(dom) == []
 
 
-def test_filters_by_status_and_fact_type(report, tmp_path):
+def test_filters_by_status_and_fact_type(browser, report):
     out, summary = report
     url = (out / "report.html").as_uri()
-    dom, console = load(url + "#status=FP", tmp_path)
+    dom, console = load(browser, url + "#status=FP")
     assert console == []
     rows = visible_rows(dom)
     assert len(rows) == summary["micro"]["fp"] == int(text_of(dom, "shown"))
     assert all('data-status="FP"' in r for r in rows)
-    dom, console = load(url + "#status=FN&type=revenue", tmp_path)
+    dom, console = load(browser, url + "#status=FN&type=revenue")
     assert console == []
     rows = visible_rows(dom)
     assert len(rows) == summary["by_fact_type"]["revenue"]["fn"] > 0
     assert all('data-type="revenue"' in r and 'data-status="FN"' in r for r in rows)
 
 
-def test_the_harness_catches_a_script_error(report, tmp_path):
+def test_the_harness_catches_a_script_error(browser, report, tmp_path):
     """Without this, a broken console check would pass every report."""
     out, _ = report
     broken = tmp_path / "broken.html"
     html = (out / "report.html").read_text(encoding="utf-8")
     broken.write_text(html.replace("</body>", "<script>notDefined.call();</script></body>"),
                       encoding="utf-8")
-    _, console = load(broken.as_uri(), tmp_path)
+    _, console = load(browser, broken.as_uri())
     assert any("Uncaught ReferenceError: notDefined is not defined" in line for line in console)
 
 
@@ -190,12 +186,12 @@ def links_svg(dom: str) -> str:
     return match.group(0)
 
 
-def test_document_view_draws_a_link_per_matched_pair(full, tmp_path):
+def test_document_view_draws_a_link_per_matched_pair(browser, full):
     page, out, _ = full
     lines = {x["doc_id"]: x for x in read_lines(out / "results.jsonl")}
     for doc_id in ("contoso-robotics-ar-2023", "tailspin-toys-ar-2023", "hostile <doc>"):
         url = page.as_uri() + "#doc=" + quote(doc_id, safe="")
-        dom, console = load(url, tmp_path, "--window-size=1280,1000", "--virtual-time-budget=2000")
+        dom, console = load(browser, url, width=1280, height=1000, budget=2000)
         assert console == []
         expected = len(matched_pairs(lines[doc_id]))
         svg = links_svg(dom)
@@ -209,40 +205,37 @@ def test_document_view_draws_a_link_per_matched_pair(full, tmp_path):
             assert 'class="fact st-FN' in gold
     # the hostile document's text is text
     assert "<img" not in dom and "&lt;/script&gt;&lt;img src=x" in dom
-    assert contoso_width_ok(page, tmp_path)
+    assert contoso_width_ok(browser, page)
 
 
-def contoso_width_ok(page: Path, tmp_path: Path) -> bool:
+def contoso_width_ok(browser: Browser, page: Path) -> bool:
     """At 1280px the two columns sit side by side (the links run left to right)."""
-    dom, _ = load(page.as_uri() + "#doc=contoso-robotics-ar-2023", tmp_path, "--window-size=1280,1000")
+    dom, _ = load(browser, page.as_uri() + "#doc=contoso-robotics-ar-2023", width=1280, height=1000)
     path = re.search(r'<path d="M([\d.]+),[\d.]+ C[^"]* ([\d.]+),[\d.]+" class="link"', dom)
     assert path, "no link drawn"
     return 500 < float(path.group(1)) < float(path.group(2)) < 760
 
 
-def test_document_view_screenshot(full, tmp_path):
+def test_document_view_screenshot(browser, full):
     page, _, _ = full
-    shot = tmp_path / "docview.png"
     # tall enough that the document view is on screen without scrolling
-    proc = chromium(page.as_uri() + "#doc=contoso-robotics-ar-2023", tmp_path, "--window-size=1280,4200",
-                    "--virtual-time-budget=2000", f"--screenshot={shot}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    png = shot.read_bytes()
+    png = browser.load(page.as_uri() + "#doc=contoso-robotics-ar-2023", width=1280, height=4200, budget=2000,
+                       screenshot=True).png
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 50_000
     assert struct.unpack(">II", png[16:24]) == (1280, 4200)
 
 
-def test_tp_rows_are_hidden_until_asked_for_and_rows_filter_by_document(full, tmp_path):
+def test_tp_rows_are_hidden_until_asked_for_and_rows_filter_by_document(browser, full):
     page, _, summary = full
     m = summary["micro"]
-    dom, console = load(page.as_uri(), tmp_path)
+    dom, console = load(browser, page.as_uri())
     assert console == []
     assert len(visible_rows(dom)) == m["fn"] + m["fp"] + m["errors"] == int(text_of(dom, "shown"))
     assert "the worst documents first" in dom
-    dom, _ = load(page.as_uri() + "#status=TP", tmp_path)
+    dom, _ = load(browser, page.as_uri() + "#status=TP")
     rows = visible_rows(dom)
     assert len(rows) == m["tp_gold"] + m["tp_predicted"] and all('data-status="TP"' in r for r in rows)
-    dom, _ = load(page.as_uri() + "#status=all&rowdoc=tailspin-toys-ar-2023", tmp_path)
+    dom, _ = load(browser, page.as_uri() + "#status=all&rowdoc=tailspin-toys-ar-2023")
     rows = visible_rows(dom)
     assert rows and all('data-doc="tailspin-toys-ar-2023"' in r for r in rows)
     assert any('data-status="TP"' in r for r in rows) and any('data-status="FN"' in r for r in rows)
@@ -284,7 +277,7 @@ def build_cmp(dir_a: Path, dir_b: Path, resamples: int = 200, seed: int = 0):
             "changed": [c for d in common for c in changed_facts(lines_a[d], lines_b[d])]})
 
 
-def test_compare_page_filters_changed_facts(report, tmp_path):
+def test_compare_page_filters_changed_facts(browser, report, tmp_path):
     from factjudge.reports.html import render_compare_html
 
     out_a, _ = report
@@ -306,13 +299,13 @@ def test_compare_page_filters_changed_facts(report, tmp_path):
     assert {"fixed", "broke"} <= kinds
     page = tmp_path / "compare.html"
     page.write_text(render_compare_html(cmp), encoding="utf-8")
-    dom, console = load(page.as_uri(), tmp_path)
+    dom, console = load(browser, page.as_uri())
     assert console == []
     table = lambda dom: dom.split('id="changed"')[1].split("</table>")[0]  # noqa: E731
     rows = [r for r in re.findall(r"<tr [^>]*>", table(dom)) if "hidden" not in r]
     assert len(rows) == len(cmp.changed) == int(text_of(dom, "shown"))
     doc = docs[2]["doc_id"]
-    dom, console = load(page.as_uri() + f"#change=broke&doc={doc}", tmp_path)
+    dom, console = load(browser, page.as_uri() + f"#change=broke&doc={doc}")
     assert console == []
     rows = [r for r in re.findall(r"<tr [^>]*>", table(dom)) if "hidden" not in r]
     expected = [c for c in cmp.changed if c["change"] == "broke" and c["doc_id"] == doc]
@@ -326,7 +319,7 @@ def test_compare_page_filters_changed_facts(report, tmp_path):
 IMG = "<img src=x onerror=alert(1)>"
 
 
-def test_agree_page_shows_the_figures_and_hostile_values_as_text(tmp_path):
+def test_agree_page_shows_the_figures_and_hostile_values_as_text(browser, tmp_path):
     """Two rules-judge runs whose tolerances differ: the hostile fact is TP in B only, and a
     document with a hostile doc_id is in B only; agree.html shows both as text."""
     doc = {"doc_id": f"d {IMG}", "gold_facts": [{"id": f"g{IMG}", "fact_type": "revenue", "entity": IMG,
@@ -346,7 +339,7 @@ def test_agree_page_shows_the_figures_and_hostile_values_as_text(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "factjudge", "agree", *map(str, runs), "-o", str(tmp_path / "h")],
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr
-    dom, console = load((tmp_path / "h" / "agree.html").as_uri(), tmp_path)
+    dom, console = load(browser, (tmp_path / "h" / "agree.html").as_uri())
     assert console == []
     assert "<h1>factjudge agreement</h1>" in dom
     # 2 facts judged in both runs (the gold one and the predicted one), neither agrees
@@ -395,12 +388,12 @@ MEASURE_JS = """<script>(function () {
 BANNER_RGB = (0xFD, 0xEC, 0xEA)  # .banner's background in report.css
 
 
-def measure(page: Path, width: int, tmp_path: Path, extra: str = "") -> dict:
+def measure(browser: Browser, page: Path, width: int, tmp_path: Path, extra: str = "") -> dict:
     """The layout of ``page`` at ``width`` px, measured by :data:`MEASURE_JS` in Chromium."""
     probe = tmp_path / f"probe-{width}-{page.name}"
     probe.write_text(page.read_text(encoding="utf-8").replace("</body>", extra + MEASURE_JS + "</body>"),
                      encoding="utf-8")
-    dom, console = load(probe.as_uri(), tmp_path, f"--window-size={width},1000", "--virtual-time-budget=2000")
+    dom, console = load(browser, probe.as_uri(), width=width, height=1000, budget=2000)
     assert console == []
     match = re.search(r'<pre id="measure">([^<]*)</pre>', dom)
     assert match, "the measuring script did not run"
@@ -423,15 +416,19 @@ def png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
     assert depth == 8 and color in (2, 6) and head[12] == 0, "only 8-bit RGB/RGBA, not interlaced"
     bpp = 3 if color == 2 else 4
     raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    # "up" (most of Chromium's rows) adds the row above byte by byte, mod 256: done on the whole row
+    # as one integer, the carry out of each byte's low 7 bits kept in the byte (xor for bit 7)
+    low, high = int.from_bytes(b"\x7f" * stride, "big"), int.from_bytes(b"\x80" * stride, "big")
     for y in range(height):
         kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
+        if kind == 2:
+            a, b = int.from_bytes(line, "big"), int.from_bytes(prev, "big")
+            line = bytearray((((a & low) + (b & low)) ^ ((a ^ b) & high)).to_bytes(stride, "big"))
+        for i in range(stride if kind in (1, 3, 4) else 0):
             left = line[i - bpp] if i >= bpp else 0
             up, corner = prev[i], prev[i - bpp] if i >= bpp else 0
             if kind == 1:
                 line[i] = (line[i] + left) & 255
-            elif kind == 2:
-                line[i] = (line[i] + up) & 255
             elif kind == 3:
                 line[i] = (line[i] + (left + up) // 2) & 255
             elif kind == 4:
@@ -444,16 +441,15 @@ def png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
         b"".join(r[i:i + 3] for i in range(0, len(r), 4)) for r in rows]
 
 
-def banner_pixels(page: Path, width: int, tmp_path: Path) -> int:
+def banner_pixels(browser: Browser, page: Path, width: int) -> int:
     """How many pixels of a ``width`` x 900 screenshot of ``page`` have the banner's colour."""
-    shot = tmp_path / f"shot-{width}-{page.parent.name}.png"
-    proc = chromium(page.as_uri(), tmp_path, f"--window-size={width},900", "--virtual-time-budget=2000",
-                    "--hide-scrollbars", f"--screenshot={shot}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    w, h, rows = png_pixels(shot.read_bytes())
+    png = browser.load(page.as_uri(), width=width, height=900, budget=2000, hide_scrollbars=True, screenshot=True).png
+    w, h, rows = png_pixels(png)
     assert (w, h) == (width, 900)
-    target = bytes(BANNER_RGB)
-    return sum(row[i:i + 3] == target for row in rows for i in range(0, len(row), 3))
+    # a bit per pixel for each channel that has the banner's value; the pixels where all three do
+    tables = [bytes(v == value for v in range(256)) for value in BANNER_RGB]
+    bits = lambda row, c: int.from_bytes(row[c::3].translate(tables[c]), "big")  # noqa: E731
+    return sum((bits(row, 0) & bits(row, 1) & bits(row, 2)).bit_count() for row in rows)
 
 
 @pytest.fixture(scope="module")
@@ -492,33 +488,32 @@ PAGES = ["llm/report.html", "rules/report.html", "compare/compare.html", "agree/
 
 @pytest.mark.parametrize("width", [800, 1400])
 @pytest.mark.parametrize("name", PAGES)
-def test_no_cell_is_narrower_than_a_word(error_run, name, width, tmp_path):
-    got = measure(error_run / name, width, tmp_path)
+def test_no_cell_is_narrower_than_a_word(browser, error_run, name, width, tmp_path):
+    got = measure(browser, error_run / name, width, tmp_path)
     assert got["width"] == width and got["cells"] > 20
     assert got["broken"] == [], got["broken"][:10]
     assert got["scroll"] <= width  # a wide table scrolls in its own box, the page does not
 
 
-def test_the_width_check_catches_a_cell_that_breaks_words(error_run, tmp_path):
+def test_the_width_check_catches_a_cell_that_breaks_words(browser, error_run, tmp_path):
     """Without this, a measuring script that found nothing would pass every page."""
-    got = measure(error_run / "llm/report.html", 800, tmp_path, "<style>td{word-break:break-all}</style>")
+    got = measure(browser, error_run / "llm/report.html", 800, tmp_path, "<style>td{word-break:break-all}</style>")
     assert got["broken"]
 
 
 @pytest.mark.parametrize("width", [800, 1400])
-def test_the_error_banner_shows_over_five_percent(error_run, width, tmp_path):
+def test_the_error_banner_shows_over_five_percent(browser, error_run, width, tmp_path):
     summary = json.loads((error_run / "llm" / "summary.json").read_text())
     m = summary["micro"]
     assert m["errors"] / (m["tp_gold"] + m["fn"] + m["tp_predicted"] + m["fp"] + m["errors"]) > 0.05
-    assert measure(error_run / "llm/report.html", width, tmp_path)["banner"]
-    assert banner_pixels(error_run / "llm/report.html", width, tmp_path) > 2000  # on screen, above the fold
-    assert not measure(error_run / "rules/report.html", width, tmp_path)["banner"]
-    assert banner_pixels(error_run / "rules/report.html", width, tmp_path) == 0
+    assert measure(browser, error_run / "llm/report.html", width, tmp_path)["banner"]
+    assert banner_pixels(browser, error_run / "llm/report.html", width) > 2000  # on screen, above the fold
+    assert not measure(browser, error_run / "rules/report.html", width, tmp_path)["banner"]
+    assert banner_pixels(browser, error_run / "rules/report.html", width) == 0
 
 
-def test_the_document_view_opens_on_a_document_with_both_sides(error_run, tmp_path):
-    dom, console = load((error_run / "llm/report.html").as_uri(), tmp_path, "--window-size=1280,1000",
-                        "--virtual-time-budget=2000")
+def test_the_document_view_opens_on_a_document_with_both_sides(browser, error_run):
+    dom, console = load(browser, (error_run / "llm/report.html").as_uri(), width=1280, height=1000, budget=2000)
     assert console == []
     worst = dom.split('id="worst"')[1].split("</table>")[0]
     assert re.findall(r'href="#doc=([^"]*)"', worst)[0] == "no-predictions-at-all"  # the worst one...
@@ -527,15 +522,15 @@ def test_the_document_view_opens_on_a_document_with_both_sides(error_run, tmp_pa
     assert 'data-links-drawn="0"' not in links_svg(dom)
 
 
-def test_agree_filters_by_side_and_hides_facts_left_out(error_run, tmp_path):
+def test_agree_filters_by_side_and_hides_facts_left_out(browser, error_run):
     page = (error_run / "agree/agree.html").as_uri()
     rows = lambda dom: [r for r in re.findall(r"<tr [^>]*>", dom.split('id="diffs"')[1].split("</table>")[0])  # noqa: E731
                         if "hidden" not in r]
-    dom, console = load(page, tmp_path)
+    dom, console = load(browser, page)
     assert console == []
     every = rows(dom)
     assert any('data-left-out="true"' in r for r in every) and int(text_of(dom, "shown")) == len(every)
-    dom, _ = load(page + "#side=gold&leftOut=1", tmp_path)
+    dom, _ = load(browser, page + "#side=gold&leftOut=1")
     kept = rows(dom)
     assert kept and all('data-side="gold"' in r and 'data-left-out="false"' in r for r in kept)
     assert len(kept) < len(every) and int(text_of(dom, "shown")) == len(kept)

@@ -3,7 +3,6 @@ facts with clicks and keys, corrects a gold value, reloads (the verdicts stay), 
 file is the expected lines; a hostile value stays text. Then ``review apply`` takes that file."""
 import asyncio
 import json
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -11,8 +10,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 from evalkit import REVIEW_DOCS, REVIEW_VERDICTS, export_lines, fact, read_lines, review_data, run_cli, write_jsonl
+from headless import CHROMIUM, launch
 
-CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE = '</script><img src=x onerror="document.title=1"><b>bold</b> & "quotes"'
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), pytest.mark.skipif(
@@ -122,19 +121,8 @@ def test_review_with_clicks_and_keys_reload_and_export(tmp_path):
                for i in embedded["items"]]
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    profile = tempfile.mkdtemp(dir=tmp_path)
-    proc = subprocess.Popen(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={profile}",
-         "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port, _ = launch(Path(tempfile.mkdtemp(dir=tmp_path)))
     try:
-        port_file = Path(profile) / "DevToolsActivePort"
-        end = time.monotonic() + 30
-        while not port_file.exists() and time.monotonic() < end:
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
         progress, after, corrected, hostile = asyncio.run(
             drive(port, (out / "review.html").as_uri(), downloads, keys_of))
     finally:

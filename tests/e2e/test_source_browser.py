@@ -5,10 +5,12 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
-from e2e.test_report_browser import CHROMIUM, HOSTILE, chromium, load
+from e2e.test_report_browser import HOSTILE, load
+from headless import CHROMIUM, Browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), pytest.mark.skipif(
     not CHROMIUM.exists(),
@@ -23,6 +25,13 @@ DOC = {"doc_id": "memo <1>", "text": TEXT,
 
 
 @pytest.fixture(scope="module")
+def browser(tmp_path_factory) -> Iterator[Browser]:
+    running = Browser(tmp_path_factory.mktemp("chromium"))
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="module")
 def page(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("source")
     data = tmp / "data.jsonl"
@@ -34,9 +43,9 @@ def page(tmp_path_factory):
     return out
 
 
-def test_the_text_is_shown_with_each_facts_evidence_marked_and_hostile_text_escaped(page, tmp_path):
+def test_the_text_is_shown_with_each_facts_evidence_marked_and_hostile_text_escaped(browser, page):
     url = (page / "report.html").as_uri() + "#doc=" + quote("memo <1>", safe="")
-    dom, console = load(url, tmp_path, "--window-size=1280,1000", "--virtual-time-budget=2000")
+    dom, console = load(browser, url, width=1280, height=1000, budget=2000)
     assert console == []
     box = dom.split('id="doc-text"')[1].split('<div id="docview"')[0]
     marks = re.findall(r'<mark class="ev (ev-[gp])" data-keys="([^"]*)" title="[^"]*">([^<]*)</mark>', box)
@@ -52,9 +61,9 @@ def test_the_text_is_shown_with_each_facts_evidence_marked_and_hostile_text_esca
                     ("src-missing", "not found in the source")]
 
 
-def test_a_screenshot_of_the_document_view(page, tmp_path):
+def test_a_screenshot_of_the_document_view(browser, page):
     """For a person to look at (the page drawn, not blank: a blank page is some 8 kB)."""
     shot = page / "document-view.png"
-    proc = chromium((page / "report.html").as_uri(), tmp_path, "--window-size=1280,2400", "--hide-scrollbars",
-                    "--virtual-time-budget=2000", f"--screenshot={shot}")
-    assert proc.returncode == 0 and shot.stat().st_size > 50_000
+    shot.write_bytes(browser.load((page / "report.html").as_uri(), width=1280, height=2400, budget=2000,
+                                  hide_scrollbars=True, screenshot=True).png)
+    assert shot.stat().st_size > 50_000
