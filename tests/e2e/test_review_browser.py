@@ -50,7 +50,8 @@ class Page:
 
     async def open(self, url):
         await self.send("Page.navigate", url=url)
-        await self.wait("document.readyState === 'complete' && !!document.getElementById('progress').dataset.reviewed")
+        # null-safe: right after navigate, the document may still be the last one (about:blank)
+        await self.wait("document.readyState === 'complete' && !!document.getElementById('progress')?.dataset.reviewed")
 
     async def key(self, key, code=None, vk=None):
         text = key if len(key) == 1 else ""
