@@ -200,3 +200,33 @@ def test_closest_search_compares_a_pair_of_values_once(monkeypatch: pytest.Monke
     # g1 against p1 and p1 against g1: the equal company and person once, Oslo/Rome each way (6 before)
     assert sorted(compared) == ["city", "city", "company", "person"]
     assert rows.closest_detail(again) == found and len(compared) == 4  # nothing compared again (12 before)
+
+
+def test_review_page_encodes_each_item_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """review.html embeds the items' JSON its size cut measured (each was encoded twice)."""
+    from factjudge.core.aggregate import Aggregator, doc_stats
+    from factjudge.reports import docview, review
+
+    lines = [{"doc_id": f"d{i}", "input_sha256": "x", "gold_facts": [
+        {"id": "g1", "fact_type": "t", "a": "<x>", "status": "TP", "matched_ids": ["p1"]},
+        {"id": "g2", "fact_type": "u", "a": "y\u2028", "status": "FN"}],
+        "predicted_facts": [{"id": "p1", "fact_type": "t", "a": "<x>", "status": "TP", "matched_ids": ["g1"]}],
+        "metrics": {"tp_predicted": 1, "fp": 0, "tp_gold": 1, "fn": 1, "errors": 0}} for i in range(4)]
+    queue = ReviewQueue(max_items=5)
+    agg = Aggregator()
+    for line in lines:
+        queue.add(line)
+        agg.add(doc_stats(line))
+    encoded: list[Any] = []
+    encode = docview._COMPACT
+    monkeypatch.setattr(docview, "_COMPACT", lambda data: encoded.append(data) or encode(data))
+    page = review.render_review(agg.summary(10, 0), queue)
+    by_page = encoded[:]  # (not what items() below encodes)
+    items, _ = queue.items()
+    assert len(items) == 5
+    # each item once, then the page's data without them (the items were encoded a second time in it)
+    assert sum(x is i for x in by_page for i in items) == 5
+    assert [x for x in by_page if isinstance(x, dict) and "run" in x] == [
+        {"run": by_page[-1]["run"], "kind": review.EXPORT_KIND, "items": []}]
+    data = page.split('id="review-data">', 1)[1].split("</script>", 1)[0]
+    assert data == docview.json_for_script({**by_page[-1], "items": items})
