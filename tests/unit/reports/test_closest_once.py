@@ -230,3 +230,36 @@ def test_review_page_encodes_each_item_once(monkeypatch: pytest.MonkeyPatch) -> 
         {"run": by_page[-1]["run"], "kind": review.EXPORT_KIND, "items": []}]
     data = page.split('id="review-data">', 1)[1].split("</script>", 1)[0]
     assert data == docview.json_for_script({**by_page[-1], "items": items})
+
+
+def test_the_facts_table_calls_no_macro_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """report.html's rows write their doc_id link and facts as the macros do, without calling
+    them (two or three calls a row were 14% of the page's rendering)."""
+    import jinja2.runtime
+
+    from factjudge.reports.html import environment
+
+    def doc(i: int) -> dict[str, Any]:
+        gold = [{"id": f"g{k}", "fact_type": "ceo", "company": f"C{k} <&>", "person": f"P{k}"} for k in range(8)]
+        pred = [{"id": f"p{k}", "fact_type": "ceo", "company": f"C{k} <&>", "person": f"Q{k}" if k % 2 else f"P{k}",
+                 "n": [k]} for k in range(8)]
+        return {"doc_id": f"d/{i}", "gold_facts": gold, "predicted_facts": pred}
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(doc(i)) + "\n" for i in range(3)), encoding="utf-8")
+    calls: list[str] = []
+    invoke = jinja2.runtime.Macro._invoke
+    monkeypatch.setattr(jinja2.runtime.Macro, "_invoke",
+                        lambda self, *a: calls.append(self.name) or invoke(self, *a))
+    evaluate_dataset(data, out_dir=tmp_path / "out")
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    table = page.split('<table id="facts">', 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr data-type") == 3 * 16  # 4 FN, 4 FP and 8 TP rows a document
+    assert calls.count("fields") == 0 and calls.count("doc_anchor") <= 3 + 3  # the worst table's, the sources'
+    monkeypatch.undo()
+    fields = environment().get_template("macros.html.j2").module.fields  # type: ignore[attr-defined]
+    anchor = '<td><a href="#doc=d%2F1" class="doclink">d/1</a></td>'
+    assert anchor in table
+    for k in range(8):  # each prediction as the macro writes it: in its row, and as a gold row's linked or closest fact
+        assert table.count(str(fields({"company": f"C{k} <&>", "person": f"Q{k}" if k % 2 else f"P{k}",
+                                       "n": [k]}))) == 2 * 3
