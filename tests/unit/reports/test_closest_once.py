@@ -263,3 +263,36 @@ def test_the_facts_table_calls_no_macro_a_row(tmp_path: Path, monkeypatch: pytes
     for k in range(8):  # each prediction as the macro writes it: in its row, and as a gold row's linked or closest fact
         assert table.count(str(fields({"company": f"C{k} <&>", "person": f"Q{k}" if k % 2 else f"P{k}",
                                        "n": [k]}))) == 2 * 3
+
+
+def test_the_facts_table_s_pieces_do_not_pass_through_the_page_s_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """report.html's table is rendered on its own: the page's template writes as many pieces
+    whatever the rows (an included table's every piece passed up through its layers)."""
+    from factjudge import run_judge
+    from factjudge.core.aggregate import Aggregator, doc_stats
+    from factjudge.reports.html import environment, render_html
+
+    lines = [{"doc_id": d["doc_id"], **run_judge(d["gold_facts"], d["predicted_facts"], {}).to_dict()}
+             for d in map(_many_tp, range(4))]
+    agg = Aggregator()
+    for line in lines:
+        agg.add(doc_stats(line))
+    summary = agg.summary(10, 0)
+    page = environment().get_template("report.html.j2")
+    root = page.root_render_func
+    pieces: list[str] = []
+
+    def counted(context: Any) -> Any:
+        for piece in root(context):
+            pieces.append(piece)
+            yield piece
+
+    monkeypatch.setattr(page, "root_render_func", counted)
+    written = {}
+    for shown in (1, 4):
+        pieces.clear()
+        rows_shown = rows.select_rows(lines[:shown], 100, tp_limit=100)
+        html = render_html(summary, [], rows_shown, len(rows_shown))
+        written[shown] = len(pieces)
+        assert html.count("<tr data-type") == len(rows_shown) == 11 * shown  # 5 TP a side, 1 FN
+    assert written[4] == written[1]  # some 50 more a row before
