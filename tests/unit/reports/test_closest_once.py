@@ -200,3 +200,126 @@ def test_closest_search_compares_a_pair_of_values_once(monkeypatch: pytest.Monke
     # g1 against p1 and p1 against g1: the equal company and person once, Oslo/Rome each way (6 before)
     assert sorted(compared) == ["city", "city", "company", "person"]
     assert rows.closest_detail(again) == found and len(compared) == 4  # nothing compared again (12 before)
+
+
+def test_review_page_encodes_each_item_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """review.html embeds the items' JSON its size cut measured (each was encoded twice)."""
+    from factjudge.core.aggregate import Aggregator, doc_stats
+    from factjudge.reports import docview, review
+
+    lines = [{"doc_id": f"d{i}", "input_sha256": "x", "gold_facts": [
+        {"id": "g1", "fact_type": "t", "a": "<x>", "status": "TP", "matched_ids": ["p1"]},
+        {"id": "g2", "fact_type": "u", "a": "y\u2028", "status": "FN"}],
+        "predicted_facts": [{"id": "p1", "fact_type": "t", "a": "<x>", "status": "TP", "matched_ids": ["g1"]}],
+        "metrics": {"tp_predicted": 1, "fp": 0, "tp_gold": 1, "fn": 1, "errors": 0}} for i in range(4)]
+    queue = ReviewQueue(max_items=5)
+    agg = Aggregator()
+    for line in lines:
+        queue.add(line)
+        agg.add(doc_stats(line))
+    encoded: list[Any] = []
+    encode = docview._COMPACT
+    monkeypatch.setattr(docview, "_COMPACT", lambda data: encoded.append(data) or encode(data))
+    page = review.render_review(agg.summary(10, 0), queue)
+    by_page = encoded[:]  # (not what items() below encodes)
+    items, _ = queue.items()
+    assert len(items) == 5
+    # each item once, then the page's data without them (the items were encoded a second time in it)
+    assert sum(x is i for x in by_page for i in items) == 5
+    assert [x for x in by_page if isinstance(x, dict) and "run" in x] == [
+        {"run": by_page[-1]["run"], "kind": review.EXPORT_KIND, "items": []}]
+    data = page.split('id="review-data">', 1)[1].split("</script>", 1)[0]
+    assert data == docview.json_for_script({**by_page[-1], "items": items})
+
+
+def test_the_facts_table_calls_no_macro_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """report.html's rows write their doc_id link and facts as the macros do, without calling
+    them (two or three calls a row were 14% of the page's rendering)."""
+    import jinja2.runtime
+
+    from factjudge.reports.html import environment
+
+    def doc(i: int) -> dict[str, Any]:
+        gold = [{"id": f"g{k}", "fact_type": "ceo", "company": f"C{k} <&>", "person": f"P{k}"} for k in range(8)]
+        pred = [{"id": f"p{k}", "fact_type": "ceo", "company": f"C{k} <&>", "person": f"Q{k}" if k % 2 else f"P{k}",
+                 "n": [k]} for k in range(8)]
+        return {"doc_id": f"d/{i}", "gold_facts": gold, "predicted_facts": pred}
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(doc(i)) + "\n" for i in range(3)), encoding="utf-8")
+    calls: list[str] = []
+    invoke = jinja2.runtime.Macro._invoke
+    monkeypatch.setattr(jinja2.runtime.Macro, "_invoke",
+                        lambda self, *a: calls.append(self.name) or invoke(self, *a))
+    evaluate_dataset(data, out_dir=tmp_path / "out")
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    table = page.split('<table id="facts">', 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr data-type") == 3 * 16  # 4 FN, 4 FP and 8 TP rows a document
+    assert calls.count("fields") == 0 and calls.count("doc_anchor") <= 3 + 3  # the worst table's, the sources'
+    monkeypatch.undo()
+    fields = environment().get_template("macros.html.j2").module.fields  # type: ignore[attr-defined]
+    anchor = '<td><a href="#doc=d%2F1" class="doclink">d/1</a></td>'
+    assert anchor in table
+    for k in range(8):  # each prediction as the macro writes it: in its row, and as a gold row's linked or closest fact
+        assert table.count(str(fields({"company": f"C{k} <&>", "person": f"Q{k}" if k % 2 else f"P{k}",
+                                       "n": [k]}))) == 2 * 3
+
+
+def test_the_facts_table_s_pieces_do_not_pass_through_the_page_s_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """report.html's table is rendered on its own: the page's template writes as many pieces
+    whatever the rows (an included table's every piece passed up through its layers)."""
+    from factjudge import run_judge
+    from factjudge.core.aggregate import Aggregator, doc_stats
+    from factjudge.reports.html import environment, render_html
+
+    lines = [{"doc_id": d["doc_id"], **run_judge(d["gold_facts"], d["predicted_facts"], {}).to_dict()}
+             for d in map(_many_tp, range(4))]
+    agg = Aggregator()
+    for line in lines:
+        agg.add(doc_stats(line))
+    summary = agg.summary(10, 0)
+    page = environment().get_template("report.html.j2")
+    root = page.root_render_func
+    pieces: list[str] = []
+
+    def counted(context: Any) -> Any:
+        for piece in root(context):
+            pieces.append(piece)
+            yield piece
+
+    monkeypatch.setattr(page, "root_render_func", counted)
+    written = {}
+    for shown in (1, 4):
+        pieces.clear()
+        rows_shown = rows.select_rows(lines[:shown], 100, tp_limit=100)
+        html = render_html(summary, [], rows_shown, len(rows_shown))
+        written[shown] = len(pieces)
+        assert html.count("<tr data-type") == len(rows_shown) == 11 * shown  # 5 TP a side, 1 FN
+    assert written[4] == written[1]  # some 50 more a row before
+
+
+def test_report_md_escapes_a_repeated_cell_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """report.md's rows repeat their doc_id, side, fact_type, status and note: each text is
+    escaped once, the same as escaping every cell."""
+    from factjudge import run_judge
+    from factjudge.reports import markdown
+
+    lines = [{"doc_id": d["doc_id"], **run_judge(d["gold_facts"], d["predicted_facts"], {}).to_dict()}
+             for d in map(_many_tp, range(3))]
+    shown = rows.select_rows(lines, 100, tp_limit=100)
+    shown[0] = {**shown[0], "doc_id": 7, "note": "a_b | <c>"}  # not a text; a text to escape
+    escaped: list[Any] = []
+    escape = markdown.md_escape
+    monkeypatch.setattr(markdown, "md_escape", lambda value: escaped.append(value) or escape(value))
+    table = markdown._md_rows(shown)
+    monkeypatch.undo()
+    assert table == markdown._md_table(["doc_id", "side", "id", "fact_type", "status", "fact", "linked / closest",
+                                        "reasoning", "note"],
+                                       [[r["doc_id"], r["side"], r["id"], r["fact_type"], r["status"],
+                                         markdown.fact_json(r["fact"]), markdown.other_text(r), r["reasoning"],
+                                         r["note"]] for r in shown])
+    assert table[2].endswith(" | a_b \\| &lt;c&gt; |")
+    # the header; id, fact, linked / closest and reasoning a row; each distinct doc_id, side,
+    # fact_type, status and note once (9 a row before)
+    distinct = {v for r in shown for v in (r["doc_id"], r["side"], r["fact_type"], r["status"], r["note"])}
+    assert len(escaped) == 9 + 4 * len(shown) + len(distinct)
