@@ -114,25 +114,11 @@ def _md_settings(summary: Summary) -> list[str]:
 
 
 def _md_rows(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    header = ["doc_id", "side", "id", "fact_type", "status", "fact", "linked / closest", "reasoning", "note"]
-    # a document's rows repeat its doc_id, and every row one of a few sides, types, statuses
-    # and notes: each such text is escaped once (they were 25,600 of report.md's 46,600 escapes
-    # at 1,000 x 20 facts; render_markdown 0.074 -> 0.065 s CPU)
-    seen: dict[str, str] = {}
-
-    def short(value: Any) -> str:
-        if type(value) is not str:  # (1 and True are equal keys, not equal texts)
-            return md_escape(value)
-        text = seen.get(value)
-        if text is None:
-            text = seen[value] = md_escape(value)
-        return text
-
-    out = _md_table(header, [])[:-1]
-    out += ["| " + " | ".join((short(r["doc_id"]), short(r["side"]), md_escape(r["id"]), short(r["fact_type"]),
-                               short(r["status"]), md_escape(fact_json(r["fact"])), md_escape(other_text(r)),
-                               md_escape(r["reasoning"]), short(r["note"]))) + " |" for r in rows]
-    return out + [""]
+    return _md_table(["doc_id", "side", "id", "fact_type", "status", "fact", "linked / closest",
+                      "reasoning", "note"],
+                     [[r["doc_id"], r["side"], r["id"], r["fact_type"], r["status"],
+                       fact_json(r["fact"]), other_text(r), r["reasoning"], r["note"]]
+                      for r in rows])
 
 
 

@@ -296,30 +296,3 @@ def test_the_facts_table_s_pieces_do_not_pass_through_the_page_s_template(monkey
         written[shown] = len(pieces)
         assert html.count("<tr data-type") == len(rows_shown) == 11 * shown  # 5 TP a side, 1 FN
     assert written[4] == written[1]  # some 50 more a row before
-
-
-def test_report_md_escapes_a_repeated_cell_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """report.md's rows repeat their doc_id, side, fact_type, status and note: each text is
-    escaped once, the same as escaping every cell."""
-    from factjudge import run_judge
-    from factjudge.reports import markdown
-
-    lines = [{"doc_id": d["doc_id"], **run_judge(d["gold_facts"], d["predicted_facts"], {}).to_dict()}
-             for d in map(_many_tp, range(3))]
-    shown = rows.select_rows(lines, 100, tp_limit=100)
-    shown[0] = {**shown[0], "doc_id": 7, "note": "a_b | <c>"}  # not a text; a text to escape
-    escaped: list[Any] = []
-    escape = markdown.md_escape
-    monkeypatch.setattr(markdown, "md_escape", lambda value: escaped.append(value) or escape(value))
-    table = markdown._md_rows(shown)
-    monkeypatch.undo()
-    assert table == markdown._md_table(["doc_id", "side", "id", "fact_type", "status", "fact", "linked / closest",
-                                        "reasoning", "note"],
-                                       [[r["doc_id"], r["side"], r["id"], r["fact_type"], r["status"],
-                                         markdown.fact_json(r["fact"]), markdown.other_text(r), r["reasoning"],
-                                         r["note"]] for r in shown])
-    assert table[2].endswith(" | a_b \\| &lt;c&gt; |")
-    # the header; id, fact, linked / closest and reasoning a row; each distinct doc_id, side,
-    # fact_type, status and note once (9 a row before)
-    distinct = {v for r in shown for v in (r["doc_id"], r["side"], r["fact_type"], r["status"], r["note"])}
-    assert len(escaped) == 9 + 4 * len(shown) + len(distinct)
