@@ -164,3 +164,20 @@ def test_ctrl_c_stops_the_workers_too(tmp_path):
     assert alive == []  # no worker left running
     lines = read_lines(results)  # every line written is whole
     assert 0 < len(lines) < 3000
+
+
+def test_a_resumed_run_and_csv_with_workers_write_what_one_process_writes(dataset, tmp_path):
+    """The two ways the finishing pass runs after the judging (results to rewrite in dataset
+    order, facts.csv to write) instead of beside it."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(CONFIG))
+    assert run_cli("eval", dataset, "-c", config, "-o", tmp_path / "one", "--csv", "--workers", "1").returncode == 0
+    two = tmp_path / "two"
+    assert run_cli("eval", dataset, "-c", config, "-o", two, "--workers", "2").returncode == 0
+    results = two / "results.jsonl"
+    lines = results.read_text(encoding="utf-8").splitlines(keepends=True)
+    results.write_text("".join(lines[:30] + lines[-5:]), encoding="utf-8")  # 35 finished, not in order
+    proc = run_cli("eval", dataset, "-c", config, "-o", two, "--csv", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert files(tmp_path / "one") == files(two)
+    assert (tmp_path / "one" / "facts.csv").read_bytes() == (two / "facts.csv").read_bytes()

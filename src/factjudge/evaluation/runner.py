@@ -262,25 +262,28 @@ KEEP_FACTS = 25_000
 
 def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge: Judge,
                out_dir: Path, settings: ReportSettings, skipped: Sequence[Problem] = (),
-               created: str | None = None, run_info: Mapping[str, Any] | None = None) -> Summary:
+               created: str | None = None, run_info: Mapping[str, Any] | None = None,
+               passed: FinishPass | None = None) -> Summary:
     """Rewrite ``results.jsonl`` in dataset order and build summary.json and the reports from it:
     the final files depend only on the finished lines, never on how they were judged.
+    ``passed``: the pass over the lines made already, as they were written in dataset order
+    (:func:`overlapped_pass`): the file is not rewritten nor read again.
     ``created`` (ISO time, default now) is the provenance time of the results; ``run_info`` how the
     questions were asked (default: the judge's :class:`~factjudge.judges.base.RunInfo`; a Ray run
     gives what its workers' judges reported)."""
-    run = _FinishPass(dataset, config, judge, settings)
-    with contextlib.ExitStack() as stack:
-        facts_csv = None
-        if settings.csv:
-            from ..reports.facts_csv import FactsCsvWriter  # only with --csv
-            facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
-        for index, line in enumerate(store.rewrite(dataset.infos)):
-            # validated once: the categories, the field tally, the near misses and facts.csv
-            # each validated it again (line_analysis takes an Analysis as it is)
-            line["analysis"] = line_analysis(line)
-            run.add(line, index)
-            if facts_csv is not None:
-                facts_csv.add(line)
+    if passed is None:
+        run = FinishPass(dataset, config, judge, settings)
+        with contextlib.ExitStack() as stack:
+            facts_csv = None
+            if settings.csv:
+                from ..reports.facts_csv import FactsCsvWriter  # only with --csv
+                facts_csv = stack.enter_context(FactsCsvWriter(out_dir / FACTS_CSV))
+            for index, line in enumerate(store.rewrite(dataset.infos)):
+                run.take(line, index)
+                if facts_csv is not None:
+                    facts_csv.add(line)
+    else:
+        run = passed
     agg, source, find, shape, links, warnings = run.agg, run.source, run.find, run.shape, run.links, run.warnings
     summary = agg.summary(settings.resamples, settings.seed)
     info = run_info_of(judge) if run_info is None else run_info
@@ -313,7 +316,7 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     return summary
 
 
-class _FinishPass:
+class FinishPass:
     """What :func:`finish_run` gathers in its one pass over the finished lines, in dataset order:
     each line is read once, and the review queue and the reports' closest facts come from it."""
 
@@ -328,6 +331,13 @@ class _FinishPass:
         self.queue = ReviewQueue(found=self.source.omission_keys)
         self.memo = ClosestMemo(keep=settings.report_rows + VIEW_DOCUMENTS)
         self.kept = _KeptLines(KEEP_FACTS)
+
+    def take(self, line: dict[str, Any], index: int) -> None:
+        """The line ``index`` of the run, as read from ``results.jsonl``."""
+        # validated once: the categories, the field tally, the near misses and facts.csv
+        # each validated it again (line_analysis takes an Analysis as it is)
+        line["analysis"] = line_analysis(line)
+        self.add(line, index)
 
     def add(self, line: dict[str, Any], index: int) -> None:
         self.agg.add(doc_stats(line, self.config.confidence_field))
@@ -558,9 +568,15 @@ async def evaluate_async(
             from .workers import auto_workers
 
             workers = auto_workers(judge, len(todo))
+        passed = None
         with store.path.open("ab") as fh:
             if workers > 1 and todo:
-                await _judge_in_processes(dataset, todo, reused, config, judge, workers, store, fh, progress)
+                # a new file, every document judged and its lines written in dataset order: the
+                # finishing pass reads each line as it comes, while the workers judge the next
+                if not reused and not store.index and not settings.csv:
+                    passed = FinishPass(dataset, config, judge, settings)
+                await _judge_in_processes(dataset, todo, reused, config, judge, workers, store, fh, progress,
+                                          passed)
             else:
                 hashes = {i.doc_id: i.input_sha256 for i in todo}
 
@@ -574,7 +590,7 @@ async def evaluate_async(
                 await judge_documents(documents, config, judge, finished, concurrency=concurrency,
                                       progress=progress)
         created = store.created if not todo else None  # nothing new: the results keep their time
-        summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created)
+        summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created, passed=passed)
     finally:
         store.close()
     return EvalRun(summary, judged=len(todo), reused=len(reused))
@@ -582,15 +598,18 @@ async def evaluate_async(
 
 async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused: frozenset[str],
                               config: JudgeConfig, judge: Judge, workers: int, store: ResultStore,
-                              fh: IO[bytes], progress: RunProgress | None) -> None:
+                              fh: IO[bytes], progress: RunProgress | None, passed: FinishPass | None) -> None:
     """The documents still to judge, judged in ``workers`` processes (:mod:`.workers`), their
-    lines appended to ``store`` in dataset order."""
+    lines appended to ``store`` in dataset order (and read by ``passed``, when given)."""
     from .workers import Line, judge_in_processes  # multiprocessing: only for --workers
 
     questions = {i.doc_id: i.questions for i in todo}
+    written = iter(range(len(todo)))
 
     def finished(line: Line) -> None:
         store.append_line(fh, line.doc_id, line.input_sha256, line.data, line.errors)
+        if passed is not None:
+            passed.take(store.folder.with_config(json.loads(line.data)), next(written))
         if progress:  # no verdict crosses from a worker: its answers are counted a document at a time
             progress.on_answers(questions[line.doc_id], 0, line.errors)
             progress.on_document(line.doc_id)
