@@ -65,7 +65,7 @@ from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
 from ..reports.html import render_html
 from ..reports.markdown import render_markdown
 from ..reports.review import ReviewQueue, render_review
-from ..reports.rows import ClosestMap, ClosestMemo, closest_detail, select_rows, worst_order_key
+from ..reports.rows import ClosestMap, ClosestMemo, closest_detail, closest_of_ids, select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
 from ..util.jsonutil import canonical_json
 from .pipeline import (
@@ -332,14 +332,15 @@ class FinishPass:
         self.memo = ClosestMemo(keep=settings.report_rows + VIEW_DOCUMENTS)
         self.kept = _KeptLines(KEEP_FACTS)
 
-    def take(self, line: dict[str, Any], index: int) -> None:
-        """The line ``index`` of the run, as read from ``results.jsonl``."""
+    def take(self, line: dict[str, Any], index: int, near: ClosestMap | None = None) -> None:
+        """The line ``index`` of the run, as read from ``results.jsonl``; ``near`` its
+        :func:`~factjudge.reports.rows.closest_detail` when it was worked out already."""
         # validated once: the categories, the field tally, the near misses and facts.csv
         # each validated it again (line_analysis takes an Analysis as it is)
         line["analysis"] = line_analysis(line)
-        self.add(line, index)
+        self.add(line, index, near)
 
-    def add(self, line: dict[str, Any], index: int) -> None:
+    def add(self, line: dict[str, Any], index: int, near: ClosestMap | None = None) -> None:
         self.agg.add(doc_stats(line, self.config.confidence_field))
         doc_id, text = next(self.texts)
         assert doc_id == line["doc_id"], doc_id  # both in dataset order
@@ -351,7 +352,8 @@ class FinishPass:
         self.warnings = merge_warnings([*self.warnings, *line.get("warnings", ())])
         entry = _order_entry(line, index)
         self.order.append(entry)
-        near = closest_detail(line)
+        if near is None:
+            near = closest_detail(line)
         self.queue.add(line, near)
         self.memo.add(line, entry[0], near)
         self.kept.add(line, entry)
@@ -609,7 +611,8 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
     def finished(line: Line) -> None:
         store.append_line(fh, line.doc_id, line.input_sha256, line.data, line.errors)
         if passed is not None:
-            passed.take(store.folder.with_config(json.loads(line.data)), next(written))
+            parsed = store.folder.with_config(json.loads(line.data))
+            passed.take(parsed, next(written), None if line.closest is None else closest_of_ids(parsed, line.closest))
         if progress:  # no verdict crosses from a worker: its answers are counted a document at a time
             progress.on_answers(questions[line.doc_id], 0, line.errors)
             progress.on_document(line.doc_id)
@@ -617,7 +620,7 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
     pairs = ((doc, info.input_sha256) for doc, info in in_scan_order(dataset.documents(skip=reused), todo,
                                                                     dataset.sources))
     await judge_in_processes(pairs, config, judge, input_salt(config, judge), workers, finished,
-                             lambda detail: _changed(dataset.sources, detail))
+                             lambda detail: _changed(dataset.sources, detail), closest=passed is not None)
 
 
 def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str,

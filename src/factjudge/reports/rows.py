@@ -144,6 +144,23 @@ def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STA
     return out
 
 
+#: A :data:`ClosestMap` as another process sends it: each closest fact by its id.
+ClosestIds = dict[tuple[Direction, str], tuple[str, Closeness]]
+
+
+def closest_ids(found: ClosestMap) -> ClosestIds:
+    """``found`` with each closest fact named by its id (a fact's id is unique on its side)."""
+    return {key: (str(fact["id"]), closeness) for key, (fact, closeness) in found.items()}
+
+
+def closest_of_ids(line: Mapping[str, Any], ids: ClosestIds) -> ClosestMap:
+    """The :data:`ClosestMap` of ``line`` that :func:`closest_ids` described, each closest fact
+    the line's own."""
+    by_id = {side: {str(f["id"]): f for f in line.get(f"{side}_facts") or []} for side in DIRECTIONS}
+    return {(side, fid): (by_id["predicted" if side == "gold" else "gold"][other], closeness)
+            for (side, fid), (other, closeness) in ids.items()}
+
+
 class ClosestMemo:
     """:func:`closest_detail` of a run's worst documents, worked out once where the run's lines are
     read (eval's pass over its results, which the review queue needs them for) and reused by the
