@@ -213,3 +213,20 @@ def test_the_equal_pairs_decide_the_alignment_only_as_the_full_table_would(lists
         return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None, True)
 
     assert compare._align(x, y, False, pair, probe) == compare._align(x, y, False, pair)
+
+
+def test_a_documents_facts_are_prepared_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 1: a fact is a subject in one direction, a candidate in the other and read
+    again by the document's analysis (near misses, field counts): its normal forms and currency
+    are worked out once for all of them (before: 2.6 times a fact)."""
+    from factjudge.evaluation.pipeline import run_judge
+
+    gold = [_revenue("g1", "Acme Inc.", "1,234.5"), _revenue("g2", "Borealis Ltd", "77.0"),
+            _revenue("g3", "Cobalt Mining plc", "310.2")]
+    predicted = [_revenue("p1", "Acme Inc.", "1,234.5"), _revenue("p2", "Borealis Ltd", "78.0"),
+                 _revenue("p3", "Cobalt Mining plc", "310.2")]
+    made = _counting(monkeypatch, "fact_currency")  # once per preparation (compare.normalized)
+    result = run_judge(gold, predicted, JudgeConfig())
+    assert [f["factjudge"]["status"] for f in result.gold_facts] == ["TP", "FN", "TP"]
+    assert [(m.gold, m.predicted) for m in result.analysis.near_misses] == [("g2", "p2")]
+    assert made[0] == 6  # 3 + 3 facts (before: 14)

@@ -14,7 +14,7 @@ from rapidfuzz import fuzz, process
 from ...core.analysis import Closeness, FieldCheck, Ranker, closest_first
 from ...core.scope import fact_fields
 from ...models import JudgeConfig
-from .compare import Prepared, absent, compare_field, normalized
+from .compare import Forms, Prepared, absent, compare_field, prepared_once
 from .normalize import Norm, Reading
 
 #: Candidates fully compared per subject. A larger group is first narrowed to this many by a
@@ -100,19 +100,15 @@ def _text(fact: Mapping[str, Any], fields: Sequence[str]) -> str:
     return " ".join(str(fact.get(name, "")) for name in fields).casefold()
 
 
-def preparer(config: JudgeConfig) -> Callable[[Mapping[str, Any]], Prepared]:
+def preparer(config: JudgeConfig, forms: Forms | None = None) -> Callable[[Mapping[str, Any]], Prepared]:
     """Facts normalised for ``config``, each once (about 0.2 ms a fact): a report asks about both
-    sides, and eval's field-level counts about the near-miss pairs the ranker has read."""
-    cache: dict[int, tuple[Mapping[str, Any], Prepared]] = {}
-    reading = Reading.of(config)
+    sides, and eval's field-level counts about the near-miss pairs the ranker has read. ``forms``:
+    the document's facts the judge has prepared already (for ``config``), added to."""
+    cache: Forms = {} if forms is None else forms
+    reading, ignore = Reading.of(config), config.ignore_company_suffixes
 
     def prepare(fact: Mapping[str, Any]) -> Prepared:
-        hit = cache.get(id(fact))
-        if hit is None or hit[0] is not fact:
-            # (not copied: normalising reads a fact, never changes it)
-            hit = cache[id(fact)] = (fact, normalized(fact if isinstance(fact, dict) else dict(fact), -1,
-                                                      config.ignore_company_suffixes, reading))
-        return hit[1]
+        return prepared_once(fact, ignore, reading, cache)
 
     return prepare
 

@@ -21,7 +21,7 @@ explain, so a run allocates little per comparison (closures tripled the collecto
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Generic, Literal, TypeVar, overload
@@ -75,6 +75,12 @@ class Prepared:
             return self.values[name]
         return EMPTY_UNIT if is_unit_field(name) else MISSING
 
+    def at(self, position: int) -> Prepared:
+        """The same fact at ``position`` of a candidate list (its forms shared, not copied)."""
+        if position == self.position:
+            return self
+        return Prepared(position, self.fact_id, self.fact_type, self.values, self.currency)
+
 
 def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: bool,
                reading: Reading = READING) -> Prepared:
@@ -83,6 +89,28 @@ def normalized(fact: dict[str, Any], position: int, ignore_company_suffixes: boo
     return Prepared(position=position, fact_id=str(fact.get("id")),
                     fact_type=fact.get("fact_type"), values=values,
                     currency=fact_currency(values))
+
+
+#: A document's facts prepared (position -1), by the identity of the fact dict; each entry holds
+#: its fact, so an id is never another's. One config's: the facts of one document, judged in both
+#: directions and read again by its analysis (:data:`~factjudge.judges.base.FactForms`).
+Forms = dict[int, tuple[Mapping[str, Any], Prepared]]
+
+
+def prepared_once(fact: Mapping[str, Any], ignore_company_suffixes: bool, reading: Reading,
+                  forms: Forms | None) -> Prepared:
+    """``fact`` prepared (position -1), once per ``forms``: a fact is a subject in one direction, a
+    candidate in the other and read again by the document's analysis, and finding its normal forms
+    in the run's memo (:func:`~.normalize.normalize_fact`'s key of every value) and its currency
+    cost more than its comparisons (issue 39: 2.6 preparations a fact)."""
+    if forms is None:
+        return normalized(fact if isinstance(fact, dict) else dict(fact), -1, ignore_company_suffixes, reading)
+    hit = forms.get(id(fact))
+    if hit is None or hit[0] is not fact:
+        # (not copied: normalising reads a fact, never changes it)
+        hit = forms[id(fact)] = (fact, normalized(fact if isinstance(fact, dict) else dict(fact), -1,
+                                                  ignore_company_suffixes, reading))
+    return hit[1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from rapidfuzz import fuzz, process
 
 from ...models import JudgeConfig, Tolerance
 from . import variants
-from .compare import KnowledgeMemo, Prepared, normalized
+from .compare import Forms, KnowledgeMemo, Prepared, prepared_once
 from .knowledge import Knowledge
 from .normalize import (
     READING,
@@ -58,7 +58,8 @@ class CandidateIndex:
     """Prepared candidates of one list, with lazily built per-(fact_type, field) look-ups."""
 
     def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool,
-                 knowledge: Knowledge | None = None, config: JudgeConfig | None = None) -> None:
+                 knowledge: Knowledge | None = None, config: JudgeConfig | None = None,
+                 forms: Forms | None = None) -> None:
         self.size = len(candidates)
         self.ignore_company_suffixes = ignore_company_suffixes
         self.knowledge = knowledge
@@ -66,7 +67,9 @@ class CandidateIndex:
         self.config = config
         #: How ambiguous numbers and dates were read (the config's; an index is rebuilt for another).
         self.reading = READING if config is None else Reading.of(config)
-        self.prepared = [normalized(c, i, ignore_company_suffixes, self.reading) for i, c in enumerate(candidates)]
+        #: The document's facts prepared once (the config's), whichever direction or analysis reads them.
+        self.forms = forms
+        self.prepared = [self.prepare(c).at(i) for i, c in enumerate(candidates)]
         self.by_type: dict[Any, list[int]] = {}
         for p in self.prepared:
             self.by_type.setdefault(_type_key(p.fact_type), []).append(p.position)
@@ -74,6 +77,10 @@ class CandidateIndex:
         self._numbers: dict[tuple[Any, str], tuple[list[float], list[int]]] = {}
         self._texts: dict[tuple[Any, str], tuple[list[str], list[list[int]], dict[Hashable, list[int]]]] = {}
         self._signatures: dict[Any, list[str]] = {}
+
+    def prepare(self, fact: dict[str, Any]) -> Prepared:
+        """``fact`` prepared as the candidates are (position -1), once per document's ``forms``."""
+        return prepared_once(fact, self.ignore_company_suffixes, self.reading, self.forms)
 
     def bucket(self, fact_type: Any) -> list[int]:
         return self.by_type.get(_type_key(fact_type), [])
