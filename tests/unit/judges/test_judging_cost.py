@@ -230,3 +230,24 @@ def test_a_documents_facts_are_prepared_once(monkeypatch: pytest.MonkeyPatch) ->
     assert [f["factjudge"]["status"] for f in result.gold_facts] == ["TP", "FN", "TP"]
     assert [(m.gold, m.predicted) for m in result.analysis.near_misses] == [("g2", "p2")]
     assert made[0] == 6  # 3 + 3 facts (before: 14)
+
+
+def test_a_figures_index_keys_are_worked_out_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subject's figure looks up its own value and the 22 rounded figures it may round to: the
+    normal forms are shared, so the keys are worked out once per figure, not once per question."""
+    from factjudge.judges.rules import index
+
+    calls = [0]
+    original = index._coarser_keys
+
+    def counted(q: Any) -> Any:
+        calls[0] += 1
+        return original(q)
+
+    monkeypatch.setattr(index, "_coarser_keys", counted)
+    judge, config = RulesJudge(), JudgeConfig()
+    candidates = [_revenue("p1", "Acme Inc.", "4,321.5"), _revenue("p2", "Acme Inc.", "4,400.0")]
+    verdicts = [judge.decide(JudgeTask("gold", _revenue(f"g{n}", "Acme Inc.", "4,321.5"), candidates, config))[0]
+                for n in range(3)]  # three documents asking about the same figure
+    assert [v.matched_id for v in verdicts] == ["p1"] * 3
+    assert calls[0] == 1  # (before: 3)
