@@ -251,3 +251,26 @@ def test_a_figures_index_keys_are_worked_out_once_per_run(monkeypatch: pytest.Mo
                 for n in range(3)]  # three documents asking about the same figure
     assert [v.matched_id for v in verdicts] == ["p1"] * 3
     assert calls[0] == 1  # (before: 3)
+
+
+def test_the_near_miss_search_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The near-miss search and the field counts read each field's verdict and similarity only:
+    they make no :class:`~factjudge.judges.rules.compare.FieldResult` (16,000 of a 1,000 x 20
+    facts run); the judge's own comparisons make one a field."""
+    from factjudge.evaluation.pipeline import run_judge
+
+    gold = [_revenue("g1", "Acme Inc.", "1,234.5"), _revenue("g2", "Borealis Ltd", "77.0")]
+    predicted = [_revenue("p1", "Acme Inc.", "1,234.5"), _revenue("p2", "Borealis Ltd", "78.0")]
+    made = [0]
+    real = compare.FieldResult
+
+    def counted(*args: Any) -> Any:
+        made[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(compare, "FieldResult", counted)
+    result = run_judge(gold, predicted, JudgeConfig())
+    assert [(m.gold, m.predicted, m.differ) for m in result.analysis.near_misses] == [("g2", "p2", ["value"])]
+    # 4 subjects x 2 candidates (a shortlist this small is compared whole) x 4 fields; before: 4
+    # more for the near-miss pair, and 4 for its field counts
+    assert made[0] == 32

@@ -14,7 +14,7 @@ from rapidfuzz import fuzz, process
 from ...core.analysis import Closeness, FieldCheck, Ranker, closest_first
 from ...core.scope import fact_fields
 from ...models import JudgeConfig
-from .compare import Forms, Prepared, absent, compare_field, prepared_once
+from .compare import Forms, Prepared, absent, compare_outcome, prepared_once
 from .normalize import Norm, Reading
 
 #: Candidates fully compared per subject. A larger group is first narrowed to this many by a
@@ -50,16 +50,22 @@ def _field(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, 
            memo: FieldMemo | None) -> tuple[bool, float]:
     """:func:`~.compare.compare_field`'s verdict and similarity, from ``memo`` when it has them."""
     if memo is None:
-        result = compare_field(name, x, y, config, cur_x, cur_y)
-        return result.ok, result.score
+        return _outcome(name, x, y, config, cur_x, cur_y)
     key = (name, id(x), id(y), cur_x, cur_y)
     hit = memo.get(key)
     if hit is None or hit[0] is not x or hit[1] is not y:
         if len(memo) >= FIELDS_LIMIT:
             memo.clear()
-        result = compare_field(name, x, y, config, cur_x, cur_y)
-        hit = memo[key] = (x, y, result.ok, result.score)
+        hit = memo[key] = (x, y, *_outcome(name, x, y, config, cur_x, cur_y))
     return hit[2], hit[3]
+
+
+def _outcome(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None
+             ) -> tuple[bool, float]:
+    """:func:`~.compare.compare_field`'s verdict and similarity, without the result it would make
+    (only they are read: 16,000 comparisons of a 1,000 x 20 facts run's near-miss search)."""
+    ok, _, score, _ = compare_outcome(name, x, y, config, cur_x, cur_y)
+    return ok, score
 
 
 def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig,
