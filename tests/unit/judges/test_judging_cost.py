@@ -274,3 +274,24 @@ def test_the_near_miss_search_makes_no_field_result(monkeypatch: pytest.MonkeyPa
     # 4 subjects x 2 candidates (a shortlist this small is compared whole) x 4 fields; before: 4
     # more for the near-miss pair, and 4 for its field counts
     assert made[0] == 32
+
+
+def test_a_comparison_is_explained_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reasoning of a verdict explains its best or closest comparison; the same values
+    compared the same way recur across a run's documents (22,092 explanations of 7,689 pairs in a
+    1,000 x 20 facts run): each is written once."""
+    explained = [0]
+    original = compare._compare
+
+    def counted(*args: Any) -> Any:
+        explained[0] += bool(args[-1])
+        return original(*args)
+
+    monkeypatch.setattr(compare, "_compare", counted)
+    judge, config = RulesJudge(), JudgeConfig()
+    candidates = [_revenue("p1", "Acme Inc.", "1,234.5"), _revenue("p2", "Borealis Ltd", "99.0")]
+    verdicts = [judge.decide(JudgeTask("gold", _revenue(f"g{n}", "Acme Inc.", "1,299.5"), candidates, config))[0]
+                for n in range(3)]  # three documents, the same miss
+    assert {v.reasoning.replace(f"g{n}", "g") for n, v in enumerate(verdicts)} == {verdicts[0].reasoning}
+    assert "value: 1,299.5 [USD million]" in verdicts[0].reasoning
+    assert explained[0] == 1  # the value that differs (before: 3)

