@@ -232,25 +232,30 @@ def test_a_documents_facts_are_prepared_once(monkeypatch: pytest.MonkeyPatch) ->
     assert made[0] == 6  # 3 + 3 facts (before: 14)
 
 
-def test_a_figures_index_keys_are_worked_out_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A subject's figure looks up its own value and the 22 rounded figures it may round to: the
-    normal forms are shared, so the keys are worked out once per figure, not once per question."""
+def test_a_figure_looks_up_only_the_rounded_figures_filed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subject's figure may equal a candidate's figure rounded to one of 22 places: it looks up
+    the rounded figures at the places the candidates' rounded figures were filed under only
+    (mostly none), and still matches a rounded one."""
     from factjudge.judges.rules import index
 
-    calls = [0]
+    made = [0]
     original = index._coarser_keys
 
-    def counted(q: Any) -> Any:
-        calls[0] += 1
-        return original(q)
+    def counted(*args: Any) -> Any:
+        keys = original(*args)
+        made[0] += len(keys)
+        return keys
 
     monkeypatch.setattr(index, "_coarser_keys", counted)
     judge, config = RulesJudge(), JudgeConfig()
-    candidates = [_revenue("p1", "Acme Inc.", "4,321.5"), _revenue("p2", "Acme Inc.", "4,400.0")]
-    verdicts = [judge.decide(JudgeTask("gold", _revenue(f"g{n}", "Acme Inc.", "4,321.5"), candidates, config))[0]
-                for n in range(3)]  # three documents asking about the same figure
-    assert [v.matched_id for v in verdicts] == ["p1"] * 3
-    assert calls[0] == 1  # (before: 3)
+    subject = _revenue("g1", "Acme Inc.", "4,321.5")
+    exact = [_revenue("p1", "Acme Inc.", "4,321.5"), _revenue("p2", "Acme Inc.", "4,400.0")]
+    assert judge.decide(JudgeTask("gold", subject, exact, config))[0].matched_id == "p1"
+    assert made[0] == 0  # no candidate written rounded (before: 10, one a coarser place)
+    rounded = [{**_revenue("p3", "Acme Inc.", "4.3"), "unit": "USD billion"}, exact[1]]
+    verdict = judge.decide(JudgeTask("gold", subject, rounded, config))[0]
+    assert verdict.matched_id == "p3", verdict.reasoning  # 4,321.5 million is 4.3 billion rounded
+    assert made[0] == 1  # the one place "4.3" shows
 
 
 def test_the_near_miss_search_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -157,7 +157,7 @@ class FieldResult(NamedTuple):
 #: shared, and the reasonings of a 1,000 x 20 facts run explain 22,092 comparisons of 7,689 pairs.
 _DETAILS: dict[tuple[str, str, int, int, str | None, str | None, int, int],
                tuple[Norm, Norm, JudgeConfig, Knowledge | None, str]] = {}
-_DETAILS_LIMIT = 20_000
+_DETAILS_LIMIT = 10_000  # (a detail is mostly under 200 characters; one quotes a value at most QUOTE_LIMIT)
 
 
 def _shown(a: Norm, b: Norm) -> str:

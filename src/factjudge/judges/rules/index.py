@@ -7,7 +7,7 @@ superset of the candidates that can match.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable, Iterable
+from collections.abc import Collection, Hashable, Iterable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -77,6 +77,7 @@ class CandidateIndex:
         self._numbers: dict[tuple[Any, str], tuple[list[float], list[int]]] = {}
         self._texts: dict[tuple[Any, str], tuple[list[str], list[list[int]], dict[Hashable, list[int]]]] = {}
         self._signatures: dict[Any, list[str]] = {}
+        self._steps: dict[tuple[Any, str], frozenset[Decimal]] = {}
 
     def prepare(self, fact: dict[str, Any]) -> Prepared:
         """``fact`` prepared as the candidates are (position -1), once per document's ``forms``."""
@@ -94,6 +95,16 @@ class CandidateIndex:
                     table.setdefault(key, []).append(i)  # a list: a set per key costs 3x more
             self._exact[(_type_key(fact_type), name)] = table
         return table
+
+    def rounded_steps(self, fact_type: Any, name: str) -> frozenset[Decimal]:
+        """The places of the last digit of the rounded figures filed under ``name`` (their ``n~``
+        keys): a subject looks up the figures it may round to at those places only (mostly none:
+        a key for each of up to 22 places cost 4% of judging a fact)."""
+        steps = self._steps.get((_type_key(fact_type), name))
+        if steps is None:
+            steps = self._steps[(_type_key(fact_type), name)] = frozenset(
+                key[3] for key in self._exact_table(fact_type, name) if isinstance(key, tuple) and key[0] == "n~")
+        return steps
 
     def exact_postings(self, fact_type: Any, name: str, keys: Iterable[Hashable]) -> set[int]:
         table = self._exact_table(fact_type, name)
@@ -211,7 +222,7 @@ _Lookups = tuple[list[tuple[str, tuple[Hashable, ...]]],
                  list[tuple[str, tuple[float, float], tuple[Hashable, ...]]], list[tuple[str, Text]]]
 
 
-def _lookups(subject: Prepared, fields: list[str], config: JudgeConfig) -> _Lookups:
+def _lookups(index: CandidateIndex, subject: Prepared, fields: list[str], config: JudgeConfig) -> _Lookups:
     """How each field of the subject narrows the candidates: exact keys, a number window (with
     the keys found outside it), or a text search."""
     exact: list[tuple[str, tuple[Hashable, ...]]] = []
@@ -226,7 +237,7 @@ def _lookups(subject: Prepared, fields: list[str], config: JudgeConfig) -> _Look
         if isinstance(value, Text):
             texts.append((name, value))
         elif isinstance(value, Quantity):
-            keys = _number_keys(value)
+            keys = (("n", value.number), *_coarser_keys(value, index.rounded_steps(subject.fact_type, name)))
             bounds = _bounds(value, config.tolerances.get(name))
             if bounds is None:
                 exact.append((name, keys))
@@ -241,7 +252,7 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
               config: JudgeConfig) -> list[int]:
     """Positions of the same-type candidates that may match; a superset of the true matches."""
     ft = subject.fact_type
-    exact, windows, texts = _lookups(subject, fields, config)
+    exact, windows, texts = _lookups(index, subject, fields, config)
     pool: set[int] | None = None
     if exact:  # the rarest value's candidates, then each other field checked on those only
         if len(exact) > 1:
@@ -275,29 +286,14 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
 _STEPS = tuple(Decimal(1).scaleb(e) for e in range(-6, 16))
 
 
-#: A figure's keys (:func:`_number_keys`) by its identity, each kept with its figure (so an id is
-#: never another's): the normal forms are shared, and a figure is a subject in a document's one
-#: direction and recurs across documents (22 rounded keys a subject were 8% of judging a fact).
-_NUMBER_KEYS: dict[int, tuple[Quantity, tuple[Hashable, ...]]] = {}
-_NUMBER_KEYS_LIMIT = 50_000
-
-
-def _number_keys(q: Quantity) -> tuple[Hashable, ...]:
-    """The keys a subject's figure looks up: its own value's, then the rounded figures' it may
-    round to (:func:`_coarser_keys`), worked out once per figure."""
-    hit = _NUMBER_KEYS.get(id(q))
-    if hit is None or hit[0] is not q:
-        if len(_NUMBER_KEYS) >= _NUMBER_KEYS_LIMIT:
-            _NUMBER_KEYS.clear()
-        hit = _NUMBER_KEYS[id(q)] = (q, (("n", q.number), *_coarser_keys(q)))
-    return hit[1]
-
-
-def _coarser_keys(q: Quantity) -> tuple[Hashable, ...]:
+def _coarser_keys(q: Quantity, steps: Collection[Decimal] = _STEPS) -> tuple[Hashable, ...]:
     """The keys of the rounded figures ``q`` may round to (each filed by _exact_keys under its
-    value and the place of its last digit)."""
+    value and the place of its last digit); ``steps``: only those places (the candidates'
+    rounded figures are filed under no others, see :meth:`CandidateIndex.rounded_steps`)."""
+    if not steps:
+        return ()
     return tuple(("n~", q.percent, (q.value / step).to_integral_value(ROUND_HALF_UP) * step, step)
-                 for step in _STEPS if q.step is None or step > q.step)
+                 for step in _STEPS if (q.step is None or step > q.step) and step in steps)
 
 
 def _bounds(q: Quantity, tol: Tolerance | None) -> tuple[float, float] | None:
