@@ -300,3 +300,26 @@ def test_a_comparison_is_explained_once_per_run(monkeypatch: pytest.MonkeyPatch)
     assert {v.reasoning.replace(f"g{n}", "g") for n, v in enumerate(verdicts)} == {verdicts[0].reasoning}
     assert "value: 1,299.5 [USD million]" in verdicts[0].reasoning
     assert explained[0] == 1  # the value that differs (before: 3)
+
+
+def test_a_searched_text_is_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortlist's fuzzy search reads a text as the knowledge does, its words sorted; a text is
+    a candidate in one direction, a subject in the other, and names repeat across documents
+    (19,928 look-ups of about 500 texts in a 1,000 x 20 facts run): each is read once."""
+    from factjudge.judges.rules import index
+
+    calls = [0]
+    original = index.sorted_tokens
+
+    def counted(text: str) -> str:
+        calls[0] += 1
+        return original(text)
+
+    monkeypatch.setattr(index, "sorted_tokens", counted)
+    judge, config = RulesJudge(), JudgeConfig()
+    ceo = {"fact_type": "ceo", "company": "Orion Pharma Searched Corp.", "person": "Wei Okafor"}
+    for _ in range(3):  # three documents, each judged both ways
+        gold, predicted = [{"id": "g1", **ceo}], [{"id": "p1", **ceo, "person": "Wei Okafor-Lund"}]
+        for direction, subjects, candidates in (("gold", gold, predicted), ("predicted", predicted, gold)):
+            assert judge.decide(JudgeTask(direction, subjects[0], candidates, config))[0].status in ("FN", "FP")
+    assert calls[0] == 1  # the company (one normal form on both sides), read once (before: 12)
