@@ -29,6 +29,7 @@ from ..judges.base import (
     ConfigWarnings,
     Estimate,
     Estimates,
+    FactForms,
     Inline,
     Judge,
     JudgePass,
@@ -296,7 +297,8 @@ async def judge_checked(
     fields, warnings = compared_fields(gold_in, pred_in, config)
     warnings += nothing_to_compare(gold_in, pred_in, config, fields) + read_by_default(gold_in, pred_in, config, fields)
     tally = _Tally()
-    gv, pv = await _judge_passes(((JudgePass(direction, candidates, config, fields, doc_id), subjects)
+    forms: FactForms = {}  # the document's facts prepared once, for both directions and the analysis
+    gv, pv = await _judge_passes(((JudgePass(direction, candidates, config, fields, doc_id, forms), subjects)
                                   for direction, subjects, candidates in directions(gold_in, pred_in)),
                                  judge, limiter, concurrency, tally, progress, warmup)
     rec = reconcile([f["id"] for f in gold_in], [f["id"] for f in pred_in], gv, pv,
@@ -304,7 +306,12 @@ async def judge_checked(
     usage = tally.usage.model_copy(update=run_info_of(judge))
     gold_out = _assemble(gold, gv, rec.gold, pv, in_place)
     pred_out = _assemble(predicted, pv, rec.predicted, gv, in_place)
-    analysis = _analysis(gold_out, pred_out, rec.dropped, config, fields)
+    for facts, out in ((gold, gold_out), (predicted, pred_out)):
+        for fact, copy in zip(facts, out, strict=True):  # the analysis reads the output facts: same forms
+            hit = forms.get(id(fact))
+            if hit is not None and hit[0] is fact:
+                forms[id(copy)] = (copy, hit[1])
+    analysis = _analysis(gold_out, pred_out, rec.dropped, config, fields, forms)
     metrics = compute_metrics(((f["fact_type"], f[VERDICT_KEY]["status"]) for f in gold_out),
                               ((f["fact_type"], f[VERDICT_KEY]["status"]) for f in pred_out))
     if tally.asked:
@@ -319,7 +326,7 @@ async def judge_checked(
 
 def _analysis(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
               dropped: list[tuple[Direction, str, str]], config: JudgeConfig,
-              fields: dict[str, tuple[str, ...]] | None) -> Analysis:
+              fields: dict[str, tuple[str, ...]] | None, forms: FactForms | None = None) -> Analysis:
     """Near misses, merges and splits (:func:`factjudge.core.analysis.analyse`) and the field-level
     counts (:func:`factjudge.core.fields.count_fields`), with the rules judge's field comparison
     whichever judge ran: one closeness measure everywhere."""
@@ -331,15 +338,16 @@ def _analysis(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
         # only now: a run without an FN and an FP of one type never loads the rules judge
         from ..judges.rules.closeness import preparer, rules_ranker
 
-        prepare.append(preparer(config))
+        prepare.append(preparer(config, forms))
         analysis = analyse(gold, predicted, dropped, rules_ranker(config, fields, prepare=prepare[0]))
     comparer: list[FieldComparer] = []
 
     def compare(g: Mapping[str, Any], p: Mapping[str, Any], names: Sequence[str]) -> Mapping[str, Match]:
         if not comparer:  # only when a pair needs it: flat facts linked need no comparison
+            from ..judges.rules.closeness import preparer
             from ..judges.rules.fieldscore import rules_field_comparer
 
-            comparer.append(rules_field_comparer(config, *prepare))
+            comparer.append(rules_field_comparer(config, prepare[0] if prepare else preparer(config, forms)))
         return comparer[0](g, p, names)
 
     analysis.fields = field_counts(count_fields(gold, predicted, analysis,

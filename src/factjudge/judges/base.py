@@ -80,16 +80,25 @@ class JudgeTask:
         return [c["id"] for c in self.candidates]
 
 
+#: What the rules judge works out once per fact of a document (its normal forms), by the identity
+#: of the fact dict, each entry holding its fact: a fact is a subject in one direction, a candidate
+#: in the other and read again by the document's analysis. One document's and one config's: the
+#: pipeline makes it per document, so it is freed with the document.
+FactForms = dict[int, tuple[Mapping[str, Any], Any]]
+
+
 class JudgePass:
     """One direction of one document, as a judge opens it: the subjects of ``direction`` are
     judged against ``candidates`` (the other side's in-scope facts) under ``config``; ``fields``:
     the compared fields per fact_type (:func:`factjudge.core.scope.compared_fields`); ``doc_id``
-    names the document (an LLM labels its provider prompt-cache key with it)."""
+    names the document (an LLM labels its provider prompt-cache key with it); ``forms``: the
+    document's :data:`FactForms`, shared by its two directions (None: worked out per direction)."""
 
     def __init__(self, direction: Direction, candidates: list[dict[str, Any]], config: JudgeConfig,
-                 fields: dict[str, tuple[str, ...]] | None = None, doc_id: str = "") -> None:
+                 fields: dict[str, tuple[str, ...]] | None = None, doc_id: str = "",
+                 forms: FactForms | None = None) -> None:
         self.direction, self.candidates, self.config = direction, candidates, config
-        self.fields, self.doc_id = fields, doc_id
+        self.fields, self.doc_id, self.forms = fields, doc_id, forms
 
     @cached_property
     def by_type(self) -> dict[str, list[dict[str, Any]]]:

@@ -213,3 +213,113 @@ def test_the_equal_pairs_decide_the_alignment_only_as_the_full_table_would(lists
         return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None, True)
 
     assert compare._align(x, y, False, pair, probe) == compare._align(x, y, False, pair)
+
+
+def test_a_documents_facts_are_prepared_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 1: a fact is a subject in one direction, a candidate in the other and read
+    again by the document's analysis (near misses, field counts): its normal forms and currency
+    are worked out once for all of them (before: 2.6 times a fact)."""
+    from factjudge.evaluation.pipeline import run_judge
+
+    gold = [_revenue("g1", "Acme Inc.", "1,234.5"), _revenue("g2", "Borealis Ltd", "77.0"),
+            _revenue("g3", "Cobalt Mining plc", "310.2")]
+    predicted = [_revenue("p1", "Acme Inc.", "1,234.5"), _revenue("p2", "Borealis Ltd", "78.0"),
+                 _revenue("p3", "Cobalt Mining plc", "310.2")]
+    made = _counting(monkeypatch, "fact_currency")  # once per preparation (compare.normalized)
+    result = run_judge(gold, predicted, JudgeConfig())
+    assert [f["factjudge"]["status"] for f in result.gold_facts] == ["TP", "FN", "TP"]
+    assert [(m.gold, m.predicted) for m in result.analysis.near_misses] == [("g2", "p2")]
+    assert made[0] == 6  # 3 + 3 facts (before: 14)
+
+
+def test_a_figure_looks_up_only_the_rounded_figures_filed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subject's figure may equal a candidate's figure rounded to one of 22 places: it looks up
+    the rounded figures at the places the candidates' rounded figures were filed under only
+    (mostly none), and still matches a rounded one."""
+    from factjudge.judges.rules import index
+
+    made = [0]
+    original = index._coarser_keys
+
+    def counted(*args: Any) -> Any:
+        keys = original(*args)
+        made[0] += len(keys)
+        return keys
+
+    monkeypatch.setattr(index, "_coarser_keys", counted)
+    judge, config = RulesJudge(), JudgeConfig()
+    subject = _revenue("g1", "Acme Inc.", "4,321.5")
+    exact = [_revenue("p1", "Acme Inc.", "4,321.5"), _revenue("p2", "Acme Inc.", "4,400.0")]
+    assert judge.decide(JudgeTask("gold", subject, exact, config))[0].matched_id == "p1"
+    assert made[0] == 0  # no candidate written rounded (before: 10, one a coarser place)
+    rounded = [{**_revenue("p3", "Acme Inc.", "4.3"), "unit": "USD billion"}, exact[1]]
+    verdict = judge.decide(JudgeTask("gold", subject, rounded, config))[0]
+    assert verdict.matched_id == "p3", verdict.reasoning  # 4,321.5 million is 4.3 billion rounded
+    assert made[0] == 1  # the one place "4.3" shows
+
+
+def test_the_near_miss_search_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The near-miss search and the field counts read each field's verdict and similarity only:
+    they make no :class:`~factjudge.judges.rules.compare.FieldResult` (16,000 of a 1,000 x 20
+    facts run); the judge's own comparisons make one a field."""
+    from factjudge.evaluation.pipeline import run_judge
+
+    gold = [_revenue("g1", "Acme Inc.", "1,234.5"), _revenue("g2", "Borealis Ltd", "77.0")]
+    predicted = [_revenue("p1", "Acme Inc.", "1,234.5"), _revenue("p2", "Borealis Ltd", "78.0")]
+    made = [0]
+    real = compare.FieldResult
+
+    def counted(*args: Any) -> Any:
+        made[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(compare, "FieldResult", counted)
+    result = run_judge(gold, predicted, JudgeConfig())
+    assert [(m.gold, m.predicted, m.differ) for m in result.analysis.near_misses] == [("g2", "p2", ["value"])]
+    # 4 subjects x 2 candidates (a shortlist this small is compared whole) x 4 fields; before: 4
+    # more for the near-miss pair, and 4 for its field counts
+    assert made[0] == 32
+
+
+def test_a_comparison_is_explained_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reasoning of a verdict explains its best or closest comparison; the same values
+    compared the same way recur across a run's documents (22,092 explanations of 7,689 pairs in a
+    1,000 x 20 facts run): each is written once."""
+    explained = [0]
+    original = compare._compare
+
+    def counted(*args: Any) -> Any:
+        explained[0] += bool(args[-1])
+        return original(*args)
+
+    monkeypatch.setattr(compare, "_compare", counted)
+    judge, config = RulesJudge(), JudgeConfig()
+    candidates = [_revenue("p1", "Acme Inc.", "1,234.5"), _revenue("p2", "Borealis Ltd", "99.0")]
+    verdicts = [judge.decide(JudgeTask("gold", _revenue(f"g{n}", "Acme Inc.", "1,299.5"), candidates, config))[0]
+                for n in range(3)]  # three documents, the same miss
+    assert {v.reasoning.replace(f"g{n}", "g") for n, v in enumerate(verdicts)} == {verdicts[0].reasoning}
+    assert "value: 1,299.5 [USD million]" in verdicts[0].reasoning
+    assert explained[0] == 1  # the value that differs (before: 3)
+
+
+def test_a_searched_text_is_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shortlist's fuzzy search reads a text as the knowledge does, its words sorted; a text is
+    a candidate in one direction, a subject in the other, and names repeat across documents
+    (19,928 look-ups of about 500 texts in a 1,000 x 20 facts run): each is read once."""
+    from factjudge.judges.rules import index
+
+    calls = [0]
+    original = index.sorted_tokens
+
+    def counted(text: str) -> str:
+        calls[0] += 1
+        return original(text)
+
+    monkeypatch.setattr(index, "sorted_tokens", counted)
+    judge, config = RulesJudge(), JudgeConfig()
+    ceo = {"fact_type": "ceo", "company": "Orion Pharma Searched Corp.", "person": "Wei Okafor"}
+    for _ in range(3):  # three documents, each judged both ways
+        gold, predicted = [{"id": "g1", **ceo}], [{"id": "p1", **ceo, "person": "Wei Okafor-Lund"}]
+        for direction, subjects, candidates in (("gold", gold, predicted), ("predicted", predicted, gold)):
+            assert judge.decide(JudgeTask(direction, subjects[0], candidates, config))[0].status in ("FN", "FP")
+    assert calls[0] == 1  # the company (one normal form on both sides), read once (before: 12)

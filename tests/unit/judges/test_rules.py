@@ -584,9 +584,9 @@ def test_the_rules_judge_indexes_each_direction_once(monkeypatch):
     built = []
     index = RulesJudge.index
 
-    def counted(candidates, config):
+    def counted(candidates, config, forms=None):
         built.append([c["id"] for c in candidates])
-        return index(candidates, config)
+        return index(candidates, config, forms)
 
     monkeypatch.setattr(RulesJudge, "index", staticmethod(counted))
     gold = [{"id": "g1", "fact_type": "t", "value": "1"}, {"id": "g2", "fact_type": "t", "value": "2"}]

@@ -148,14 +148,20 @@ def _count_field_comparisons(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     from factjudge.judges.rules import closeness, compare
 
     compared: list[str] = []
-    field = compare.compare_field
+    field, outcome = compare.compare_field, compare.compare_outcome
 
     def counted(name: str, *args: Any, **kwargs: Any) -> Any:
         compared.append(name)
         return field(name, *args, **kwargs)
 
+    def counted_outcome(name: str, *args: Any, **kwargs: Any) -> Any:
+        compared.append(name)
+        return outcome(name, *args, **kwargs)
+
     monkeypatch.setattr(compare, "compare_field", counted)  # what compare_facts calls
     monkeypatch.setattr(closeness, "compare_field", counted, raising=False)
+    # what the closest-fact search calls (it reads a field's verdict and similarity only)
+    monkeypatch.setattr(closeness, "compare_outcome", counted_outcome, raising=False)
     return compared
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from ...core.fields import FieldComparer, Match
 from ...models import JudgeConfig
 from .closeness import preparer
-from .compare import Prepared, absent, aligned_items, compare_field
+from .compare import Prepared, absent, aligned_items, compare_outcome
 from .normalize import Items
 
 
@@ -57,7 +57,7 @@ def rules_field_comparer(config: JudgeConfig, prepare: Callable[[Mapping[str, An
             if isinstance(a, Items) and isinstance(b, Items):
                 out[name] = list_match(name, name, a, b, config)
             else:
-                out[name] = Match(compare_field(name, a, b, config, g.currency, p.currency).ok)
+                out[name] = Match(compare_outcome(name, a, b, config, g.currency, p.currency)[0])
         return out
 
     return compare

@@ -21,7 +21,7 @@ from typing import Any
 from ...core.scope import matching_rules_check
 from ...models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict, quoted
 from ..base import JudgeBase, JudgePass, JudgeTask, negative_status
-from .compare import CandidateResult, Prepared, compare_facts, normalized
+from .compare import CandidateResult, Forms, Prepared, compare_facts
 from .index import CandidateIndex, shortlist
 from .knowledge import knowledge_for
 from .proof import Proof, proved_different
@@ -39,8 +39,9 @@ class RulesJudge(JudgeBase):
         return matching_rules_check(config)
 
     @staticmethod
-    def index(candidates: list[dict[str, Any]], config: JudgeConfig) -> CandidateIndex:
-        return CandidateIndex(candidates, config.ignore_company_suffixes, knowledge_for(config), config)
+    def index(candidates: list[dict[str, Any]], config: JudgeConfig, forms: Forms | None = None) -> CandidateIndex:
+        """``forms``: the document's facts prepared already (:attr:`~..base.JudgePass.forms`)."""
+        return CandidateIndex(candidates, config.ignore_company_suffixes, knowledge_for(config), config, forms)
 
     def decide(self, task: JudgeTask, index: CandidateIndex | None = None) -> tuple[Verdict, bool]:
         """The verdict, and whether it is exact: one candidate matched, every field equal.
@@ -50,7 +51,7 @@ class RulesJudge(JudgeBase):
         config = task.config
         negative = negative_status(task.direction)
         other: Direction = "predicted" if task.direction == "gold" else "gold"
-        subject = normalized(task.subject, -1, config.ignore_company_suffixes, index.reading)
+        subject = index.prepare(task.subject)
         fields = task.compared
 
         def verdict(status: PassStatus, reasoning: str, matched: str | None = None) -> Verdict:
@@ -89,7 +90,7 @@ class RulesPass:
 
     def __init__(self, rules: RulesJudge, questions: JudgePass) -> None:
         self.rules, self.questions = rules, questions
-        self.index = rules.index(questions.candidates, questions.config)
+        self.index = rules.index(questions.candidates, questions.config, questions.forms)
 
     def decide(self, subject: dict[str, Any]) -> tuple[Verdict, bool]:
         return self.rules.decide(self.questions.task(subject), self.index)
@@ -99,7 +100,7 @@ class RulesPass:
         (:mod:`.proof`), by id, and how many candidates of its type there are."""
         task = self.questions.task(subject)
         index, config = self.index, task.config
-        prepared = normalized(subject, -1, config.ignore_company_suffixes, index.reading)
+        prepared = index.prepare(subject)
         bucket = index.bucket(prepared.fact_type)
         fields = task.compared
         proofs = {}
