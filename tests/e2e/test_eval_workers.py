@@ -181,3 +181,23 @@ def test_a_resumed_run_and_csv_with_workers_write_what_one_process_writes(datase
     assert proc.returncode == 0, proc.stderr
     assert files(tmp_path / "one") == files(two)
     assert (tmp_path / "one" / "facts.csv").read_bytes() == (two / "facts.csv").read_bytes()
+
+
+def test_the_parent_does_not_search_the_closest_facts_again(dataset, tmp_path, monkeypatch):
+    """The workers send each line's closest facts with it: their normal forms are warm, this
+    process would make them again (issue #39)."""
+    from factjudge.reports import rows
+
+    searched = []
+    finder = rows._finder
+
+    def counted(line, facts):
+        searched.append(line["doc_id"])
+        return finder(line, facts)
+
+    monkeypatch.setattr(rows, "_finder", counted)  # the workers are forked after: their calls stay theirs
+    evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "two", workers=2)
+    assert searched == []
+    one = evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "one", workers=1)
+    assert len(set(searched)) == one.summary.documents  # one process searches every line itself
+    assert files(tmp_path / "one") == files(tmp_path / "two")

@@ -102,7 +102,6 @@ def eval_cmd(
     Run it again after an interruption: finished documents are kept, the rest are judged."""
     if output_dir.exists() and not output_dir.is_dir():
         raise fail(f"{output_dir}: not a folder")
-    processes = _workers(workers)
     data = _open_input(dataset, gold, predicted, input_format, gold_format, predicted_format)
     settings = ReportSettings(resamples=bootstrap, seed=seed, report_rows=report_rows,
                               zero_division=_ZERO_DIVISION[zero_division], csv=csv, prices=opts.prices)
@@ -114,7 +113,7 @@ def eval_cmd(
         # the one request of the run: the config parsed once, for every way of running
         req = EvalRequest(data, str(dataset or gold), opts.config(config), opts, output_dir, calibrated,
                           skip_invalid=skip_invalid, overwrite=overwrite, quiet=quiet, gate=gate,
-                          workers=processes)
+                          workers=_workers(workers))
         return _eval(req, batch_opts)
 
     run_command(lambda: _tracked(mlflow, run),
