@@ -1,5 +1,6 @@
-"""Issue 39: what the pipeline pays per verdict of a rules run. The contract check of a verdict needs no
-JudgeTask (one a fact before: 5% of a run under the profiler), and the check for
+"""Issue 39: what the pipeline pays per verdict of a rules run. Neither the contract check of a
+verdict nor the rules judge's question builds a JudgeTask per fact (two a fact before; the
+compared fields are worked out once per fact_type and direction), and the check for
 ambiguous numbers and dates reads a value repeated across documents once; results unchanged."""
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _document() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return gold, predicted
 
 
-def test_a_verdict_is_checked_without_building_its_task(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rules_run_builds_a_task_per_fact_type_not_per_subject(monkeypatch: pytest.MonkeyPatch) -> None:
     built = [0]
     original = JudgePass.task
 
@@ -38,9 +39,9 @@ def test_a_verdict_is_checked_without_building_its_task(monkeypatch: pytest.Monk
         result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
     assert [f[VERDICT_KEY]["matched_ids"] for f in result.gold_facts] == [[f["id"]] for f in predicted]
     assert result.metrics.f1 == 1.0
-    # every fact matched: no analysis ranks anything. The rules judge's question of each subject
-    # (12: a subclass may override its decide(task)); before: one more per verdict's contract check
-    assert built[0] == 12
+    # every fact matched: no analysis ranks anything. One task per fact_type and direction, for its
+    # compared fields (2 x 2); before: one per rules question and per verdict's contract check, 24
+    assert built[0] == 4
 
 
 class _Counted:
