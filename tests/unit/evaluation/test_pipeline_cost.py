@@ -68,3 +68,23 @@ def test_a_value_repeated_across_documents_is_matched_once(monkeypatch: pytest.M
     assert calls[0] == 26
     # a long value is never kept (a 30 MB text would stay in memory): nor ambiguous
     assert scope._ambiguous("1,234" + " " * 40) is None and scope._ambiguous_short.cache_info().currsize == 13
+
+
+def test_a_document_s_scope_checks_work_out_the_fields_once_per_fact_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    original = scope.fact_fields
+
+    def counted(*args: Any) -> list[str]:
+        calls[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(scope, "fact_fields", counted)
+    gold, predicted = _document()
+    predicted.append({"id": "p7", "fact_type": "city", "company": None, "city": None})
+    config = JudgeConfig()
+    fields, _ = scope.compared_fields(gold, predicted, config)
+    assert scope.nothing_to_compare(gold, predicted, config, fields)[0].startswith("city: 1 fact had nothing")
+    assert "decimal_separator" in scope.read_by_default(gold, predicted, config, fields)[0]
+    # revenue and ceo once each per check; the city fact (no gold of its type) its own fields
+    # (before: one per fact, 2 x 13)
+    assert calls[0] == 2 * 3
