@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
@@ -79,6 +80,25 @@ def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
     return [k for k in fact if k not in NOT_COMPARED and k != config.confidence_field]
 
 
+def _fields_by_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
+                    ) -> Callable[[Mapping[str, Any]], Sequence[str]]:
+    """:func:`fact_fields`, worked out once per fact_type whose fields the config or ``fields``
+    name (a fact of another type is compared on its own fields): for one pass over a document's
+    facts (:func:`nothing_to_compare`, :func:`read_by_default`: 52,384 calls a 1,000 x 20 facts run)."""
+    known: dict[Any, Sequence[str]] = {}
+
+    def of(fact: Mapping[str, Any]) -> Sequence[str]:
+        fact_type = fact.get("fact_type")
+        names = known.get(fact_type)
+        if names is None:
+            names = fact_fields(fact, config, fields)
+            if config.fields_for(fact_type) is not None or (fields is not None and fact_type in fields):
+                known[fact_type] = names
+        return names
+
+    return of
+
+
 def _nothing_message(fact_type: object, count: int) -> str:
     return (f"{fact_type}: {count} fact{'' if count == 1 else 's'} had nothing to compare (every "
             "compared field null or absent): absence is no evidence, so the rules judge matches "
@@ -94,8 +114,9 @@ def nothing_to_compare(gold: list[dict[str, Any]], predicted: list[dict[str, Any
     Pydantic ``Optional`` left empty): counted on both sides. A type with no field to compare at
     all is a fact by its type alone and is not counted."""
     counts: dict[Any, int] = {}
+    fields_of = _fields_by_type(config, fields)
     for fact in (*gold, *predicted):
-        names = fact_fields(fact, config, fields)
+        names = fields_of(fact)
         if names and all(fact.get(name) is None for name in names):
             counts[fact["fact_type"]] = counts.get(fact["fact_type"], 0) + 1
     return [_nothing_message(t, n) for t, n in counts.items()]
@@ -119,8 +140,14 @@ _READ_BY_DEFAULT = {
 
 def _ambiguous(value: str) -> str | None:
     """The config key that decides how ``value`` is read, when it is ambiguous; else None."""
-    if len(value) > 40:
-        return None
+    return None if len(value) > 40 else _ambiguous_short(value)
+
+
+@functools.lru_cache(maxsize=16384)
+def _ambiguous_short(value: str) -> str | None:
+    """:func:`_ambiguous` of a value of at most 40 characters, once per distinct value while it is
+    recent: names, periods and units repeat across a run's documents (before: two regex matches
+    for each of 111,826 values of a 1,000 x 20 facts run; 16,384 values hold ~1.5 MB)."""
     if (m := _AMBIGUOUS_DATE.fullmatch(value)) and int(m["a"]) <= 12 and int(m["b"]) <= 12 \
             and m["a"].lstrip("0") != m["b"].lstrip("0"):
         return "date_order"
@@ -135,8 +162,9 @@ def read_by_default(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
     if not open_keys:
         return []
     met: set[str] = set()
+    fields_of = _fields_by_type(config, fields)
     for fact in (*gold, *predicted):
-        for name in fact_fields(fact, config, fields):
+        for name in fields_of(fact):
             value = fact.get(name)
             if isinstance(value, str) and (key := _ambiguous(value)) in open_keys:
                 met.add(key)

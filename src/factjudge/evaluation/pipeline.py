@@ -36,11 +36,11 @@ from ..judges.base import (
     Stage,
     Staged,
     Verdicts,
+    answer_problem,
     candidate_types,
     error_verdict,
     run_info_of,
     unasked_verdict,
-    verdict_problem,
 )
 from ..models import (
     VERDICT_KEY,
@@ -169,7 +169,7 @@ class _Taken:
         self.answers: dict[str, _Answer] = {}
 
     def keep(self, fact: dict[str, Any], verdict: Verdict) -> Verdict:
-        problem = verdict_problem(self.asked.task(fact), verdict, self.types)
+        problem = answer_problem(self.asked.direction, fact, verdict, self.types)
         if problem:  # a judge of the user's own that broke the contract: claim nothing
             verdict = error_verdict(self.asked.task(fact), f"judge {self.judge_name!r} answered wrongly: {problem}",
                                     verdict.usage)

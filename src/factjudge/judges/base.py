@@ -298,6 +298,10 @@ def fact_type_problem(task: JudgeTask, matched_id: str, types: Mapping[str, Any]
     want = task.subject.get("fact_type")
     got = types.get(matched_id, want) if types is not None else next(
         (c.get("fact_type") for c in task.candidates if c["id"] == matched_id), want)
+    return _type_problem(matched_id, got, want)
+
+
+def _type_problem(matched_id: str, got: Any, want: Any) -> str:
     if got != want:
         return (f"{matched_id!r} is a {got!r} fact and the judged fact is {want!r}: facts of "
                 "different fact_type never match")
@@ -305,15 +309,25 @@ def fact_type_problem(task: JudgeTask, matched_id: str, types: Mapping[str, Any]
 
 
 def verdict_problem(task: JudgeTask, verdict: Verdict, types: Mapping[str, Any]) -> str:
-    if verdict.fact_id != task.subject_id:
-        return f"verdict for {verdict.fact_id!r}, asked about {task.subject_id!r}"
+    return answer_problem(task.direction, task.subject, verdict, types)
+
+
+def answer_problem(direction: Direction, subject: Mapping[str, Any], verdict: Verdict,
+                   types: Mapping[str, Any]) -> str:
+    """Why ``verdict`` breaks the contract for the question about ``subject`` in ``direction``
+    (``types``: :func:`candidate_types`), or "": :func:`verdict_problem` without building the
+    task (the pipeline checks every verdict of every judge)."""
+    subject_id = str(subject["id"])
+    if verdict.fact_id != subject_id:
+        return f"verdict for {verdict.fact_id!r}, asked about {subject_id!r}"
     if verdict.status == "TP" and verdict.matched_id not in types:
         return f"TP names {verdict.matched_id!r}, which is not a candidate"
     if verdict.status == "TP" and verdict.matched_id is not None:
-        problem = fact_type_problem(task, verdict.matched_id, types)
+        want = subject.get("fact_type")
+        problem = _type_problem(verdict.matched_id, types.get(verdict.matched_id, want), want)
         if problem:
             return problem
-    if verdict.status in ("FN", "FP") and (verdict.status != negative_status(task.direction)
+    if verdict.status in ("FN", "FP") and (verdict.status != negative_status(direction)
                                          or verdict.matched_id is not None):
-        return f"status {verdict.status} with match {verdict.matched_id!r} in the {task.direction} pass"
+        return f"status {verdict.status} with match {verdict.matched_id!r} in the {direction} pass"
     return ""

@@ -48,36 +48,7 @@ class RulesJudge(JudgeBase):
         ``index``: the task's candidates indexed (a question on its own indexes them itself)."""
         if index is None:
             index = self.index(task.candidates, task.config)
-        config = task.config
-        negative = negative_status(task.direction)
-        other: Direction = "predicted" if task.direction == "gold" else "gold"
-        subject = index.prepare(task.subject)
-        fields = task.compared
-
-        def verdict(status: PassStatus, reasoning: str, matched: str | None = None) -> Verdict:
-            return Verdict(fact_id=task.subject_id, status=status, matched_id=matched,
-                           reasoning=reasoning)
-
-        bucket = index.bucket(subject.fact_type)
-        if not bucket:
-            return verdict(negative, f"{negative}: none of the {index.size} {other} facts has "
-                                     f"fact_type {quoted(subject.fact_type)}."), False
-        results = [compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
-                   for i in shortlist(index, subject, fields, config)]
-        matches = [r for r in results if r.ok]
-        if matches:
-            best = max(matches, key=lambda r: (r.score, -r.candidate.position))
-            return verdict("TP", _tp_reasoning(best, matches, fields),
-                           best.candidate.fact_id), len(matches) == 1 and best.exact
-        if results:
-            closest = max(results, key=lambda r: r.closeness)
-            how = ""
-        else:
-            i = index.closest_overall(subject, fields)
-            closest = compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
-            how = " (by overall similarity: none agrees on the indexed fields)"
-        return verdict(negative, _negative_reasoning(negative, other, subject, closest, len(bucket),
-                                                     how)), False
+        return _decide(task.direction, task.subject, task.compared, task.config, index)
 
     async def judge(self, task: JudgeTask) -> Verdict:
         return self.decide(task)[0]
@@ -91,9 +62,28 @@ class RulesPass:
     def __init__(self, rules: RulesJudge, questions: JudgePass) -> None:
         self.rules, self.questions = rules, questions
         self.index = rules.index(questions.candidates, questions.config, questions.forms)
+        # a subclass's own decide(task) is asked as before: with a task per subject
+        self.own = type(rules).decide is RulesJudge.decide
+        self.by_type: dict[Any, list[str]] = {}  # the compared fields of a fact_type that names them
+
+    def compared(self, subject: dict[str, Any]) -> list[str]:
+        """``subject``'s :attr:`~..base.JudgeTask.compared`, worked out once per fact_type when
+        the config or the document's fields name them (else they are the subject's own)."""
+        fact_type = subject.get("fact_type")
+        fields = self.by_type.get(fact_type)
+        if fields is None:
+            asked = self.questions
+            fields = asked.task(subject).compared
+            if asked.config.fields_for(fact_type) is not None or (
+                    asked.fields is not None and fact_type in asked.fields):
+                self.by_type[fact_type] = fields
+        return fields
 
     def decide(self, subject: dict[str, Any]) -> tuple[Verdict, bool]:
-        return self.rules.decide(self.questions.task(subject), self.index)
+        asked = self.questions
+        if not self.own:
+            return self.rules.decide(asked.task(subject), self.index)
+        return _decide(asked.direction, subject, self.compared(subject), asked.config, self.index)
 
     def proofs(self, subject: dict[str, Any]) -> tuple[dict[str, Proof], int]:
         """The candidates of ``subject``'s fact_type proved different from it on a hard field
@@ -116,6 +106,39 @@ class RulesPass:
 
     async def judge(self, subject: dict[str, Any]) -> Verdict:
         return self.judge_now(subject)
+
+
+def _decide(direction: Direction, fact: dict[str, Any], fields: list[str], config: JudgeConfig,
+            index: CandidateIndex) -> tuple[Verdict, bool]:
+    """:meth:`RulesJudge.decide` of ``fact`` in ``direction``, comparing ``fields`` (its task's
+    :attr:`~..base.JudgeTask.compared`), without a task."""
+    negative = negative_status(direction)
+    other: Direction = "predicted" if direction == "gold" else "gold"
+    subject = index.prepare(fact)
+
+    def verdict(status: PassStatus, reasoning: str, matched: str | None = None) -> Verdict:
+        return Verdict(fact_id=str(fact["id"]), status=status, matched_id=matched, reasoning=reasoning)
+
+    bucket = index.bucket(subject.fact_type)
+    if not bucket:
+        return verdict(negative, f"{negative}: none of the {index.size} {other} facts has "
+                                 f"fact_type {quoted(subject.fact_type)}."), False
+    results = [compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
+               for i in shortlist(index, subject, fields, config)]
+    matches = [r for r in results if r.ok]
+    if matches:
+        best = max(matches, key=lambda r: (r.score, -r.candidate.position))
+        return verdict("TP", _tp_reasoning(best, matches, fields),
+                       best.candidate.fact_id), len(matches) == 1 and best.exact
+    if results:
+        closest = max(results, key=lambda r: r.closeness)
+        how = ""
+    else:
+        i = index.closest_overall(subject, fields)
+        closest = compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
+        how = " (by overall similarity: none agrees on the indexed fields)"
+    return verdict(negative, _negative_reasoning(negative, other, subject, closest, len(bucket),
+                                                 how)), False
 
 
 def _tp_reasoning(best: CandidateResult, matches: list[CandidateResult], fields: list[str]) -> str:

@@ -1,0 +1,90 @@
+"""Issue 39: what the pipeline pays per verdict of a rules run. Neither the contract check of a
+verdict nor the rules judge's question builds a JudgeTask per fact (two a fact before; the
+compared fields are worked out once per fact_type and direction), and the check for
+ambiguous numbers and dates reads a value repeated across documents once; results unchanged."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from factjudge.core import scope
+from factjudge.errors import FactJudgeWarning
+from factjudge.evaluation.pipeline import run_judge
+from factjudge.judges.base import JudgePass, JudgeTask
+from factjudge.judges.rules.judge import RulesJudge
+from factjudge.models import VERDICT_KEY, JudgeConfig
+
+
+def _document() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    gold = [{"id": f"g{k}", "fact_type": "revenue", "company": "Acme Inc.", "period": f"FY{2010 + k}",
+             "value": f"1,{100 + k}", "unit": "USD million"} for k in range(5)]
+    gold += [{"id": "g9", "fact_type": "ceo", "company": "Acme Inc.", "person": "Wei Okafor"}]
+    predicted = [{**f, "id": f"p{f['id'][1:]}"} for f in gold]
+    return gold, predicted
+
+
+def test_a_rules_run_builds_a_task_per_fact_type_not_per_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = [0]
+    original = JudgePass.task
+
+    def counted(self: JudgePass, subject: dict[str, Any], same_type: bool = False) -> JudgeTask:
+        built[0] += 1
+        return original(self, subject, same_type)
+
+    monkeypatch.setattr(JudgePass, "task", counted)
+    gold, predicted = _document()
+    with pytest.warns(FactJudgeWarning, match="decimal_separator"):
+        result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
+    assert [f[VERDICT_KEY]["matched_ids"] for f in result.gold_facts] == [[f["id"]] for f in predicted]
+    assert result.metrics.f1 == 1.0
+    # every fact matched: no analysis ranks anything. One task per fact_type and direction, for its
+    # compared fields (2 x 2); before: one per rules question and per verdict's contract check, 24
+    assert built[0] == 4
+
+
+class _Counted:
+    def __init__(self, pattern: re.Pattern[str], calls: list[int]) -> None:
+        self.pattern, self.calls = pattern, calls
+
+    def fullmatch(self, value: str) -> re.Match[str] | None:
+        self.calls[0] += 1
+        return self.pattern.fullmatch(value)
+
+
+def test_a_value_repeated_across_documents_is_matched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    for name in ("_AMBIGUOUS_NUMBER", "_AMBIGUOUS_DATE"):
+        monkeypatch.setattr(scope, name, _Counted(getattr(scope, name), calls))
+    scope._ambiguous_short.cache_clear()
+    gold, predicted = _document()
+    fields, _ = scope.compared_fields(gold, predicted, JudgeConfig())
+    warned = [scope.read_by_default(gold, predicted, JudgeConfig(), fields) for _ in range(3)]
+    assert warned[0] == warned[1] == warned[2] and "decimal_separator" in warned[0][0]
+    # 13 distinct values, a date pattern and a number pattern each (before: 3 x 64)
+    assert calls[0] == 26
+    assert scope.read_by_default(gold, predicted, JudgeConfig(date_order="DMY"), fields) == warned[0]
+    assert calls[0] == 26
+    # a long value is never kept (a 30 MB text would stay in memory): nor ambiguous
+    assert scope._ambiguous("1,234" + " " * 40) is None and scope._ambiguous_short.cache_info().currsize == 13
+
+
+def test_a_document_s_scope_checks_work_out_the_fields_once_per_fact_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    original = scope.fact_fields
+
+    def counted(*args: Any) -> list[str]:
+        calls[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(scope, "fact_fields", counted)
+    gold, predicted = _document()
+    predicted.append({"id": "p7", "fact_type": "city", "company": None, "city": None})
+    config = JudgeConfig()
+    fields, _ = scope.compared_fields(gold, predicted, config)
+    assert scope.nothing_to_compare(gold, predicted, config, fields)[0].startswith("city: 1 fact had nothing")
+    assert "decimal_separator" in scope.read_by_default(gold, predicted, config, fields)[0]
+    # revenue and ceo once each per check; the city fact (no gold of its type) its own fields
+    # (before: one per fact, 2 x 13)
+    assert calls[0] == 2 * 3
