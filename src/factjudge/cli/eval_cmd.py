@@ -43,7 +43,7 @@ JUDGE_CALIBRATION_OPT = typer.Option(
     "measured link errors, with 95% intervals.")
 WORKERS_OPT = typer.Option(
     "auto", "--workers", metavar="N|auto", help="Processes judging the documents with the rules judge "
-    "(auto: one per core from 200 documents, else 1). An LLM judge asks its questions concurrently in "
+    "(auto: one per core from 100 documents, else 1). An LLM judge asks its questions concurrently in "
     "one process (--concurrency).")
 DOCUMENTS_OPT = typer.Option(
     None, "--documents", help="The documents' texts, one per line {\"doc_id\", \"text\"} (default: the "

@@ -678,7 +678,7 @@ def evaluate_dataset(
     :class:`JudgeConfig`, a mapping or a config file; ``judge`` defaults to the rules judge and is
     closed at the end. With ``out_dir`` the folder is written (and resumed) like the CLI's;
     without, the result lines come back in ``EvalRun.results``. ``workers``: processes judging
-    the documents (the rules judge only; None: one per core from 200 documents, as the CLI's
+    the documents (the rules judge only; None: one per core from 100 documents, as the CLI's
     default ``--workers auto``). Bad lines raise
     :class:`InputError` (the first one named) unless ``skip_invalid``."""
     from ..judges.rules.judge import RulesJudge  # the default judge, loaded only when it is used
