@@ -92,10 +92,8 @@ def _invoice_lists(tag: str) -> tuple[Any, Any]:
                  .get("line_items") for k, lines in enumerate((items, shuffled)))
 
 
-def test_an_item_pair_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 39 item 3: 25 item pairs of three fields made 75 FieldResults, of which the verdict
-    reads those of the aligned pairs' differing fields only when it explains them."""
-    gold, predicted = _invoice_lists('results')
+def _count_field_results(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The FieldResults made from now on, counted in the list's one item."""
     made = [0]
     real = compare.FieldResult
 
@@ -104,6 +102,14 @@ def test_an_item_pair_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> 
         return real(*args)
 
     monkeypatch.setattr(compare, "FieldResult", counted)
+    return made
+
+
+def test_an_item_pair_makes_no_field_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: 25 item pairs of three fields made 75 FieldResults, of which the verdict
+    reads those of the aligned pairs' differing fields only when it explains them."""
+    gold, predicted = _invoice_lists('results')
+    made = _count_field_results(monkeypatch)
     result = compare.compare_field("line_items", gold, predicted, JudgeConfig())
     assert not result.ok
     assert made[0] == 1  # the list's own result (before: 76)
@@ -266,14 +272,7 @@ def test_the_near_miss_search_makes_no_field_result(monkeypatch: pytest.MonkeyPa
 
     gold = [_revenue("g1", "Acme Inc.", "1,234.5"), _revenue("g2", "Borealis Ltd", "77.0")]
     predicted = [_revenue("p1", "Acme Inc.", "1,234.5"), _revenue("p2", "Borealis Ltd", "78.0")]
-    made = [0]
-    real = compare.FieldResult
-
-    def counted(*args: Any) -> Any:
-        made[0] += 1
-        return real(*args)
-
-    monkeypatch.setattr(compare, "FieldResult", counted)
+    made = _count_field_results(monkeypatch)
     result = run_judge(gold, predicted, JudgeConfig())
     assert [(m.gold, m.predicted, m.differ) for m in result.analysis.near_misses] == [("g2", "p2", ["value"])]
     # 4 subjects x 2 candidates (a shortlist this small is compared whole) x 4 fields; before: 4
