@@ -201,3 +201,18 @@ def test_the_parent_does_not_search_the_closest_facts_again(dataset, tmp_path, m
     one = evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "one", workers=1)
     assert len(set(searched)) == one.summary.documents  # one process searches every line itself
     assert files(tmp_path / "one") == files(tmp_path / "two")
+
+
+def test_auto_judges_in_a_process_per_core_from_the_threshold_on(tmp_path):
+    small = write_jsonl(tmp_path / "small.jsonl", documents(workers_mod.AUTO_MIN_DOCUMENTS - 1))
+    large = write_jsonl(tmp_path / "large.jsonl", documents(workers_mod.AUTO_MIN_DOCUMENTS + 10))
+
+    def pids(data, out):
+        evaluate_dataset(data, CONFIG, PidRules(), tmp_path / out, workers=None)
+        return {f["factjudge"]["description"] for x in read_lines(tmp_path / out / "results.jsonl")
+                for f in x["gold_facts"] if f["factjudge"]["status"] == "FN"}
+
+    assert pids(small, "small") == {f"pid {os.getpid()}"}
+    expected = min(workers_mod.cpu_count(), (workers_mod.AUTO_MIN_DOCUMENTS + 10) // workers_mod.CHUNK)
+    got = pids(large, "large")
+    assert len(got) == expected and (expected == 1) == (got == {f"pid {os.getpid()}"})
