@@ -165,8 +165,8 @@ async def judge_in_processes(documents: Iterable[tuple[Document, str]], config: 
     """Judge ``documents`` (each with its input hash from the scan) in ``workers`` forked
     processes; ``on_line`` gets each document's line in dataset order (with its closest facts
     when ``closest``); ``changed(detail)`` is the error for a document that is not what the scan
-    read. However the run ends, no worker is left
-    running: stopped (Ctrl-C, an error), the workers are killed, their chunks unfinished."""
+    read. However the run ends, no worker is left running: stopped (Ctrl-C, an error), the workers
+    are killed, their chunks unfinished."""
     loop = asyncio.get_running_loop()
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start,
                                                     initargs=(config, judge, salt, closest))
