@@ -45,58 +45,11 @@ print(s.base_url, flush=True)
 sys.stdin.read()
 """
 
-# The same answers with as little server work per request as possible (one parse, no request log,
-# no prompt-cache modelling), for benchmarks of the client: a server's CPU time per request adds
-# to every client's latency, and a latency above the configured one hides client overhead.
-LEAN_SERVER_CODE = """
-import asyncio, json, sys
-from aiohttp import web
-sys.path.insert(0, sys.argv[1])
-from scripted_server import answer
-
-delay = float(sys.argv[2])
-
-async def handle(request):
-    raw = await request.read()
-    body = json.loads(raw)
-    messages = body["messages"]
-    # prompt formats 4 and 5: a header line, "fact_type: ...", the field names, then "id | ..." per fact
-    head, *table = messages[-1]["content"].split("\\n")
-    direction = "gold" if head.startswith("GOLD") else "predicted"
-    subject = table[2].split(" | ")[0]
-    want = ("p" if direction == "gold" else "g") + subject[1:]
-    lines = messages[1]["content"].split("\\n")[1:]
-    match = want if any(line.split(" | ")[0] == want for line in lines) else None
-    if delay:
-        await asyncio.sleep(delay)
-    tokens = len(raw) // 4
-    return web.json_response({
-        "id": "chatcmpl-lean", "object": "chat.completion", "created": 0, "model": body["model"],
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": answer(direction, subject, match).content}}],
-        "usage": {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}})
-
-async def main():
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
-    await site.start()
-    print(f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1", flush=True)
-    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-    await runner.cleanup()
-
-asyncio.run(main())
-"""
-
-
 class ServerProcess:
     """The scripted OpenAI-compatible server in a separate process, so its CPU is not ours."""
 
-    def __init__(self, delay: float, lean: bool = False) -> None:
-        code = LEAN_SERVER_CODE if lean else SERVER_CODE
-        self.proc = subprocess.Popen([sys.executable, "-c", code, str(ROOT / "tests"), str(delay)],
+    def __init__(self, delay: float) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", SERVER_CODE, str(ROOT / "tests"), str(delay)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.base_url = self.proc.stdout.readline().strip()
 

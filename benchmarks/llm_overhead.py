@@ -38,8 +38,9 @@ from factjudge.io.datasets import JsonlDataset
 from factjudge.judges.base import JudgePass
 from factjudge.judges.llm import Transport
 
-# The server: the lean one's answers (the candidate with the subject's number, else null) from a
-# bare asyncio protocol instead of an aiohttp application, each answer written at exactly its
+# The server: the scripted server's answers (the candidate with the subject's number, else null)
+# from a bare asyncio protocol instead of an aiohttp application (one parse per request, nothing
+# logged), each answer written at exactly its
 # request's arrival + the delay (loop.call_at: no task, no sleep per request). aiohttp's server
 # spent ~0.3 ms of CPU a request before the delay started, so a burst of 64 requests reached
 # the last one's delay late: every client's latency, the bare one's included, was above the
