@@ -216,3 +216,13 @@ def test_auto_judges_in_a_process_per_core_from_the_threshold_on(tmp_path):
     expected = min(workers_mod.cpu_count(), (workers_mod.AUTO_MIN_DOCUMENTS + 10) // workers_mod.CHUNK)
     got = pids(large, "large")
     assert len(got) == expected and (expected == 1) == (got == {f"pid {os.getpid()}"})
+
+
+def test_deciding_auto_for_another_judge_loads_no_rules_judge():
+    """An LLM run's start does not load the normaliser and its knowledge to learn that it is not
+    the rules judge."""
+    code = ("import sys; from factjudge import JudgeBase; from factjudge.evaluation.workers import auto_workers\n"
+            "class Mine(JudgeBase):\n    name = 'mine'\n"
+            "print(auto_workers(Mine(), 100_000), 'factjudge.judges.rules.judge' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1", "False"]

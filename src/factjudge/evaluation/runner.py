@@ -266,8 +266,9 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
                passed: FinishPass | None = None) -> Summary:
     """Rewrite ``results.jsonl`` in dataset order and build summary.json and the reports from it:
     the final files depend only on the finished lines, never on how they were judged.
-    ``passed``: the pass over the lines made already, as they were written in dataset order
-    (:func:`overlapped_pass`): the file is not rewritten nor read again.
+    ``passed``: the pass over the lines made already, as the workers' lines were written in
+    dataset order (:func:`evaluate_async`, never with ``settings.csv``): the file is not
+    rewritten nor read again.
     ``created`` (ISO time, default now) is the provenance time of the results; ``run_info`` how the
     questions were asked (default: the judge's :class:`~factjudge.judges.base.RunInfo`; a Ray run
     gives what its workers' judges reported)."""

@@ -21,6 +21,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -63,15 +64,20 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
+def _is_rules(judge: Judge) -> bool:
+    """Whether ``judge`` is the rules judge, without importing it for an LLM run (whose start
+    would then load the normaliser and its knowledge): an instance implies its module is loaded."""
+    rules = sys.modules.get("factjudge.judges.rules.judge")
+    return rules is not None and isinstance(judge, rules.RulesJudge)
+
+
 def check_workers(workers: int, judge: Judge) -> None:
     """Refuse ``workers`` (> 1) where processes cannot help or cannot be started."""
     if workers < 1:
         raise InputError("--workers must be at least 1 (or auto)")
     if workers == 1:
         return
-    from ..judges.rules.judge import RulesJudge  # what the run uses already
-
-    if not isinstance(judge, RulesJudge):
+    if not _is_rules(judge):
         raise InputError(f"--workers {workers}: only the rules judge is judged in several processes; "
                          f"the {judge.name!r} judge's questions are asked concurrently in one "
                          "(--concurrency)")
@@ -82,9 +88,7 @@ def check_workers(workers: int, judge: Judge) -> None:
 def auto_workers(judge: Judge, documents: int) -> int:
     """What ``--workers auto`` (the default) means for this run: a process per core for the
     rules judge on a dataset large enough to gain from them, else one."""
-    from ..judges.rules.judge import RulesJudge
-
-    if not isinstance(judge, RulesJudge) or documents < AUTO_MIN_DOCUMENTS or not can_fork():
+    if not _is_rules(judge) or documents < AUTO_MIN_DOCUMENTS or not can_fork():
         return 1
     return max(1, min(cpu_count(), documents // CHUNK))
 
