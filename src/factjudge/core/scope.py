@@ -80,23 +80,30 @@ def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
     return [k for k in fact if k not in NOT_COMPARED and k != config.confidence_field]
 
 
-def _fields_by_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
-                    ) -> Callable[[Mapping[str, Any]], Sequence[str]]:
-    """:func:`fact_fields`, worked out once per fact_type whose fields the config or ``fields``
-    name (a fact of another type is compared on its own fields): for one pass over a document's
-    facts (:func:`nothing_to_compare`, :func:`read_by_default`: 52,384 calls a 1,000 x 20 facts run)."""
-    known: dict[Any, Sequence[str]] = {}
+def per_fact_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None,
+                  fields_of: Callable[[dict[str, Any]], list[str]]) -> Callable[[dict[str, Any]], list[str]]:
+    """``fields_of(fact)`` (a fact's compared fields), worked out once per fact_type whose fields
+    the config or ``fields`` name: a fact of another type is compared on its own fields. For one
+    pass over a document's facts (the scope checks below: 52,384 calls a 1,000 x 20 facts run;
+    the rules judge's subjects)."""
+    known: dict[Any, list[str]] = {}
 
-    def of(fact: Mapping[str, Any]) -> Sequence[str]:
+    def of(fact: dict[str, Any]) -> list[str]:
         fact_type = fact.get("fact_type")
         names = known.get(fact_type)
         if names is None:
-            names = fact_fields(fact, config, fields)
+            names = fields_of(fact)
             if config.fields_for(fact_type) is not None or (fields is not None and fact_type in fields):
                 known[fact_type] = names
         return names
 
     return of
+
+
+def _fields_by_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
+                    ) -> Callable[[dict[str, Any]], list[str]]:
+    """:func:`fact_fields` once per named fact_type (:func:`per_fact_type`)."""
+    return per_fact_type(config, fields, lambda fact: fact_fields(fact, config, fields))
 
 
 def _nothing_message(fact_type: object, count: int) -> str:

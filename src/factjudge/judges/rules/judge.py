@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.scope import matching_rules_check
+from ...core.scope import matching_rules_check, per_fact_type
 from ...models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict, quoted
 from ..base import JudgeBase, JudgePass, JudgeTask, negative_status
 from .compare import CandidateResult, Forms, Prepared, compare_facts
@@ -64,20 +64,9 @@ class RulesPass:
         self.index = rules.index(questions.candidates, questions.config, questions.forms)
         # a subclass's own decide(task) is asked as before: with a task per subject
         self.own = type(rules).decide is RulesJudge.decide
-        self.by_type: dict[Any, list[str]] = {}  # the compared fields of a fact_type that names them
-
-    def compared(self, subject: dict[str, Any]) -> list[str]:
-        """``subject``'s :attr:`~..base.JudgeTask.compared`, worked out once per fact_type when
-        the config or the document's fields name them (else they are the subject's own)."""
-        fact_type = subject.get("fact_type")
-        fields = self.by_type.get(fact_type)
-        if fields is None:
-            asked = self.questions
-            fields = asked.task(subject).compared
-            if asked.config.fields_for(fact_type) is not None or (
-                    asked.fields is not None and fact_type in asked.fields):
-                self.by_type[fact_type] = fields
-        return fields
+        # a subject's JudgeTask.compared, once per fact_type that the config or the document names
+        self.compared = per_fact_type(questions.config, questions.fields,
+                                      lambda subject: questions.task(subject).compared)
 
     def decide(self, subject: dict[str, Any]) -> tuple[Verdict, bool]:
         asked = self.questions
