@@ -203,6 +203,28 @@ def test_the_parent_does_not_search_the_closest_facts_again(dataset, tmp_path, m
     assert files(tmp_path / "one") == files(tmp_path / "two")
 
 
+def test_with_workers_report_html_is_rendered_beside_the_other_files(dataset, tmp_path, monkeypatch):
+    """At the end of a run with workers, report.html (the costliest page) is rendered in a child
+    process while this one writes report.md and review.html; the files are those one process
+    writes (test_two_workers_write_the_files_one_process_writes)."""
+    from factjudge.evaluation import runner
+
+    render = runner.render_html
+
+    def where(*args, **kwargs):
+        (tmp_path / f"html-{os.getpid()}").write_text("")
+        return render(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "render_html", where)
+    evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "two", workers=2)
+    rendered = {int(p.name.split("-")[1]) for p in tmp_path.glob("html-*")}
+    assert len(rendered) == 1 and os.getpid() not in rendered
+    for p in tmp_path.glob("html-*"):
+        p.unlink()
+    evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "one", workers=1)
+    assert {int(p.name.split("-")[1]) for p in tmp_path.glob("html-*")} == {os.getpid()}
+
+
 def test_auto_judges_in_a_process_per_core_from_the_threshold_on(tmp_path):
     small = write_jsonl(tmp_path / "small.jsonl", documents(workers_mod.AUTO_MIN_DOCUMENTS - 1))
     large = write_jsonl(tmp_path / "large.jsonl", documents(workers_mod.AUTO_MIN_DOCUMENTS + 10))

@@ -67,6 +67,7 @@ from ..reports.markdown import render_markdown
 from ..reports.review import ReviewQueue, render_review
 from ..reports.rows import ClosestMap, ClosestMemo, closest_detail, closest_of_ids, select_rows, worst_order_key
 from ..util.aio import in_window, run_sync
+from ..util.forked import beside
 from ..util.jsonutil import canonical_json
 from .pipeline import (
     PREVIEW_STATS,
@@ -263,12 +264,13 @@ KEEP_FACTS = 25_000
 def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge: Judge,
                out_dir: Path, settings: ReportSettings, skipped: Sequence[Problem] = (),
                created: str | None = None, run_info: Mapping[str, Any] | None = None,
-               passed: FinishPass | None = None) -> Summary:
+               passed: FinishPass | None = None, fork: bool = False) -> Summary:
     """Rewrite ``results.jsonl`` in dataset order and build summary.json and the reports from it:
     the final files depend only on the finished lines, never on how they were judged.
     ``passed``: the pass over the lines made already, as the workers' lines were written in
     dataset order (:func:`evaluate_async`, never with ``settings.csv``): the file is not
-    rewritten nor read again.
+    rewritten nor read again. ``fork``: report.html is rendered in a child process while this
+    one writes the other files (the run may use a second core: ``workers`` > 1).
     ``created`` (ISO time, default now) is the provenance time of the results; ``run_info`` how the
     questions were asked (default: the judge's :class:`~factjudge.judges.base.RunInfo`; a Ray run
     gives what its workers' judges reported)."""
@@ -310,8 +312,9 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
     folder = RunFolder(out_dir)  # rewritten above: every line streamed in dataset order
     write_reports(folder, summary, run.order, agg.worst(), omissions=source.omissions, find=find,
                   texts=functools.partial(_view_texts, dataset, settings.documents) if summary.source else None,
-                  closest=run.memo, refs=store.index, kept=run.kept.lines)
-    write_atomic(out_dir / REVIEW_HTML, render_review(summary, run.queue))
+                  closest=run.memo, refs=store.index, kept=run.kept.lines,
+                  meanwhile=lambda: write_atomic(out_dir / REVIEW_HTML, render_review(summary, run.queue)),
+                  fork=fork)
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     return summary
@@ -477,7 +480,8 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
                   find: Callable[[str], Finder] | None = None,
                   closest: Callable[[Mapping[str, Any]], ClosestMap] = closest_detail,
                   refs: Mapping[str, LineRef] | None = None,
-                  kept: Mapping[str, dict[str, Any]] | None = None) -> None:
+                  kept: Mapping[str, dict[str, Any]] | None = None,
+                  meanwhile: Callable[[], None] = lambda: None, fork: bool = False) -> None:
     """report.md and report.html of the finished run in ``folder`` (its ``results.jsonl`` in
     dataset order), ``order`` one :data:`OrderEntry` per line, ``worst`` the worst documents
     (:meth:`~factjudge.core.aggregate.Aggregator.worst`), ``summary.report_rows`` rows listed.
@@ -486,7 +490,8 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
     ``closest``: the closest-fact search, or a :class:`~factjudge.reports.rows.ClosestMemo` of it;
     ``refs``: where each document's line is in ``results.jsonl`` (the store's index after its
     rewrite), so only the lines shown are read again; ``kept``: lines parsed already, by doc_id,
-    not read again."""
+    not read again. ``meanwhile``: more to write while report.html is, which ``fork`` renders in
+    a child process (:func:`~factjudge.util.forked.beside`)."""
     report_rows = summary.report_rows
     lines = _report_lines(folder, sorted(order), report_rows, refs, kept or {})
     rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS), closest=closest)
@@ -494,11 +499,16 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
              + line["metrics"]["errors"]][:VIEW_DOCUMENTS]
     rows_total = summary.micro.fn + summary.micro.fp + summary.micro.errors
     shown = texts({line["doc_id"] for line in wrong}) if texts is not None else None
-    write_atomic(folder.path / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst",
-                                                         omissions=omissions))
-    write_atomic(folder.path / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
-                                                        documents=wrong, texts=shown, find=find,
-                                                        omissions=omissions, closest=closest))
+
+    def html() -> None:
+        write_atomic(folder.path / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
+                                                            documents=wrong, texts=shown, find=find,
+                                                            omissions=omissions, closest=closest))
+
+    with beside(html, fork):  # report.html, the costliest page (0.2 s of 1,000 documents), on a core of its own
+        write_atomic(folder.path / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst",
+                                                             omissions=omissions))
+        meanwhile()
 
 
 def rewrite_reports(folder: RunFolder, summary: Summary) -> None:
@@ -593,7 +603,8 @@ async def evaluate_async(
                 await judge_documents(documents, config, judge, finished, concurrency=concurrency,
                                       progress=progress)
         created = store.created if not todo else None  # nothing new: the results keep their time
-        summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created, passed=passed)
+        summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created, passed=passed,
+                             fork=workers > 1)
     finally:
         store.close()
     return EvalRun(summary, judged=len(todo), reused=len(reused))
