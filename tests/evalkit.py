@@ -134,6 +134,23 @@ def outputs(out):
             for name in ("results.jsonl", "summary.json", "report.md", "report.html")}
 
 
+TIMING = [(re.compile(r'"seconds": [0-9.]+'), '"seconds": X'),
+          (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"), "TIME"),
+          (re.compile(r"(seconds[^|<]*\| )[0-9.]+"), r"\1X"),
+          (re.compile(r'(seconds[^<]*</td><td class="num">)[0-9.]+'), r"\1X")]
+
+
+def timeless_outputs(folder):
+    """A run folder's files without what two runs of the same code differ in: seconds and times."""
+    def timeless(text):
+        for pattern, repl in TIMING:
+            text = pattern.sub(repl, text)
+        return text
+
+    return {name: timeless((folder / name).read_text(encoding="utf-8"))
+            for name in ("results.jsonl", "summary.json", "report.md", "report.html", "review.html")}
+
+
 def review_data(out):
     html = (out / "review.html").read_text(encoding="utf-8")
     return json.loads(re.search(r'<script type="application/json" id="review-data">(.*?)</script>', html, re.S)[1])

@@ -23,6 +23,7 @@ from evalkit import (
     outputs,
     read_lines,
     run_cli,
+    timeless_outputs,
     without_usage,
     write_jsonl,
 )
@@ -351,6 +352,52 @@ def test_one_pool_across_documents_and_bounded_documents_in_flight():
     assert finished == 300
     assert judge.max_calls == concurrency        # the shared pool is full, never over
     assert max_open <= 2 * concurrency           # documents are read lazily, a few at a time
+
+
+class ReverseJudge(JudgeBase):
+    """Rules-like answers from a judge whose documents finish in reverse: the later a document,
+    the sooner its questions are answered."""
+
+    name = "reverse"
+
+    def __init__(self):
+        self.answered = 0
+
+    async def judge(self, task):
+        await asyncio.sleep(0.02 / (1 + int(task.subject_id.split("-")[0][1:])))
+        self.answered += 1
+        return Verdict(fact_id=task.subject_id, status="FN" if task.direction == "gold" else "FP")
+
+
+def test_lines_finished_out_of_order_are_passed_as_they_come_in_dataset_order(tmp_path, monkeypatch):
+    """One process judges a window of documents, whichever finishes first: the finishing pass
+    reads each line as it comes, in dataset order, while the others are judged, and results.jsonl
+    is put in dataset order without reading its lines again (issue #39: 0.4 s of the 0.7 s after
+    an LLM run's last answer); the files are those of a run whose documents finish in order."""
+    from factjudge.evaluation import runner
+    from factjudge.io.runfolder import ResultStore
+
+    docs = [{"doc_id": f"d{i:02d}", "gold_facts": [fact(f"d{i}-g")], "predicted_facts": [fact(f"d{i}-p")]}
+            for i in range(40)]
+    data = JsonlDataset(write_jsonl(tmp_path / "d.jsonl", docs))
+    judge, config = ReverseJudge(), parse_config({})
+    data.scan(config, input_salt(config, judge))
+    seen_at = []
+    take = runner.FinishPass.take
+
+    def observed(self, line, index, near=None):
+        seen_at.append(judge.answered)
+        return take(self, line, index, near)
+
+    monkeypatch.setattr(runner.FinishPass, "take", observed)
+    monkeypatch.setattr(ResultStore, "rewrite", None)  # never read again
+    asyncio.run(evaluate_async(data, config, judge, tmp_path / "window", concurrency=8))
+    assert seen_at[0] < 2 * len(docs) == seen_at[-1]  # the first line passed long before the last answer
+    written = [json.loads(x)["doc_id"] for x in (tmp_path / "window" / "results.jsonl").read_text().splitlines()]
+    assert written == [d["doc_id"] for d in docs]
+    monkeypatch.undo()
+    asyncio.run(evaluate_async(data, config, ReverseJudge(), tmp_path / "in_order", concurrency=1))
+    assert timeless_outputs(tmp_path / "window") == timeless_outputs(tmp_path / "in_order")
 
 
 def test_progress_counts_documents_calls_and_cache_hits():

@@ -4,14 +4,13 @@ when the input changes or the run is stopped."""
 import asyncio
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from evalkit import DOCS, read_lines, run_cli, write_jsonl
+from evalkit import DOCS, read_lines, run_cli, timeless_outputs, write_jsonl
 
 from factjudge import JudgeBase, evaluate_dataset
 from factjudge.errors import InputError
@@ -43,24 +42,6 @@ def documents(n):
     return docs
 
 
-TIMING = [(re.compile(r'"seconds": [0-9.]+'), '"seconds": X'),
-          (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"), "TIME"),
-          (re.compile(r"(seconds[^|<]*\| )[0-9.]+"), r"\1X"),
-          (re.compile(r'(seconds[^<]*</td><td class="num">)[0-9.]+'), r"\1X")]
-
-
-def without_timing(text):
-    """A file's text without what two runs of the same code differ in: seconds and times."""
-    for pattern, repl in TIMING:
-        text = pattern.sub(repl, text)
-    return text
-
-
-def files(folder):
-    return {name: without_timing((folder / name).read_text(encoding="utf-8"))
-            for name in ("results.jsonl", "summary.json", "report.md", "report.html", "review.html")}
-
-
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     # 3 x CHUNK + 10 documents: four chunks, the last one short
@@ -73,7 +54,7 @@ def test_two_workers_write_the_files_one_process_writes(dataset, tmp_path):
     one = run_cli("eval", dataset, "-c", config, "-o", tmp_path / "one", "--workers", "1")
     two = run_cli("eval", dataset, "-c", config, "-o", tmp_path / "two", "--workers", "2")
     assert one.returncode == 0 and two.returncode == 0, two.stderr
-    assert files(tmp_path / "one") == files(tmp_path / "two")
+    assert timeless_outputs(tmp_path / "one") == timeless_outputs(tmp_path / "two")
     lines = read_lines(tmp_path / "two" / "results.jsonl")
     assert [x["doc_id"] for x in lines] == [f"d{i:04d}" for i in range(3 * workers_mod.CHUNK + 10)]
     statuses = {f["factjudge"]["status"] for x in lines for f in x["gold_facts"] + x["predicted_facts"]}
@@ -179,7 +160,7 @@ def test_a_resumed_run_and_csv_with_workers_write_what_one_process_writes(datase
     results.write_text("".join(lines[:30] + lines[-5:]), encoding="utf-8")  # 35 finished, not in order
     proc = run_cli("eval", dataset, "-c", config, "-o", two, "--csv", "--workers", "2")
     assert proc.returncode == 0, proc.stderr
-    assert files(tmp_path / "one") == files(two)
+    assert timeless_outputs(tmp_path / "one") == timeless_outputs(two)
     assert (tmp_path / "one" / "facts.csv").read_bytes() == (two / "facts.csv").read_bytes()
 
 
@@ -200,7 +181,7 @@ def test_the_parent_does_not_search_the_closest_facts_again(dataset, tmp_path, m
     assert searched == []
     one = evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "one", workers=1)
     assert len(set(searched)) == one.summary.documents  # one process searches every line itself
-    assert files(tmp_path / "one") == files(tmp_path / "two")
+    assert timeless_outputs(tmp_path / "one") == timeless_outputs(tmp_path / "two")
 
 
 def test_with_workers_report_html_is_rendered_beside_the_other_files(dataset, tmp_path, monkeypatch):

@@ -58,6 +58,7 @@ from ..io.runfolder import (
     LineRef,
     ResultStore,
     RunFolder,
+    result_line,
 )
 from ..io.scan import doc_hash
 from ..judges.base import PROMPT_FORMAT_VERSION, Judge, run_info_of
@@ -65,7 +66,15 @@ from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
 from ..reports.html import render_html
 from ..reports.markdown import render_markdown
 from ..reports.review import ReviewQueue, render_review
-from ..reports.rows import ClosestMap, ClosestMemo, closest_detail, closest_of_ids, select_rows, worst_order_key
+from ..reports.rows import (
+    ClosestIds,
+    ClosestMap,
+    ClosestMemo,
+    closest_detail,
+    closest_of_ids,
+    select_rows,
+    worst_order_key,
+)
 from ..util.aio import in_window, run_sync
 from ..util.forked import beside
 from ..util.jsonutil import canonical_json
@@ -581,27 +590,17 @@ async def evaluate_async(
             from .workers import auto_workers
 
             workers = auto_workers(judge, len(todo))
-        passed = None
+        # a new file, every document judged: the finishing pass reads each line as it comes, in
+        # dataset order, while the next are judged (instead of reading the file again at the end)
+        fresh = not reused and not store.index and not settings.csv
+        passing = _Passing(dataset, config, judge, settings, store) if fresh else None
         with store.path.open("ab") as fh:
             if workers > 1 and todo:
-                # a new file, every document judged and its lines written in dataset order: the
-                # finishing pass reads each line as it comes, while the workers judge the next
-                if not reused and not store.index and not settings.csv:
-                    passed = FinishPass(dataset, config, judge, settings)
                 await _judge_in_processes(dataset, todo, reused, config, judge, workers, store, fh, progress,
-                                          passed)
+                                          passing)
             else:
-                hashes = {i.doc_id: i.input_sha256 for i in todo}
-
-                def finished(doc: Document, result: JudgeResult) -> None:
-                    store.append(fh, doc.doc_id, hashes[doc.doc_id], result)
-                    if progress:
-                        progress.on_document(doc.doc_id)
-
-                documents = as_scanned(dataset.documents(skip=reused), todo, input_salt(config, judge),
-                                       dataset.sources)
-                await judge_documents(documents, config, judge, finished, concurrency=concurrency,
-                                      progress=progress)
+                await _judge_here(dataset, todo, reused, config, judge, concurrency, store, fh, progress, passing)
+        passed = passing.done(todo) if passing is not None and todo else None
         created = store.created if not todo else None  # nothing new: the results keep their time
         summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created, passed=passed,
                              fork=workers > 1)
@@ -610,11 +609,73 @@ async def evaluate_async(
     return EvalRun(summary, judged=len(todo), reused=len(reused))
 
 
+class _Passing:
+    """The finishing pass (:class:`FinishPass`, made at the first line: an LLM run's first questions
+    need not wait for the normaliser it loads) fed the lines of a new file as they are judged, in
+    dataset order: a line that comes early waits for those before it (one process judges a window
+    of documents at once, whichever finishes first)."""
+
+    def __init__(self, dataset: Dataset, config: JudgeConfig, judge: Judge, settings: ReportSettings,
+                 store: ResultStore) -> None:
+        self.make = functools.partial(FinishPass, dataset, config, judge, settings)
+        self.store = store
+        self.run: FinishPass | None = None
+        self.waiting: dict[int, tuple[bytes, ClosestIds | None]] = {}
+        self.next = 0
+        self.in_order = True
+
+    def add(self, index: int, data: bytes, closest: ClosestIds | None = None) -> None:
+        """The line of the ``index``-th document judged (in dataset order), with the closest facts
+        its worker found."""
+        if self.run is None:
+            self.run = self.make()
+        self.in_order = self.in_order and index == self.next
+        self.waiting[index] = (data, closest)
+        while self.next in self.waiting:
+            data, closest = self.waiting.pop(self.next)
+            line = self.store.folder.with_config(json.loads(data))
+            self.run.take(line, self.next, None if closest is None else closest_of_ids(line, closest))
+            self.next += 1
+
+    def done(self, todo: Sequence[DocInfo]) -> FinishPass:
+        """The pass over every line, the file put in dataset order (without reading its lines
+        again) when they were written in another."""
+        assert self.run is not None and self.next == len(todo) and not self.waiting
+        if not self.in_order:
+            self.store.put_in_order(todo)
+        return self.run
+
+
+async def _judge_here(dataset: Dataset, todo: Sequence[DocInfo], reused: frozenset[str], config: JudgeConfig,
+                      judge: Judge, concurrency: int, store: ResultStore, fh: IO[bytes],
+                      progress: RunProgress | None, passing: _Passing | None) -> None:
+    """The documents still to judge, judged in this process, ``concurrency`` questions at a time,
+    their lines appended to ``store`` as they finish (and read by ``passing``, when given)."""
+    hashes = {i.doc_id: i.input_sha256 for i in todo}
+    drawn: dict[str, int] = {}  # the documents being judged: their place in the dataset
+
+    def finished(doc: Document, result: JudgeResult) -> None:
+        data = result_line(doc.doc_id, hashes[doc.doc_id], result)
+        store.append_line(fh, doc.doc_id, hashes[doc.doc_id], data, result.metrics.errors)
+        if passing is not None:
+            passing.add(drawn.pop(doc.doc_id), data)
+        if progress:
+            progress.on_document(doc.doc_id)
+
+    def placed(documents: Iterator[Document]) -> Iterator[Document]:
+        for index, doc in enumerate(documents):
+            drawn[doc.doc_id] = index
+            yield doc
+
+    documents = as_scanned(dataset.documents(skip=reused), todo, input_salt(config, judge), dataset.sources)
+    await judge_documents(placed(documents), config, judge, finished, concurrency=concurrency, progress=progress)
+
+
 async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused: frozenset[str],
                               config: JudgeConfig, judge: Judge, workers: int, store: ResultStore,
-                              fh: IO[bytes], progress: RunProgress | None, passed: FinishPass | None) -> None:
+                              fh: IO[bytes], progress: RunProgress | None, passing: _Passing | None) -> None:
     """The documents still to judge, judged in ``workers`` processes (:mod:`.workers`), their
-    lines appended to ``store`` in dataset order (and read by ``passed``, when given)."""
+    lines appended to ``store`` in dataset order (and read by ``passing``, when given)."""
     from .workers import Line, judge_in_processes  # multiprocessing: only for --workers
 
     questions = {i.doc_id: i.questions for i in todo}
@@ -622,9 +683,8 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
 
     def finished(line: Line) -> None:
         store.append_line(fh, line.doc_id, line.input_sha256, line.data, line.errors)
-        if passed is not None:
-            parsed = store.folder.with_config(json.loads(line.data))
-            passed.take(parsed, next(written), None if line.closest is None else closest_of_ids(parsed, line.closest))
+        if passing is not None:
+            passing.add(next(written), line.data, line.closest)
         if progress:  # no verdict crosses from a worker: its answers are counted a document at a time
             progress.on_answers(questions[line.doc_id], 0, line.errors)
             progress.on_document(line.doc_id)
@@ -632,7 +692,7 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
     pairs = ((doc, info.input_sha256) for doc, info in in_scan_order(dataset.documents(skip=reused), todo,
                                                                     dataset.sources))
     await judge_in_processes(pairs, config, judge, input_salt(config, judge), workers, finished,
-                             lambda detail: _changed(dataset.sources, detail), closest=passed is not None)
+                             lambda detail: _changed(dataset.sources, detail), closest=passing is not None)
 
 
 def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str,

@@ -433,6 +433,14 @@ class ResultStore:
     def rewrite(self, order: Sequence[DocInfo]) -> Iterator[dict[str, Any]]:
         """Rewrite the file atomically in dataset order, yielding each line parsed. Once done,
         :attr:`index` points into the rewritten file (a report reads a line again by it)."""
+        return (self.folder.with_config(json.loads(raw)) for raw in self._rewritten(order))
+
+    def put_in_order(self, order: Sequence[DocInfo]) -> None:
+        """:meth:`rewrite` without parsing a line (they were read as they were written)."""
+        for _ in self._rewritten(order):
+            pass
+
+    def _rewritten(self, order: Sequence[DocInfo]) -> Iterator[bytes]:
         out = AtomicFile(self.path, binary=True)
         moved: dict[str, LineRef] = {}  # the new places, once the file is in place (the old until then)
         offset = 0
@@ -445,7 +453,7 @@ class ResultStore:
                     out.handle.write(raw)
                     moved[info.doc_id] = LineRef(offset, lineno, ref.input_sha256, ref.errors)
                     offset += len(raw)
-                    yield self.folder.with_config(json.loads(raw))
+                    yield raw
         except BaseException:
             out.abort()
             raise
