@@ -65,3 +65,29 @@ def test_importing_the_eval_and_judge_commands_defers_what_their_runs_may_not_ne
             "print([m for m in ('sqlite3', 'aiohttp', 'numpy', 'factjudge.judges.llm.cache') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["True []", "[]"]
+
+
+def test_a_cache_database_error_is_still_one_line_though_app_does_not_import_sqlite3(capsys):
+    """run_command maps a sqlite3 error raised by the work to its one line without importing
+    sqlite3 itself; any other exception still propagates."""
+    import sqlite3
+
+    import pytest
+    import typer
+
+    from factjudge.cli.app import run_command
+
+    def locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(typer.Exit) as exited:
+        run_command(locked, interrupted="")
+    assert exited.value.exit_code == 2
+    assert capsys.readouterr().err == ("factjudge: error: response cache: database is locked "
+                                       "(try --cache-dir DIR or --no-cache)\n")
+
+    def broken() -> None:
+        raise ValueError("a bug")
+
+    with pytest.raises(ValueError, match="a bug"):
+        run_command(broken, interrupted="")
