@@ -53,8 +53,9 @@ def test_the_library_contract_and_runner_load_no_llm_module():
 
 def test_importing_the_eval_and_judge_commands_defers_what_their_runs_may_not_need():
     """Importing a command loads neither the response cache's sqlite3 (only a cached LLM run or
-    batch-import uses it) nor aiohttp or numpy, and builds none of factjudge's pydantic models:
-    each is built when a run first uses it (together ~30 ms of every process's start, issue #39)."""
+    batch-import uses it), jinja2 (the pages, written at a run's end), aiohttp nor numpy, and
+    builds none of factjudge's pydantic models: each is built when a run first uses it (together
+    ~50 ms of every process's start, issue #39)."""
     code = ("import sys, pydantic, factjudge.cli.eval_cmd, factjudge.cli.judge_cmd\n"
             "seen = set(); todo = [pydantic.BaseModel]\n"
             "while todo:\n"
@@ -62,7 +63,8 @@ def test_importing_the_eval_and_judge_commands_defers_what_their_runs_may_not_ne
             "        if sub not in seen: seen.add(sub); todo.append(sub)\n"
             "ours = [m for m in seen if m.__module__.startswith('factjudge.')]\n"
             "print(len(ours) > 30, sorted(m.__name__ for m in ours if m.__pydantic_complete__))\n"
-            "print([m for m in ('sqlite3', 'aiohttp', 'numpy', 'factjudge.judges.llm.cache') if m in sys.modules])")
+            "print([m for m in ('sqlite3', 'jinja2', 'aiohttp', 'numpy', 'factjudge.judges.llm.cache')"
+            " if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["True []", "[]"]
 
