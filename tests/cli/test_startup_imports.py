@@ -99,3 +99,13 @@ def test_version_imports_no_command():
     """``factjudge --version`` prints and exits: it loads no command (all of them cost it 60 ms)."""
     loaded = _modules_of_run("--version")
     assert [m for m in loaded if m.endswith("_cmd") or m.startswith(("factjudge.models", "aiohttp"))] == []
+
+
+def test_a_judge_run_never_imports_the_run_folder_or_the_aggregate(tmp_path):
+    """``judge`` reads facts and writes one file: eval's run folder and its aggregate (~10 ms of
+    imports) are not loaded."""
+    out = tmp_path / "result.json"
+    loaded = _modules_of_run("judge", str(EXAMPLES / "report_gold.json"), str(EXAMPLES / "report_predicted.jsonl"),
+                             "--config", str(EXAMPLES / "config.yaml"), "-o", str(out), "-q")
+    assert out.is_file() and "factjudge.judges.rules.judge" in loaded
+    assert [m for m in ("factjudge.io.runfolder", "factjudge.core.aggregate") if m in loaded] == []
