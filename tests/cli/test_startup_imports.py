@@ -49,3 +49,63 @@ def test_the_library_contract_and_runner_load_no_llm_module():
             "print(LLMJudge.__module__, HybridJudge.__module__, 'aiohttp' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["[]", "factjudge.judges.llm.judge factjudge.judges.hybrid True"]
+
+
+def test_importing_the_eval_and_judge_commands_defers_what_their_runs_may_not_need():
+    """Importing a command loads neither the response cache's sqlite3 (only a cached LLM run or
+    batch-import uses it), jinja2 (the pages, written at a run's end), aiohttp nor numpy, and
+    builds none of factjudge's pydantic models: each is built when a run first uses it (together
+    ~50 ms of every process's start, issue #39)."""
+    code = ("import sys, pydantic, factjudge.cli.eval_cmd, factjudge.cli.judge_cmd\n"
+            "seen = set(); todo = [pydantic.BaseModel]\n"
+            "while todo:\n"
+            "    for sub in todo.pop().__subclasses__():\n"
+            "        if sub not in seen: seen.add(sub); todo.append(sub)\n"
+            "ours = [m for m in seen if m.__module__.startswith('factjudge.')]\n"
+            "print(len(ours) > 30, sorted(m.__name__ for m in ours if m.__pydantic_complete__))\n"
+            "print([m for m in ('sqlite3', 'jinja2', 'aiohttp', 'numpy', 'factjudge.judges.llm.cache')"
+            " if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["True []", "[]"]
+
+
+def test_a_cache_database_error_is_still_one_line_though_app_does_not_import_sqlite3(capsys):
+    """run_command maps a sqlite3 error raised by the work to its one line without importing
+    sqlite3 itself; any other exception still propagates."""
+    import sqlite3
+
+    import pytest
+    import typer
+
+    from factjudge.cli.app import run_command
+
+    def locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(typer.Exit) as exited:
+        run_command(locked, interrupted="")
+    assert exited.value.exit_code == 2
+    assert capsys.readouterr().err == ("factjudge: error: response cache: database is locked "
+                                       "(try --cache-dir DIR or --no-cache)\n")
+
+    def broken() -> None:
+        raise ValueError("a bug")
+
+    with pytest.raises(ValueError, match="a bug"):
+        run_command(broken, interrupted="")
+
+
+def test_version_imports_no_command():
+    """``factjudge --version`` prints and exits: it loads no command (all of them cost it 60 ms)."""
+    loaded = _modules_of_run("--version")
+    assert [m for m in loaded if m.endswith("_cmd") or m.startswith(("factjudge.models", "aiohttp"))] == []
+
+
+def test_a_judge_run_never_imports_the_run_folder_or_the_aggregate(tmp_path):
+    """``judge`` reads facts and writes one file: eval's run folder and its aggregate (~10 ms of
+    imports) are not loaded."""
+    out = tmp_path / "result.json"
+    loaded = _modules_of_run("judge", str(EXAMPLES / "report_gold.json"), str(EXAMPLES / "report_predicted.jsonl"),
+                             "--config", str(EXAMPLES / "config.yaml"), "-o", str(out), "-q")
+    assert out.is_file() and "factjudge.judges.rules.judge" in loaded
+    assert [m for m in ("factjudge.io.runfolder", "factjudge.core.aggregate") if m in loaded] == []

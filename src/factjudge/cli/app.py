@@ -6,7 +6,6 @@ gate, 130 interrupted. ``eval --mlflow`` failing to log is 2 only for a run that
 """
 from __future__ import annotations
 
-import sqlite3
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -35,6 +34,14 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _is_sqlite_error(raised: BaseException) -> bool:
+    """Whether the response cache's database raised: sqlite3 is not imported here, as only a run
+    with a cache loads it (importing it cost every other command 2.5-9 ms of its start), and
+    nothing raised a sqlite3.Error before it was loaded."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return sqlite3 is not None and isinstance(raised, sqlite3.Error)
+
+
 def run_command(work: Callable[[], int | None], *, interrupted: str, after: str = "") -> None:
     """Run a command's work, mapping what it raises to one line and an exit code. ``interrupted``
     says what Ctrl-C leaves behind; ``after`` is appended to a setup error (what was written)."""
@@ -47,11 +54,13 @@ def run_command(work: Callable[[], int | None], *, interrupted: str, after: str 
         raise fail(f"{exc}{after}") from None
     except FactJudgeError as exc:
         raise fail(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise fail(f"response cache: {exc} (try --cache-dir DIR or --no-cache)") from None
     except OSError as exc:  # judges never raise for a question: they return ERROR verdicts
         where = f"{exc.filename}: " if exc.filename else ""
         raise fail(f"{where}cannot read or write: {exc.strerror or exc}") from None
+    except Exception as exc:
+        if not _is_sqlite_error(exc):
+            raise
+        raise fail(f"response cache: {exc} (try --cache-dir DIR or --no-cache)") from None
     if code:
         raise typer.Exit(code)
 

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from operator import mul
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..models import CategoryCounts, Counts, FieldScore, line_analysis, verdict_of
+from ..models.base import Model
 from .alerts import Alert
 from .analysis import count_categories, sorted_counts, total_categories
 from .confidence import ConfidenceAccumulator, ConfidenceSummary, DocConfidence, doc_confidence
@@ -349,7 +350,7 @@ class MicroCounts(Counts):
     out_of_scope_predicted: int = 0
 
 
-class Macro(BaseModel):
+class Macro(Model):
     precision: float | None = None
     recall: float | None = None
     f1: float | None = None
@@ -358,7 +359,7 @@ class Macro(BaseModel):
     zero_division: ZeroDivision = "skip"
 
 
-class Summary(BaseModel):
+class Summary(Model):
     """``summary.json`` of an eval run."""
 
     documents: int

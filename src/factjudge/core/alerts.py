@@ -16,10 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from ..errors import InputError
 from ..models import DIRECTIONS, Counts, Direction, JudgeConfig
+from ..models.base import Model
 from .scope import field_check, scope_check
 
 #: An ERROR share of the in-scope facts above this raises the ``errors`` alert (issue #24: "ERROR
@@ -29,7 +28,7 @@ ERROR_SHARE_ALERT = 0.05
 AlertKind = Literal["errors", "entity_types", "fact_type_case", "empty_side", "linked_against_proof"]
 
 
-class Alert(BaseModel):
+class Alert(Model):
     """A finding a report shows as a banner above its figures (``summary.alerts``)."""
 
     kind: AlertKind

@@ -35,9 +35,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..models import status_of, verdict_of
+from ..models.base import Model
 from .metrics import ratio
 
 #: The names a prediction's confidence is looked for under, in this order, when the config names
@@ -134,7 +135,7 @@ def doc_confidence(line: Mapping[str, Any], named: str | None = None) -> DocConf
     return doc
 
 
-class ReliabilityBin(BaseModel):
+class ReliabilityBin(Model):
     """One bin of the reliability diagram: ``[low, high)`` (the last bin includes 1)."""
 
     low: float
@@ -145,7 +146,7 @@ class ReliabilityBin(BaseModel):
     accuracy: float | None = None
 
 
-class ThresholdRow(BaseModel):
+class ThresholdRow(Model):
     """Auto-accepting the predictions of confidence >= ``threshold``."""
 
     threshold: float
@@ -156,7 +157,7 @@ class ThresholdRow(BaseModel):
     kept_predictions: int
 
 
-class ReviewRow(BaseModel):
+class ReviewRow(Model):
     """Reviewing the ``share_reviewed`` of the predictions of lowest confidence first."""
 
     share_reviewed: float
@@ -165,7 +166,7 @@ class ReviewRow(BaseModel):
     errors_caught: float | None = None
 
 
-class ConfidenceSummary(BaseModel):
+class ConfidenceSummary(Model):
     """``summary.json``'s ``confidence`` (see the module's docstring for each figure)."""
 
     #: The field the confidence was read from (several names: documents differed).

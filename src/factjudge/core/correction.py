@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from ..models.base import Model
 from .aggregate import RATIOS, _interval, resampled_sums
 from .metrics import f1_score, ratio
 
@@ -59,7 +60,7 @@ class JudgeErrors:
         return tp / (tp + fp), tp / (tp + fn)
 
 
-class JudgeCorrected(BaseModel):
+class JudgeCorrected(Model):
     """``summary.json``'s ``judge_corrected``: the extractor's figures corrected for the judge."""
 
     precision: float | None = None

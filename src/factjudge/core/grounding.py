@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..models import own_fields, status_of
+from ..models.base import Model
 from .scope import EVIDENCE, NOT_COMPARED
 
 Span = tuple[int, int]
@@ -124,7 +125,7 @@ def segments(text: str, marks: Iterable[tuple[Span, str]]) -> list[tuple[str, li
     return out
 
 
-class TypeCounts(BaseModel):
+class TypeCounts(Model):
     """Counts per fact type, and their total."""
 
     total: int = 0
@@ -135,7 +136,7 @@ class TypeCounts(BaseModel):
         self.by_fact_type[fact_type] = self.by_fact_type.get(fact_type, 0) + 1
 
 
-class SourceSummary(BaseModel):
+class SourceSummary(Model):
     """``summary.json``'s ``source``: the predictions checked against their documents' text."""
 
     #: Where the text came from: the inputs' own (``text``), or the ``--documents`` file.

@@ -23,9 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..models import status_of, verdict_of
+from ..models.base import Model
 from ..util.jsonutil import canonical_json
 from .metrics import f1_score, ratio
 
@@ -123,7 +124,7 @@ class ReviewedFigures:
                 "gold_corrections": self.gold_corrections, "omissions": self.omissions}
 
 
-class ReviewedSummary(BaseModel):
+class ReviewedSummary(Model):
     """``summary.json``'s ``reviewed`` (``factjudge review apply``): :meth:`ReviewedFigures.to_dict`,
     the export it came from and the reviews the judge-corrected intervals need."""
 

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictInt, StrictStr, ValidationError
 
 from ..core.correction import JudgeCalibration, JudgeErrors
 from ..core.metrics import cohen_kappa, prf, ratio
@@ -37,6 +37,7 @@ from ..io.review import load_review, review_header
 from ..judges.base import Judge
 from ..judges.rules.judge import RulesJudge
 from ..models import CallUsage, JudgeConfig, JudgeResult, verdict_of
+from ..models.base import Model
 from ..util.aio import run_sync
 from ..util.bounds import COUNT_MAX
 from .runner import judge_documents
@@ -209,7 +210,7 @@ class Decision:
     error: str | None = None
 
 
-class Confusion(BaseModel):
+class Confusion(Model):
     """Counts of (label, judge) pairs and the figures derived from them; a ratio whose
     denominator is 0 is ``None``."""
 
@@ -225,7 +226,7 @@ class Confusion(BaseModel):
     kappa: float | None = None
 
 
-class Disagreement(BaseModel):
+class Disagreement(Model):
     id: str
     category: str | None = None
     fact_type: str = ""
@@ -238,14 +239,14 @@ class Disagreement(BaseModel):
     description: str = ""
 
 
-class LineError(BaseModel):
+class LineError(Model):
     id: str
     category: str | None = None
     fact_type: str = ""
     error: str
 
 
-class CalibrationReport(BaseModel):
+class CalibrationReport(Model):
     """What :func:`score` returns; ``to_dict()`` is the JSON form."""
 
     labels: int = 0  # lines given, errors included
@@ -491,7 +492,7 @@ def format_report(report: CalibrationReport) -> str:
 # --------------------------------------------------------------------------- eval --judge-calibration
 
 
-class _Counts(BaseModel):
+class _Counts(Model):
     # bounded where read: the correction's math is in floats
     tp: StrictInt = Field(ge=0, le=COUNT_MAX)
     fp: StrictInt = Field(ge=0, le=COUNT_MAX)
@@ -499,7 +500,7 @@ class _Counts(BaseModel):
     tn: StrictInt = Field(ge=0, le=COUNT_MAX)
 
 
-class _CalibrationFile(BaseModel):
+class _CalibrationFile(Model):
     """What eval reads of a ``calibrate -o`` file (other keys are the report's, left unread)."""
 
     overall: _Counts

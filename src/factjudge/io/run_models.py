@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..models import CategoryCounts, JudgeResult, status_of
+from ..models.base import Model
 
 
 class ResultLine(JudgeResult):
@@ -68,7 +69,7 @@ def result_line_problem(line: object) -> str | None:
     return None
 
 
-class RunManifest(BaseModel):
+class RunManifest(Model):
     """``run.json``: what produced a folder's results, written before the first result. A run
     resumes or reuses a folder only when its :data:`RUN_KEYS` are the same."""
 
@@ -89,7 +90,7 @@ RUN_KEYS = ("inputs", "config", "judge")
 BatchStep = Literal["exported", "uploaded", "creating", "submitted", "done"]
 
 
-class BatchJob(BaseModel):
+class BatchJob(Model):
     """One batch input file of ``batch.json``, from export to import (see
     :class:`~factjudge.runners.batch.BatchRunner`). Keys added on the way (``errors``,
     ``outputs``) are kept in the order they came."""
@@ -110,7 +111,7 @@ class BatchJob(BaseModel):
     imported: dict[str, int] | None = None
 
 
-class BatchState(BaseModel):
+class BatchState(Model):
     """``batch.json``: the state of ``eval --batch``, saved after every step."""
 
     model_config = ConfigDict(extra="allow")
@@ -125,7 +126,7 @@ class BatchState(BaseModel):
         return json.dumps(self.model_dump(mode="json"), indent=1, ensure_ascii=False) + "\n"
 
 
-class MetricDiff(BaseModel):
+class MetricDiff(Model):
     """B minus A of one ratio, with its paired bootstrap interval (None: undefined, or not
     computed, as for a fact type's figures before their interval is known)."""
 
@@ -136,7 +137,7 @@ class MetricDiff(BaseModel):
     excludes_zero: bool | None = None
 
 
-class CompareResult(BaseModel):
+class CompareResult(Model):
     """What ``factjudge compare A B`` computes: what it prints and the compare pages show."""
 
     a: str

@@ -37,7 +37,6 @@ from ..errors import InputError, missing_dependency
 from ..models import import_pandas, line_analysis, result_rows, results_frame
 from .inputs import check_input_kind, empty_file_error, missing_column, rename_header
 from .jsonl import read_error
-from .runfolder import RESULTS, RunFolder
 
 #: Suffixes read as tables (compared case-insensitively).
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet")
@@ -352,6 +351,10 @@ def iter_result_lines(out: str | Path) -> Iterator[dict[str, Any]]:
     when a document appears on several lines (judged again after an ERROR) only its last line
     counts, at the place of its first. This keeps those lines in memory until the end; the
     ``results.jsonl`` of a finished run has one line per document and is streamed."""
+    # Here, not at the top: reading facts (judge's inputs) needs no run folder, whose import
+    # (the aggregate and its models) cost the judge command ~10 ms of its start.
+    from .runfolder import RESULTS, RunFolder
+
     out = Path(out)
     folder = RunFolder(out) if out.is_dir() else RunFolder(out.parent, results=out)
     if not folder.results.is_file():

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from .base import Model
 
 #: What an in-scope fact is to a scorer (see :mod:`factjudge.core.analysis`); out-of-scope and
 #: ERROR facts are ``out_of_scope`` and ``error``.
@@ -14,7 +16,7 @@ FactCategory = Literal["correct", "near_miss", "missing", "spurious", "duplicate
 CATEGORIES = ("correct", "near_miss", "missing", "spurious", "duplicate")
 
 
-class CategoryCounts(BaseModel):
+class CategoryCounts(Model):
     """The categories of :mod:`factjudge.core.analysis`, counted for one fact type or overall.
 
     ``correct`` counts the links kept (= TP gold facts); a near miss is one FN gold fact and one
@@ -43,7 +45,7 @@ class CategoryCounts(BaseModel):
                 mine[key] = mine.get(key, 0) + n
 
 
-class NearMiss(BaseModel):
+class NearMiss(Model):
     """An FN gold fact and an FP prediction of the same type that pair up: they agree on at least
     half of the compared fields (and on one at least) but not on all."""
 
@@ -57,7 +59,7 @@ class NearMiss(BaseModel):
     differ: list[str]
 
 
-class Merge(BaseModel):
+class Merge(Model):
     """A prediction linked to several gold facts (with ``one_to_one``, all but one were dropped)."""
 
     fact_type: Any
@@ -65,7 +67,7 @@ class Merge(BaseModel):
     gold: list[str]
 
 
-class Split(BaseModel):
+class Split(Model):
     """A gold fact that several predictions named: one link kept, the others dropped as duplicates."""
 
     fact_type: Any
@@ -74,7 +76,7 @@ class Split(BaseModel):
     dropped: list[str]
 
 
-class FieldCounts(BaseModel):
+class FieldCounts(Model):
     """The values of one field path of one fact type (:mod:`factjudge.core.fields`): ``correct +
     wrong + missing`` are the gold values, ``correct + wrong + spurious`` the predicted ones."""
 
@@ -95,7 +97,7 @@ class FieldScore(FieldCounts):
     ci95: dict[str, list[float] | None] | None = None
 
 
-class Analysis(BaseModel):
+class Analysis(Model):
     """Where one document's errors are: near misses, merges and splits (:mod:`factjudge.core.analysis`),
     and the field-level counts (:mod:`factjudge.core.fields`)."""
 

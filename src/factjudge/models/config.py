@@ -6,7 +6,6 @@ import difflib
 from typing import Any, Literal, get_args
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -19,13 +18,15 @@ from pydantic import (
     model_validator,
 )
 
+from .base import Model
+
 Number = StrictInt | StrictFloat
 
 #: Config keys whose null value means the same as leaving them out.
 _NULL_IS_DEFAULT = ("entity_types", "matching_rules", "tolerances", "aliases")
 
 
-class Tolerance(BaseModel):
+class Tolerance(Model):
     """Numeric tolerance for one field: equal when within either bound."""
 
     model_config = ConfigDict(extra="forbid")
@@ -43,7 +44,7 @@ def alias_values(text: str) -> list[str]:
     return [part.strip() for part in text.split("=") if part.strip()]
 
 
-class AliasGroup(BaseModel):
+class AliasGroup(Model):
     """Values that name the same thing, for the rules judge (``aliases`` in the config): for the
     fields listed, or for every field when ``field`` is None."""
 
@@ -75,7 +76,7 @@ class AliasGroup(BaseModel):
         return " = ".join(self.values)
 
 
-class RulesKnowledge(BaseModel):
+class RulesKnowledge(Model):
     """The rules judge's built-in knowledge, each family on by default (see docs/concepts/judging.md)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -161,7 +162,7 @@ LangExtractPart = Literal["extraction_text", "attributes", "span", "alignment_st
 _LANGEXTRACT_COMPARED: tuple[LangExtractPart, ...] = ("extraction_text", "attributes")
 
 
-class JudgeConfig(BaseModel):
+class JudgeConfig(Model):
     """The judge config file. Unknown keys are rejected so typos never pass silently."""
 
     model_config = ConfigDict(extra="forbid")

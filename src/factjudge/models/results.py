@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from pydantic_core import to_jsonable_python
 
 from .analysis import Analysis
+from .base import Model
 from .frames import result_to_pandas
 from .statuses import PassStatus
 from .usage import CallUsage, Usage
@@ -44,7 +45,7 @@ def quoted(value: object) -> str:
     return cut_text(repr(value), QUOTE_LIMIT)
 
 
-class Verdict(BaseModel):
+class Verdict(Model):
     """One pass's answer about one fact, after validation."""
 
     fact_id: str
@@ -61,7 +62,7 @@ class Verdict(BaseModel):
 
 
 
-class Counts(BaseModel):
+class Counts(Model):
     tp_gold: int = 0
     fn: int = 0
     tp_predicted: int = 0
@@ -89,7 +90,7 @@ class Metrics(Counts):
 
 
 
-class JudgeResult(BaseModel):
+class JudgeResult(Model):
     """The result of judging one document; ``to_json()`` is the documented output format."""
 
     gold_facts: list[dict[str, Any]]

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from ..util.bounds import COUNT_MAX
+from .base import Model
 
 
-class CallUsage(BaseModel):
+class CallUsage(Model):
     """What one judged fact cost."""
 
     llm_calls: int = 0
@@ -57,7 +58,7 @@ class CallUsage(BaseModel):
 _COUNT_FIELDS = tuple(CallUsage.model_fields)
 
 
-class Prices(BaseModel):
+class Prices(Model):
     """What tokens cost, per million, in the user's currency (``--price-in``, ``--price-cached``,
     ``--price-out``). A price not given counts 0, except ``cached``: without it cached prompt
     tokens are priced as input, an upper bound. Providers discount them, not waive them: OpenAI

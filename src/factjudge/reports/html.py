@@ -16,10 +16,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import jinja2
 from markupsafe import Markup
 
 from ..core.aggregate import Summary
@@ -80,6 +79,9 @@ from .text import (
     worst_cells,
 )
 
+if TYPE_CHECKING:
+    import jinja2
+
 COLORS = {"precision": "#4e79a7", "recall": "#f28e2b", "f1": "#59a14f"}
 
 
@@ -101,6 +103,8 @@ def _is_string_list(value: Any) -> bool:
 def environment() -> jinja2.Environment:
     """The pages' Jinja2 environment (built once): templates from the package, autoescape on, and
     an undefined name an error rather than an empty cell."""
+    import jinja2  # when a page is written: eval's runner imports this module at its start (17 ms)
+
     env = jinja2.Environment(
         loader=jinja2.PackageLoader(__package__, "templates"), autoescape=True,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
