@@ -15,6 +15,7 @@ from scripted_server import ScriptedServer
 
 from factjudge.errors import InputError
 from factjudge.evaluation.runner import evaluate_async, input_salt
+from factjudge.io import scan
 from factjudge.io.config import parse_config
 from factjudge.io.datasets import JsonlDataset
 from factjudge.io.runfolder import LOCK, OWN_NAMES, FolderLock
@@ -48,19 +49,26 @@ class HeldServer(ScriptedServer):
         return self._from_truth(request)
 
 
-def start(argv, cache):
-    """``factjudge ARGV`` as a real process, left running."""
+# factjudge whose scan holds no document in memory: each is read again when it is judged, as the
+# documents beyond io.scan.HOLD_FACTS are
+READ_AGAIN = ("import runpy, factjudge.io.scan as scan; scan.HOLD_FACTS = 0; "
+              "runpy.run_module('factjudge', run_name='__main__', alter_sys=True)")
+
+
+def start(argv, cache, hold=True):
+    """``factjudge ARGV`` as a real process, left running (``hold``: False, no document held)."""
     env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cache)}
     env.pop("OPENAI_API_KEY", None)
-    return subprocess.Popen([sys.executable, "-m", "factjudge", *map(str, argv)], env=env,
+    how = ["-m", "factjudge"] if hold else ["-c", READ_AGAIN]
+    return subprocess.Popen([sys.executable, *how, *map(str, argv)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @contextlib.contextmanager
-def held_run(server, argv, cache):
+def held_run(server, argv, cache, hold=True):
     """``factjudge ARGV`` as a real process, held at its first question while the block runs;
     after it, the process has ended and its stderr is in ``.err``."""
-    run = start(argv, cache)
+    run = start(argv, cache, hold)
     try:
         assert server.asked.wait(60), run.communicate()
         yield run
@@ -220,12 +228,13 @@ def same_length_rewrite(data, key, new):
 
 @pytest.mark.parametrize("key, new", [("value", "4"), ("doc_id", "F")])
 def test_a_dataset_rewritten_during_eval_stops_with_one_line(dataset, tmp_path, key, new):
+    """A document read again when it is judged (beyond the scan's HOLD_FACTS)."""
     data, cfg = dataset
     write_jsonl(data, padded_docs())
     out = tmp_path / "out"
     with HeldServer() as server:
         args = ["eval", data, "-c", cfg, "--concurrency", "1", *llm_args(server, tmp_path / "c1"), "-o", out]
-        with held_run(server, args, tmp_path / "c1") as run:
+        with held_run(server, args, tmp_path / "c1", hold=False) as run:
             # concurrency 1: two documents are read, A (held) and B; E is read after the change
             docs = same_length_rewrite(data, key, new)
         err = run.err
@@ -244,8 +253,28 @@ def test_a_dataset_rewritten_during_eval_stops_with_one_line(dataset, tmp_path, 
     assert [f["value"] for f in got[docs[-1]["doc_id"]]["gold_facts"]] == [new if key == "value" else "3"]
 
 
-def test_a_run_that_fails_lets_its_folder_go(tmp_path):
+def test_a_dataset_rewritten_during_eval_is_judged_as_the_scan_held_it(dataset, tmp_path):
+    """The documents the scan holds (io.scan.HOLD_FACTS) are judged as it read them: a rewrite of
+    the input during the run changes none of the run's results (each line's hash is its content's)."""
+    data, cfg = dataset
+    write_jsonl(data, padded_docs())
+    out = tmp_path / "out"
+    with HeldServer() as server:
+        args = ["eval", data, "-c", cfg, "--concurrency", "1", *llm_args(server, tmp_path / "c1"), "-o", out]
+        with held_run(server, args, tmp_path / "c1") as run:
+            same_length_rewrite(data, "value", "4")
+        assert run.returncode == 0, run.err
+        got = {x["doc_id"]: x for x in read_lines(out / "results.jsonl")}
+        assert [f["value"] for f in got["E"]["gold_facts"]] == ["3"]  # as scanned, not "4"
+        assert (out / "summary.json").exists()
+        again = run_cli(*args, cache_dir=tmp_path / "c1")  # the input now differs from E's hash: E again
+        assert again.returncode == 0, again.stderr
+    assert [f["value"] for f in read_lines(out / "results.jsonl")[-1]["gold_facts"]] == ["4"]
+
+
+def test_a_run_that_fails_lets_its_folder_go(tmp_path, monkeypatch):
     """In one process (a notebook): the folder is free again after a run that raised."""
+    monkeypatch.setattr(scan, "HOLD_FACTS", 0)  # every document read again: E's change is found
     data = write_jsonl(tmp_path / "data.jsonl", padded_docs())
     config, judge, out = parse_config({"entity_types": ["revenue", "ceo"]}), RulesJudge(), tmp_path / "out"
 

@@ -16,6 +16,7 @@ from factjudge import JudgeBase, evaluate_dataset
 from factjudge.errors import InputError
 from factjudge.evaluation import workers as workers_mod
 from factjudge.evaluation.runner import evaluate_async, input_salt
+from factjudge.io import scan
 from factjudge.io.config import parse_config
 from factjudge.io.datasets import JsonlDataset
 from factjudge.judges.rules.judge import RulesJudge
@@ -110,7 +111,8 @@ def test_what_workers_cannot_do_is_one_line_before_any_file(dataset, tmp_path, a
     assert not (tmp_path / "out").exists()
 
 
-def test_a_document_changed_during_the_run_keeps_those_before_it(tmp_path):
+def test_a_document_changed_during_the_run_keeps_those_before_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(scan, "HOLD_FACTS", 0)  # every document read again when it is judged
     data = write_jsonl(tmp_path / "data.jsonl", DOCS)
     config, judge = parse_config(CONFIG), RulesJudge()
     ds = JsonlDataset(data)

@@ -60,7 +60,7 @@ from ..io.runfolder import (
     RunFolder,
     result_line,
 )
-from ..io.scan import doc_hash
+from ..io.scan import HeldDocument, doc_hash
 from ..judges.base import PROMPT_FORMAT_VERSION, Judge, run_info_of
 from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
 from ..reports.html import render_html
@@ -689,9 +689,10 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
             progress.on_answers(questions[line.doc_id], 0, line.errors)
             progress.on_document(line.doc_id)
 
-    pairs = ((doc, info.input_sha256) for doc, info in in_scan_order(dataset.documents(skip=reused), todo,
-                                                                    dataset.sources))
-    await judge_in_processes(pairs, config, judge, input_salt(config, judge), workers, finished,
+    # a document the scan held is in the workers already (forked after it): its place is sent
+    pairs = ((doc.position if isinstance(doc, HeldDocument) else doc, info.input_sha256)
+             for doc, info in in_scan_order(dataset.documents(skip=reused), todo, dataset.sources))
+    await judge_in_processes(pairs, dataset.held, config, judge, input_salt(config, judge), workers, finished,
                              lambda detail: _changed(dataset.sources, detail), closest=passing is not None)
 
 
@@ -705,7 +706,7 @@ def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str
     0.27 ms at 20 facts a side (measured over 2,000 such documents), some 3% of the rules
     judge's 8 ms a document and nothing beside an LLM call."""
     for doc, info in in_scan_order(documents, todo, sources):
-        if doc_hash(salt, doc) != info.input_sha256:
+        if not isinstance(doc, HeldDocument) and doc_hash(salt, doc) != info.input_sha256:
             raise _changed(sources, f"document {info.doc_id!r} is not what the scan read")
         yield doc
 

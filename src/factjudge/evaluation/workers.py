@@ -33,7 +33,7 @@ from typing import Any
 from ..errors import InputError
 from ..io.datasets import Document
 from ..io.runfolder import result_line
-from ..io.scan import doc_hash
+from ..io.scan import HeldDocument, doc_hash
 from ..judges.base import Judge
 from ..models import JudgeConfig
 from ..reports.rows import ClosestIds, closest_detail, closest_ids
@@ -112,13 +112,13 @@ class Line:
 _WORKER: dict[str, Any] = {}
 
 
-def _start(config: JudgeConfig, judge: Judge, salt: str, closest: bool) -> None:
+def _start(held: list[HeldDocument], config: JudgeConfig, judge: Judge, salt: str, closest: bool) -> None:
     # Ctrl-C goes to the whole process group: this process's parent stops the run and says so;
     # a worker hit by it would print its own traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # forked from inside the parent's running event loop: that loop is not this process's
     asyncio.events._set_running_loop(None)
-    _WORKER.update(config=config, judge=judge, salt=salt, loop=asyncio.new_event_loop(),
+    _WORKER.update(held=held, config=config, judge=judge, salt=salt, loop=asyncio.new_event_loop(),
                    # one dict for every line, as results.jsonl's reader gives them the run's config
                    closest=config.model_dump(mode="json") if closest else None)
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
@@ -135,16 +135,23 @@ def _exit_when_orphaned(parent: int) -> None:
 #: What a worker sends back for a chunk: the documents' lines, and the doc_id of a document that is
 #: not what the scan read (the chunk stops there), if any.
 Chunk = tuple[list[Line], str | None]
+#: A document to judge: read again by this process, or the position of one the scan held (the
+#: worker has it: forked after the scan), with its input hash.
+Sent = tuple[Document | int, str]
 
 
-def _judge_chunk(docs: list[tuple[Document, str]]) -> Chunk:
+def _judge_chunk(docs: list[Sent]) -> Chunk:
     """Judge a chunk in a worker: each document's line, up to the first document that is not what
     the scan read (the input changed during the run), whose doc_id comes second."""
     config, judge, salt, loop = _WORKER["config"], _WORKER["judge"], _WORKER["salt"], _WORKER["loop"]
     out: list[Line] = []
-    for doc, sha in docs:
-        if doc_hash(salt, doc) != sha:
-            return out, doc.doc_id
+    for sent, sha in docs:
+        if isinstance(sent, int):
+            doc: Document = _WORKER["held"][sent]
+        elif doc_hash(salt, sent) != sha:
+            return out, sent.doc_id
+        else:
+            doc = sent
         result = loop.run_until_complete(judge_checked(doc.gold, doc.predicted, config, judge,
                                                        concurrency=1, doc_id=doc.doc_id))
         data = result_line(doc.doc_id, sha, result)
@@ -163,20 +170,20 @@ def _closest(data: bytes) -> ClosestIds | None:
     return closest_ids(closest_detail(line))
 
 
-async def judge_in_processes(documents: Iterable[tuple[Document, str]], config: JudgeConfig, judge: Judge,
-                             salt: str, workers: int, on_line: Callable[[Line], None],
+async def judge_in_processes(documents: Iterable[Sent], held: list[HeldDocument], config: JudgeConfig,
+                             judge: Judge, salt: str, workers: int, on_line: Callable[[Line], None],
                              changed: Callable[[str], InputError], *, closest: bool = False) -> None:
-    """Judge ``documents`` (each with its input hash from the scan) in ``workers`` forked
-    processes; ``on_line`` gets each document's line in dataset order (with its closest facts
-    when ``closest``); ``changed(detail)`` is the error for a document that is not what the scan
-    read. However the run ends, no worker is left running: stopped (Ctrl-C, an error), the workers
-    are killed, their chunks unfinished."""
+    """Judge ``documents`` (each with its input hash from the scan; a document of ``held`` by its
+    position) in ``workers`` forked processes; ``on_line`` gets each document's line in dataset
+    order (with its closest facts when ``closest``); ``changed(detail)`` is the error for a
+    document that is not what the scan read. However the run ends, no worker is left running:
+    stopped (Ctrl-C, an error), the workers are killed, their chunks unfinished."""
     loop = asyncio.get_running_loop()
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start,
-                                                    initargs=(config, judge, salt, closest))
+                                                    initargs=(held, config, judge, salt, closest))
     pending: deque[asyncio.Future[Chunk]] = deque()
 
-    def submit(chunk: list[tuple[Document, str]]) -> asyncio.Future[Chunk]:
+    def submit(chunk: list[Sent]) -> asyncio.Future[Chunk]:
         done: asyncio.Future[Chunk] = loop.create_future()
         pool.apply_async(_judge_chunk, (chunk,),
                          callback=lambda r: loop.call_soon_threadsafe(_settle, done, r, None),
@@ -219,6 +226,6 @@ def _take(done: Chunk, on_line: Callable[[Line], None],
         raise changed(f"document {not_scanned!r} is not what the scan read")
 
 
-def _chunks(items: Iterator[tuple[Document, str]], size: int) -> Iterator[list[tuple[Document, str]]]:
+def _chunks(items: Iterator[Sent], size: int) -> Iterator[list[Sent]]:
     while chunk := list(islice(items, size)):
         yield chunk

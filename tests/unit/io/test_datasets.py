@@ -115,3 +115,26 @@ def test_a_foreign_results_file_is_never_overwritten(tmp_path):
     assert (out / "summary.json").read_text() == "{}"
 
 
+
+
+# --------------------------------------------------------------------------- documents held by the scan
+
+
+@pytest.mark.parametrize("budget, held", [(100_000, 5), (0, 0), (3, 2)])
+def test_the_scan_holds_the_first_documents_within_its_budget(tmp_path, monkeypatch, budget, held):
+    """The first documents up to HOLD_FACTS facts are held as the scan read them (judging takes
+    them from memory); the others are read again, each in its place: the documents are the same."""
+    from factjudge.io import scan
+    from factjudge.io.config import parse_config
+    from factjudge.io.datasets import JsonlDataset
+
+    docs = [{"doc_id": f"d{i}", "gold_facts": [{"id": f"g{i}", "fact_type": "t", "v": str(i)}],
+             "predicted_facts": [{"id": f"p{i}", "fact_type": "t", "v": str(i)}][: i % 2]} for i in range(5)]
+    # facts: d0 1, d1 2, d2 1, d3 2, d4 1: a budget of 3 holds d0 and d1 only
+    monkeypatch.setattr(scan, "HOLD_FACTS", budget)
+    data = JsonlDataset(write_jsonl(tmp_path / "d.jsonl", docs))
+    assert data.scan(parse_config({}), "salt") == []
+    assert [d.position for d in data.held] == list(range(held))
+    read = [(d.doc_id, d.gold, d.predicted) for d in data.documents(skip={"d1"})]
+    assert read == [(d["doc_id"], d["gold_facts"], d["predicted_facts"]) for d in docs if d["doc_id"] != "d1"]
+    assert [isinstance(d, scan.HeldDocument) for d in data.documents()] == [i < held for i in range(5)]
