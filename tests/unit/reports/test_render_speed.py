@@ -1,13 +1,19 @@
 """Issue 39: report.md written faster, the same bytes: md_escape by str.replace instead of
-str.translate."""
+str.translate, each repeated cell escaped once; a report's fields of a fact (shown_fields) in one
+pass."""
 from __future__ import annotations
 
 import re
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from factjudge.models import QUOTE_LIMIT, cut_text, own_fields
+from factjudge.reports import markdown
 from factjudge.reports.markdown import md_escape
+from factjudge.reports.rows import shown_fields
+from factjudge.reports.text import fact_json, other_text
 
 #: md_escape as it was written first (str.translate, a pattern starting with a lookbehind): the
 #: specification the faster one must agree with, character for character.
@@ -29,3 +35,38 @@ def test_md_escape_of_the_characters_each_replacement_adds() -> None:
     # a replacement must not be replaced again: the backslash, & and ; of what came before
     for text in ("\\&<", "&lt;", "\\_\\", "a\\`b", "_\\_", "x__y", "é_1", "\r\n\r\n_"):
         assert md_escape(text) == _reference(text), text
+
+
+_KEYS = st.sampled_from(["id", "fact_type", "factjudge", "status", "reasoning", "name", "value", "matched_ids"])
+_VALUES = st.one_of(st.text(max_size=3), st.integers(), st.none(), st.just("x" * (QUOTE_LIMIT + 1)),
+                    st.dictionaries(st.just("status"), st.just("TP")))
+
+
+@settings(deadline=None)  # its first example may import the rules judge's modules
+@given(st.dictionaries(_KEYS, _VALUES))
+def test_shown_fields_is_the_two_passes_it_replaced(fact: dict[str, object]) -> None:
+    # either layout: the verdict under "factjudge" (a dict there) or beside the fact's own fields
+    expected = {k: cut_text(v, QUOTE_LIMIT) if isinstance(v, str) else v
+                for k, v in own_fields(fact).items() if k not in ("id", "fact_type")}
+    shown = shown_fields(fact)
+    assert shown == expected
+    assert list(shown) == list(expected)
+
+
+def test_report_md_rows_escape_each_repeated_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a document's rows repeat its doc_id, and sides, statuses, fact types and reasonings repeat
+    # row after row: each distinct text is escaped once, the same table written
+    fact = {"name": "a_b | c"}
+    rows = [{"doc_id": "d_1", "side": "gold", "id": f"g{i}", "fact_type": "ceo", "status": "FN", "fact": fact,
+             "linked": [], "closest": None, "reasoning": "no match (2 of *that* type)", "note": ""}
+            for i in range(3)] + [{"doc_id": 7, "side": "predicted", "id": 1, "fact_type": "ceo", "status": "FP",
+                                   "fact": fact, "linked": [], "closest": None, "reasoning": "", "note": "n"}]
+    expected = markdown._md_table(
+        ["doc_id", "side", "id", "fact_type", "status", "fact", "linked / closest", "reasoning", "note"],
+        [[r["doc_id"], r["side"], r["id"], r["fact_type"], r["status"], fact_json(r["fact"]), other_text(r),
+          r["reasoning"], r["note"]] for r in rows])
+    asked: list[object] = []
+    monkeypatch.setattr(markdown, "md_escape", lambda value: asked.append(value) or md_escape(value))
+    assert markdown._md_rows(rows) == expected
+    assert asked.count("d_1") == asked.count("no match (2 of *that* type)") == asked.count("ceo") == 1
+    assert asked.count(7) == 1
