@@ -16,6 +16,7 @@ from factjudge.core import aggregate
 from factjudge.core.aggregate import Aggregator, DocStats, bootstrap_ci, field_intervals, run_intervals
 from factjudge.evaluation import runner
 from factjudge.io import facts as facts_module
+from factjudge.io import scan
 from factjudge.io.formats import dataset_jsonl
 from factjudge.io.runfolder import RunFolder
 from factjudge.models import Analysis, CallUsage
@@ -35,8 +36,10 @@ def _data(tmp_path: Path, docs: int) -> Path:
     return data
 
 
-def test_a_document_s_facts_are_checked_when_read_not_again(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("hold, reads", [(scan.HOLD_FACTS, 1), (0, 2)])
+def test_a_document_s_facts_are_checked_when_read_not_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           hold: int, reads: int) -> None:
+    monkeypatch.setattr(scan, "HOLD_FACTS", hold)
     calls: list[str] = []
     check = facts_module.validate_fact_list
 
@@ -47,8 +50,9 @@ def test_a_document_s_facts_are_checked_when_read_not_again(tmp_path: Path,
     monkeypatch.setattr(dataset_jsonl, "validate_fact_list", counted)
     monkeypatch.setattr(facts_module, "validate_fact_list", counted)  # coerce_facts' way
     evaluate_dataset(_data(tmp_path, 3), out_dir=tmp_path / "out")
-    # each side of each document: once by the scan, once when read again to be judged
-    assert len(calls) == 3 * 2 * 2, calls
+    # each side of each document: once by the scan, and once more when read again to be judged
+    # (a document beyond what the scan holds)
+    assert len(calls) == 3 * 2 * reads, calls
 
 
 def test_a_line_s_analysis_is_validated_once_when_the_run_is_written(tmp_path: Path,
