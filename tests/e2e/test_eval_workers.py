@@ -208,6 +208,19 @@ def test_with_workers_report_html_is_rendered_beside_the_other_files(dataset, tm
     assert {int(p.name.split("-")[1]) for p in tmp_path.glob("html-*")} == {os.getpid()}
 
 
+def test_the_end_is_made_ready_while_the_workers_judge_the_first_documents(dataset, tmp_path, monkeypatch):
+    """numpy (the bootstrap) and the pages' templates are loaded while the workers judge the first
+    chunks, when this process waits: not in the end of the run, which is this process's alone."""
+    from factjudge.evaluation import runner
+
+    events = []
+    ready, take = runner._ready_to_finish, runner.FinishPass.take
+    monkeypatch.setattr(runner, "_ready_to_finish", lambda n: events.append("ready") or ready(n))
+    monkeypatch.setattr(runner.FinishPass, "take", lambda *a, **k: events.append("line") or take(*a, **k))
+    evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "two", workers=2)
+    assert events[0] == "ready" and events.count("ready") == 1 and events.count("line") == 3 * workers_mod.CHUNK + 10
+
+
 def test_auto_judges_in_a_process_per_core_from_the_threshold_on(tmp_path):
     small = write_jsonl(tmp_path / "small.jsonl", documents(workers_mod.AUTO_MIN_DOCUMENTS - 1))
     large = write_jsonl(tmp_path / "large.jsonl", documents(workers_mod.AUTO_MIN_DOCUMENTS + 10))

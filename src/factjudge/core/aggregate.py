@@ -240,6 +240,13 @@ def run_intervals(keys: Sequence[Sequence[int]] | None, columns: Mapping[str, Ma
     return {k: _interval(v, level) for k, v in micro.items()}, out
 
 
+def prepare_bootstrap(documents: int) -> None:
+    """Import numpy now when the bootstrap of ``documents`` will draw with it (a run with workers:
+    while they judge its first documents, instead of at its end: 0.06 s CPU)."""
+    if documents >= NUMPY_FROM:
+        _numpy()
+
+
 def _numpy() -> Any:
     try:
         import numpy  # optional (the pandas extra brings it): only for a large run's bootstrap

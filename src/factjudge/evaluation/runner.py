@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from .._version import __version__
-from ..core.aggregate import REPORT_ROWS, Aggregator, Summary, ZeroDivision, doc_stats
+from ..core.aggregate import REPORT_ROWS, Aggregator, Summary, ZeroDivision, doc_stats, prepare_bootstrap
 from ..core.alerts import InputShape, ProofLinks, input_warnings, run_alerts
 from ..core.confidence import corrected as confidence_corrected
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
@@ -63,7 +63,7 @@ from ..io.runfolder import (
 from ..io.scan import HeldDocument, doc_hash
 from ..judges.base import PROMPT_FORMAT_VERSION, Judge, run_info_of
 from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
-from ..reports.html import render_html
+from ..reports.html import compile_templates, render_html
 from ..reports.markdown import render_markdown
 from ..reports.review import ReviewQueue, render_review
 from ..reports.rows import (
@@ -693,7 +693,16 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
     pairs = ((doc.position if isinstance(doc, HeldDocument) else doc, info.input_sha256)
              for doc, info in in_scan_order(dataset.documents(skip=reused), todo, dataset.sources))
     await judge_in_processes(pairs, dataset.held, config, judge, input_salt(config, judge), workers, finished,
-                             lambda detail: _changed(dataset.sources, detail), closest=passing is not None)
+                             lambda detail: _changed(dataset.sources, detail), closest=passing is not None,
+                             meanwhile=lambda: _ready_to_finish(len(dataset.infos)))
+
+
+def _ready_to_finish(documents: int) -> None:
+    """What the end of a run would load or compile first (numpy for the bootstrap, the pages'
+    templates), done while the workers judge the first documents: the end is this process's alone
+    (~0.1 s of 1,000 documents' ~0.45 s after the last one)."""
+    prepare_bootstrap(documents)
+    compile_templates()
 
 
 def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str,

@@ -172,12 +172,14 @@ def _closest(data: bytes) -> ClosestIds | None:
 
 async def judge_in_processes(documents: Iterable[Sent], held: list[HeldDocument], config: JudgeConfig,
                              judge: Judge, salt: str, workers: int, on_line: Callable[[Line], None],
-                             changed: Callable[[str], InputError], *, closest: bool = False) -> None:
+                             changed: Callable[[str], InputError], *, closest: bool = False,
+                             meanwhile: Callable[[], None] = lambda: None) -> None:
     """Judge ``documents`` (each with its input hash from the scan; a document of ``held`` by its
     position) in ``workers`` forked processes; ``on_line`` gets each document's line in dataset
     order (with its closest facts when ``closest``); ``changed(detail)`` is the error for a
     document that is not what the scan read. However the run ends, no worker is left running:
-    stopped (Ctrl-C, an error), the workers are killed, their chunks unfinished."""
+    stopped (Ctrl-C, an error), the workers are killed, their chunks unfinished. ``meanwhile`` is
+    called once, while the workers judge the first chunks (this process has nothing else to do)."""
     loop = asyncio.get_running_loop()
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start,
                                                     initargs=(held, config, judge, salt, closest))
@@ -190,11 +192,14 @@ async def judge_in_processes(documents: Iterable[Sent], held: list[HeldDocument]
                          error_callback=lambda e: loop.call_soon_threadsafe(_settle, done, None, e))
         return done
 
-    finished = False
+    finished = ready = False
     try:
         for chunk in _chunks(iter(documents), CHUNK):
             pending.append(submit(chunk))
             if len(pending) >= AHEAD * workers:
+                if not ready:
+                    meanwhile()
+                    ready = True
                 _take(await pending.popleft(), on_line, changed)
         while pending:
             _take(await pending.popleft(), on_line, changed)

@@ -118,6 +118,14 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def compile_templates() -> None:
+    """Compile every page template now, ahead of writing the pages: a run with workers does it
+    while they judge its first documents, instead of at its end (one process's: 0.07 s CPU)."""
+    env = environment()
+    for name in env.list_templates():
+        env.get_template(name)
+
+
 def render_page(template: str, **context: Any) -> str:
     """A page of ``templates/`` rendered with ``context``, ending with one newline."""
     return environment().get_template(template).render(**context).rstrip("\n") + "\n"

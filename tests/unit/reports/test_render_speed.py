@@ -70,3 +70,18 @@ def test_report_md_rows_escape_each_repeated_text_once(monkeypatch: pytest.Monke
     assert markdown._md_rows(rows) == expected
     assert asked.count("d_1") == asked.count("no match (2 of *that* type)") == asked.count("ceo") == 1
     assert asked.count(7) == 1
+
+
+def test_compile_templates_compiles_every_page_template():
+    """What a run with workers compiles while they judge its first documents (a fresh process:
+    this one's environment may have compiled some already)."""
+    import subprocess
+    import sys
+
+    code = ("from factjudge.reports.html import compile_templates, environment\n"
+            "compile_templates()\n"
+            "print(sorted(t.name for t in environment().cache.values()))")
+    names = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    from factjudge.reports.html import environment
+
+    assert names.strip() == str(sorted(environment().list_templates()))
