@@ -30,7 +30,6 @@ from ..judges.base import (
     Estimate,
     Estimates,
     FactForms,
-    Inline,
     Judge,
     JudgePass,
     Stage,
@@ -39,6 +38,7 @@ from ..judges.base import (
     answer_problem,
     candidate_types,
     error_verdict,
+    is_inline,
     run_info_of,
     unasked_verdict,
 )
@@ -146,7 +146,7 @@ async def _judge_passes(passes: Iterable[tuple[JudgePass, list[dict[str, Any]]]]
             continue
         opened = judge.open(asked)  # what the judge works out once for the direction: freed with it
         taken = _Taken(asked, judge, tally, progress)
-        if isinstance(opened, Inline):
+        if is_inline(opened):
             for fact in subjects:
                 taken.keep(fact, opened.judge_now(fact))
         else:
