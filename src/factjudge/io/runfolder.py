@@ -463,19 +463,9 @@ class ResultStore:
 
 def result_line(doc_id: str, input_sha256: str, result: JudgeResult) -> bytes:
     """A document's line of ``results.jsonl``, newline included."""
-    return line_bytes(result_data(doc_id, input_sha256, result))
-
-
-def result_data(doc_id: str, input_sha256: str, result: JudgeResult) -> dict[str, Any]:
-    """What :func:`result_line` writes, as a dict of JSON values only: what ``json.loads`` reads
-    back from the line (a worker's closest-fact search reads it without parsing the line again)."""
     # the config is the run's (run.json, summary.json): the readers put it back on a line
-    return {"doc_id": doc_id, "input_sha256": input_sha256, **result.model_dump(mode="json", exclude={"config"})}
-
-
-def line_bytes(data: dict[str, Any]) -> bytes:
-    """:func:`result_data`'s dict as its line of ``results.jsonl``, newline included."""
-    return (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
+    line = {"doc_id": doc_id, "input_sha256": input_sha256, **result.model_dump(mode="json", exclude={"config"})}
+    return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def read_eval_dir(out_dir: Path) -> dict[str, tuple[tuple[int, int, int, int], str]]:

@@ -94,3 +94,27 @@ def test_the_checks_answer_as_the_protocols_do() -> None:
     for judge in (RulesJudge(), _WithInfo(), object()):
         assert run_info_of(judge) == (typing.cast(RunInfo, judge).run_info() if isinstance(judge, RunInfo) else {})
     assert run_info_of(_WithInfo()) == {"token_counter": "estimate:test"}
+
+
+def test_a_worker_prepares_each_fact_of_a_document_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The closest-fact search reads the facts the judge prepared: none is normalised again."""
+    from factjudge.judges.rules import compare
+
+    config = parse_config({})
+    monkeypatch.setattr(workers, "_WORKER", {
+        "held": [_document(0), _document(1)], "config": config, "judge": RulesJudge(), "salt": "",
+        "loop": asyncio.new_event_loop(), "closest": config.model_dump(mode="json")})
+    prepared: list[str] = []
+    normalized = compare.normalized
+
+    def counting(fact: dict[str, Any], *args: Any) -> compare.Prepared:
+        prepared.append(str(fact["id"]))
+        return normalized(fact, *args)
+
+    monkeypatch.setattr(compare, "normalized", counting)
+    try:
+        lines, _ = workers._judge_chunk([(0, "a" * 64), (1, "b" * 64)])
+    finally:
+        workers._WORKER["loop"].close()
+    assert all(line.closest for line in lines)  # the search ran: a near miss each side
+    assert len(prepared) == 16  # 8 facts a document; before: 32, each again for the search
