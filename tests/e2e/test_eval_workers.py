@@ -174,9 +174,9 @@ def test_the_parent_does_not_search_the_closest_facts_again(dataset, tmp_path, m
     searched = []
     finder = rows._finder
 
-    def counted(line, facts):
+    def counted(line, facts, *forms):
         searched.append(line["doc_id"])
-        return finder(line, facts)
+        return finder(line, facts, *forms)
 
     monkeypatch.setattr(rows, "_finder", counted)  # the workers are forked after: their calls stay theirs
     evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "two", workers=2)

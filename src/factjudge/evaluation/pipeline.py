@@ -30,7 +30,6 @@ from ..judges.base import (
     Estimate,
     Estimates,
     FactForms,
-    Inline,
     Judge,
     JudgePass,
     Stage,
@@ -39,6 +38,7 @@ from ..judges.base import (
     answer_problem,
     candidate_types,
     error_verdict,
+    is_inline,
     run_info_of,
     unasked_verdict,
 )
@@ -146,7 +146,7 @@ async def _judge_passes(passes: Iterable[tuple[JudgePass, list[dict[str, Any]]]]
             continue
         opened = judge.open(asked)  # what the judge works out once for the direction: freed with it
         taken = _Taken(asked, judge, tally, progress)
-        if isinstance(opened, Inline):
+        if is_inline(opened):
             for fact in subjects:
                 taken.keep(fact, opened.judge_now(fact))
         else:
@@ -283,9 +283,12 @@ async def judge_checked(
     doc_id: str = "",
     warmup: bool | None = None,
     in_place: bool = False,
+    forms: FactForms | None = None,
 ) -> JudgeResult:
     """:func:`run_judge_async` of facts checked already (``validate_facts``: a dataset's
-    documents, checked as they are read): checking them once more was 3% of a rules run."""
+    documents, checked as they are read): checking them once more was 3% of a rules run.
+    ``forms``: where the document's facts are kept prepared (the output facts too), for a caller
+    that reads them again with the same config (a worker's closest-fact search)."""
     if started is None:
         started = time.perf_counter()
     if limiter is None:
@@ -297,7 +300,8 @@ async def judge_checked(
     fields, warnings = compared_fields(gold_in, pred_in, config)
     warnings += nothing_to_compare(gold_in, pred_in, config, fields) + read_by_default(gold_in, pred_in, config, fields)
     tally = _Tally()
-    forms: FactForms = {}  # the document's facts prepared once, for both directions and the analysis
+    if forms is None:  # the document's facts prepared once, for both directions and the analysis
+        forms = {}
     gv, pv = await _judge_passes(((JudgePass(direction, candidates, config, fields, doc_id, forms), subjects)
                                   for direction, subjects, candidates in directions(gold_in, pred_in)),
                                  judge, limiter, concurrency, tally, progress, warmup)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeGuard, cast, runtime_checkable
 
 from ..core.scope import NOT_COMPARED
 from ..models import CallUsage, Direction, JudgeConfig, NegativeStatus, Verdict
@@ -237,7 +237,16 @@ class ConfigWarnings(Protocol):
 
 def run_info_of(judge: object) -> dict[str, Any]:
     """``judge``'s :class:`RunInfo`, or nothing."""
-    return judge.run_info() if isinstance(judge, RunInfo) else {}
+    # what isinstance(judge, RunInfo) checks (a protocol of one method), without typing's check,
+    # which walks the protocol's members on each call (7 us: once a document)
+    run_info = getattr(judge, "run_info", None)
+    return cast(RunInfo, judge).run_info() if run_info is not None else {}
+
+
+def is_inline(opened: object) -> TypeGuard[Inline]:
+    """``isinstance(opened, Inline)``: what the runtime check of a one-method protocol comes to
+    (the method is there and not None), at 0.1 us instead of typing's 7 (twice a document)."""
+    return getattr(opened, "judge_now", None) is not None
 
 
 class _AskEach:

@@ -26,6 +26,7 @@ from ..models import (
 )
 
 if TYPE_CHECKING:  # the module itself is imported when first needed (_finder)
+    from ..judges.base import FactForms
     from ..judges.rules.closeness import FieldMemo, Finder
 
 #: Statuses listed in the failing-facts table; TP rows are added on request (spot checks).
@@ -111,9 +112,9 @@ def _line_config(line: Mapping[str, Any]) -> tuple[JudgeConfig, FieldMemo]:
 _Judged = dict[Direction, list[tuple[dict[str, Any], Any]]]
 
 
-def _finder(line: Mapping[str, Any], facts: _Judged) -> Finder:
+def _finder(line: Mapping[str, Any], facts: _Judged, forms: FactForms | None = None) -> Finder:
     """The rules judge's closest-fact search with the line's config, over the fields it compared."""
-    from ..judges.rules.closeness import rules_closest  # when first needed: the run starts faster
+    from ..judges.rules.closeness import preparer, rules_closest  # when first needed: the run starts faster
 
     config, memo = _line_config(line)
     # the fields of the facts themselves: an older run wrote its verdict beside them (a verdict
@@ -121,15 +122,18 @@ def _finder(line: Mapping[str, Any], facts: _Judged) -> Finder:
     in_scope = [[f if isinstance(f.get(VERDICT_KEY), dict) else own_fields(f) for f, status in facts[side]
                  if status != "OUT_OF_SCOPE" and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
     return rules_closest(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL,
-                         memo=memo)
+                         prepare=None if forms is None else preparer(config, forms), memo=memo)
 
 
 #: What :func:`closest_detail` returns: (side, id) -> (closest fact of the other side, closeness).
 ClosestMap = dict[tuple[Direction, str], tuple[Mapping[str, Any], Closeness]]
 
 
-def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES) -> ClosestMap:
-    """:func:`closest_facts` with each pair's :class:`~factjudge.core.analysis.Closeness`."""
+def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES, *,
+                   forms: FactForms | None = None) -> ClosestMap:
+    """:func:`closest_facts` with each pair's :class:`~factjudge.core.analysis.Closeness`.
+    ``forms``: the line's facts prepared already with its config (by the identity of the fact
+    dicts: the judge's own, :func:`~factjudge.evaluation.pipeline.judge_checked`'s ``forms``)."""
     out: ClosestMap = {}
     find: Finder | None = None
     facts: _Judged = {side: [(f, status_of(f)) for f in line.get(f"{side}_facts") or []] for side in DIRECTIONS}
@@ -148,7 +152,7 @@ def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STA
             cands = candidates.get(fact_type, [])
             if not cands or len(subs) * len(cands) > CLOSEST_MAX_PAIRS:
                 continue
-            find = find or _finder(line, facts)
+            find = find or _finder(line, facts, forms)
             for subject, best in zip(subs, find(subs, cands), strict=True):
                 if best and (best[1].agree or best[1].score > 0):
                     out[(side, str(subject["id"]))] = (cands[best[0]], best[1])

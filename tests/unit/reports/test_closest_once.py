@@ -28,9 +28,9 @@ def test_eval_searches_each_line_s_closest_facts_once(tmp_path: Path, monkeypatc
     searched: list[str] = []
     finder = rows._finder
 
-    def counted(line: Any, facts: Any) -> Any:
+    def counted(line: Any, facts: Any, *forms: Any) -> Any:
         searched.append(line["doc_id"])
-        return finder(line, facts)
+        return finder(line, facts, *forms)
 
     monkeypatch.setattr(rows, "_finder", counted)
     evaluate_dataset(data, out_dir=tmp_path / "out")
