@@ -17,7 +17,7 @@ from ..models.base import Model
 from .alerts import Alert
 from .analysis import CategoryTally, category_tallies, sorted_counts, total_categories
 from .confidence import ConfidenceAccumulator, ConfidenceSummary, DocConfidence, doc_confidence
-from .fields import Tally, add_tally, field_score, tally_of
+from .fields import Tally, field_score, tally_of
 from .grounding import SourceSummary
 from .metrics import f1_score, prf, with_ratios
 from .review import ReviewedSummary
@@ -495,7 +495,10 @@ class Aggregator:
     def add(self, s: DocStats) -> None:
         _add(self.micro, s.counts)
         for t, c in s.by_type.items():
-            _add(self.by_type.setdefault(t, {k: 0 for k in TYPE_KEYS}), c)
+            mine = self.by_type.get(t)
+            if mine is None:
+                mine = self.by_type[t] = dict.fromkeys(TYPE_KEYS, 0)
+            _add(mine, c)
         _add(self.conflicts, s.conflicts)
         _add(self.usage, s.usage)
         self.jury_questions += s.jury_questions
@@ -508,11 +511,24 @@ class Aggregator:
                 tally = self.categories[t] = CategoryTally()
             tally.add(cats)
         self.confidence.add(s.confidence, s.doc_id)
-        add_tally(self.fields, s.fields)
-        for t, paths in s.fields.items():
-            mine = self.field_columns.setdefault(t, {})
+        for t, paths in s.fields.items():  # one walk: the run's counts (add_tally's) and the columns
+            columns = self.field_columns.get(t)
+            if columns is None:
+                columns = self.field_columns[t] = {}
+            sums = self.fields.get(t)
+            if sums is None:
+                sums = self.fields[t] = {}
             for path, values in paths.items():
-                (mine.get(path) or mine.setdefault(path, _FieldColumns())).add(self.documents, values)
+                found = columns.get(path)
+                if found is None:
+                    found = columns[path] = _FieldColumns()
+                found.add(self.documents, values)
+                total = sums.get(path)
+                if total is None:
+                    sums[path] = list(values[:4])
+                else:
+                    for i in range(4):
+                        total[i] += values[i]
         for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
         r = key_prf(s.key)
