@@ -15,9 +15,9 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from ..models import CategoryCounts, Counts, FieldScore, line_analysis, verdict_of
 from ..models.base import Model
 from .alerts import Alert
-from .analysis import count_categories, sorted_counts, total_categories
+from .analysis import CategoryTally, category_tallies, sorted_counts, total_categories
 from .confidence import ConfidenceAccumulator, ConfidenceSummary, DocConfidence, doc_confidence
-from .fields import Tally, add_tally, field_score, tally_of
+from .fields import Tally, field_score, tally_of
 from .grounding import SourceSummary
 from .metrics import f1_score, prf, with_ratios
 from .review import ReviewedSummary
@@ -49,8 +49,8 @@ class DocStats:
     jury_unanimous: int = 0
     #: A jury's usage per juror.
     jurors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    #: The categories per fact type (:func:`factjudge.core.analysis.count_categories`).
-    categories: Mapping[str, CategoryCounts] = field(default_factory=dict)
+    #: The categories per fact type (:func:`factjudge.core.analysis.category_tallies`).
+    categories: Mapping[str, CategoryTally] = field(default_factory=dict)
     #: The predictions' confidences by verdict (None: they carry none), see :mod:`.confidence`.
     confidence: DocConfidence | None = None
     #: The field-level counts per fact type and path (:mod:`factjudge.core.fields`).
@@ -88,7 +88,7 @@ def doc_stats(line: Mapping[str, Any], confidence_field: str | None = None) -> D
         jury_unanimous=sum(len(set(v.values())) == 1 and "ERROR" not in v.values() for v in votes),
         jurors={name: {k: v for k, v in u.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
                 for name, u in jurors.items() if isinstance(u, dict)},
-        categories=count_categories(line),
+        categories=category_tallies(line),
         confidence=doc_confidence(line, confidence_field),
         fields=tally_of(line_analysis(line).fields),
     )
@@ -495,7 +495,7 @@ class Aggregator:
         self.conflicts: dict[str, int] = {}
         self.jury_questions = self.jury_unanimous = 0
         self.jurors: dict[str, dict[str, float]] = {}
-        self.categories: dict[str, CategoryCounts] = {}
+        self.categories: dict[str, CategoryTally] = {}
         self.fields: Tally = {}
         self.field_columns: dict[str, dict[str, _FieldColumns]] = {}
         self.usage: dict[str, float] = {}
@@ -509,7 +509,10 @@ class Aggregator:
     def add(self, s: DocStats) -> None:
         _add(self.micro, s.counts)
         for t, c in s.by_type.items():
-            _add(self.by_type.setdefault(t, {k: 0 for k in TYPE_KEYS}), c)
+            mine = self.by_type.get(t)
+            if mine is None:
+                mine = self.by_type[t] = dict.fromkeys(TYPE_KEYS, 0)
+            _add(mine, c)
         _add(self.conflicts, s.conflicts)
         _add(self.usage, s.usage)
         self.jury_questions += s.jury_questions
@@ -517,13 +520,29 @@ class Aggregator:
         for name, used in s.jurors.items():
             _add(self.jurors.setdefault(name, {}), used)
         for t, cats in s.categories.items():
-            self.categories.setdefault(t, CategoryCounts()).add(cats)
+            tally = self.categories.get(t)
+            if tally is None:
+                tally = self.categories[t] = CategoryTally()
+            tally.add(cats)
         self.confidence.add(s.confidence, s.doc_id)
-        add_tally(self.fields, s.fields)
-        for t, paths in s.fields.items():
-            mine = self.field_columns.setdefault(t, {})
+        for t, paths in s.fields.items():  # one walk: the run's counts (add_tally's) and the columns
+            columns = self.field_columns.get(t)
+            if columns is None:
+                columns = self.field_columns[t] = {}
+            sums = self.fields.get(t)
+            if sums is None:
+                sums = self.fields[t] = {}
             for path, values in paths.items():
-                (mine.get(path) or mine.setdefault(path, _FieldColumns())).add(self.documents, values)
+                found = columns.get(path)
+                if found is None:
+                    found = columns[path] = _FieldColumns()
+                found.add(self.documents, values)
+                total = sums.get(path)
+                if total is None:
+                    sums[path] = list(values[:4])
+                else:
+                    for i in range(4):
+                        total[i] += values[i]
         for column, value in zip(self.keys, s.key, strict=False):
             column.append(value)
         r = key_prf(s.key)
@@ -571,7 +590,7 @@ class Aggregator:
         if self.jurors:
             usage["jurors"] = {name: dict(sorted(u.items())) for name, u in sorted(self.jurors.items())}
         agreement = self.jury_unanimous / self.jury_questions if self.jury_questions else None
-        categories = sorted_counts(self.categories)
+        categories = sorted_counts({t: c.counts() for t, c in self.categories.items()})
         ci95, intervals = run_intervals(list(zip(*self.keys, strict=False)), self.field_columns,
                                         self.documents, resamples, seed)
         fields = {t: {path: field_score(c, intervals[t][path]) for path, c in sorted(paths.items())}

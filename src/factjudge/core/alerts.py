@@ -47,9 +47,11 @@ class InputShape:
         sides: tuple[tuple[Direction, Iterable[Mapping[str, Any]]], ...] = (("gold", gold), ("predicted", predicted))
         for side, facts in sides:
             seen = self.types[side]
+            n = 0
             for fact in facts:
                 seen[fact["fact_type"]] = None
-                self.facts[side] += 1
+                n += 1
+            self.facts[side] += n
 
 
 def shape_of(gold: Iterable[Mapping[str, Any]], predicted: Iterable[Mapping[str, Any]]) -> InputShape:

@@ -26,7 +26,7 @@ a gold fact whose other predictions were dropped as duplicates.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import (
@@ -165,35 +165,74 @@ def _type_key(fact_type: object) -> Any:
     return fact_type if isinstance(fact_type, (str, int, float, bool, type(None))) else repr(fact_type)
 
 
+@dataclass(slots=True)
+class CategoryTally:
+    """:class:`~factjudge.models.CategoryCounts` as plain counters: what the finishing pass sums per
+    document (a pydantic model per fact type and document, and its setattr per fact, cost 0.1 ms
+    a document of 20 facts); :meth:`counts` makes the model."""
+
+    #: Per category (and ``merges``, ``splits``), its count; absent: 0.
+    n: dict[str, int] = field(default_factory=dict)
+    near_miss_fields: dict[str, int] = field(default_factory=dict)
+    one_field: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: CategoryTally) -> None:
+        for mine, theirs in ((self.n, other.n), (self.near_miss_fields, other.near_miss_fields),
+                             (self.one_field, other.one_field)):
+            for key, k in theirs.items():
+                mine[key] = mine.get(key, 0) + k
+
+    def counts(self) -> CategoryCounts:
+        return CategoryCounts(**self.n, near_miss_fields=dict(self.near_miss_fields),
+                              one_field=dict(self.one_field))
+
+
 def count_categories(line: Mapping[str, Any]) -> dict[str, CategoryCounts]:
     """Per fact type (as a string), the categories of a result line (or ``to_dict()`` of a
     result): each in-scope fact that is not ERROR counted once, a near miss once for its pair."""
+    return {t: c.counts() for t, c in category_tallies(line).items()}
+
+
+def category_tallies(line: Mapping[str, Any]) -> dict[str, CategoryTally]:
+    """:func:`count_categories` as :class:`CategoryTally`, per fact type in the order first met."""
     analysis = line_analysis(line)
-    marks = analysis.marks()
-    out: dict[str, CategoryCounts] = {}
+    out: dict[str, CategoryTally] = {}
 
-    def counts(fact_type: object) -> CategoryCounts:
-        return out.setdefault(str(fact_type), CategoryCounts())
+    def tally(fact_type: object) -> CategoryTally:
+        key = str(fact_type)
+        found = out.get(key)
+        if found is None:
+            found = out[key] = CategoryTally()
+        return found
 
+    marks = analysis.marks() if analysis.near_misses or analysis.merges or analysis.splits else {}
     for side in ("gold", "predicted"):
         for fact in line.get(f"{side}_facts") or ():
-            category = fact_category(side, status_of(fact), marks.get((side, str(fact.get("id")))))
-            if category in ("error", "out_of_scope") or (category == "correct" and side == "predicted"):
-                continue  # correct counts links: once, on the gold side
-            if category == "near_miss" and side == "predicted":
-                continue  # the pair counts once, on the gold side
-            c = counts(fact.get("fact_type"))
-            setattr(c, category, getattr(c, category) + 1)
-    for n in analysis.near_misses:
-        c = counts(n.fact_type)
-        for name in n.differ:
+            status = status_of(fact)
+            if status == "TP":  # correct counts links: once, on the gold side
+                if side == "predicted":
+                    continue
+                category = "correct"
+            elif status in ("ERROR", "OUT_OF_SCOPE"):
+                continue
+            else:
+                category = fact_category(side, status, marks.get((side, str(fact.get("id")))))
+                if category == "near_miss" and side == "predicted":
+                    continue  # the pair counts once, on the gold side
+            n = tally(fact.get("fact_type")).n
+            n[category] = n.get(category, 0) + 1
+    for nm in analysis.near_misses:
+        c = tally(nm.fact_type)
+        for name in nm.differ:
             c.near_miss_fields[name] = c.near_miss_fields.get(name, 0) + 1
-        if len(n.differ) == 1:
-            c.one_field[n.differ[0]] = c.one_field.get(n.differ[0], 0) + 1
+        if len(nm.differ) == 1:
+            c.one_field[nm.differ[0]] = c.one_field.get(nm.differ[0], 0) + 1
     for m in analysis.merges:
-        counts(m.fact_type).merges += 1
+        n = tally(m.fact_type).n
+        n["merges"] = n.get("merges", 0) + 1
     for s in analysis.splits:
-        counts(s.fact_type).splits += 1
+        n = tally(s.fact_type).n
+        n["splits"] = n.get("splits", 0) + 1
     return out
 
 

@@ -361,8 +361,8 @@ class FinishPass:
                         (m.predicted for m in line_analysis(line).near_misses))
         self.shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
         self.links.add(line)
-        # bounded, not one per document
-        self.warnings = merge_warnings([*self.warnings, *line.get("warnings", ())])
+        if warnings := line.get("warnings"):  # bounded, not one per document
+            self.warnings = merge_warnings([*self.warnings, *warnings])
         entry = _order_entry(line, index)
         self.order.append(entry)
         if near is None:

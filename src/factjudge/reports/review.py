@@ -145,18 +145,19 @@ class ReviewQueue:
         self.total = 0
         #: (doc_id, input_sha256) of every line, for the run's identity.
         self.inputs: list[tuple[str, str]] = []
-        self._heap: list[tuple[tuple[float, int], dict[str, Any]]] = []  # the least informative first
+        # the least informative first; a decision's item is made at the end, for those kept only: a
+        # run's first 3,000 decisions were all made items, most to be replaced
+        self._heap: list[tuple[tuple[float, int], _Decision]] = []
 
     def add(self, line: Mapping[str, Any], near: ClosestMap | None = None) -> None:
         self.inputs.append((str(line.get("doc_id")), str(line.get("input_sha256"))))
         for decision in _decisions(line, self.found, near):
             key = (round(decision[4], 4), -self.total)  # ties: the earlier first
             self.total += 1
-            # the item is made only when it is kept: most of a run's decisions are not
             if len(self._heap) < self.max_items:
-                heapq.heappush(self._heap, (key, _item(*decision)))
+                heapq.heappush(self._heap, (key, decision))
             elif key > self._heap[0][0]:
-                heapq.heapreplace(self._heap, (key, _item(*decision)))
+                heapq.heapreplace(self._heap, (key, decision))
 
     def items(self, max_bytes: int = MAX_BYTES) -> tuple[list[dict[str, Any]], int]:
         """The kept decisions, most informative first, cut at ``max_bytes`` of JSON, and how many
@@ -170,7 +171,8 @@ class ReviewQueue:
         out: list[dict[str, Any]] = []
         encoded: list[str] = []
         size = 0
-        for _, item in sorted(self._heap, reverse=True):
+        for _, decision in sorted(self._heap, reverse=True):
+            item = _item(*decision)
             text = json_for_script(item)
             n = len(text.encode("utf-8")) + 1
             if size + n > max_bytes:

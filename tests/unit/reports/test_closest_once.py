@@ -111,8 +111,9 @@ def test_review_queue_makes_only_the_items_it_keeps(monkeypatch: pytest.MonkeyPa
     items, left_out = queue.items()
     assert left_out == 5 and [(i["doc_id"], i["kind"]) for i in items] == [("d0", "link"), ("d1", "link"),
                                                                              ("d2", "link")]
-    # d0's link and miss, d1's link fill the queue; d2's link replaces d0's miss; nothing else is made
-    assert made == ["link", "miss", "link", "link"]
+    # d0's link and miss, d1's link fill the queue; d2's link replaces d0's miss: only the three
+    # kept are made, at the end (d0's miss was made too, to be dropped)
+    assert made == ["link", "link", "link"]
 
 
 def test_the_reports_reuse_the_lines_the_pass_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,7 +232,7 @@ def test_review_page_encodes_each_item_once(monkeypatch: pytest.MonkeyPatch) -> 
     items, _ = queue.items()
     assert len(items) == 5
     # each item once, then the page's data without them (the items were encoded a second time in it)
-    assert sum(x is i for x in by_page for i in items) == 5
+    assert sum(x == i for x in by_page for i in items) == 5
     assert [x for x in by_page if isinstance(x, dict) and "run" in x] == [
         {"run": by_page[-1]["run"], "kind": review.EXPORT_KIND, "items": []}]
     data = page.split('id="review-data">', 1)[1].split("</script>", 1)[0]
