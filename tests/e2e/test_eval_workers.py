@@ -215,10 +215,21 @@ def test_the_end_is_made_ready_while_the_workers_judge_the_first_documents(datas
 
     events = []
     ready, take = runner._ready_to_finish, runner.FinishPass.take
-    monkeypatch.setattr(runner, "_ready_to_finish", lambda n: events.append("ready") or ready(n))
+
+    def steps(documents):
+        for step in ready(documents):
+            events.append(step)
+            yield step
+
+    monkeypatch.setattr(runner, "_ready_to_finish", steps)
     monkeypatch.setattr(runner.FinishPass, "take", lambda *a, **k: events.append("line") or take(*a, **k))
     evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "two", workers=2)
-    assert events[0] == "ready" and events.count("ready") == 1 and events.count("line") == 3 * workers_mod.CHUNK + 10
+    from factjudge.reports.html import environment
+
+    assert events[0] == "numpy" and events.count("line") == 3 * workers_mod.CHUNK + 10
+    taken = [e for e in events if e != "line"]
+    assert taken == ["numpy", *environment().list_templates()]  # every step, each once, before the end
+    assert events[-1] == "line"
 
 
 def test_auto_judges_in_a_process_per_core_from_the_threshold_on(tmp_path):

@@ -76,6 +76,7 @@ from ..reports.rows import (
     worst_order_key,
 )
 from ..util.aio import in_window, run_sync
+from ..util.exiting import keep
 from ..util.forked import beside
 from ..util.jsonutil import canonical_json
 from .pipeline import (
@@ -326,6 +327,9 @@ def finish_run(dataset: Dataset, store: ResultStore, config: JudgeConfig, judge:
                   fork=fork)
     # last, so its presence means the whole run finished
     write_atomic(out_dir / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+    # the CLI leaves by os._exit: freeing the pass's lines, rows and queue first cost 45 ms of
+    # 1,000 documents x 20 facts
+    keep(run)
     return summary
 
 
@@ -694,15 +698,16 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
              for doc, info in in_scan_order(dataset.documents(skip=reused), todo, dataset.sources))
     await judge_in_processes(pairs, dataset.held, config, judge, input_salt(config, judge), workers, finished,
                              lambda detail: _changed(dataset.sources, detail), closest=passing is not None,
-                             meanwhile=lambda: _ready_to_finish(len(dataset.infos)))
+                             meanwhile=_ready_to_finish(len(dataset.infos)))
 
 
-def _ready_to_finish(documents: int) -> None:
+def _ready_to_finish(documents: int) -> Iterator[object]:
     """What the end of a run would load or compile first (numpy for the bootstrap, the pages'
-    templates), done while the workers judge the first documents: the end is this process's alone
-    (~0.1 s of 1,000 documents' ~0.45 s after the last one)."""
+    templates), a step at a time while this process waits for the workers: the end is this
+    process's alone (~0.1 s of 1,000 documents' ~0.45 s after the last one)."""
     prepare_bootstrap(documents)
-    compile_templates()
+    yield "numpy"
+    yield from compile_templates()
 
 
 def as_scanned(documents: Iterable[Document], todo: Sequence[DocInfo], salt: str,

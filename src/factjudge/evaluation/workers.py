@@ -176,13 +176,13 @@ def _closest(doc_id: str, result: JudgeResult, forms: FactForms) -> ClosestIds |
 async def judge_in_processes(documents: Iterable[Sent], held: list[HeldDocument], config: JudgeConfig,
                              judge: Judge, salt: str, workers: int, on_line: Callable[[Line], None],
                              changed: Callable[[str], InputError], *, closest: bool = False,
-                             meanwhile: Callable[[], None] = lambda: None) -> None:
+                             meanwhile: Iterable[object] = ()) -> None:
     """Judge ``documents`` (each with its input hash from the scan; a document of ``held`` by its
     position) in ``workers`` forked processes; ``on_line`` gets each document's line in dataset
     order (with its closest facts when ``closest``); ``changed(detail)`` is the error for a
     document that is not what the scan read. However the run ends, no worker is left running:
-    stopped (Ctrl-C, an error), the workers are killed, their chunks unfinished. ``meanwhile`` is
-    called once, while the workers judge the first chunks (this process has nothing else to do)."""
+    stopped (Ctrl-C, an error), the workers are killed, their chunks unfinished. ``meanwhile``:
+    steps taken one at a time whenever this process would wait for the workers (:func:`_next`)."""
     loop = asyncio.get_running_loop()
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start,
                                                     initargs=(held, config, judge, salt, closest))
@@ -195,17 +195,15 @@ async def judge_in_processes(documents: Iterable[Sent], held: list[HeldDocument]
                          error_callback=lambda e: loop.call_soon_threadsafe(_settle, done, None, e))
         return done
 
-    finished = ready = False
+    finished = False
+    steps = iter(meanwhile)
     try:
         for chunk in _chunks(iter(documents), CHUNK):
             pending.append(submit(chunk))
             if len(pending) >= AHEAD * workers:
-                if not ready:
-                    meanwhile()
-                    ready = True
-                _take(await pending.popleft(), on_line, changed)
+                _take(await _next(pending, steps), on_line, changed)
         while pending:
-            _take(await pending.popleft(), on_line, changed)
+            _take(await _next(pending, steps), on_line, changed)
         finished = True
     finally:
         if finished:
@@ -213,6 +211,17 @@ async def judge_in_processes(documents: Iterable[Sent], held: list[HeldDocument]
         else:
             pool.terminate()
         pool.join()
+
+
+async def _next(pending: deque[asyncio.Future[Chunk]], steps: Iterator[object]) -> Chunk:
+    """The oldest chunk's result; until it has come, the next of ``steps`` is taken, one at a
+    time (this process would only wait: the workers have their next chunk queued)."""
+    while not pending[0].done() and next(steps, _DONE) is not _DONE:
+        await asyncio.sleep(0)  # the chunks' results come through the loop
+    return await pending.popleft()
+
+
+_DONE = object()
 
 
 def _settle(done: asyncio.Future[Chunk], result: Chunk | None, error: BaseException | None) -> None:

@@ -14,7 +14,7 @@ This is the one module that imports jinja2, so commands that write no page never
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -118,12 +118,14 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def compile_templates() -> None:
-    """Compile every page template now, ahead of writing the pages: a run with workers does it
-    while they judge its first documents, instead of at its end (one process's: 0.07 s CPU)."""
+def compile_templates() -> Iterator[str]:
+    """Compile the page templates ahead of writing the pages, one at a time (each name yielded
+    once compiled): a run with workers does it while they judge, instead of at its end (one
+    process's: 0.07 s CPU)."""
     env = environment()
     for name in env.list_templates():
         env.get_template(name)
+        yield name
 
 
 def render_page(template: str, **context: Any) -> str:

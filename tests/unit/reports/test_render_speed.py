@@ -79,7 +79,7 @@ def test_compile_templates_compiles_every_page_template():
     import sys
 
     code = ("from factjudge.reports.html import compile_templates, environment\n"
-            "compile_templates()\n"
+            "list(compile_templates())\n"
             "print(sorted(t.name for t in environment().cache.values()))")
     names = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     from factjudge.reports.html import environment
