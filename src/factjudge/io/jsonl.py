@@ -429,7 +429,7 @@ def jsonl_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
         with path.open("rb") as fh:
             offset = 0
             for lineno, raw in enumerate(fh, start=1):
-                if raw.strip():
+                if not raw.isspace():  # not blank (the ASCII whitespace strip() removes), the line not copied
                     yield lineno, offset, raw
                 offset += len(raw)
     except OSError as exc:

@@ -97,3 +97,29 @@ def test_a_dataset_line_is_parsed_without_the_hook(monkeypatch):
     assert calls == []
     with pytest.raises(InputError, match=r"^d\.jsonl: line 1: duplicate key 'value' in one object \(id 'g1'\)"):
         jsonl.parse_json_line(line.replace('"unit"', '"value"', 1).encode(), Path("d.jsonl"), 1)
+
+
+# --------------------------------------------------------------- lines, scope
+
+@given(st.lists(st.sampled_from([b"", b" ", b"\t", b"\r", b"\x0b", b"\x0c", b"\xc2\xa0", b"\x00", b"{}", b"x"]),
+                max_size=30).map(lambda parts: b"".join(parts)) | st.binary(max_size=40))
+@settings(max_examples=200)
+def test_the_lines_read_are_those_strip_leaves_something_of(tmp_path_factory, body):
+    path = tmp_path_factory.mktemp("lines") / "f.jsonl"
+    path.write_bytes(body)
+    *ended, last = body.split(b"\n")  # lines end at b"\n" only
+    expected, offset = [], 0
+    for lineno, raw in enumerate([line + b"\n" for line in ended] + ([last] if last else []), start=1):
+        if raw.strip():  # as jsonl_lines read them before: every line but blank ones, their offsets
+            expected.append((lineno, offset, raw))
+        offset += len(raw)
+    assert list(jsonl.jsonl_lines(path)) == expected
+
+
+def test_in_scope_facts_is_a_new_list_whatever_the_scope():
+    from factjudge import JudgeConfig
+    from factjudge.core.scope import in_scope_facts
+
+    facts = [{"id": "1", "fact_type": "a"}, {"id": "2", "fact_type": "b"}]
+    assert in_scope_facts(facts, JudgeConfig()) == facts and in_scope_facts(facts, JudgeConfig()) is not facts
+    assert in_scope_facts(facts, JudgeConfig(entity_types=["b", "c"])) == [facts[1]]
