@@ -178,7 +178,14 @@ def validate_fact_list(facts: Iterable[Any], source: str, columns: Mapping[str, 
     records: Iterable[tuple[int, Any]] = enumerate(facts, start=1)
     if columns:
         records = ((i, rename_fields(f, columns, f"{source}: record {i}")) for i, f in records)
-    return _validated(records, source, checked, "record {}".format)
+    return validate_numbered(records, source, "record", checked=checked)
+
+
+def validate_numbered(records: Iterable[tuple[int, Any]], source: str, unit: str, *,
+                      checked: bool = False) -> list[dict[str, Any]]:
+    """:func:`validate_facts` of records given by number, each named ``<unit> <number>`` (``line
+    3``) only in a message."""
+    return _validated(records, source, checked, lambda number: f"{unit} {number}")
 
 
 def coerce_facts(facts: Iterable[Mapping[str, Any]] | None, source: str) -> list[dict[str, Any]]:

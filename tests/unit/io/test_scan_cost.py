@@ -123,3 +123,18 @@ def test_in_scope_facts_is_a_new_list_whatever_the_scope():
     facts = [{"id": "1", "fact_type": "a"}, {"id": "2", "fact_type": "b"}]
     assert in_scope_facts(facts, JudgeConfig()) == facts and in_scope_facts(facts, JudgeConfig()) is not facts
     assert in_scope_facts(facts, JudgeConfig(entity_types=["b", "c"])) == [facts[1]]
+
+
+def test_a_valid_fact_line_costs_no_message_text(tmp_path):
+    from factjudge import JudgeConfig
+    from factjudge.io.formats.fact_jsonl import FactLines
+
+    path = tmp_path / "g.jsonl"
+    path.write_text("".join(json.dumps({"doc_id": f"d{i % 3}", "id": f"f{i}", "fact_type": "t", "at": "9:15"}) + "\n"
+                            for i in range(30)))
+    Where.made = 0
+    source = FactLines(path, unit=Where("line"))
+    entries = list(source.read(JudgeConfig()))
+    with source.opened() as load:
+        facts = load([e.key for e in entries], [e.line for e in entries])
+    assert [f[0]["id"] for f in facts] == [f"f{i}" for i in range(30)] and Where.made == 0
