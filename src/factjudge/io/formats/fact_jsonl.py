@@ -31,9 +31,10 @@ class FactLines:
         """One line parsed, with the config key ``columns`` applied (a table's copy has its
         header renamed already)."""
         rec = parse_object_line(raw, self.path, lineno, self.unit)
-        if self.unit == "row" or not self.columns:
+        if self.unit == "row" or not self.columns:  # nothing to rename: no name of the line made
             return rec
-        return rename_fields(rec, self.columns, f"{self.path}: {self.unit} {lineno}")
+        renamed: dict[str, Any] = rename_fields(rec, self.columns, f"{self.path}: {self.unit} {lineno}")
+        return renamed
 
     def _fact(self, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
         fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
