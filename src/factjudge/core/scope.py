@@ -26,7 +26,10 @@ def is_in_scope(fact: dict[str, Any], config: JudgeConfig) -> bool:
 
 
 def in_scope_facts(facts: list[dict[str, Any]], config: JudgeConfig) -> list[dict[str, Any]]:
-    return [f for f in facts if is_in_scope(f, config)]
+    """The facts :func:`is_in_scope` keeps (its test written out: the scan counts every
+    document's questions with it, 20,000 calls a run of 1,000 documents)."""
+    types = config.entity_types
+    return [f for f in facts if f["fact_type"] in types] if types else list(facts)
 
 
 def _fields(facts: Iterable[dict[str, Any]], skip: frozenset[str] = NOT_COMPARED) -> dict[str, dict[str, None]]:

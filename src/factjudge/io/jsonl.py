@@ -168,12 +168,14 @@ def check_json_value(value: Any, where: str, *, label: str = "field") -> None:
 #: number beyond 1.8e308) or an over-long integer, so only its nesting needs a look.
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _BIG_EXPONENT = re.compile(r"[eE][+-]?0*[1-9][0-9][0-9]")
-#: Every ASCII digit made a 0: a run of 200 digits, or a digit after an exponent's e, is then a
-#: plain substring (the regular expression tried at every digit and every e: 60 ms of 1,000
-#: 2-KB lines, now 10 ms). A JSON number's digits are ASCII.
-_ZEROS = str.maketrans("123456789", "000000000")
-_DIGIT_RUN = "0" * 200
-_EXPONENT_STARTS = ("e0", "E0", "e+0", "E+0", "e-0", "E-0")
+#: Every ASCII digit made a 0, an exponent's E an e and its sign a +: a run of 200 digits, or a
+#: digit after an exponent's e, is then a plain substring (the regular expression tried at every
+#: digit and every e: 60 ms of 1,000 2-KB lines, now a few). The text's UTF-8 bytes are translated,
+#: not the text: str.translate looks each distinct character up in a dict (2 us of a 150-byte fact
+#: line, bytes.translate 0.1); a JSON number's digits are ASCII, and an ASCII byte of UTF-8 is
+#: always that ASCII character, so the same substrings are found.
+_ZEROS = bytes.maketrans(b"123456789E-", b"000000000e+")
+_DIGIT_RUN = b"0" * 200
 
 
 def needs_check(text: str) -> bool:
@@ -183,8 +185,8 @@ def needs_check(text: str) -> bool:
         return True
     if "\\u" in text and _SURROGATE.search(text):
         return True
-    zeros = text.translate(_ZEROS)
-    return _DIGIT_RUN in zeros or (any(e in zeros for e in _EXPONENT_STARTS) and bool(_BIG_EXPONENT.search(text)))
+    zeros = text.encode("utf-8", "surrogatepass").translate(_ZEROS)
+    return _DIGIT_RUN in zeros or ((b"e0" in zeros or b"e+0" in zeros) and bool(_BIG_EXPONENT.search(text)))
 
 
 def _too_deep_at(text: str, first_line: int) -> str:
@@ -242,34 +244,71 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _colons(obj: dict[str, Any]) -> int | None:
-    """The colons a flat object's text holds besides the one after each key: those in its keys
-    and string values (None when a value is a container: then they are not counted here)."""
-    n = 0
-    for key, value in obj.items():
-        if type(value) is str:
-            n += value.count(":")
-        elif isinstance(value, (list, dict)):
-            return None
-        n += key.count(":")
-    return n
+#: ``json.loads`` with any setting builds a decoder each call (3 us): this one parses with the hook.
+_UNIQUE = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def _all_keys_kept(text: str, value: Any) -> bool:
+    """Whether ``value``, parsed from ``text`` without the hook, kept every key of the text. Each
+    key of the text is followed by one ``:`` outside strings, and no other ``:`` is outside a
+    string, so the text's colons are its keys plus the colons inside its strings. The value's
+    keys (each object's ``len``: fewer than its text's when a key was given twice) and the colons
+    of its strings (those of the text, unless a ``\\u003a`` escape spells one) are counted level
+    by level, until they account for every colon: then no key was dropped. They never count more
+    than the text holds, so a dropped key always leaves them short (as does a ``:`` in a key:
+    such a text takes the hook, no harm). A dataset line's count stops at its facts' ``len``, before
+    any field is looked at."""
+    colons = text.count(":")
+    escaped: bool | None = None  # whether an escape may spell a colon: looked for at the first string that has one
+    counted, level = 0, [value]
+    while level:
+        for node in level:
+            kind = type(node)
+            if kind is dict:
+                counted += len(node)
+            elif kind is str and ":" in node:
+                if escaped is None:
+                    escaped = "\\u003a" in text or "\\u003A" in text
+                if escaped:
+                    return False
+                counted += node.count(":")
+        if counted >= colons:
+            break
+        below: list[Any] = []  # the next level, only when this one left colons to account for
+        for node in level:
+            if type(node) is dict:
+                below.extend(node.values())
+            elif type(node) is list:
+                below.extend(node)
+        level = below
+    return counted == colons
 
 
 def _loads(text: str, parse_int: Any = None) -> Any:
-    """``json.loads`` refusing duplicate keys. The hook costs 4 us an object (100k fact lines:
-    0.51 s -> 0.94 s), so a text with one ``{`` at most (a fact line) is parsed without it and
-    checked by counting: every key is followed by a ``:``, so when the text has no more colons
-    than the object's keys and the colons inside its strings, no key was dropped (a ``\\u``
-    escape could spell a colon the text does not show: such a text takes the hook)."""
-    objects = text.count("{")  # a "{" in a string counts too: then the hook runs, no harm
+    """``json.loads`` refusing duplicate keys. The hook costs 0.4 us an object (a dataset line of 20
+    facts: 8 us, 40% of its parse), so a text is parsed without it and the keys kept are checked
+    by counting (:func:`_all_keys_kept`); only a text that fails the count is parsed again with
+    it. A text of two objects or more, as the hook would have met them first, goes to the hook
+    when it fails to parse (whose error is then the one it always was: a duplicate key before a
+    syntax error) or nests more than :data:`MAX_JSON_DEPTH` brackets (the hook adds a frame at
+    every object: only far shallower texts surely parse the same both ways)."""
+    objects = text.count("{")  # a "{" in a string counts too: then the hook may run, no harm
     if objects == 0:
         return json.loads(text, parse_int=parse_int)
     if objects == 1:
         value = json.loads(text, parse_int=parse_int)
-        if isinstance(value, dict):
-            colons = text.count(":") - len(value)
-            if colons <= 0 or ("\\u" not in text and colons == _colons(value)):
+        if (type(value) is dict and text.count(":") == len(value)) or _all_keys_kept(text, value):
+            return value  # (a fact line: its colons are its keys', no string has one)
+    elif objects + text.count("[") <= MAX_JSON_DEPTH:
+        try:
+            value = json.loads(text, parse_int=parse_int)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            if _all_keys_kept(text, value):
                 return value
+    if parse_int is None and type(text) is str and not text.startswith("\ufeff"):  # json.loads' BOM error
+        return _UNIQUE.decode(text)
     return json.loads(text, parse_int=parse_int, object_pairs_hook=_unique_keys)
 
 
@@ -390,7 +429,7 @@ def jsonl_lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
         with path.open("rb") as fh:
             offset = 0
             for lineno, raw in enumerate(fh, start=1):
-                if raw.strip():
+                if not raw.isspace():  # not blank (the ASCII whitespace strip() removes), the line not copied
                     yield lineno, offset, raw
                 offset += len(raw)
     except OSError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import operator
 from array import array
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -91,6 +92,9 @@ def doc_hash(salt: str, doc: Document) -> str:
     material = canonical_json({"salt": salt, "doc_id": doc.doc_id, "gold_facts": doc.gold,
                                "predicted_facts": doc.predicted})
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+_FACT_TYPE = operator.itemgetter("fact_type")
 
 
 def question_count(doc: Document, config: JudgeConfig) -> int:
@@ -176,9 +180,8 @@ class ScannedDataset:
             if room >= 0 and len(self.held) == len(self.infos):  # the first documents only, all of them
                 self.held.append(HeldDocument(doc.doc_id, doc.gold, doc.predicted, len(self.infos)))
             self.infos.append(DocInfo(doc.doc_id, doc_hash(salt, doc), question_count(doc, config)))
-            for fact in (*doc.gold, *doc.predicted):
-                self.fact_types.add(fact["fact_type"])
-                names.update(fact)
+            self.fact_types.update(map(_FACT_TYPE, doc.gold), map(_FACT_TYPE, doc.predicted))
+            names.update(*doc.gold, *doc.predicted)  # each fact's field names
             self._keys.append(item.key)
         order = {name: i for i, name in enumerate(self.sources)}
         problems.sort(key=lambda p: (order.get(p.file, len(order)), p.line))  # stable: by input, line

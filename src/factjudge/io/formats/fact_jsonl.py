@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...models import JudgeConfig
-from ..facts import validate_facts
+from ..facts import validate_numbered
 from ..inputs import check_input_kind, rename_fields
 from ..jsonl import parse_object_line, read_line_at
 from ..scan import FactEntry, FactLoader, Problem, doc_id_of, json_lines
@@ -31,11 +31,14 @@ class FactLines:
         """One line parsed, with the config key ``columns`` applied (a table's copy has its
         header renamed already)."""
         rec = parse_object_line(raw, self.path, lineno, self.unit)
-        return rec if self.unit == "row" else rename_fields(rec, self.columns, f"{self.path}: {self.unit} {lineno}")
+        if self.unit == "row" or not self.columns:  # nothing to rename: no name of the line made
+            return rec
+        renamed: dict[str, Any] = rename_fields(rec, self.columns, f"{self.path}: {self.unit} {lineno}")
+        return renamed
 
     def _fact(self, lineno: int, rec: dict[str, Any]) -> dict[str, Any]:
         fact = {k: v for k, v in rec.items() if k != "doc_id"}  # doc_id belongs to the document
-        return validate_facts([(f"{self.unit} {lineno}", fact)], self.name, checked=True)[0]
+        return validate_numbered([(lineno, fact)], self.name, self.unit, checked=True)[0]
 
     def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]:
         self.columns = dict(config.columns)
@@ -45,7 +48,9 @@ class FactLines:
     def _checked_doc_id(self, raw: bytes, lineno: int) -> str:
         """The doc_id of a line whose fact is valid (else the line's one-line error)."""
         rec = self._record(raw, lineno)
-        doc_id = doc_id_of(rec, f"{self.path}: {self.unit} {lineno}")
+        doc_id = rec.get("doc_id")
+        if type(doc_id) is not str or not doc_id.strip():  # what doc_id_of returns as it is; else its message
+            doc_id = doc_id_of(rec, f"{self.path}: {self.unit} {lineno}")
         self._fact(lineno, rec)
         return doc_id
 
