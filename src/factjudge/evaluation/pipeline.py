@@ -19,8 +19,7 @@ from ..core.scope import (
     compared_fields,
     fact_fields,
     in_scope_facts,
-    nothing_to_compare,
-    read_by_default,
+    scope_warnings,
 )
 from ..errors import FactJudgeWarning
 from ..io.config import parse_config
@@ -306,7 +305,7 @@ async def judge_checked(
     fields, warnings = compared_fields(gold_in, pred_in, config)
     if fields_out is not None:
         fields_out.append(fields)
-    warnings += nothing_to_compare(gold_in, pred_in, config, fields) + read_by_default(gold_in, pred_in, config, fields)
+    warnings += scope_warnings(gold_in, pred_in, config, fields)
     tally = _Tally()
     if forms is None:  # the document's facts prepared once, for both directions and the analysis
         forms = {}
