@@ -186,12 +186,12 @@ def scope_warnings(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], 
 
 def _scope_pass(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], config: JudgeConfig,
                 fields: Mapping[Any, tuple[str, ...]] | None, nothing: bool,
-                open_keys: Sequence[str]) -> tuple[dict[Any, int], set[str]]:
+                open_keys: Sequence[str]) -> tuple[dict[Any, int], set[str | None]]:
     """Per fact_type the facts with nothing to compare (when ``nothing``), and which of
     ``open_keys`` a compared value needs; the pass ends early once it only looks for keys and has
     met them all."""
     counts: dict[Any, int] = {}
-    met: set[str] = set()
+    met: set[str | None] = set()  # None never: only a key of open_keys is added
     looking = bool(open_keys)
     fields_of = _fields_by_type(config, fields)
     for fact in (*gold, *predicted):

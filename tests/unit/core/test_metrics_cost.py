@@ -60,7 +60,8 @@ def _one_by_one(gold: list[tuple[str, str]], predicted: list[tuple[str, str]]) -
 def test_the_metrics_are_those_adding_one_by_one_made() -> None:
     rng = random.Random(39)
     for _ in range(300):
-        gold = [(rng.choice("abcd"), rng.choice(["TP", "FN", "ERROR", "OUT_OF_SCOPE"])) for _ in range(rng.randint(0, 8))]
+        gold = [(rng.choice("abcd"), rng.choice(["TP", "FN", "ERROR", "OUT_OF_SCOPE"]))
+                for _ in range(rng.randint(0, 8))]
         predicted = [(rng.choice("abce"), rng.choice(["TP", "FP", "ERROR", "OUT_OF_SCOPE"]))
                      for _ in range(rng.randint(0, 8))]
         metrics = compute_metrics(iter(gold), iter(predicted))

@@ -103,7 +103,8 @@ def test_a_worker_prepares_each_fact_of_a_document_once(monkeypatch: pytest.Monk
     config = parse_config({})
     monkeypatch.setattr(workers, "_WORKER", {
         "held": [_document(0), _document(1)], "config": config, "judge": RulesJudge(), "salt": "",
-        "loop": asyncio.new_event_loop(), "closest": config.model_dump(mode="json"), "config_json": config.model_dump(mode="json")})
+        "loop": asyncio.new_event_loop(), "closest": config.model_dump(mode="json"),
+        "config_json": config.model_dump(mode="json")})
     prepared: list[str] = []
     normalized = compare.normalized
 
