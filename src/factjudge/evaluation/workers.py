@@ -35,7 +35,7 @@ from ..io.runfolder import result_line
 from ..io.scan import HeldDocument, doc_hash
 from ..judges.base import FactForms, Judge
 from ..models import JudgeConfig, JudgeResult
-from ..reports.rows import ClosestIds, closest_detail, closest_ids
+from ..reports.rows import ClosestIds, CompareFields, closest_detail, closest_ids
 from .pipeline import judge_checked
 
 #: Documents per task sent to a worker: large enough that sending them and their lines back is
@@ -117,9 +117,11 @@ def _start(held: list[HeldDocument], config: JudgeConfig, judge: Judge, salt: st
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # forked from inside the parent's running event loop: that loop is not this process's
     asyncio.events._set_running_loop(None)
+    # one dict for every document's result, and for every line as results.jsonl's reader gives
+    # them the run's config
+    as_json = config.model_dump(mode="json")
     _WORKER.update(held=held, config=config, judge=judge, salt=salt, loop=asyncio.new_event_loop(),
-                   # one dict for every line, as results.jsonl's reader gives them the run's config
-                   closest=config.model_dump(mode="json") if closest else None)
+                   config_json=as_json, closest=as_json if closest else None)
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
 
 
@@ -143,6 +145,7 @@ def _judge_chunk(docs: list[Sent]) -> Chunk:
     """Judge a chunk in a worker: each document's line, up to the first document that is not what
     the scan read (the input changed during the run), whose doc_id comes second."""
     config, judge, salt, loop = _WORKER["config"], _WORKER["judge"], _WORKER["salt"], _WORKER["loop"]
+    config_json = _WORKER["config_json"]
     out: list[Line] = []
     for sent, sha in docs:
         if isinstance(sent, int):
@@ -151,26 +154,30 @@ def _judge_chunk(docs: list[Sent]) -> Chunk:
             return out, sent.doc_id
         else:
             doc = sent
-        forms: FactForms = {}  # the document's facts as the judge prepared them: the closest search's too
+        # the document's facts as the judge prepared them, and the fields it compared: the
+        # closest search's too
+        forms: FactForms = {}
+        fields: list[CompareFields] = []
         result = loop.run_until_complete(judge_checked(doc.gold, doc.predicted, config, judge,
-                                                       concurrency=1, doc_id=doc.doc_id, forms=forms))
+                                                       concurrency=1, doc_id=doc.doc_id, forms=forms,
+                                                       config_json=config_json, fields_out=fields))
         data = result_line(doc.doc_id, sha, result)
-        out.append(Line(doc.doc_id, sha, data, result.metrics.errors, _closest(doc.doc_id, result, forms)))
+        out.append(Line(doc.doc_id, sha, data, result.metrics.errors, _closest(doc.doc_id, result, forms, fields)))
     return out, None
 
 
-def _closest(doc_id: str, result: JudgeResult, forms: FactForms) -> ClosestIds | None:
+def _closest(doc_id: str, result: JudgeResult, forms: FactForms, fields: list[CompareFields]) -> ClosestIds | None:
     """The closest facts of a document's line as the finishing pass reads it (its facts, the
     run's config added), when the parent asked for them: searched in the result's own facts,
     which hold what the line does (checked JSON values, written as they are), with the normal
-    forms the judge gave them (``forms``), not in the line parsed again and normalised anew
-    (~40 us and ~14 facts a document)."""
+    forms the judge gave them (``forms``) over the fields it compared (``fields``), not in the
+    line parsed again and normalised anew (~40 us and ~14 facts a document)."""
     config = _WORKER["closest"]
     if config is None:
         return None
     line = {"doc_id": doc_id, "gold_facts": result.gold_facts, "predicted_facts": result.predicted_facts,
             "config": config}
-    return closest_ids(closest_detail(line, forms=forms))
+    return closest_ids(closest_detail(line, forms=forms, fields=fields))
 
 
 async def judge_in_processes(documents: Iterable[Sent], held: list[HeldDocument], config: JudgeConfig,

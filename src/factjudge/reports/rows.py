@@ -110,18 +110,26 @@ def _line_config(line: Mapping[str, Any]) -> tuple[JudgeConfig, FieldMemo]:
 
 #: A line's facts of each side, each with its status (read once: the search asks for it three times).
 _Judged = dict[Direction, list[tuple[dict[str, Any], Any]]]
+#: The fields compared per fact_type, as :func:`~factjudge.core.scope.compared_fields` gives them.
+CompareFields = dict[str, tuple[str, ...]] | None
 
 
-def _finder(line: Mapping[str, Any], facts: _Judged, forms: FactForms | None = None) -> Finder:
-    """The rules judge's closest-fact search with the line's config, over the fields it compared."""
+def _finder(line: Mapping[str, Any], facts: _Judged, forms: FactForms | None = None,
+            fields: Sequence[CompareFields] = ()) -> Finder:
+    """The rules judge's closest-fact search with the line's config, over the fields it compared
+    (``fields[0]`` when given: the judge's own)."""
     from ..judges.rules.closeness import preparer, rules_closest  # when first needed: the run starts faster
 
     config, memo = _line_config(line)
-    # the fields of the facts themselves: an older run wrote its verdict beside them (a verdict
-    # under VERDICT_KEY is skipped by compared_fields, so such a fact is not copied without it)
-    in_scope = [[f if isinstance(f.get(VERDICT_KEY), dict) else own_fields(f) for f, status in facts[side]
-                 if status != "OUT_OF_SCOPE" and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
-    return rules_closest(config, compared_fields(in_scope[0], in_scope[1], config)[0], pool=CLOSEST_POOL,
+    if fields:
+        compared = fields[0]
+    else:
+        # the fields of the facts themselves: an older run wrote its verdict beside them (a verdict
+        # under VERDICT_KEY is skipped by compared_fields, so such a fact is not copied without it)
+        in_scope = [[f if isinstance(f.get(VERDICT_KEY), dict) else own_fields(f) for f, status in facts[side]
+                     if status != "OUT_OF_SCOPE" and isinstance(f.get("fact_type"), str)] for side in DIRECTIONS]
+        compared = compared_fields(in_scope[0], in_scope[1], config)[0]
+    return rules_closest(config, compared, pool=CLOSEST_POOL,
                          prepare=None if forms is None else preparer(config, forms), memo=memo)
 
 
@@ -130,10 +138,12 @@ ClosestMap = dict[tuple[Direction, str], tuple[Mapping[str, Any], Closeness]]
 
 
 def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STATUSES, *,
-                   forms: FactForms | None = None) -> ClosestMap:
+                   forms: FactForms | None = None, fields: Sequence[CompareFields] = ()) -> ClosestMap:
     """:func:`closest_facts` with each pair's :class:`~factjudge.core.analysis.Closeness`.
     ``forms``: the line's facts prepared already with its config (by the identity of the fact
-    dicts: the judge's own, :func:`~factjudge.evaluation.pipeline.judge_checked`'s ``forms``)."""
+    dicts: the judge's own, :func:`~factjudge.evaluation.pipeline.judge_checked`'s ``forms``);
+    ``fields``: one item, the fields the judge compared (``judge_checked``'s ``fields_out``), else
+    worked out from the line's facts."""
     out: ClosestMap = {}
     find: Finder | None = None
     facts: _Judged = {side: [(f, status_of(f)) for f in line.get(f"{side}_facts") or []] for side in DIRECTIONS}
@@ -152,7 +162,7 @@ def closest_detail(line: Mapping[str, Any], statuses: Sequence[Status] = ROW_STA
             cands = candidates.get(fact_type, [])
             if not cands or len(subs) * len(cands) > CLOSEST_MAX_PAIRS:
                 continue
-            find = find or _finder(line, facts, forms)
+            find = find or _finder(line, facts, forms, fields)
             for subject, best in zip(subs, find(subs, cands), strict=True):
                 if best and (best[1].agree or best[1].score > 0):
                     out[(side, str(subject["id"]))] = (cands[best[0]], best[1])

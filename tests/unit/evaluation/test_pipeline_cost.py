@@ -88,3 +88,37 @@ def test_a_document_s_scope_checks_work_out_the_fields_once_per_fact_type(monkey
     # revenue and ceo once each per check; the city fact (no gold of its type) its own fields
     # (before: one per fact, 2 x 13)
     assert calls[0] == 2 * 3
+
+
+def test_a_document_s_scope_warnings_come_from_one_pass_over_its_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nothing_to_compare's and read_by_default's warnings from one walk of the facts (each
+    walked them and worked out their fields), the same warnings in the same order."""
+    calls = [0]
+    original = scope.fact_fields
+
+    def counted(*args: Any) -> list[str]:
+        calls[0] += 1
+        return original(*args)
+
+    gold, predicted = _document()
+    predicted.append({"id": "p7", "fact_type": "city", "company": None, "city": None})
+    monkeypatch.setattr(scope, "fact_fields", counted)
+    with pytest.warns(FactJudgeWarning):
+        result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
+    assert result.warnings[-2].startswith("city: 1 fact had nothing") and "decimal_separator" in result.warnings[-1]
+    assert calls[0] == 3  # revenue, ceo, the city fact (before: 6, the two checks' own walks)
+
+
+@pytest.mark.parametrize("config", [JudgeConfig(), JudgeConfig(date_order="DMY"),
+                                    JudgeConfig(decimal_separator=".", date_order="MDY"),
+                                    JudgeConfig(fields=["value"])])
+def test_scope_warnings_are_the_two_checks_warnings(config: JudgeConfig) -> None:
+    gold, predicted = _document()
+    gold.append({"id": "g8", "fact_type": "deal", "date": "03/04/2024", "value": None})
+    predicted += [{"id": "p7", "fact_type": "city", "company": None, "city": None},
+                  {"id": "p8", "fact_type": "deal", "date": None, "value": None},
+                  {"id": "p9", "fact_type": "deal", "date": "03/04/2024", "value": [1, {"a": "1,234"}]}]
+    for g, p in ((gold, predicted), (gold[:1], predicted[-2:]), ([], predicted), (gold, [])):
+        fields, _ = scope.compared_fields(g, p, config)
+        assert scope.scope_warnings(g, p, config, fields) == (
+            scope.nothing_to_compare(g, p, config, fields) + scope.read_by_default(g, p, config, fields))

@@ -33,7 +33,7 @@ def test_a_worker_searches_a_line_s_closest_facts_without_parsing_the_line(monke
     held = [_document(0), _document(1)]
     monkeypatch.setattr(workers, "_WORKER", {
         "held": held, "config": config, "judge": RulesJudge(), "salt": "", "loop": asyncio.new_event_loop(),
-        "closest": config.model_dump(mode="json")})
+        "closest": config.model_dump(mode="json"), "config_json": config.model_dump(mode="json")})
     parsed = [0]
     loads = json.loads
 
@@ -103,7 +103,8 @@ def test_a_worker_prepares_each_fact_of_a_document_once(monkeypatch: pytest.Monk
     config = parse_config({})
     monkeypatch.setattr(workers, "_WORKER", {
         "held": [_document(0), _document(1)], "config": config, "judge": RulesJudge(), "salt": "",
-        "loop": asyncio.new_event_loop(), "closest": config.model_dump(mode="json")})
+        "loop": asyncio.new_event_loop(), "closest": config.model_dump(mode="json"),
+        "config_json": config.model_dump(mode="json")})
     prepared: list[str] = []
     normalized = compare.normalized
 
@@ -118,3 +119,61 @@ def test_a_worker_prepares_each_fact_of_a_document_once(monkeypatch: pytest.Monk
         workers._WORKER["loop"].close()
     assert all(line.closest for line in lines)  # the search ran: a near miss each side
     assert len(prepared) == 16  # 8 facts a document; before: 32, each again for the search
+
+
+def _worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What _start sets in a worker (without its signal handler and its thread)."""
+    config = parse_config({})
+    as_json = config.model_dump(mode="json")
+    monkeypatch.setattr(workers, "_WORKER", {
+        "held": [_document(0), _document(1), _document(2)], "config": config, "judge": RulesJudge(),
+        "salt": "", "loop": asyncio.new_event_loop(), "config_json": as_json, "closest": as_json})
+
+
+def test_a_worker_dumps_the_config_once_not_once_a_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A result holds the run's config as JSON: a worker's results share the one dict it made."""
+    from factjudge.models import JudgeConfig
+
+    _worker(monkeypatch)
+    dumped = [0]
+    dump = JudgeConfig.model_dump
+
+    def counting(self: JudgeConfig, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        dumped[0] += 1
+        return dump(self, *args, **kwargs)
+
+    monkeypatch.setattr(JudgeConfig, "model_dump", counting)
+    try:
+        lines, _ = workers._judge_chunk([(0, "a" * 64), (1, "b" * 64), (2, "c" * 64)])
+    finally:
+        workers._WORKER["loop"].close()
+    assert dumped[0] == 0  # before: one a document
+    assert len(lines) == 3 and all(b'"config"' not in line.data for line in lines)
+
+
+def test_a_worker_s_closest_search_reads_the_fields_the_judge_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compared_fields once a document (the judge's), not once more for the closest search; the
+    closest facts are those of the line as the finishing pass reads it."""
+    from factjudge.core import scope
+    from factjudge.evaluation import pipeline
+    from factjudge.reports import rows
+
+    _worker(monkeypatch)
+    calls = [0]
+
+    def counting(*args: Any) -> Any:
+        calls[0] += 1
+        return scope.compared_fields(*args)
+
+    monkeypatch.setattr(pipeline, "compared_fields", counting)
+    monkeypatch.setattr(rows, "compared_fields", counting)
+    try:
+        lines, _ = workers._judge_chunk([(0, "a" * 64), (1, "b" * 64), (2, "c" * 64)])
+    finally:
+        workers._WORKER["loop"].close()
+    assert calls[0] == 3  # before: 6, twice a document
+    monkeypatch.undo()
+    for line in lines:
+        read = json.loads(line.data)
+        read["config"] = parse_config({}).model_dump(mode="json")
+        assert line.closest and line.closest == closest_ids(closest_detail(read))
