@@ -294,11 +294,8 @@ async def judge_checked(
     document, not a dump each, ~25 us). ``fields_out``: a list that receives the fields compared
     per fact_type (:func:`~factjudge.core.scope.compared_fields`), for a caller that compares the
     output facts again with the same config (a worker's closest-fact search: ~20 us)."""
-    if started is None:
-        started = time.perf_counter()
-    if limiter is None:
-        limiter = asyncio.Semaphore(concurrency)
-
+    started = time.perf_counter() if started is None else started
+    limiter = asyncio.Semaphore(concurrency) if limiter is None else limiter
     gold_in, pred_in = in_scope_facts(gold, config), in_scope_facts(predicted, config)
     if progress:
         progress.on_questions((len(gold_in) if pred_in else 0) + (len(pred_in) if gold_in else 0))
@@ -307,8 +304,7 @@ async def judge_checked(
         fields_out.append(fields)
     warnings += scope_warnings(gold_in, pred_in, config, fields)
     tally = _Tally()
-    if forms is None:  # the document's facts prepared once, for both directions and the analysis
-        forms = {}
+    forms = {} if forms is None else forms  # the facts prepared once: both directions and the analysis
     gv, pv = await _judge_passes(((JudgePass(direction, candidates, config, fields, doc_id, forms), subjects)
                                   for direction, subjects, candidates in directions(gold_in, pred_in)),
                                  judge, limiter, concurrency, tally, progress, warmup)
@@ -317,11 +313,7 @@ async def judge_checked(
     usage = tally.usage.model_copy(update=run_info_of(judge))
     gold_out = _assemble(gold, gv, rec.gold, pv, in_place)
     pred_out = _assemble(predicted, pv, rec.predicted, gv, in_place)
-    for facts, out in ((gold, gold_out), (predicted, pred_out)):
-        for fact, copy in zip(facts, out, strict=True):  # the analysis reads the output facts: same forms
-            hit = forms.get(id(fact))
-            if hit is not None and hit[0] is fact:
-                forms[id(copy)] = (copy, hit[1])
+    _share_forms(forms, (gold, gold_out), (predicted, pred_out))
     analysis = _analysis(gold_out, pred_out, rec.dropped, config, fields, forms)
     metrics = compute_metrics(((f["fact_type"], f[VERDICT_KEY]["status"]) for f in gold_out),
                               ((f["fact_type"], f[VERDICT_KEY]["status"]) for f in pred_out))
@@ -334,6 +326,16 @@ async def judge_checked(
         conflicts=rec.conflicts, warnings=warnings, usage=usage,
         config=config.model_dump(mode="json") if config_json is None else config_json,
         analysis=analysis)
+
+
+def _share_forms(forms: FactForms, *sides: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
+    """Each output fact given its input fact's normal forms in ``forms``: the analysis (and a
+    worker's closest-fact search) read the output facts, whose fields are the input's."""
+    for facts, out in sides:
+        for fact, copy in zip(facts, out, strict=True):
+            hit = forms.get(id(fact))
+            if hit is not None and hit[0] is fact:
+                forms[id(copy)] = (copy, hit[1])
 
 
 def _analysis(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
