@@ -3,7 +3,7 @@ import json
 import pytest
 
 from factjudge import InputError, JudgeConfig, load_config, load_facts
-from factjudge.core.scope import in_scope_facts, is_in_scope
+from factjudge.core.scope import in_scope_facts
 from factjudge.io.config import parse_config
 
 
@@ -119,7 +119,7 @@ def test_scope():
     facts = [{"id": "1", "fact_type": "a"}, {"id": "2", "fact_type": "b"}]
     assert in_scope_facts(facts, JudgeConfig()) == facts
     assert in_scope_facts(facts, JudgeConfig(entity_types=["b"])) == [facts[1]]
-    assert not is_in_scope(facts[0], JudgeConfig(entity_types=["A"]))  # exact, case-sensitive
+    assert in_scope_facts(facts, JudgeConfig(entity_types=["A"])) == []  # exact, case-sensitive
 
 
 def test_a_byte_order_mark_is_not_an_error(tmp_path):
