@@ -283,7 +283,7 @@ def _python_sums(keys: Sequence[Sequence[int]] | None, cols: Sequence[_FieldColu
         yield key_sums, totals
 
 
-#: Resampled documents drawn and weighed at once by :func:`_numpy_ratios`: resamples x documents
+#: Resampled documents drawn and weighed at once by :func:`_numpy_sums`: resamples x documents
 #: at most this (8 MB of int64 a matrix).
 NUMPY_BLOCK = 1 << 20
 
@@ -525,7 +525,7 @@ class Aggregator:
                 tally = self.categories[t] = CategoryTally()
             tally.add(cats)
         self.confidence.add(s.confidence, s.doc_id)
-        for t, paths in s.fields.items():  # one walk: the run's counts (add_tally's) and the columns
+        for t, paths in s.fields.items():  # one walk: the run's field counts and the columns
             columns = self.field_columns.get(t)
             if columns is None:
                 columns = self.field_columns[t] = {}

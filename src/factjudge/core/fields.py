@@ -223,15 +223,6 @@ def field_score(c: Sequence[int], ci95: Mapping[str, list[float] | None] | None 
                       f1=f, ci95=dict(ci95) if ci95 is not None else None)
 
 
-def add_tally(into: Tally, other: Mapping[str, Mapping[str, Sequence[int]]]) -> None:
-    for t, paths in other.items():
-        mine = into.setdefault(t, {})
-        for path, c in paths.items():
-            slot = _slot(mine, path)
-            for k in range(4):
-                slot[k] += c[k]
-
-
 def tally_of(counts: Mapping[str, Mapping[str, FieldCounts]]) -> Tally:
     """The :data:`Tally` of stored :class:`~factjudge.models.FieldCounts`."""
     return {t: {path: [c.correct, c.wrong, c.missing, c.spurious] for path, c in paths.items()}
