@@ -63,9 +63,14 @@ _SKIPPED = frozenset({*_NOT_SHOWN, VERDICT_KEY})
 _SKIPPED_OLD = frozenset({*_NOT_SHOWN, *OUTPUT_FIELDS})
 
 
+def _not_shown(fact: Mapping[str, Any]) -> frozenset[str]:
+    """The keys of ``fact`` that are not its own shown fields, by its layout."""
+    return _SKIPPED if isinstance(fact.get(VERDICT_KEY), dict) else _SKIPPED_OLD
+
+
 def _own_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
     """A fact's own fields: id and fact_type have their own columns, the verdict its own places."""
-    skip = _SKIPPED if isinstance(fact.get(VERDICT_KEY), dict) else _SKIPPED_OLD
+    skip = _not_shown(fact)
     return {k: v for k, v in fact.items() if k not in skip}
 
 
@@ -74,7 +79,7 @@ def shown_fields(fact: Mapping[str, Any]) -> dict[str, Any]:
     cut (results.jsonl keeps it whole). A report shows a fact in up to five places (its row, the
     closest fact of others' rows, the document view): one 30 MB text made a 120 MB report.html.
     One pass over the fact (a report's rows call it about 10,000 times on 1,000 documents)."""
-    skip = _SKIPPED if isinstance(fact.get(VERDICT_KEY), dict) else _SKIPPED_OLD
+    skip = _not_shown(fact)
     return {k: cut_text(v, QUOTE_LIMIT) if isinstance(v, str) and len(v) > QUOTE_LIMIT else v
             for k, v in fact.items() if k not in skip}
 
