@@ -5,10 +5,15 @@ the other files, the files the same either way.
 The LLM is the scripted OpenAI-compatible server on 127.0.0.1 talking to the project's real HTTP
 client."""
 import asyncio
+import json
+import os
+import subprocess
 import sys
+import threading
 import time
 
-from evalkit import CONFIG, DOCS, TRUTH, write_jsonl
+import pytest
+from evalkit import CONFIG, DOCS, TRUTH, timeless_outputs, write_jsonl
 from scripted_server import ScriptedServer
 
 from factjudge import LLMJudge
@@ -18,6 +23,7 @@ from factjudge.io.config import parse_config
 from factjudge.io.datasets import JsonlDataset
 from factjudge.judges.rules.judge import RulesJudge
 from factjudge.reports.html import environment
+from factjudge.util import forked
 from factjudge.util.aio import when_idle
 
 
@@ -98,3 +104,58 @@ def test_steps_wait_while_the_loop_is_busy():
 
     start, busy_until = asyncio.run(go())
     assert taken and all(not start <= at < busy_until for at in taken)
+
+
+def test_second_core_is_refused_while_another_thread_runs(monkeypatch):
+    monkeypatch.setattr(forked, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert forked.second_core()
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert not forked.second_core()
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(forked, "cpu_count", lambda: 1)
+    assert not forked.second_core()
+
+
+# The CLI as a real process (this one runs the server's thread, and pytest-xdist's): which
+# process rendered report.html is written down by the page's renderer.
+DRIVER = """
+import os, sys
+from factjudge.evaluation import runner
+record, fork = sys.argv[1], sys.argv[2] == "fork"
+render = runner.render_html
+
+def recording(*args, **kwargs):
+    with open(record, "a") as fh:
+        fh.write(f"{os.getpid()} {os.getppid()}\\n")
+    return render(*args, **kwargs)
+
+runner.render_html = recording
+if not fork:
+    runner.second_core = lambda: False
+from factjudge.cli import main
+sys.argv = ["factjudge", *sys.argv[3:]]
+main()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or forked.cpu_count() < 2, reason="needs fork and two cores")
+def test_report_html_of_an_llm_run_is_rendered_in_a_child_and_the_same(dataset, tmp_path):
+    data, cfg = dataset
+    env = {**os.environ, "OPENAI_API_KEY": ""}
+    folders, port = {}, 0
+    for fork in ("fork", "here"):
+        record, out = tmp_path / f"{fork}.pids", tmp_path / fork
+        # a server each (its prompt caching counts earlier runs), on one port (the judge's identity)
+        with ScriptedServer(TRUTH, port=port) as server:
+            proc = subprocess.run([sys.executable, "-c", DRIVER, record, fork, "eval", data, "-c", cfg, "--model",
+                                   "m", "--base-url", server.base_url, "--no-cache", "-q", "-o", out],
+                                  capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        (pid, parent), = (map(int, line.split()) for line in record.read_text().splitlines())
+        # forked: the renderer ran in a child of the CLI (whose parent is this test)
+        assert (parent != os.getpid()) == (fork == "fork"), (pid, parent)
+        port = int(server.base_url.split(":")[-1].split("/")[0])
+        folders[fork] = timeless_outputs(out)
+        assert json.loads((out / "summary.json").read_text())["documents"] == len(DOCS)
+    assert folders["fork"] == folders["here"]

@@ -85,7 +85,7 @@ from ..reports.rows import (
 )
 from ..util.aio import in_window, run_sync, when_idle
 from ..util.exiting import keep
-from ..util.forked import beside
+from ..util.forked import beside, second_core
 from ..util.jsonutil import canonical_json
 from .pipeline import (
     PREVIEW_STATS,
@@ -623,8 +623,10 @@ async def evaluate_async(
                                   _ready_to_finish(len(dataset.infos), numpy_from=1) if asks_server(judge) else None)
         passed = passing.done(todo) if passing is not None and todo else None
         created = store.created if not todo else None  # nothing new: the results keep their time
+        # report.html beside the other files: on the workers' cores, or on the one an LLM run's
+        # server left idle
         summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created, passed=passed,
-                             fork=workers > 1)
+                             fork=workers > 1 or (asks_server(judge) and second_core()))
     finally:
         store.close()
     return EvalRun(summary, judged=len(todo), reused=len(reused))
