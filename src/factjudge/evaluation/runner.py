@@ -33,7 +33,15 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from .._version import __version__
-from ..core.aggregate import REPORT_ROWS, Aggregator, Summary, ZeroDivision, doc_stats, prepare_bootstrap
+from ..core.aggregate import (
+    NUMPY_FROM,
+    REPORT_ROWS,
+    Aggregator,
+    Summary,
+    ZeroDivision,
+    doc_stats,
+    prepare_bootstrap,
+)
 from ..core.alerts import InputShape, ProofLinks, input_warnings, run_alerts
 from ..core.confidence import corrected as confidence_corrected
 from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
@@ -75,9 +83,9 @@ from ..reports.rows import (
     select_rows,
     worst_order_key,
 )
-from ..util.aio import in_window, run_sync
+from ..util.aio import in_window, run_sync, when_idle
 from ..util.exiting import keep
-from ..util.forked import beside
+from ..util.forked import beside, second_core
 from ..util.jsonutil import canonical_json
 from .pipeline import (
     PREVIEW_STATS,
@@ -450,7 +458,7 @@ class _LinkCheck:
 
     def __init__(self, config: JudgeConfig, judge: Judge) -> None:
         self.config, self.found = config, ProofLinks()
-        self.on = judge.identity().get("name") != "rules"
+        self.on = asks_server(judge)
 
     def add(self, line: Mapping[str, Any]) -> None:
         if not self.on:
@@ -459,6 +467,12 @@ class _LinkCheck:
 
         count_link_proofs(self.found, list(line.get("gold_facts", ())), list(line.get("predicted_facts", ())),
                           self.config)
+
+
+def asks_server(judge: Judge) -> bool:
+    """Whether ``judge`` asks a server (an LLM, a jury of them, the hybrid judge): every judge but
+    the rules judge."""
+    return judge.identity().get("name") != "rules"
 
 
 def _flag(summary: Summary, config: JudgeConfig, shape: InputShape, proof_links: ProofLinks,
@@ -603,11 +617,16 @@ async def evaluate_async(
                 await _judge_in_processes(dataset, todo, reused, config, judge, workers, store, fh, progress,
                                           passing)
             else:
-                await _judge_here(dataset, todo, reused, config, judge, concurrency, store, fh, progress, passing)
+                # a judge asking a server leaves this process idle while it waits for answers: the
+                # end is made ready then (an LLM run's 200 documents: ~0.1 s of its ~0.35 s end)
+                await _judge_here(dataset, todo, reused, config, judge, concurrency, store, fh, progress, passing,
+                                  _ready_to_finish(len(dataset.infos), numpy_from=1) if asks_server(judge) else None)
         passed = passing.done(todo) if passing is not None and todo else None
         created = store.created if not todo else None  # nothing new: the results keep their time
+        # report.html beside the other files: on the workers' cores, or on the one an LLM run's
+        # server left idle
         summary = finish_run(dataset, store, config, judge, out_dir, settings, skipped, created, passed=passed,
-                             fork=workers > 1)
+                             fork=workers > 1 or (asks_server(judge) and second_core()))
     finally:
         store.close()
     return EvalRun(summary, judged=len(todo), reused=len(reused))
@@ -652,9 +671,12 @@ class _Passing:
 
 async def _judge_here(dataset: Dataset, todo: Sequence[DocInfo], reused: frozenset[str], config: JudgeConfig,
                       judge: Judge, concurrency: int, store: ResultStore, fh: IO[bytes],
-                      progress: RunProgress | None, passing: _Passing | None) -> None:
+                      progress: RunProgress | None, passing: _Passing | None,
+                      meanwhile: Iterator[object] | None = None) -> None:
     """The documents still to judge, judged in this process, ``concurrency`` questions at a time,
-    their lines appended to ``store`` as they finish (and read by ``passing``, when given)."""
+    their lines appended to ``store`` as they finish (and read by ``passing``, when given).
+    ``meanwhile``: steps taken one at a time whenever the loop is idle (:func:`when_idle`),
+    those left when the last document is done dropped."""
     hashes = {i.doc_id: i.input_sha256 for i in todo}
     drawn: dict[str, int] = {}  # the documents being judged: their place in the dataset
 
@@ -672,7 +694,13 @@ async def _judge_here(dataset: Dataset, todo: Sequence[DocInfo], reused: frozens
             yield doc
 
     documents = as_scanned(dataset.documents(skip=reused), todo, input_salt(config, judge), dataset.sources)
-    await judge_documents(placed(documents), config, judge, finished, concurrency=concurrency, progress=progress)
+    idle = asyncio.ensure_future(when_idle(meanwhile)) if meanwhile is not None and todo else None
+    try:
+        await judge_documents(placed(documents), config, judge, finished, concurrency=concurrency, progress=progress)
+    finally:
+        if idle is not None:  # a step that failed fails again at the end, where it belongs
+            idle.cancel()
+            await asyncio.gather(idle, return_exceptions=True)
 
 
 async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused: frozenset[str],
@@ -701,11 +729,12 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
                              meanwhile=_ready_to_finish(len(dataset.infos)))
 
 
-def _ready_to_finish(documents: int) -> Iterator[object]:
-    """What the end of a run would load or compile first (numpy for the bootstrap, the pages'
-    templates), a step at a time while this process waits for the workers: the end is this
-    process's alone (~0.1 s of 1,000 documents' ~0.45 s after the last one)."""
-    prepare_bootstrap(documents)
+def _ready_to_finish(documents: int, numpy_from: int = NUMPY_FROM) -> Iterator[object]:
+    """What the end of a run would load or compile first (numpy for the bootstrap, from
+    ``numpy_from`` documents, the pages' templates), a step at a time while this process waits for
+    the workers or for an LLM's answers: the end is this process's alone (~0.1 s of 1,000
+    documents' ~0.45 s after the last one)."""
+    prepare_bootstrap(documents, numpy_from)
     yield "numpy"
     yield from compile_templates()
 

@@ -36,6 +36,7 @@ from ..io.scan import HeldDocument, doc_hash
 from ..judges.base import FactForms, Judge
 from ..models import JudgeConfig, JudgeResult
 from ..reports.rows import ClosestIds, CompareFields, closest_detail, closest_ids
+from ..util.forked import cpu_count
 from .pipeline import judge_checked
 
 #: Documents per task sent to a worker: large enough that sending them and their lines back is
@@ -49,14 +50,6 @@ AHEAD = 2
 #: (documents of 10 + 10 facts, whole process, best of 3 alternately, 1 -> 2 processes): 50
 #: documents 0.65 -> 0.62 s, 100 0.88 -> 0.78 s, 200 1.27 -> 1.06 s, 600 2.83 -> 1.99 s.
 AUTO_MIN_DOCUMENTS = 100
-
-
-def cpu_count() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS has no affinity
-        return os.cpu_count() or 1
 
 
 def can_fork() -> bool:

@@ -83,3 +83,26 @@ async def gather_all(*aws: Awaitable[T]) -> list[T]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+#: How often :func:`when_idle` looks whether the loop is idle, and how late its timer may come
+#: for the loop to count as idle (waiting on its sockets, not working through answers): a loop
+#: that waits wakes within ~0.1 ms of a timer; one handling an answer or a burst of them, later.
+IDLE_PAUSE = 0.002
+IDLE_LATE = 0.0005
+
+
+async def when_idle(steps: Iterable[object], pause: float = IDLE_PAUSE, late: float = IDLE_LATE) -> None:
+    """Take ``steps`` one at a time, each at a moment this loop is idle: a timer of ``pause``
+    came due on time. Work a run will need at its end is done while it waits for answers, and
+    a loop kept busy (answers coming, a CPU-bound judge) takes none. Cancel the task to stop."""
+    loop = asyncio.get_running_loop()
+    taken = iter(steps)
+    while True:
+        due = loop.time() + pause
+        await asyncio.sleep(pause)
+        if loop.time() - due <= late and next(taken, _DONE) is _DONE:
+            return
+
+
+_DONE = object()

@@ -6,7 +6,24 @@ import contextlib
 import gc
 import os
 import pickle
+import threading
 from collections.abc import Callable, Iterator
+
+
+def cpu_count() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS has no affinity
+        return os.cpu_count() or 1
+
+
+def second_core() -> bool:
+    """Whether work may go :func:`beside` this process on a core of its own: the system forks,
+    this process may run on two cores, and it runs one thread (a fork copies only the calling
+    thread: a lock another holds, in a notebook's or a DNS resolver's thread, would stay held in
+    the child; Python 3.12 warns of it)."""
+    return hasattr(os, "fork") and cpu_count() > 1 and threading.active_count() == 1
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,8 @@ def test_the_bootstrap_draws_each_resample_once_with_the_same_intervals(monkeypa
         return choices(self, *args, **kwargs)
 
     monkeypatch.setattr(aggregate.random.Random, "choices", counted)
+    # Python's draws counted: numpy, imported by an earlier test, would draw them otherwise
+    monkeypatch.setitem(sys.modules, "numpy", None)
     summary = agg.summary(200, 3)
     assert len(draws) == 200  # twice that before: once for the micro intervals, once for the fields'
     assert summary.ci95 == alone_micro
