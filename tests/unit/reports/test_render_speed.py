@@ -72,16 +72,29 @@ def test_report_md_rows_escape_each_repeated_text_once(monkeypatch: pytest.Monke
     assert asked.count(7) == 1
 
 
-def test_compile_templates_compiles_every_page_template():
-    """What a run with workers compiles while they judge its first documents (a fresh process:
-    this one's environment may have compiled some already)."""
+def test_compile_templates_compiles_the_run_pages_and_all_they_use_and_no_other_page():
+    """What a run compiles while its workers judge or its LLM's answers are awaited (a fresh
+    process: this one's environment may have compiled some already): every template report.html
+    and review.html reach (extends, include, import: found by jinja2's own parser), nothing of
+    the other commands' pages."""
     import subprocess
     import sys
+
+    from jinja2 import meta
+
+    from factjudge.reports.html import RUN_PAGES, environment
 
     code = ("from factjudge.reports.html import compile_templates, environment\n"
             "list(compile_templates())\n"
             "print(sorted(t.name for t in environment().cache.values()))")
-    names = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    from factjudge.reports.html import environment
-
-    assert names.strip() == str(sorted(environment().list_templates()))
+    compiled = set(eval(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True).stdout))
+    env, reached, todo = environment(), set(), list(RUN_PAGES)
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            source = env.loader.get_source(env, name)[0]
+            todo += [t for t in meta.find_referenced_templates(env.parse(source)) if t is not None]
+    assert reached <= compiled
+    assert not compiled & {"agree.html.j2", "compare.html.j2", "notebook.html.j2"}
