@@ -255,10 +255,12 @@ def test_a_figure_looks_up_only_the_rounded_figures_filed(monkeypatch: pytest.Mo
     monkeypatch.setattr(index, "_coarser_keys", counted)
     judge, config = RulesJudge(), JudgeConfig()
     subject = _revenue("g1", "Acme Inc.", "4,321.5")
-    exact = [_revenue("p1", "Acme Inc.", "4,321.5"), _revenue("p2", "Acme Inc.", "4,400.0")]
+    # more candidates than a bucket compared whole: the subject looks them up
+    others = [_revenue(f"q{n}", "Zeta Corp", f"{n}.0") for n in range(1, index.SMALL_POOL + 1)]
+    exact = [_revenue("p1", "Acme Inc.", "4,321.5"), _revenue("p2", "Acme Inc.", "4,400.0"), *others]
     assert judge.decide(JudgeTask("gold", subject, exact, config))[0].matched_id == "p1"
     assert made[0] == 0  # no candidate written rounded (before: 10, one a coarser place)
-    rounded = [{**_revenue("p3", "Acme Inc.", "4.3"), "unit": "USD billion"}, exact[1]]
+    rounded = [{**_revenue("p3", "Acme Inc.", "4.3"), "unit": "USD billion"}, *exact[1:]]
     verdict = judge.decide(JudgeTask("gold", subject, rounded, config))[0]
     assert verdict.matched_id == "p3", verdict.reasoning  # 4,321.5 million is 4.3 billion rounded
     assert made[0] == 1  # the one place "4.3" shows
@@ -322,3 +324,54 @@ def test_a_searched_text_is_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -
         for direction, subjects, candidates in (("gold", gold, predicted), ("predicted", predicted, gold)):
             assert judge.decide(JudgeTask(direction, subjects[0], candidates, config))[0].status in ("FN", "FP")
     assert calls[0] == 1  # the company (one normal form on both sides), read once (before: 12)
+
+
+def test_a_small_bucket_is_compared_whole_and_a_miss_explained_by_the_shortlist(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: with 10 facts a side a fact_type has 2 or so candidates, and looking them up
+    cost more than comparing them: a match is found without the shortlist; a miss is still
+    explained by the shortlist's closest candidate, as it was."""
+    from factjudge.judges.rules import judge as rules_judge
+
+    looked_up = [0]
+    original = rules_judge.shortlist
+
+    def counted(*args: Any) -> Any:
+        looked_up[0] += 1
+        return original(*args)
+
+    monkeypatch.setattr(rules_judge, "shortlist", counted)
+    judge, config = RulesJudge(), JudgeConfig()
+    candidates = [_revenue("p1", "Borealis Ltd", "77.0"), _revenue("p2", "Acme Inc.", "1,234.5")]
+    verdict = judge.decide(JudgeTask("gold", _revenue("g1", "Acme Inc.", "1,234.5"), candidates, config))[0]
+    assert (verdict.status, verdict.matched_id, looked_up[0]) == ("TP", "p2", 0)  # before: 1 look-up
+    # a miss that no candidate agrees with on an indexed field (the periods differ): the shortlist
+    # is empty, so the reasoning still says the closest was found by overall similarity
+    candidates = [{**_revenue("p1", "Acme Incorporated", "1,234.5"), "period": "FY2022"},
+                  {**_revenue("p2", "Acme Inc.", "1,299.0"), "period": "FY2021"}]
+    verdict = judge.decide(JudgeTask("gold", _revenue("g1", "Acme Inc.", "1,234.5"), candidates, config))[0]
+    assert verdict.status == "FN", verdict.reasoning
+    assert "Closest: p1 (by overall similarity: none agrees on the indexed fields)." in verdict.reasoning
+    assert looked_up[0] == 1
+
+
+def test_a_unit_is_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: the facts of a run write a few units ("USD million") again and again; reading
+    one anew was half the cost of normalising a fact of four fields. Each text is read once and
+    its unit shared, and units merged for an amount are merged once."""
+    from factjudge.judges.rules import normalize
+
+    merged = [0]
+    original = normalize._merged
+
+    def counted(units: list[Any]) -> Any:
+        merged[0] += 1
+        return original(units)
+
+    monkeypatch.setattr(normalize, "_merged", counted)
+    unit = "USD thousand once-read"  # (no cache of the process knows it yet)
+    facts = [{**_revenue(f"g{n}", "Acme Inc.", f"{n}.5"), "unit": unit} for n in range(1, 4)]
+    forms = [compare.normalized(f, -1, True) for f in facts]
+    assert forms[0].get("unit") is forms[1].get("unit") is forms[2].get("unit")  # before: three units
+    assert merged[0] == 1  # before: 3
+    assert [f.get("value").value for f in forms] == [1500, 2500, 3500]

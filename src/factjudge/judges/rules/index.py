@@ -32,7 +32,7 @@ from .normalize import (
 )
 
 #: Stop narrowing the shortlist once it is this small; comparing a few facts is cheaper.
-_SMALL_POOL = 8
+SMALL_POOL = 8
 
 def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
     """The keys a value is filed under; two values can only match if they share one.
@@ -275,7 +275,7 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         if not pool:
             return []
     for name, bounds, keys in windows:
-        if pool is not None and len(pool) <= _SMALL_POOL:
+        if pool is not None and len(pool) <= SMALL_POOL:
             break
         # with the keys: a year equal to a plain integer, coarser figures the subject rounds to
         s = index.number_window(ft, name, *bounds) | index.exact_postings(ft, name, keys)
@@ -283,7 +283,7 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         if not pool:
             return []
     for name, t in texts:
-        if pool is not None and len(pool) <= _SMALL_POOL:
+        if pool is not None and len(pool) <= SMALL_POOL:
             break
         s = index.similar_texts(ft, name, t, config.text_threshold)
         pool = s if pool is None else pool & s

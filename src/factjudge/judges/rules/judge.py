@@ -22,7 +22,7 @@ from ...core.scope import matching_rules_check, per_fact_type
 from ...models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict, quoted
 from ..base import JudgeBase, JudgePass, JudgeTask, negative_status
 from .compare import CandidateResult, Forms, Prepared, compare_facts
-from .index import CandidateIndex, shortlist
+from .index import SMALL_POOL, CandidateIndex, shortlist
 from .knowledge import knowledge_for
 from .proof import Proof, proved_different
 
@@ -112,13 +112,20 @@ def _decide(direction: Direction, fact: dict[str, Any], fields: list[str], confi
     if not bucket:
         return verdict(negative, f"{negative}: none of the {index.size} {other} facts has "
                                  f"fact_type {quoted(subject.fact_type)}."), False
+    # A bucket this small is compared whole: looking its candidates up cost more than comparing
+    # them (10 facts a side: 2 of a type). The shortlist holds every match, so the matches are
+    # the same; a miss is explained by the closest of the shortlist, as when it was looked up.
+    whole = len(bucket) <= SMALL_POOL
     results = [compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
-               for i in shortlist(index, subject, fields, config)]
+               for i in (bucket if whole else shortlist(index, subject, fields, config))]
     matches = [r for r in results if r.ok]
     if matches:
         best = max(matches, key=lambda r: (r.score, -r.candidate.position))
         return verdict("TP", _tp_reasoning(best, matches, fields),
                        best.candidate.fact_id), len(matches) == 1 and best.exact
+    if whole:
+        listed = set(shortlist(index, subject, fields, config))
+        results = [r for r in results if r.candidate.position in listed]
     if results:
         closest = max(results, key=lambda r: r.closeness)
         how = ""

@@ -736,8 +736,24 @@ _UNIT_MULTIWORD = [
 ]
 
 
+#: Units by what decides them: a run writes a few units on all its facts ("USD million"), and
+#: reading one anew was half the cost of normalising a fact of four fields (issue 39). Immutable,
+#: so one is shared; bounded as the values' memo is.
+_UNITS: dict[str, Unit] = {}
+_MERGED: dict[tuple[Unit, ...], Unit] = {}
+
+
 def parse_unit(text: str) -> Unit:
     """Split a unit-like field into currency, scale, percent and the remaining words."""
+    found = _UNITS.get(text)
+    if found is None:
+        if len(_UNITS) >= VALUES_LIMIT:
+            _UNITS.clear()
+        found = _UNITS[text] = _parse_unit(text)
+    return found
+
+
+def _parse_unit(text: str) -> Unit:
     s = _prep(text)
     for pattern, repl in _UNIT_MULTIWORD:
         s = pattern.sub(repl, s)
@@ -803,7 +819,18 @@ def unit_target(name: str) -> str | None:
 
 
 def _merge_units(units: list[Unit]) -> Unit:
-    """Several generic unit fields ("unit": "million", "currency": "USD") act as one."""
+    """Several generic unit fields ("unit": "million", "currency": "USD") act as one (once per
+    run for the same units, as :func:`parse_unit` reads each once)."""
+    key = tuple(units)
+    found = _MERGED.get(key)
+    if found is None:
+        if len(_MERGED) >= VALUES_LIMIT:
+            _MERGED.clear()
+        found = _MERGED[key] = _merged(units)
+    return found
+
+
+def _merged(units: list[Unit]) -> Unit:
     currency = next((u.currency for u in units if u.currency), None)
     scale = next((u.scale for u in units if u.scale is not None), None)
     raw = " ".join(u.raw for u in units if u.is_numeric)
