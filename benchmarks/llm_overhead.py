@@ -92,7 +92,10 @@ class Connection(asyncio.Protocol):
             raw, self.buffer = self.buffer[end + 4:end + 4 + length], self.buffer[end + 4 + length:]
             method, path = head[0].split(" ")[:2]
             out = respond(raw) if method == "POST" and path.endswith("/chat/completions") else NOT_FOUND
-            if delay:
+            # the delay is a model's answer: a path the server does not have (the judge's probe of a
+            # self-hosted server's /health before its first question) is refused at once, as
+            # llama.cpp, vLLM or Ollama do; delayed, it put one delay before every run's first question
+            if delay and out is not NOT_FOUND:
                 loop.call_at(arrived + delay, self.write, out)
             else:
                 self.transport.write(out)

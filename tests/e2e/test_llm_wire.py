@@ -149,6 +149,20 @@ def test_a_200_whose_body_is_not_json_is_an_invalid_answer(server, backend, brok
     assert result.metrics.errors == 1
 
 
+def test_an_answer_longer_than_one_read_is_read_whole(server):
+    # the http backend reads a body a piece at a time and stops when the stream is at its end,
+    # without a last empty read: a body of several pieces must still be read to its last byte
+    from factjudge.judges.llm.backends.http import _READ_PIECE
+
+    server.truth = TRUTH
+    long = "x" * (2 * _READ_PIECE + 123)  # a reasoning longer than two pieces: three reads
+    server.faults[("gold", "g1")] = [answer("gold", "g1", "p1", reasoning=long)]
+    result = run_judge(G, P, {}, judge_for(server, warmup=False))
+    g1 = next(f for f in result.gold_facts if f["id"] == "g1")["factjudge"]
+    assert (g1["status"], g1["matched_ids"]) == ("TP", ["p1"])
+    assert g1["reasoning"].startswith("xxx") and result.usage.llm_calls == 4  # parsed at once, no re-ask
+
+
 def test_tp_naming_a_candidate_of_another_fact_type_is_asked_again(server):
     server.truth = TRUTH
     server.faults[("gold", "g1")] = [answer("gold", "g1", "p2")]  # revenue linked to a ceo fact

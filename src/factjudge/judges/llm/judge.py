@@ -226,7 +226,8 @@ class LLMJudge(JudgeBase):
             verdict, content, plan = await self._ask(asked, usage)
         if verdict.status != "ERROR" and self.cache is not None:  # the cache file holds no secret either
             self.cache.put(cache_key(plan, asked), {"content": self.redact(content) if content else content})
-        verdict.note = "; ".join(n for n in (verdict.note, prepared.note) if n)
+        if prepared.note:  # (pydantic's __setattr__ only when there is a note to add)
+            verdict.note = "; ".join(n for n in (verdict.note, prepared.note) if n)
         return verdict
 
     async def aclose(self) -> None:
@@ -349,7 +350,6 @@ class LLMJudge(JudgeBase):
         limit = self.transport.timeout  # a self-hosted server's grows on a timeout
         gone = GoneCheck()
         bodies: list[str] = []  # the first question's failed tries (failfast)
-        host = self.endpoint.host
         while True:
             plan = self.plan(asked)
             usage.llm_calls += 1
@@ -357,6 +357,7 @@ class LLMJudge(JudgeBase):
             try:
                 reply = await self.backend.send(body(plan, asked, extra), timeout)
             except BackendError as exc:
+                host = self.endpoint.host  # parsed from the URL: only for a failure's message
                 if exc.status in FATAL_STATUSES:
                     raise refused_judge(host, exc, self._stop) from None
                 if exc.status in (400, 422) and self.adaptation.outdated(plan):

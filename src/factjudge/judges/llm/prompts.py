@@ -192,15 +192,38 @@ def candidates_message(direction: Direction, candidates: list[dict[str, Any]], f
     return f"{legend}{other} facts (candidates):\n{fact_tables(candidates, fields)}"
 
 
+def _noted_cell(value: object, kinds: set[str]) -> str:
+    """:func:`fact_cell` of a present value, adding to ``kinds`` the :data:`CELL_NOTES` kind its
+    cell needs (:func:`_kind`; none for a bare string): one string check for both."""
+    if isinstance(value, str):
+        if _bare(value):
+            return value
+        kinds.add("quoted")
+    else:
+        kinds.add("json")
+    return canonical_json(value)
+
+
 def subject_message(direction: Direction, fact: dict[str, Any], fields: Fields | None = None) -> str:
     # cell_notes([fact]) and fact_tables([fact]) in one pass: one message per question asked
     fact_type = fact.get("fact_type", _NO_TYPE)
     columns = _columns([fact], fields)
-    kinds = {_kind(fact_type, fact_type is not _NO_TYPE), *map(_kind, columns),
-             *(_kind(fact.get(k), k in fact) for k in columns)}
+    kinds: set[str] = set()
+    if fact_type is _NO_TYPE:
+        kinds.add("empty")
+        head = _TYPE_LINE
+    else:
+        head = _TYPE_LINE + _noted_cell(fact_type, kinds)
+    names = CELL_SEPARATOR.join([_noted_cell(k, kinds) for k in columns])
+    cells = []
+    for k in columns:
+        if k in fact:
+            cells.append(_noted_cell(fact[k], kinds))
+        else:
+            kinds.add("empty")
+            cells.append("")
     notes = "; ".join(note for kind, note in CELL_NOTES.items() if kind in kinds)
-    head = _TYPE_LINE + ("" if fact_type is _NO_TYPE else fact_cell(fact_type))
-    table = f"{head}\n{CELL_SEPARATOR.join(map(fact_cell, columns))}\n{_row(fact, columns)}"
+    table = f"{head}\n{names}\n{CELL_SEPARATOR.join(cells)}"
     return f"{_SIDES[direction][0]} fact to judge{f' ({notes})' if notes else ''}:\n{table}"
 
 

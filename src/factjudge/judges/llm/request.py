@@ -15,6 +15,10 @@ from .prompts import Asked, response_format, schema_instruction
 from .settings import Sampling
 from .tokens import TokenCounter
 
+#: The bodies' JSON: ``json.dumps`` with these settings builds an encoder per call (~2 us a
+#: question); one encoder keeps no state between calls and writes the same bytes.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
 #: The output budget of one answer when none is given, sent as ``max_tokens``. Measured on
 #: llama.cpp's server with Qwen2.5-Coder-1.5B (issue #21): typical answers are 90-180 generated
 #: tokens; one ran away to 1,744+ tokens (~110 s at 16 tokens/s) until the client's timeout. The
@@ -132,7 +136,7 @@ def build_plan(who: Requester, asked: Asked, mode: str, adapted: tuple[str, ...]
         request["prompt_cache_key"] = asked.prefix.cache_key
     request["messages"] = messages
     # '{...,"messages":[m1,m2]}' without its closing ']}': each call appends its own message
-    head = json.dumps(request, ensure_ascii=False, separators=(",", ":"))[:-2]
+    head = _COMPACT.encode(request)[:-2]
     key_parts: dict[str, Any] = {"v": version, "judge": who.name, "model": who.model,
                                  "url": who.server_url, "mode": mode, "response_format": fmt,
                                  "sampling": sampling, "prefix": messages}
@@ -158,11 +162,11 @@ def body(plan: Plan, asked: Asked, extra: list[dict[str, str]]) -> RequestBody:
     task = asked.task
     tail = [asked.last, *extra]
     sep = "," if plan.head[-1] != "[" else ""
-    text = plan.head + sep + json.dumps(tail, ensure_ascii=False, separators=(",", ":"))[1:]
+    text = plan.head + sep + _COMPACT.encode(tail)[1:]
     if plan.pin:  # the question's own schema, after the shared messages
         fmt = response_format(task.direction, task.candidate_ids, plan.mode, task.subject_id, plan.drop,
                               task.config.reasoning)
-        text += ',"response_format":' + json.dumps(fmt, ensure_ascii=False, separators=(",", ":"))
+        text += ',"response_format":' + _COMPACT.encode(fmt)
     text += "}"
     return RequestBody(text.encode("utf-8"))
 

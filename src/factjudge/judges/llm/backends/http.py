@@ -47,6 +47,8 @@ async def _read_body(content: aiohttp.StreamReader) -> bytes | None:
         if size > MAX_BODY_BYTES:
             return None
         pieces.append(piece)
+        if content.at_eof():  # the whole body read: no read more to learn it (one await a call)
+            break
     return b"".join(pieces)
 
 
