@@ -224,11 +224,11 @@ def test_the_end_is_made_ready_while_the_workers_judge_the_first_documents(datas
     monkeypatch.setattr(runner, "_ready_to_finish", steps)
     monkeypatch.setattr(runner.FinishPass, "take", lambda *a, **k: events.append("line") or take(*a, **k))
     evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "two", workers=2)
-    from factjudge.reports.html import environment
+    from factjudge.reports.html import compile_templates
 
     assert events[0] == "numpy" and events.count("line") == 3 * workers_mod.CHUNK + 10
     taken = [e for e in events if e != "line"]
-    assert taken == ["numpy", *environment().list_templates()]  # every step, each once, before the end
+    assert taken == ["numpy", *compile_templates()]  # every step, each once, before the end
     assert events[-1] == "line"
 
 
