@@ -375,3 +375,49 @@ def test_a_unit_is_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
     assert forms[0].get("unit") is forms[1].get("unit") is forms[2].get("unit")  # before: three units
     assert merged[0] == 1  # before: 3
     assert [f.get("value").value for f in forms] == [1500, 2500, 3500]
+
+
+def test_two_different_texts_are_compared_once_for_both_directions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: the predicted direction compares a document's two different names the other way
+    round; the outcome worked out for the gold direction answers it (before: worked out twice)."""
+    known = _counting(monkeypatch, "_compare_known_texts", unexplained=True)
+    config = JudgeConfig()
+    gold = [_revenue("g1", "Northwind Once Traders", "1,234.5")]
+    predicted = [_revenue("p1", "Contoso Once Systems", "1,234.5")]
+    judge = RulesJudge()
+    gold_way = judge.decide(JudgeTask("gold", gold[0], predicted, config))[0]
+    assert known[0] == 1
+    predicted_way = judge.decide(JudgeTask("predicted", predicted[0], gold, config))[0]
+    assert known[0] == 1  # before: 2
+    assert (gold_way.status, predicted_way.status) == ("FN", "FP")
+
+
+_NAMES = ["Jane Smith", "J. Smith", "Robert Smith", "Bob Smith", "Smith", "John Smith Jr.", "John Smith Sr.",
+          "Dr. John Smith", "Acme", "Acme Holdings", "ACME Corp", "IBM", "International Business Machines",
+          "Procter & Gamble", "P&G", "Berlin", "Berlin, Germany", "Paris, France", "Paris, Texas",
+          "Mercury (planet)", "Mercury (element)", "Sequoia Capital", "Sequoia", "Google", "Google Cloud",
+          "FC Barcelona", "Barcelona", "Werder Bremen II", "SV Werder Bremen", "Company 433", "Company 496",
+          "chief executive officer", "chief operating officer", "CEO", "2 TB drive", "2 TiB drive",
+          "Contoso X100 Laptop", "X100 Laptop", "cinematography", "cinematographer", "Daniel Reyes",
+          "Danielle Reyes", "Wei Okafor", "Wei Okafor-Lund"]
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.sampled_from(_NAMES), st.sampled_from(_NAMES),
+       st.sampled_from(["company", "person", "product", "relation", "city", "title"]))
+def test_two_texts_compare_alike_either_way_round(x: str, y: str, name: str) -> None:
+    """What lets the memo answer the other way round: every step of an unexplained comparison
+    treats the two sides alike (the nickname check, the rules' order, the similarity)."""
+    from factjudge.judges.rules.knowledge import knowledge_for
+    from factjudge.judges.rules.normalize import make_text
+
+    config = JudgeConfig()
+    a, b = make_text(x), make_text(y)
+    for knowledge in (knowledge_for(config), None):
+        if knowledge is None:
+            one = compare._similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, 90.0, "")
+            other = compare._similar_texts(b.sorted, a.sorted, b.numbers, a.numbers, 90.0, "")
+        else:
+            one = compare._compare_known_texts(a, b, 90.0, name, knowledge, False)
+            other = compare._compare_known_texts(b, a, 90.0, name, knowledge, False)
+        assert one == other
