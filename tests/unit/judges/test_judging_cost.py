@@ -421,3 +421,45 @@ def test_two_texts_compare_alike_either_way_round(x: str, y: str, name: str) -> 
             one = compare._compare_known_texts(a, b, 90.0, name, knowledge, False)
             other = compare._compare_known_texts(b, a, 90.0, name, knowledge, False)
         assert one == other
+
+
+_PERIOD_TOKENS = ["2023", "1999", "23", "07", "31", "5", "1926.8", "1,926.8", "fy", "f.y.", "fiscal", "year",
+                  "financial", "cy", "calendar", "q1", "4q", "h2", "1h", "first", "second", "1st", "quarter",
+                  "half", "of", "march", "mar.", "june", "sept", "tue", "tuesday", "three", "6", "months",
+                  "ended", "to", "through", "$", "€", "usd", "million", "'", "-", "/", ".", ",", "(", ")", "~"]
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.lists(st.sampled_from(_PERIOD_TOKENS), min_size=1, max_size=6), st.sampled_from(["", " "]),
+       st.booleans())
+def test_what_the_period_check_rules_out_is_no_period(tokens: list[str], glue: str, bare_year: bool) -> None:
+    """parse_period's pre-check (normalize._may_be_period) never turns a period away: whatever
+    it rules out, the patterns read as no period either."""
+    from factjudge.judges.rules import normalize
+
+    s = normalize._prep(glue.join(tokens)).rstrip(".")
+    if s and not normalize._may_be_period(s):
+        assert normalize._period_key(s, bare_year, normalize.READING) is None
+
+
+def test_an_amount_is_not_tried_as_every_period_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: every amount is tried as a period before it is read as a number; one that holds
+    no year and no period marker tries none of the period patterns (before: about 15 full matches)."""
+    from factjudge.judges.rules import normalize
+
+    tried = [0]
+
+    class Counted:
+        def __init__(self, pattern: Any) -> None:
+            self.pattern = pattern
+
+        def fullmatch(self, s: str) -> Any:
+            tried[0] += 1
+            return self.pattern.fullmatch(s)
+
+    monkeypatch.setattr(normalize, "_WEEKDAY", Counted(normalize._WEEKDAY))
+    for amount in ("1,926.8", "$1926.8 million", "(5.2) million", "€ 1.234,5"):
+        assert normalize.parse_period(amount) is None
+    assert normalize.parse_period("FY23") == "FY2023" and normalize.parse_period("Q1 2024") == "2024-Q1"
+    assert tried[0] == 2  # before: 6
+    assert normalize.normalize_value("1,926.8 once-tried", amount=True) is not None

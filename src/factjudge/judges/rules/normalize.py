@@ -948,8 +948,25 @@ def parse_period(text: str, *, bare_year: bool = True, reading: Reading = READIN
     """
     # identifiers write spaces as underscores ("30_March_2007" in RDF, as WebNLG does)
     s = _prep(text.replace("_", " ")).rstrip(".")
-    if not s or not any(ch.isdigit() for ch in s):
+    if not s or not any(ch.isdigit() for ch in s) or not _may_be_period(s):
         return None
+    return _period_key(s, bare_year, reading)
+
+
+#: What every period pattern below holds: four digits in a row (a year), or the letter of a
+#: marker that may stand before a two-digit year (fy, cy / calendar, q / quarter, h / half).
+_PERIOD_HINT = re.compile(r"\d{4}|[fcqh]")
+
+
+def _may_be_period(s: str) -> bool:
+    """False when no pattern of :func:`_period_key` can match ``s`` (prepared): every one starts
+    with a digit, a letter, ``-`` or ``'`` and holds :data:`_PERIOD_HINT`. Every amount is tried
+    as a period first: "1,926.8" and "$1926.8 million" then cost no full match (15 of them)."""
+    return (s[0].isalnum() or s[0] in "-'") and _PERIOD_HINT.search(s) is not None
+
+
+def _period_key(s: str, bare_year: bool, reading: Reading) -> str | None:
+    """:func:`parse_period` of ``s``, prepared."""
     if m := _WEEKDAY.fullmatch(s):
         return _dated_weekday(m["wd"], m["rest"], reading)
     if m := _ISO.fullmatch(s):
