@@ -463,3 +463,22 @@ def test_an_amount_is_not_tried_as_every_period_pattern(monkeypatch: pytest.Monk
     assert normalize.parse_period("FY23") == "FY2023" and normalize.parse_period("Q1 2024") == "2024-Q1"
     assert tried[0] == 2  # before: 6
     assert normalize.normalize_value("1,926.8 once-tried", amount=True) is not None
+
+
+_AMOUNT_TOKENS = ["1,926.8", "12.5", "3", "$", "us$", "€", "usd", "eur", "dollars", "us dollars", "u.s.", "million",
+                  "mn", "m", "bn", "k", "thousand", "'000", "000", "%", "(", ")", "-", ".", "sterling", "pounds",
+                  "kr", "sek", "rs", "¥", "t", "x"]
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.lists(st.sampled_from(_AMOUNT_TOKENS), min_size=1, max_size=5), st.sampled_from(["", " "]))
+def test_what_the_currency_ends_rule_out_the_patterns_find_not(tokens: list[str], glue: str) -> None:
+    """The number parser searches a currency or scale at the end only when the text ends with one
+    (normalize._CURRENCY_ENDS, _SCALE_ENDS): a text ending otherwise holds no match either."""
+    from factjudge.judges.rules import normalize
+
+    s = normalize._prep(glue.join(tokens))
+    if not s.endswith(normalize._CURRENCY_ENDS):
+        assert normalize._CURRENCY_SUFFIX.search(s) is None
+    if not s.endswith(normalize._SCALE_ENDS):
+        assert normalize._CURRENCY_BEFORE_SCALE.search(s) is None
