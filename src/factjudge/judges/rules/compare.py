@@ -732,7 +732,8 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
 
 def absent(value: Norm) -> bool:
     """Null or not there at all (a unit field's absence reads as the empty unit)."""
-    return isinstance(value, Missing) or (isinstance(value, Unit) and value == EMPTY_UNIT)
+    # a written unit differs from the empty one in its text: no comparison of all its fields
+    return isinstance(value, Missing) or (isinstance(value, Unit) and not value.raw and value == EMPTY_UNIT)
 
 
 @dataclass(slots=True)
@@ -749,10 +750,16 @@ class CandidateResult:
     score: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ok = not self.empty and all(f.ok for f in self.fields)
-        self.exact = self.ok and all(f.exact for f in self.fields)
-        self.score = (sum(f.score for f in self.fields) / len(self.fields) if self.fields
-                      else 0.0 if self.empty else 100.0)
+        # one pass (a subject is compared with every candidate of its type: 40 pairs a document
+        # of 10 + 10 facts); the scores summed in the fields' order, as sum() did
+        ok = exact = not self.empty
+        total = 0.0
+        for f in self.fields:
+            ok = ok and f.ok
+            exact = exact and f.exact
+            total += f.score
+        self.ok, self.exact = ok, ok and exact
+        self.score = total / len(self.fields) if self.fields else 0.0 if self.empty else 100.0
 
     @property
     def closeness(self) -> tuple[int, float, int]:
@@ -765,8 +772,11 @@ def compare_facts(subject: Prepared, candidate: Prepared, fields: list[str],
     (a fact that is its fact_type) matches by type; fields that are all null or absent on both
     sides do not."""
     results = []
+    held_a, held_b = subject.values, candidate.values
     for name in fields:
-        a, b = subject.get(name), candidate.get(name)
+        # (Prepared.get inlined for the fields a fact has: a call each was a tenth of a pair's cost)
+        a = held_a[name] if name in held_a else subject.get(name)
+        b = held_b[name] if name in held_b else candidate.get(name)
         if absent(a) and absent(b):
             continue
         results.append(compare_field(name, a, b, config, subject.currency, candidate.currency, knowledge))
