@@ -482,3 +482,12 @@ def test_what_the_currency_ends_rule_out_the_patterns_find_not(tokens: list[str]
         assert normalize._CURRENCY_SUFFIX.search(s) is None
     if not s.endswith(normalize._SCALE_ENDS):
         assert normalize._CURRENCY_BEFORE_SCALE.search(s) is None
+
+
+def test_an_empty_unit_is_absent_by_equality_not_identity() -> None:
+    """compare.absent tells a written unit by its text before comparing every field: an empty
+    unit built anew (not the shared EMPTY_UNIT) is still absent, one with a currency is not."""
+    from factjudge.judges.rules.normalize import EMPTY_UNIT, Unit
+
+    assert compare.absent(Unit(raw="")) and compare.absent(EMPTY_UNIT) and compare.absent(compare.MISSING)
+    assert not compare.absent(Unit(raw="", currency="USD")) and not compare.absent(Unit(raw="USD", currency="USD"))
