@@ -375,3 +375,118 @@ def test_a_unit_is_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
     assert forms[0].get("unit") is forms[1].get("unit") is forms[2].get("unit")  # before: three units
     assert merged[0] == 1  # before: 3
     assert [f.get("value").value for f in forms] == [1500, 2500, 3500]
+
+
+def test_two_different_texts_are_compared_once_for_both_directions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: the predicted direction compares a document's two different names the other way
+    round; the outcome worked out for the gold direction answers it (before: worked out twice)."""
+    known = _counting(monkeypatch, "_compare_known_texts", unexplained=True)
+    config = JudgeConfig()
+    gold = [_revenue("g1", "Northwind Once Traders", "1,234.5")]
+    predicted = [_revenue("p1", "Contoso Once Systems", "1,234.5")]
+    judge = RulesJudge()
+    gold_way = judge.decide(JudgeTask("gold", gold[0], predicted, config))[0]
+    assert known[0] == 1
+    predicted_way = judge.decide(JudgeTask("predicted", predicted[0], gold, config))[0]
+    assert known[0] == 1  # before: 2
+    assert (gold_way.status, predicted_way.status) == ("FN", "FP")
+
+
+_NAMES = ["Jane Smith", "J. Smith", "Robert Smith", "Bob Smith", "Smith", "John Smith Jr.", "John Smith Sr.",
+          "Dr. John Smith", "Acme", "Acme Holdings", "ACME Corp", "IBM", "International Business Machines",
+          "Procter & Gamble", "P&G", "Berlin", "Berlin, Germany", "Paris, France", "Paris, Texas",
+          "Mercury (planet)", "Mercury (element)", "Sequoia Capital", "Sequoia", "Google", "Google Cloud",
+          "FC Barcelona", "Barcelona", "Werder Bremen II", "SV Werder Bremen", "Company 433", "Company 496",
+          "chief executive officer", "chief operating officer", "CEO", "2 TB drive", "2 TiB drive",
+          "Contoso X100 Laptop", "X100 Laptop", "cinematography", "cinematographer", "Daniel Reyes",
+          "Danielle Reyes", "Wei Okafor", "Wei Okafor-Lund"]
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.sampled_from(_NAMES), st.sampled_from(_NAMES),
+       st.sampled_from(["company", "person", "product", "relation", "city", "title"]))
+def test_two_texts_compare_alike_either_way_round(x: str, y: str, name: str) -> None:
+    """What lets the memo answer the other way round: every step of an unexplained comparison
+    treats the two sides alike (the nickname check, the rules' order, the similarity)."""
+    from factjudge.judges.rules.knowledge import knowledge_for
+    from factjudge.judges.rules.normalize import make_text
+
+    config = JudgeConfig()
+    a, b = make_text(x), make_text(y)
+    for knowledge in (knowledge_for(config), None):
+        if knowledge is None:
+            one = compare._similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, 90.0, "")
+            other = compare._similar_texts(b.sorted, a.sorted, b.numbers, a.numbers, 90.0, "")
+        else:
+            one = compare._compare_known_texts(a, b, 90.0, name, knowledge, False)
+            other = compare._compare_known_texts(b, a, 90.0, name, knowledge, False)
+        assert one == other
+
+
+_PERIOD_TOKENS = ["2023", "1999", "23", "07", "31", "5", "1926.8", "1,926.8", "fy", "f.y.", "fiscal", "year",
+                  "financial", "cy", "calendar", "q1", "4q", "h2", "1h", "first", "second", "1st", "quarter",
+                  "half", "of", "march", "mar.", "june", "sept", "tue", "tuesday", "three", "6", "months",
+                  "ended", "to", "through", "$", "€", "usd", "million", "'", "-", "/", ".", ",", "(", ")", "~"]
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.lists(st.sampled_from(_PERIOD_TOKENS), min_size=1, max_size=6), st.sampled_from(["", " "]),
+       st.booleans())
+def test_what_the_period_check_rules_out_is_no_period(tokens: list[str], glue: str, bare_year: bool) -> None:
+    """parse_period's pre-check (normalize._may_be_period) never turns a period away: whatever
+    it rules out, the patterns read as no period either."""
+    from factjudge.judges.rules import normalize
+
+    s = normalize._prep(glue.join(tokens)).rstrip(".")
+    if s and not normalize._may_be_period(s):
+        assert normalize._period_key(s, bare_year, normalize.READING) is None
+
+
+def test_an_amount_is_not_tried_as_every_period_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: every amount is tried as a period before it is read as a number; one that holds
+    no year and no period marker tries none of the period patterns (before: about 15 full matches)."""
+    from factjudge.judges.rules import normalize
+
+    tried = [0]
+
+    class Counted:
+        def __init__(self, pattern: Any) -> None:
+            self.pattern = pattern
+
+        def fullmatch(self, s: str) -> Any:
+            tried[0] += 1
+            return self.pattern.fullmatch(s)
+
+    monkeypatch.setattr(normalize, "_WEEKDAY", Counted(normalize._WEEKDAY))
+    for amount in ("1,926.8", "$1926.8 million", "(5.2) million", "€ 1.234,5"):
+        assert normalize.parse_period(amount) is None
+    assert normalize.parse_period("FY23") == "FY2023" and normalize.parse_period("Q1 2024") == "2024-Q1"
+    assert tried[0] == 2  # before: 6
+
+
+_AMOUNT_TOKENS = ["1,926.8", "12.5", "3", "$", "us$", "€", "usd", "eur", "dollars", "us dollars", "u.s.", "million",
+                  "mn", "m", "bn", "k", "thousand", "'000", "000", "%", "(", ")", "-", ".", "sterling", "pounds",
+                  "kr", "sek", "rs", "¥", "t", "x"]
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(st.lists(st.sampled_from(_AMOUNT_TOKENS), min_size=1, max_size=5), st.sampled_from(["", " "]))
+def test_what_the_currency_ends_rule_out_the_patterns_find_not(tokens: list[str], glue: str) -> None:
+    """The number parser searches a currency or scale at the end only when the text ends with one
+    (normalize._CURRENCY_ENDS, _SCALE_ENDS): a text ending otherwise holds no match either."""
+    from factjudge.judges.rules import normalize
+
+    s = normalize._prep(glue.join(tokens))
+    if not s.endswith(normalize._CURRENCY_ENDS):
+        assert normalize._CURRENCY_SUFFIX.search(s) is None
+    if not s.endswith(normalize._SCALE_ENDS):
+        assert normalize._CURRENCY_BEFORE_SCALE.search(s) is None
+
+
+def test_an_empty_unit_is_absent_by_equality_not_identity() -> None:
+    """compare.absent tells a written unit by its text before comparing every field: an empty
+    unit built anew (not the shared EMPTY_UNIT) is still absent, one with a currency is not."""
+    from factjudge.judges.rules.normalize import EMPTY_UNIT, Unit
+
+    assert compare.absent(Unit(raw="")) and compare.absent(EMPTY_UNIT) and compare.absent(compare.MISSING)
+    assert not compare.absent(Unit(raw="", currency="USD")) and not compare.absent(Unit(raw="USD", currency="USD"))

@@ -276,11 +276,16 @@ def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
             return _compare_known_texts(a, b, threshold, name, knowledge, True)
         return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, _shown(a, b))
     memo = _TEXT_OUTCOMES.table(knowledge)
-    key = (a, b, threshold, name if knowledge is not None else "")
+    named = name if knowledge is not None else ""
+    key = (a, b, threshold, named)
     found = memo.get(key)
     if found is None:
         found = memo[key] = (_compare_known_texts(a, b, threshold, name, knowledge, False) if knowledge is not None
                              else _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, ""))
+        # the unexplained outcome is the same both ways round (every step compares the two sides
+        # alike: tests/unit/judges/test_rules_speed.py checks it), and the other direction of the
+        # document asks the other way round: two different names were worked out twice
+        memo[(b, a, threshold, named)] = found
     return found
 
 
@@ -727,7 +732,8 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
 
 def absent(value: Norm) -> bool:
     """Null or not there at all (a unit field's absence reads as the empty unit)."""
-    return isinstance(value, Missing) or (isinstance(value, Unit) and value == EMPTY_UNIT)
+    # a written unit differs from the empty one in its text: no comparison of all its fields
+    return isinstance(value, Missing) or (isinstance(value, Unit) and not value.raw and value == EMPTY_UNIT)
 
 
 @dataclass(slots=True)
@@ -744,10 +750,16 @@ class CandidateResult:
     score: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ok = not self.empty and all(f.ok for f in self.fields)
-        self.exact = self.ok and all(f.exact for f in self.fields)
-        self.score = (sum(f.score for f in self.fields) / len(self.fields) if self.fields
-                      else 0.0 if self.empty else 100.0)
+        # one pass (a subject is compared with every candidate of its type: 40 pairs a document
+        # of 10 + 10 facts); the scores summed in the fields' order, as sum() did
+        ok = exact = not self.empty
+        total = 0.0
+        for f in self.fields:
+            ok = ok and f.ok
+            exact = exact and f.exact
+            total += f.score
+        self.ok, self.exact = ok, ok and exact
+        self.score = total / len(self.fields) if self.fields else 0.0 if self.empty else 100.0
 
     @property
     def closeness(self) -> tuple[int, float, int]:
@@ -760,8 +772,11 @@ def compare_facts(subject: Prepared, candidate: Prepared, fields: list[str],
     (a fact that is its fact_type) matches by type; fields that are all null or absent on both
     sides do not."""
     results = []
+    held_a, held_b = subject.values, candidate.values
     for name in fields:
-        a, b = subject.get(name), candidate.get(name)
+        # (Prepared.get inlined for the fields a fact has: a call each was a tenth of a pair's cost)
+        a = held_a[name] if name in held_a else subject.get(name)
+        b = held_b[name] if name in held_b else candidate.get(name)
         if absent(a) and absent(b):
             continue
         results.append(compare_field(name, a, b, config, subject.currency, candidate.currency, knowledge))

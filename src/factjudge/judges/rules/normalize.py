@@ -567,6 +567,10 @@ _SCALE_WORDS = _alternation(w for w in _SCALES if not w.startswith(("0", "'")))
 # "12.5 USD million": the currency written between the amount and its scale
 _CURRENCY_BEFORE_SCALE = re.compile(
     rf"(?<=[\s\d])(?P<cur>{_alternation(_CURRENCY_WORDS)})\s*(?P<scale>{_SCALE_WORDS})$")
+#: How a text that _CURRENCY_SUFFIX or _CURRENCY_BEFORE_SCALE matches ends (a currency; a scale
+#: word): a figure written without them ("1,926.8") searches neither.
+_CURRENCY_ENDS = tuple(_ALL_CURRENCY)
+_SCALE_ENDS = tuple(w for w in _SCALES if not w.startswith(("0", "'")))
 _NUMBER_CORE = re.compile(
     # thousands by commas, by dots (then a decimal comma), by spaces, or none; _digits reads them
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d{1,3}(?:\.\d{3})+(?:,\d*)?|\d{1,3}(?: \d{3})+(?:\.\d*|,\d+)?"
@@ -657,9 +661,10 @@ def _parse_written(s: str, source: str, reading: Reading) -> Quantity | None:
         if m := _PARENS_THEN_WORD.fullmatch(s):  # "(5.2) million": the scale sits outside
             negative, s, changed = True, f"{m['inner'].strip()} {m['word']}", True
             continue
-        for pattern, at_start in ((_CURRENCY_PREFIX, True), (_CURRENCY_SUFFIX, False),
-                                  (_CURRENCY_BEFORE_SCALE, False)):
-            m = pattern.match(s) if at_start else pattern.search(s)
+        for pattern, ends in ((_CURRENCY_PREFIX, None), (_CURRENCY_SUFFIX, _CURRENCY_ENDS),
+                              (_CURRENCY_BEFORE_SCALE, _SCALE_ENDS)):
+            # a pattern at the end is searched (from every position) only when s ends as it must
+            m = pattern.match(s) if ends is None else pattern.search(s) if s.endswith(ends) else None
             if not m:
                 continue
             found = _ALL_CURRENCY[m["cur"]]
@@ -948,8 +953,25 @@ def parse_period(text: str, *, bare_year: bool = True, reading: Reading = READIN
     """
     # identifiers write spaces as underscores ("30_March_2007" in RDF, as WebNLG does)
     s = _prep(text.replace("_", " ")).rstrip(".")
-    if not s or not any(ch.isdigit() for ch in s):
+    if not s or not any(ch.isdigit() for ch in s) or not _may_be_period(s):
         return None
+    return _period_key(s, bare_year, reading)
+
+
+#: What every period pattern below holds: four digits in a row (a year), or the letter of a
+#: marker that may stand before a two-digit year (fy, cy / calendar, q / quarter, h / half).
+_PERIOD_HINT = re.compile(r"\d{4}|[fcqh]")
+
+
+def _may_be_period(s: str) -> bool:
+    """False when no pattern of :func:`_period_key` can match ``s`` (prepared): every one starts
+    with a digit, a letter, ``-`` or ``'`` and holds :data:`_PERIOD_HINT`. Every amount is tried
+    as a period first: "1,926.8" and "$1926.8 million" then cost no full match (15 of them)."""
+    return (s[0].isalnum() or s[0] in "-'") and _PERIOD_HINT.search(s) is not None
+
+
+def _period_key(s: str, bare_year: bool, reading: Reading) -> str | None:
+    """:func:`parse_period` of ``s``, prepared."""
     if m := _WEEKDAY.fullmatch(s):
         return _dated_weekday(m["wd"], m["rest"], reading)
     if m := _ISO.fullmatch(s):
