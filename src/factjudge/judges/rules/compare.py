@@ -283,7 +283,7 @@ def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
         found = memo[key] = (_compare_known_texts(a, b, threshold, name, knowledge, False) if knowledge is not None
                              else _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, ""))
         # the unexplained outcome is the same both ways round (every step compares the two sides
-        # alike: tests/unit/judges/test_rules_speed.py checks it), and the other direction of the
+        # alike: tests/unit/judges/test_judging_cost.py checks it), and the other direction of the
         # document asks the other way round: two different names were worked out twice
         memo[(b, a, threshold, named)] = found
     return found
