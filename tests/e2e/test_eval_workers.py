@@ -170,6 +170,26 @@ def test_the_parent_sends_the_workers_positions_not_documents(dataset, tmp_path,
     assert timeless_outputs(tmp_path / "one") == timeless_outputs(tmp_path / "two")
 
 
+def test_the_pool_s_worker_thread_does_not_wake_for_each_result(tmp_path, monkeypatch):
+    """The standard pool's worker-maintaining thread also waited on the results' pipe: it woke,
+    and spun, while each chunk's lines were read (1.0 s of the parent's CPU for 10,000 documents
+    of 20 facts); it now wakes when the pool starts, changes or ends."""
+    from multiprocessing import pool
+
+    woken = []
+    wait = pool.Pool._wait_for_updates
+
+    def counted(*args, **kwargs):
+        woken.append(1)
+        return wait(*args, **kwargs)
+
+    monkeypatch.setattr(pool.Pool, "_wait_for_updates", staticmethod(counted))
+    data = write_jsonl(tmp_path / "data.jsonl", documents(20 * workers_mod.CHUNK))
+    run = evaluate_dataset(data, CONFIG, out_dir=tmp_path / "out", workers=2)
+    assert run.judged == 20 * workers_mod.CHUNK
+    assert len(woken) < 20, len(woken)  # before: some 2,000 (it spun while each chunk's lines were read)
+
+
 def test_ctrl_c_stops_the_workers_too(tmp_path):
     data = write_jsonl(tmp_path / "data.jsonl", documents(3000))
     out = tmp_path / "out"
