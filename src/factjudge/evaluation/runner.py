@@ -721,10 +721,11 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
             progress.on_answers(questions[line.doc_id], 0, line.errors)
             progress.on_document(line.doc_id)
 
-    # a document the scan held is in the workers already (forked after it): its place is sent
-    pairs = ((doc.position if isinstance(doc, HeldDocument) else doc, info.input_sha256)
-             for doc, info in in_scan_order(dataset.documents(skip=reused), todo, dataset.sources))
-    await judge_in_processes(pairs, dataset.held, config, judge, input_salt(config, judge), workers, finished,
+    # each document's place in the dataset: the workers have those the scan held (forked after
+    # it) and read the others themselves
+    pairs = ((position, info.input_sha256) for position, info in enumerate(dataset.infos)
+             if info.doc_id not in reused)
+    await judge_in_processes(pairs, dataset, config, judge, input_salt(config, judge), workers, finished,
                              lambda detail: _changed(dataset.sources, detail), closest=passing is not None,
                              meanwhile=_ready_to_finish(len(dataset.infos)))
 

@@ -85,6 +85,8 @@ class Dataset(Protocol):
 
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]: ...
 
+    def read_again(self, positions: Iterable[int]) -> Iterator[Document]: ...
+
     def texts(self, only: Container[str] | None = None) -> Iterator[tuple[str, str | None]]: ...
 
 
@@ -197,6 +199,12 @@ class ScannedDataset:
         yield from (doc for doc in self.held if doc.doc_id not in skip)
         yield from self.source.read_again(k for info, k in zip(self.infos[held:], self._keys[held:], strict=True)
                                           if info.doc_id not in skip)
+
+    def read_again(self, positions: Iterable[int]) -> Iterator[Document]:
+        """The scanned documents at ``positions`` (their places among :attr:`infos`, increasing),
+        read again from the input (each checked against its scan by the caller): what a worker
+        process judges (``eval --workers``) it reads itself, by the place this process sends."""
+        return self.source.read_again(self._keys[p] for p in positions)
 
     def texts(self, only: Container[str] | None = None) -> Iterator[tuple[str, str | None]]:
         """(doc_id, its text or None) of the scanned documents (those in ``only``), in dataset
