@@ -102,9 +102,10 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar
 
 from ...util.jsonutil import canonical_json as _strict_json
 from .units import (
@@ -746,15 +747,23 @@ _UNIT_MULTIWORD = [
 #: so one is shared; bounded as the values' memo is.
 _UNITS: dict[str, Unit] = {}
 _MERGED: dict[tuple[Unit, ...], Unit] = {}
+_Key = TypeVar("_Key", bound=Hashable)
+_Arg = TypeVar("_Arg")
+_Made = TypeVar("_Made")
 
 
 def parse_unit(text: str) -> Unit:
     """Split a unit-like field into currency, scale, percent and the remaining words."""
-    found = _UNITS.get(text)
+    return _kept(_UNITS, text, _parse_unit, text)
+
+
+def _kept(memo: dict[_Key, _Made], key: _Key, make: Callable[[_Arg], _Made], arg: _Arg) -> _Made:
+    """``make(arg)``, kept in ``memo`` under ``key`` (cleared at :data:`VALUES_LIMIT` entries)."""
+    found = memo.get(key)
     if found is None:
-        if len(_UNITS) >= VALUES_LIMIT:
-            _UNITS.clear()
-        found = _UNITS[text] = _parse_unit(text)
+        if len(memo) >= VALUES_LIMIT:
+            memo.clear()
+        found = memo[key] = make(arg)
     return found
 
 
@@ -826,13 +835,7 @@ def unit_target(name: str) -> str | None:
 def _merge_units(units: list[Unit]) -> Unit:
     """Several generic unit fields ("unit": "million", "currency": "USD") act as one (once per
     run for the same units, as :func:`parse_unit` reads each once)."""
-    key = tuple(units)
-    found = _MERGED.get(key)
-    if found is None:
-        if len(_MERGED) >= VALUES_LIMIT:
-            _MERGED.clear()
-        found = _MERGED[key] = _merged(units)
-    return found
+    return _kept(_MERGED, tuple(units), _merged, units)
 
 
 def _merged(units: list[Unit]) -> Unit:
