@@ -277,9 +277,11 @@ def test_the_near_miss_search_makes_no_field_result(monkeypatch: pytest.MonkeyPa
     made = _count_field_results(monkeypatch)
     result = run_judge(gold, predicted, JudgeConfig())
     assert [(m.gold, m.predicted, m.differ) for m in result.analysis.near_misses] == [("g2", "p2", ["value"])]
-    # 4 subjects x 2 candidates (a shortlist this small is compared whole) x 4 fields; before: 4
-    # more for the near-miss pair, and 4 for its field counts
-    assert made[0] == 32
+    # 4 subjects x 2 candidates (a shortlist this small is compared whole) x 4 fields, but a TP
+    # subject's other candidate only up to its first differing field (company): 2 x (4 + 1) for g1
+    # and p1, 2 x 8 for the near-miss pair (before: 32, every candidate's every field; before that
+    # 4 more for the near-miss pair, and 4 for its field counts)
+    assert made[0] == 26
 
 
 def test_a_comparison_is_explained_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from factjudge import JudgeBase, JudgeConfig, Verdict, run_judge
 from factjudge.io.config import parse_config
 from factjudge.judges.base import JudgeTask, negative_status
-from factjudge.judges.rules.compare import compare_facts, normalized
+from factjudge.judges.rules.compare import compare_facts, finish_facts, normalized
 from factjudge.judges.rules.judge import RulesJudge
 from factjudge.judges.rules.normalize import (
     MISSING,
@@ -609,3 +609,28 @@ def test_a_judge_of_ones_own_writes_one_method():
     # g2 has no candidate of its fact_type: decided without asking
     assert sorted(seen) == [("gold", "g1", ["p1"]), ("predicted", "p1", ["g1", "g2"])]
     assert result.metrics.f1 == 0.0
+
+
+def test_a_candidate_is_compared_until_its_first_differing_field_and_finished_alike():
+    """A match needs every field equal: _decide compares a candidate up to its first differing field
+    (the other candidates of a TP are never read), and finishes the comparison only to explain a
+    miss; finished, it is the full comparison."""
+    config = JudgeConfig()
+    subject = normalized({"id": "g1", "fact_type": "revenue", "company": "Apple", "period": "FY2023",
+                          "value": "$12.5m", "unit": "USD"}, -1, False)
+    other = normalized({"id": "p2", "fact_type": "revenue", "company": "Zeta Bank", "period": "FY2023",
+                        "value": "$12.5m", "unit": "USD"}, 1, False)
+    fields = ["company", "period", "value", "unit"]
+    partial = compare_facts(subject, other, fields, config, until_miss=True)
+    assert [f.name for f in partial.fields] == ["company"] and partial.rest == 1 and not partial.ok
+    full = compare_facts(subject, other, fields, config)
+    finished = finish_facts(partial, subject, fields, config)
+    assert full.rest == finished.rest == 0
+    assert [f[:5] for f in finished.fields] == [f[:5] for f in full.fields]
+    assert (finished.ok, finished.exact, finished.score, finished.closeness) == (
+        full.ok, full.exact, full.score, full.closeness)
+    same = normalized({"id": "p1", "fact_type": "revenue", "company": "Apple", "period": "FY2023",
+                       "value": "$12.5m", "unit": "USD"}, 0, False)
+    matched = compare_facts(subject, same, fields, config, until_miss=True)
+    assert matched.ok and matched.rest == 0 and len(matched.fields) == 4
+    assert finish_facts(matched, subject, fields, config) is matched

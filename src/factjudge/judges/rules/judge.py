@@ -21,7 +21,7 @@ from typing import Any
 from ...core.scope import matching_rules_check, per_fact_type
 from ...models import Direction, JudgeConfig, NegativeStatus, PassStatus, Verdict, quoted
 from ..base import JudgeBase, JudgePass, JudgeTask, negative_status
-from .compare import CandidateResult, Forms, Prepared, compare_facts
+from .compare import CandidateResult, Forms, Prepared, compare_facts, finish_facts
 from .index import SMALL_POOL, CandidateIndex, shortlist
 from .knowledge import knowledge_for
 from .proof import Proof, proved_different
@@ -116,7 +116,9 @@ def _decide(direction: Direction, fact: dict[str, Any], fields: list[str], confi
     # them (10 facts a side: 2 of a type). The shortlist holds every match, so the matches are
     # the same; a miss is explained by the closest of the shortlist, as when it was looked up.
     whole = len(bucket) <= SMALL_POOL
-    results = [compare_facts(subject, index.prepared[i], fields, config, index.knowledge)
+    # each candidate compared up to its first differing field: a match needs every field equal,
+    # and only when none matches are the others' fields read (the closest, and its reasoning)
+    results = [compare_facts(subject, index.prepared[i], fields, config, index.knowledge, until_miss=True)
                for i in (bucket if whole else shortlist(index, subject, fields, config))]
     matches = [r for r in results if r.ok]
     if matches:
@@ -127,6 +129,7 @@ def _decide(direction: Direction, fact: dict[str, Any], fields: list[str], confi
         listed = set(shortlist(index, subject, fields, config))
         results = [r for r in results if r.candidate.position in listed]
     if results:
+        results = [finish_facts(r, subject, fields, config, index.knowledge) for r in results]
         closest = max(results, key=lambda r: r.closeness)
         how = ""
     else:
