@@ -620,19 +620,28 @@ def _failed_fields(x: Item, y: Item, pair: _ItemPair, name: str, path: str, conf
 
 def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair],
            probe: Callable[[int, int], _ItemPair | None] | None = None) -> list[tuple[int, int, _ItemPair]]:
+    """:func:`_one_alignment`'s alignment."""
+    return _one_alignment(a, b, ordered, pair, probe)[0]
+
+
+def _one_alignment(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair],
+                   probe: Callable[[int, int], _ItemPair | None] | None = None
+                   ) -> tuple[list[tuple[int, int, _ItemPair]], bool]:
     """The aligned items of ``a`` and ``b``: by position when ``ordered``, else one-to-one by
     most equal items, then most agreement (an optimal assignment: the items' order never
     matters). Unordered, a pair sharing no equal field is no alignment: both items are left over.
     ``probe``: ``pair``, or None as soon as a field differs: when the equal pairs decide the
     alignment (:func:`_equal_pairs_decide`) the other pairs are compared up to their first
-    differing field only."""
+    differing field only. Beside it, whether it is the one alignment the lists allow (by
+    position, or decided by the equal pairs): the same whichever list is ``a``, where the solver
+    breaks a tie by the lists' content."""
     if ordered:
-        return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))]
+        return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))], True
     probed: dict[tuple[int, int], _ItemPair | None] = {}
     if probe is not None:  # the one optimal alignment, whatever the order: no tie to break
         decided = _equal_pairs_decide(range(len(a.items)), range(len(b.items)), pair, probe, probed)
         if decided is not None:
-            return decided
+            return decided, True
     # The solver breaks a tie between equally good alignments by position: it is given the items
     # in an order of their own content, so the one kept (and the per-field counts it makes) never
     # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
@@ -645,7 +654,7 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     # its kept pairs, whatever the lists' order (hypothesis found 56.9 vs 68.1 when it counted)
     benefit = [[_worth(p) for p in row] for row in table]
     kept = [(rows[r], cols[c], table[r][c]) for r, c in max_assignment(benefit) if table[r][c].related]
-    return sorted(kept, key=lambda pair_: pair_[0])
+    return sorted(kept, key=lambda pair_: pair_[0]), False
 
 
 #: An item's place in the content order of :func:`_align`, by identity (the item kept beside it, so
@@ -674,27 +683,48 @@ def _item_name(n: int, item: Item) -> str:
 
 #: The last lists aligned, by identity (each kept with its key's objects, so an id is never
 #: another's): the alignment a reasoning explains, and the one the field counts and the reports'
-#: closest-fact search read again (fieldscore.py; same knowledge, same alignment).
+#: closest-fact search read again (fieldscore.py; same knowledge, same alignment). Beside it,
+#: whether the other direction may read it turned over (:func:`aligned_items`).
 _ALIGNED: dict[tuple[int, int, str, str, int, int],
-               tuple[Items, Items, JudgeConfig, Knowledge | None, list[tuple[int, int, _ItemPair]]]] = {}
+               tuple[Items, Items, JudgeConfig, Knowledge | None, list[tuple[int, int, _ItemPair]], bool]] = {}
 
 
 def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
                   knowledge: Knowledge | None) -> list[tuple[int, int, _ItemPair]]:
     """:func:`_align` of two lists of ``name`` (``path``) compared with ``knowledge``, once for the
     same lists, config and knowledge: explaining a comparison just made, or counting its fields,
-    aligns no item again (every item pair compared again doubled the cost of a fact with a list)."""
+    aligns no item again (every item pair compared again doubled the cost of a fact with a list).
+    The other direction (``b`` against ``a``) reads the alignment made this way round turned over,
+    when it is the one alignment the lists allow and :func:`_alike_items` holds: no item pair is
+    compared again (an invoice's 25 pairs were compared once for each direction)."""
     key = (id(a), id(b), name, path, id(config), id(knowledge))
     kept = _ALIGNED.get(key)
     if kept is not None and kept[0] is a and kept[1] is b and kept[2] is config and kept[3] is knowledge:
         return kept[4]
-    aligned = _align(a, b, path in config.ordered,
-                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
-                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True))
+    other = _ALIGNED.get((id(b), id(a), name, path, id(config), id(knowledge)))
+    if (other is not None and other[5] and other[0] is b and other[1] is a and other[2] is config
+            and other[3] is knowledge):
+        aligned, turns = sorted(((j, i, p) for i, j, p in other[4]), key=lambda pair_: pair_[0]), True
+    else:
+        aligned, unique = _one_alignment(
+            a, b, path in config.ordered,
+            lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
+            lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True))
+        turns = unique and _alike_items(a, b)
     if len(_ALIGNED) >= 5_000:
         _ALIGNED.clear()
-    _ALIGNED[key] = (a, b, config, knowledge, aligned)
+    _ALIGNED[key] = (a, b, config, knowledge, aligned, turns)
     return aligned
+
+
+def _alike_items(a: Items, b: Items) -> bool:
+    """Every item of both lists has the same fields in the same order, none of them a list: then
+    an item pair's outcome is the same either way round (each field compares its two sides alike,
+    the scores are summed, and the differing fields named, in the same order)."""
+    first = a.items[0].values if a.items else b.items[0].values if b.items else {}
+    fields = list(first)
+    return all(list(item.values) == fields and not any(isinstance(v, Items) for v in item.values.values())
+               for item in (*a.items, *b.items))
 
 
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
