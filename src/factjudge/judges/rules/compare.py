@@ -551,14 +551,21 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
     # were most of its cost, and only an aligned pair's differing fields are ever read
     ok, exact, compared, total, failed = True, True, 0, 0.0, []
     related = False
+    xv, yv = x.values, y.values
     # the same fields on both sides, mostly: then in x's order, as the union would be
-    keys = x.values if x.values.keys() == y.values.keys() else dict.fromkeys((*x.values, *y.values))
-    for key in keys:
-        u, v = x.get(key), y.get(key)
-        if absent(u) and absent(v):
+    same = xv.keys() == yv.keys()
+    for key in xv if same else dict.fromkeys((*xv, *yv)):
+        u, v = (xv[key], yv[key]) if same else (x.get(key), y.get(key))
+        named = key or name
+        if type(u) is Text and type(v) is Text and not is_unit_field(named):
+            # what _compare does with two texts, without its other types' checks (an invoice's
+            # 25 item pairs are compared by their descriptions first, 20 of them to differ there)
+            f_ok, f_exact, score, _ = _compare_texts(u, v, config.text_threshold, named, knowledge, False)
+        elif absent(u) and absent(v):
             continue
-        f_ok, f_exact, score, _ = _compare(key or name, u, v, config, x.currency, y.currency, knowledge,
-                                           (f"{path}.{key}" if key else path) or name, False)
+        else:
+            f_ok, f_exact, score, _ = _compare(named, u, v, config, x.currency, y.currency, knowledge,
+                                               (f"{path}.{key}" if key else path) or name, False)
         compared += 1
         total += score
         if f_ok:
