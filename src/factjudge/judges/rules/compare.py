@@ -728,10 +728,14 @@ def _alike_items(a: Items, b: Items) -> bool:
     """Every item of both lists has the same fields in the same order, none of them a list: then
     an item pair's outcome is the same either way round (each field compares its two sides alike,
     the scores are summed, and the differing fields named, in the same order)."""
-    first = a.items[0].values if a.items else b.items[0].values if b.items else {}
-    fields = list(first)
-    return all(list(item.values) == fields and not any(isinstance(v, Items) for v in item.values.values())
-               for item in (*a.items, *b.items))
+    fields = tuple(a.items[0].values if a.items else b.items[0].values if b.items else ())
+    for item in (*a.items, *b.items):
+        if tuple(item.values) != fields:
+            return False
+        for v in item.values.values():
+            if isinstance(v, Items):
+                return False
+    return True
 
 
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
