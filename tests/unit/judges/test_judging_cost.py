@@ -172,7 +172,10 @@ def test_two_different_items_are_compared_up_to_their_first_differing_field(
     orders = _counting_repr(monkeypatch)
     result = compare.compare_field("line_items", gold, predicted, JudgeConfig())
     assert result.ok and result.exact and result.score == 100.0
-    assert fields[0] == 1 + 5 * 3 + 20  # the list, the equal pairs' fields, one field of the others (before: 76)
+    # the list and the equal pairs' two numbers; their descriptions and those of the 20 pairs of
+    # different products are compared as texts, without the type checks of _compare (before: 36;
+    # before that, 76)
+    assert fields[0] == 1 + 5 * 2
     assert orders[0] == 0  # one optimal alignment: no tie to break, the items not sorted (before: 10)
 
 
@@ -492,3 +495,51 @@ def test_an_empty_unit_is_absent_by_equality_not_identity() -> None:
 
     assert compare.absent(Unit(raw="")) and compare.absent(EMPTY_UNIT) and compare.absent(compare.MISSING)
     assert not compare.absent(Unit(raw="", currency="USD")) and not compare.absent(Unit(raw="USD", currency="USD"))
+
+
+def test_the_other_direction_reads_an_invoices_alignment_turned_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: the predicted direction compares an invoice's line items the other way
+    round; the gold direction's alignment, turned over, answers it (before: its 25 item pairs
+    compared again, a third of a nested run's alignments)."""
+    gold, predicted = _invoice_lists('turned')
+    config = JudgeConfig()
+    gold_way = compare.compare_field("line_items", gold, predicted, config)
+    pairs = _counting(monkeypatch, "_compare_item")
+    predicted_way = compare.compare_field("line_items", predicted, gold, config)
+    assert pairs[0] == 0  # before: 26
+    assert (gold_way.ok, gold_way.score) == (predicted_way.ok, predicted_way.score) == (False, 96.7)
+    assert predicted_way.detail == ("item 1 (Part 5 turned) unit_price: 99.0 = 99 vs 50.0 = 50: differ "
+                                    "(abs. diff 49, rel. diff 49.49%; no tolerance)")
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(list_pairs(), st.booleans(), st.booleans(), st.booleans())
+def test_an_alignment_turned_over_is_the_other_directions_own(lists: tuple[list[Any], list[Any]], tolerant: bool,
+                                                               known: bool, ordered: bool) -> None:
+    """What lets the other direction read an alignment turned over: when it is the one the lists
+    allow, the items' fields alike, aligning the lists the other way round makes the same pairs
+    with the same outcomes (the item pairs' ok, exact, score and differing fields)."""
+    from factjudge.judges.rules.knowledge import knowledge_for
+
+    a, b = lists
+    config = JudgeConfig(tolerances={"line_items.unit_price": {"absolute": 0.5}} if tolerant else {},
+                         ordered=["line_items"] if ordered else [])
+    knowledge = knowledge_for(config) if known else None
+    x, y = (compare.normalized({"id": "f", "fact_type": "invoice", "line_items": v}, 0, True).get("line_items")
+            for v in (a, b))
+    if not (isinstance(x, compare.Items) and isinstance(y, compare.Items)) or (
+            x.items and y.items and x.records != y.records):
+        return
+
+    def alignment(u: compare.Items, v: compare.Items) -> tuple[list[Any], bool]:
+        return compare._one_alignment(
+            u, v, ordered,
+            lambda i, j: compare._compare_item(u.items[i], v.items[j], "line_items", "line_items", config, knowledge),
+            lambda i, j: compare._compare_item(u.items[i], v.items[j], "line_items", "line_items", config, knowledge,
+                                               True))
+
+    one, unique = alignment(x, y)
+    other, unique_other = alignment(y, x)
+    assert unique == unique_other
+    if unique and compare._alike_items(x, y):
+        assert sorted((j, i, p) for i, j, p in one) == sorted(other, key=lambda t: t[:2])

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pytest
 
 from factjudge.judges.rules.normalize import Other, Quantity, normalize_fact, normalize_value
 
@@ -30,3 +33,27 @@ def test_values_are_quoted_as_json_writes_them() -> None:
 
     for text in ["Acme Inc.", 'say "x"', "a\\b", "tab\there", "Zürich", "\x7f", "", "1,234.5 USD"]:
         assert quote(text) == json.dumps(text, ensure_ascii=False)
+
+
+def test_a_facts_list_is_keyed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: a fact's cache key holds its list's; normalising the list reads that key
+    rather than working it out again, and a record's scalar keys are written inline (a list of 5
+    records of 3 fields: 58 key calls, now the list and its 5 records once each)."""
+    from factjudge.judges.rules import normalize
+
+    calls = [0]
+    real = normalize._value_key
+
+    def counted(value: Any) -> Any:
+        calls[0] += 1
+        return real(value)
+
+    monkeypatch.setattr(normalize, "_value_key", counted)
+    items = [{"description": f"Part {n} keyed", "quantity": n, "unit_price": f"{n},50"} for n in range(1, 6)]
+    values = normalize_fact({"number": "INV-9", "line_items": items})
+    assert calls[0] == 6  # before: 58
+    listed = values["line_items"]
+    assert isinstance(listed, normalize.Items) and len(listed.items) == 5
+    assert listed.items[0].values["unit_price"] == normalize_value("1,50")
+    monkeypatch.setattr(normalize, "_value_key", real)
+    assert normalize_value(items) is listed  # the list's own form, shared under its key

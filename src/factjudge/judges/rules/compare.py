@@ -551,14 +551,21 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
     # were most of its cost, and only an aligned pair's differing fields are ever read
     ok, exact, compared, total, failed = True, True, 0, 0.0, []
     related = False
+    xv, yv = x.values, y.values
     # the same fields on both sides, mostly: then in x's order, as the union would be
-    keys = x.values if x.values.keys() == y.values.keys() else dict.fromkeys((*x.values, *y.values))
-    for key in keys:
-        u, v = x.get(key), y.get(key)
-        if absent(u) and absent(v):
+    same = xv.keys() == yv.keys()
+    for key in xv if same else dict.fromkeys((*xv, *yv)):
+        u, v = (xv[key], yv[key]) if same else (x.get(key), y.get(key))
+        named = key or name
+        if type(u) is Text and type(v) is Text and not is_unit_field(named):
+            # what _compare does with two texts, without its other types' checks (an invoice's
+            # 25 item pairs are compared by their descriptions first, 20 of them to differ there)
+            f_ok, f_exact, score, _ = _compare_texts(u, v, config.text_threshold, named, knowledge, False)
+        elif absent(u) and absent(v):
             continue
-        f_ok, f_exact, score, _ = _compare(key or name, u, v, config, x.currency, y.currency, knowledge,
-                                           (f"{path}.{key}" if key else path) or name, False)
+        else:
+            f_ok, f_exact, score, _ = _compare(named, u, v, config, x.currency, y.currency, knowledge,
+                                               (f"{path}.{key}" if key else path) or name, False)
         compared += 1
         total += score
         if f_ok:
@@ -620,19 +627,28 @@ def _failed_fields(x: Item, y: Item, pair: _ItemPair, name: str, path: str, conf
 
 def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair],
            probe: Callable[[int, int], _ItemPair | None] | None = None) -> list[tuple[int, int, _ItemPair]]:
+    """:func:`_one_alignment`'s alignment."""
+    return _one_alignment(a, b, ordered, pair, probe)[0]
+
+
+def _one_alignment(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair],
+                   probe: Callable[[int, int], _ItemPair | None] | None = None
+                   ) -> tuple[list[tuple[int, int, _ItemPair]], bool]:
     """The aligned items of ``a`` and ``b``: by position when ``ordered``, else one-to-one by
     most equal items, then most agreement (an optimal assignment: the items' order never
     matters). Unordered, a pair sharing no equal field is no alignment: both items are left over.
     ``probe``: ``pair``, or None as soon as a field differs: when the equal pairs decide the
     alignment (:func:`_equal_pairs_decide`) the other pairs are compared up to their first
-    differing field only."""
+    differing field only. Beside it, whether it is the one alignment the lists allow (by
+    position, or decided by the equal pairs): the same whichever list is ``a``, where the solver
+    breaks a tie by the lists' content."""
     if ordered:
-        return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))]
+        return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))], True
     probed: dict[tuple[int, int], _ItemPair | None] = {}
     if probe is not None:  # the one optimal alignment, whatever the order: no tie to break
         decided = _equal_pairs_decide(range(len(a.items)), range(len(b.items)), pair, probe, probed)
         if decided is not None:
-            return decided
+            return decided, True
     # The solver breaks a tie between equally good alignments by position: it is given the items
     # in an order of their own content, so the one kept (and the per-field counts it makes) never
     # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
@@ -645,7 +661,7 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     # its kept pairs, whatever the lists' order (hypothesis found 56.9 vs 68.1 when it counted)
     benefit = [[_worth(p) for p in row] for row in table]
     kept = [(rows[r], cols[c], table[r][c]) for r, c in max_assignment(benefit) if table[r][c].related]
-    return sorted(kept, key=lambda pair_: pair_[0])
+    return sorted(kept, key=lambda pair_: pair_[0]), False
 
 
 #: An item's place in the content order of :func:`_align`, by identity (the item kept beside it, so
@@ -674,27 +690,52 @@ def _item_name(n: int, item: Item) -> str:
 
 #: The last lists aligned, by identity (each kept with its key's objects, so an id is never
 #: another's): the alignment a reasoning explains, and the one the field counts and the reports'
-#: closest-fact search read again (fieldscore.py; same knowledge, same alignment).
+#: closest-fact search read again (fieldscore.py; same knowledge, same alignment). Beside it,
+#: whether the other direction may read it turned over (:func:`aligned_items`).
 _ALIGNED: dict[tuple[int, int, str, str, int, int],
-               tuple[Items, Items, JudgeConfig, Knowledge | None, list[tuple[int, int, _ItemPair]]]] = {}
+               tuple[Items, Items, JudgeConfig, Knowledge | None, list[tuple[int, int, _ItemPair]], bool]] = {}
 
 
 def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
                   knowledge: Knowledge | None) -> list[tuple[int, int, _ItemPair]]:
     """:func:`_align` of two lists of ``name`` (``path``) compared with ``knowledge``, once for the
     same lists, config and knowledge: explaining a comparison just made, or counting its fields,
-    aligns no item again (every item pair compared again doubled the cost of a fact with a list)."""
+    aligns no item again (every item pair compared again doubled the cost of a fact with a list).
+    The other direction (``b`` against ``a``) reads the alignment made this way round turned over,
+    when it is the one alignment the lists allow and :func:`_alike_items` holds: no item pair is
+    compared again (an invoice's 25 pairs were compared once for each direction)."""
     key = (id(a), id(b), name, path, id(config), id(knowledge))
     kept = _ALIGNED.get(key)
     if kept is not None and kept[0] is a and kept[1] is b and kept[2] is config and kept[3] is knowledge:
         return kept[4]
-    aligned = _align(a, b, path in config.ordered,
-                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
-                     lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True))
+    other = _ALIGNED.get((id(b), id(a), name, path, id(config), id(knowledge)))
+    if (other is not None and other[5] and other[0] is b and other[1] is a and other[2] is config
+            and other[3] is knowledge):
+        aligned, turns = sorted(((j, i, p) for i, j, p in other[4]), key=lambda pair_: pair_[0]), True
+    else:
+        aligned, unique = _one_alignment(
+            a, b, path in config.ordered,
+            lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
+            lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True))
+        turns = unique and _alike_items(a, b)
     if len(_ALIGNED) >= 5_000:
         _ALIGNED.clear()
-    _ALIGNED[key] = (a, b, config, knowledge, aligned)
+    _ALIGNED[key] = (a, b, config, knowledge, aligned, turns)
     return aligned
+
+
+def _alike_items(a: Items, b: Items) -> bool:
+    """Every item of both lists has the same fields in the same order, none of them a list: then
+    an item pair's outcome is the same either way round (each field compares its two sides alike,
+    the scores are summed, and the differing fields named, in the same order)."""
+    fields = tuple(a.items[0].values if a.items else b.items[0].values if b.items else ())
+    for item in (*a.items, *b.items):
+        if tuple(item.values) != fields:
+            return False
+        for v in item.values.values():
+            if isinstance(v, Items):
+                return False
+    return True
 
 
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,

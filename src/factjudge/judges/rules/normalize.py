@@ -1077,10 +1077,11 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 def _value_key(value: Any) -> Any:
     """``value`` as a cache key: its type too (``1``, ``1.0`` and ``True`` are equal keys but
     normalise differently); lists and records by their items."""
+    # a JSON scalar's key inline (a list of 5 records of 3 fields: 21 calls made 5)
     if isinstance(value, list):
-        return list, tuple(_value_key(v) for v in value)
+        return list, tuple([(type(v), v) if type(v) in _SCALARS else _value_key(v) for v in value])
     if isinstance(value, dict):
-        return dict, tuple((k, _value_key(v)) for k, v in value.items())
+        return dict, tuple([(k, (type(v), v) if type(v) in _SCALARS else _value_key(v)) for k, v in value.items()])
     return type(value), value
 
 
@@ -1090,10 +1091,17 @@ def normalize_value(value: Any, *, ignore_company_suffixes: bool = False,
 
     ``amount`` marks the field a unit applies to: four digits are then a number, not a year.
     """
+    return _keyed_value(value, None, ignore_company_suffixes, unit, amount, reading)
+
+
+def _keyed_value(value: Any, value_key: Any, ignore_company_suffixes: bool, unit: Unit | None, amount: bool,
+                 reading: Reading) -> Norm:
+    """:func:`normalize_value`, given the value's :func:`_value_key` when the caller has worked it
+    out (a fact's key holds its fields'; a list's was worked out again, item by item), else None."""
     if value is None:
         return MISSING
     try:
-        key = (_value_key(value), ignore_company_suffixes, unit, amount, reading)
+        key = (_value_key(value) if value_key is None else value_key, ignore_company_suffixes, unit, amount, reading)
         found = _VALUES.get(key)
         if found is None:  # (no callable making it: a closure a call feeds the collector's passes)
             if len(_VALUES) >= VALUES_LIMIT:
@@ -1220,21 +1228,25 @@ def normalize_fact(fact: dict[str, Any], *, ignore_company_suffixes: bool = Fals
     The result is shared by every equal fact of the run: it must not be changed.
     """
     try:
-        key = (tuple([(k, (type(v), v) if type(v) in _SCALARS else _value_key(v))
-                      for k, v in fact.items() if k not in skip]), ignore_company_suffixes, reading)
+        fields = tuple([(k, (type(v), v) if type(v) in _SCALARS else _value_key(v))
+                        for k, v in fact.items() if k not in skip])
+        key = (fields, ignore_company_suffixes, reading)
         found = _FACTS.get(key)
         if found is None:
             if len(_FACTS) >= FACTS_LIMIT:
                 _FACTS.clear()
-            found = _FACTS[key] = _normalize_fact(fact, ignore_company_suffixes, skip, reading)
+            found = _FACTS[key] = _normalize_fact(fact, ignore_company_suffixes, skip, reading, fields)
         return found
     except TypeError:  # an unhashable value inside: not cached
         return _normalize_fact(fact, ignore_company_suffixes, skip, reading)
 
 
 def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: frozenset[str],
-                    reading: Reading) -> dict[str, Norm]:
+                    reading: Reading, fields: tuple[tuple[Any, Any], ...] = ()) -> dict[str, Norm]:
+    """``fields``: the fields' names and cache keys, as :func:`normalize_fact` worked them out
+    (empty: each value's worked out when it is normalised)."""
     names = [k for k in fact if k not in skip]
+    value_keys = dict(fields)
     units = {k: _unit_norm(fact[k]) for k in names if is_unit_field(k)}
     # which unit applies to which field
     applied: dict[Any, list[Unit]] = {}
@@ -1269,9 +1281,8 @@ def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: f
             out[k] = units[k]
             continue
         unit = _merge_units(applied[k]) if k in applied else None
-        out[k] = normalize_value(fact[k], ignore_company_suffixes=ignore_company_suffixes,
-                                 unit=unit if unit is not None and unit.is_numeric else None,
-                                 amount=k in amounts, reading=reading)
+        out[k] = _keyed_value(fact[k], value_keys.get(k), ignore_company_suffixes,
+                              unit if unit is not None and unit.is_numeric else None, k in amounts, reading)
     return out
 
 
