@@ -18,11 +18,9 @@ facts.
 Run: python benchmarks/nested_lists.py [--invoices 4000] [--items 5] [--flat-docs 1000]
      [--facts 20] [--baseline /tmp/before/src]
 
-Measured on 2 busy cores against main's src without field-level scores (CPU seconds of the eval
-process; wall time varied by a third between identical runs there): invoices 8.2 s vs 6.3 s (a
-linked invoice's line items are normalised and aligned once more, to count them: about 1.9 ms an
-invoice), peak RSS 79 vs 78 MB; flat facts 24.3 s vs 24.5 s, 201 vs 195 MB: no cost measurable.
-The invoices' record F1 0.780; line_items[] F1 0.959, line_items[].unit_price 0.959.
+Measured on a 2-core VM (issue 39's round 3, two runs): invoices 0.088-0.089 ms CPU a compared
+value (6.7 s), flat facts 0.103-0.107 ms (8.2-8.6 s): 0.83-0.86x. The invoices' record F1 0.775;
+line_items[] F1 0.959, line_items[].unit_price 0.959.
 """
 from __future__ import annotations
 
