@@ -13,8 +13,9 @@ Run: python benchmarks/eval_scale.py [--docs 500,2000] [--facts 20] [--llm-docs 
 
 Issue 39's 1M + 1M facts, run whole: ``--docs 100000 --facts 10 --no-llm`` (about 4 minutes
 here; ``--docs 10000,20000`` extrapolates from two smaller runs). Measured on a 2-core VM with
-the default ``--workers auto``: 243 s wall, 462 s CPU in all processes, 1,156 MB peak for the
-process and its workers (limits 120 s and 2 GB; docs/concepts/performance.md has the history).
+the default ``--workers auto``: 192 s wall, 363 s CPU in all processes, 1,107 MB peak for the
+process and its workers (limits 120 s and 2 GB; the code of the round before: 243 s, 462 s,
+1,156 MB; docs/concepts/performance.md has the history).
 """
 from __future__ import annotations
 
