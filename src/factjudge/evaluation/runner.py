@@ -726,7 +726,7 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
     pairs = ((position, info.input_sha256) for position, info in enumerate(dataset.infos)
              if info.doc_id not in reused)
     await judge_in_processes(pairs, dataset, config, judge, input_salt(config, judge), workers, finished,
-                             lambda detail: _changed(dataset.sources, detail), closest=passing is not None,
+                             closest=passing is not None,
                              meanwhile=_ready_to_finish(len(dataset.infos)))
 
 

@@ -36,12 +36,12 @@ from typing import Any
 from ..errors import InputError
 from ..io.datasets import Dataset, Document
 from ..io.runfolder import result_line
-from ..io.scan import doc_hash
 from ..judges.base import FactForms, Judge
 from ..models import JudgeConfig, JudgeResult
 from ..reports.rows import ClosestIds, CompareFields, closest_detail, closest_ids
 from ..util.forked import cpu_count
 from .pipeline import judge_checked
+from .runner import as_scanned
 
 #: Documents per task sent to a worker: large enough that sending them and their lines back is
 #: small beside judging them (~3 ms a 20-fact document), small enough that the last chunks of a
@@ -117,8 +117,8 @@ def _start(dataset: Dataset, config: JudgeConfig, judge: Judge, salt: str, close
     # one dict for every document's result, and for every line as results.jsonl's reader gives
     # them the run's config
     as_json = config.model_dump(mode="json")
-    _WORKER.update(held=dataset.held, dataset=dataset, config=config, judge=judge, salt=salt,
-                   loop=asyncio.new_event_loop(), config_json=as_json, closest=as_json if closest else None)
+    _WORKER.update(dataset=dataset, config=config, judge=judge, salt=salt, loop=asyncio.new_event_loop(),
+                   config_json=as_json, closest=as_json if closest else None)
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
 
 
@@ -130,8 +130,9 @@ def _exit_when_orphaned(parent: int) -> None:
     os._exit(1)
 
 
-#: What a worker sends back for a chunk: the documents' lines, and why the document after them is
-#: not what the scan read (the input changed during the run: the chunk stops there), if one is not.
+#: What a worker sends back for a chunk: the documents' lines, and the one-line error of the
+#: document after them that is not what the scan read (the input changed during the run: the
+#: chunk stops there), if one is not.
 Chunk = tuple[list[Line], str | None]
 #: A document to judge: its position among the dataset's scanned documents, and its input hash.
 #: The worker has the documents the scan held (forked after it), and reads the others again.
@@ -140,24 +141,19 @@ Sent = tuple[int, str]
 
 def _judge_chunk(docs: list[Sent]) -> Chunk:
     """Judge a chunk in a worker: each document's line, up to the first document that is not what
-    the scan read (the input changed during the run), what is wrong with it second."""
+    the scan read (the input changed during the run), whose error comes second."""
     config, judge, salt, loop = _WORKER["config"], _WORKER["judge"], _WORKER["salt"], _WORKER["loop"]
-    config_json, held = _WORKER["config_json"], _WORKER["held"]
+    config_json, dataset = _WORKER["config_json"], _WORKER["dataset"]
+    held = dataset.held
     again = [position for position, _ in docs if position >= len(held)]
-    read = _WORKER["dataset"].read_again(again) if again else iter(())
+    # read again and checked against the scan as one process checks them
+    read = as_scanned(dataset.read_again(again), [dataset.infos[p] for p in again], salt, dataset.sources)
     out: list[Line] = []
     for position, sha in docs:
-        if position < len(held):
-            doc: Document = held[position]  # as the scan read and hashed it
-        else:
-            doc_id = _WORKER["dataset"].infos[position].doc_id
-            try:
-                again_read = next(read, None)
-            except InputError as exc:  # the scan found every line valid: the file changed
-                return out, f"{exc}"
-            if again_read is None or again_read.doc_id != doc_id or doc_hash(salt, again_read) != sha:
-                return out, f"document {doc_id!r} is not what the scan read"
-            doc = again_read
+        try:
+            doc: Document = held[position] if position < len(held) else next(read)
+        except InputError as exc:
+            return out, str(exc)
         # the document's facts as the judge prepared them, and the fields it compared: the
         # closest search's too
         forms: FactForms = {}
@@ -197,15 +193,15 @@ class _Pool(multiprocessing.pool.Pool):
 
 
 async def judge_in_processes(documents: Iterable[Sent], dataset: Dataset, config: JudgeConfig,
-                             judge: Judge, salt: str, workers: int, on_line: Callable[[Line], None],
-                             changed: Callable[[str], InputError], *, closest: bool = False,
-                             meanwhile: Iterable[object] = ()) -> None:
+                             judge: Judge, salt: str, workers: int, on_line: Callable[[Line], None], *,
+                             closest: bool = False, meanwhile: Iterable[object] = ()) -> None:
     """Judge ``documents`` (each a position in the scanned ``dataset`` with its input hash from the
     scan) in ``workers`` forked processes; ``on_line`` gets each document's line in dataset
-    order (with its closest facts when ``closest``); ``changed(detail)`` is the error for a
-    document that is not what the scan read. However the run ends, no worker is left running:
-    stopped (Ctrl-C, an error), the workers are killed, their chunks unfinished. ``meanwhile``:
-    steps taken one at a time whenever this process would wait for the workers (:func:`_next`)."""
+    order (with its closest facts when ``closest``); a document that is not what the scan read
+    stops the run with :func:`~.runner.as_scanned`'s one-line InputError. However the run ends,
+    no worker is left running: stopped (Ctrl-C, an error), the workers are killed, their chunks
+    unfinished. ``meanwhile``: steps taken one at a time whenever this process would wait for the
+    workers (:func:`_next`)."""
     loop = asyncio.get_running_loop()
     pool = _Pool(workers, initializer=_start, initargs=(dataset, config, judge, salt, closest),
                  context=multiprocessing.get_context("fork"))
@@ -224,9 +220,9 @@ async def judge_in_processes(documents: Iterable[Sent], dataset: Dataset, config
         for chunk in _chunks(iter(documents), CHUNK):
             pending.append(submit(chunk))
             if len(pending) >= AHEAD * workers:
-                _take(await _next(pending, steps), on_line, changed)
+                _take(await _next(pending, steps), on_line)
         while pending:
-            _take(await _next(pending, steps), on_line, changed)
+            _take(await _next(pending, steps), on_line)
         finished = True
     finally:
         if finished:
@@ -257,13 +253,12 @@ def _settle(done: asyncio.Future[Chunk], result: Chunk | None, error: BaseExcept
         done.set_result(result)
 
 
-def _take(done: Chunk, on_line: Callable[[Line], None],
-          changed: Callable[[str], InputError]) -> None:
+def _take(done: Chunk, on_line: Callable[[Line], None]) -> None:
     lines, not_scanned = done
     for line in lines:  # the documents judged before a changed one are kept, as in one process
         on_line(line)
     if not_scanned is not None:
-        raise changed(not_scanned)
+        raise InputError(not_scanned)
 
 
 def _chunks(items: Iterator[Sent], size: int) -> Iterator[list[Sent]]:

@@ -28,11 +28,22 @@ def _document(i: int) -> HeldDocument:
     return HeldDocument(f"d{i}", gold, predicted, i)
 
 
+class _Held:
+    """A worker's dataset whose documents the scan held, every one (none read again)."""
+
+    def __init__(self, held: list[HeldDocument]) -> None:
+        self.held, self.infos, self.sources = held, [], ["data.jsonl"]
+
+    def read_again(self, positions: Any) -> Any:
+        assert not list(positions)
+        return iter(())
+
+
 def test_a_worker_searches_a_line_s_closest_facts_without_parsing_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
     config = parse_config({})
     held = [_document(0), _document(1)]
     monkeypatch.setattr(workers, "_WORKER", {
-        "held": held, "config": config, "judge": RulesJudge(), "salt": "", "loop": asyncio.new_event_loop(),
+        "dataset": _Held(held), "config": config, "judge": RulesJudge(), "salt": "", "loop": asyncio.new_event_loop(),
         "closest": config.model_dump(mode="json"), "config_json": config.model_dump(mode="json")})
     parsed = [0]
     loads = json.loads
@@ -102,7 +113,7 @@ def test_a_worker_prepares_each_fact_of_a_document_once(monkeypatch: pytest.Monk
 
     config = parse_config({})
     monkeypatch.setattr(workers, "_WORKER", {
-        "held": [_document(0), _document(1)], "config": config, "judge": RulesJudge(), "salt": "",
+        "dataset": _Held([_document(0), _document(1)]), "config": config, "judge": RulesJudge(), "salt": "",
         "loop": asyncio.new_event_loop(), "closest": config.model_dump(mode="json"),
         "config_json": config.model_dump(mode="json")})
     prepared: list[str] = []
@@ -126,7 +137,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch) -> None:
     config = parse_config({})
     as_json = config.model_dump(mode="json")
     monkeypatch.setattr(workers, "_WORKER", {
-        "held": [_document(0), _document(1), _document(2)], "config": config, "judge": RulesJudge(),
+        "dataset": _Held([_document(0), _document(1), _document(2)]), "config": config, "judge": RulesJudge(),
         "salt": "", "loop": asyncio.new_event_loop(), "config_json": as_json, "closest": as_json})
 
 
