@@ -195,10 +195,9 @@ class ScannedDataset:
     def documents(self, skip: set[str] | frozenset[str] = frozenset()) -> Iterator[Document]:
         """The scanned documents but those of ``skip``, in dataset order: those it holds, then the
         others read again (each checked against its scan by the caller: the input may have changed)."""
-        held = len(self.held)
         yield from (doc for doc in self.held if doc.doc_id not in skip)
-        yield from self.source.read_again(k for info, k in zip(self.infos[held:], self._keys[held:], strict=True)
-                                          if info.doc_id not in skip)
+        yield from self.read_again(p for p in range(len(self.held), len(self.infos))
+                                   if self.infos[p].doc_id not in skip)
 
     def read_again(self, positions: Iterable[int]) -> Iterator[Document]:
         """The scanned documents at ``positions`` (their places among :attr:`infos`, increasing),
