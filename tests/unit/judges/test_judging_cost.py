@@ -221,7 +221,7 @@ def test_the_equal_pairs_decide_the_alignment_only_as_the_full_table_would(lists
     def probe(i: int, j: int) -> Any:
         return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None, True)
 
-    assert compare._align(x, y, False, pair, probe) == compare._align(x, y, False, pair)
+    assert compare._align(x, y, False, pair, probe)[0] == compare._align(x, y, False, pair)[0]
 
 
 def test_a_documents_facts_are_prepared_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -532,7 +532,7 @@ def test_an_alignment_turned_over_is_the_other_directions_own(lists: tuple[list[
         return
 
     def alignment(u: compare.Items, v: compare.Items) -> tuple[list[Any], bool]:
-        return compare._one_alignment(
+        return compare._align(
             u, v, ordered,
             lambda i, j: compare._compare_item(u.items[i], v.items[j], "line_items", "line_items", config, knowledge),
             lambda i, j: compare._compare_item(u.items[i], v.items[j], "line_items", "line_items", config, knowledge,

@@ -626,14 +626,8 @@ def _failed_fields(x: Item, y: Item, pair: _ItemPair, name: str, path: str, conf
 
 
 def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair],
-           probe: Callable[[int, int], _ItemPair | None] | None = None) -> list[tuple[int, int, _ItemPair]]:
-    """:func:`_one_alignment`'s alignment."""
-    return _one_alignment(a, b, ordered, pair, probe)[0]
-
-
-def _one_alignment(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair],
-                   probe: Callable[[int, int], _ItemPair | None] | None = None
-                   ) -> tuple[list[tuple[int, int, _ItemPair]], bool]:
+           probe: Callable[[int, int], _ItemPair | None] | None = None
+           ) -> tuple[list[tuple[int, int, _ItemPair]], bool]:
     """The aligned items of ``a`` and ``b``: by position when ``ordered``, else one-to-one by
     most equal items, then most agreement (an optimal assignment: the items' order never
     matters). Unordered, a pair sharing no equal field is no alignment: both items are left over.
@@ -713,7 +707,7 @@ def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
             and other[3] is knowledge):
         aligned, turns = sorted(((j, i, p) for i, j, p in other[4]), key=lambda pair_: pair_[0]), True
     else:
-        aligned, unique = _one_alignment(
+        aligned, unique = _align(
             a, b, path in config.ordered,
             lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
             lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True))
