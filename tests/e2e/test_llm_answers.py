@@ -96,6 +96,22 @@ def test_a_hosted_provider_keeps_one_schema_per_direction_unless_asked(pin_id, p
     assert ("pin_id" in judge.identity()) is pinned
 
 
+@pytest.mark.parametrize("subject_id", ['g"1', "g\\1", "g\u00e9\u2713", "g\x00", "\x00", "p1"])
+@pytest.mark.parametrize("mode", ["json_schema", "json_object"])
+def test_a_pinned_schema_holds_the_judged_id_whatever_its_characters(subject_id, mode):
+    """Each question's schema is written once a direction with the id put in (request.pinned_format):
+    the id is escaped where JSON escapes it, even the stand-in's own character or a candidate's id."""
+    judge = LLMJudge("gpt-4o-mini", base_url="https://api.example.com/v1", api_key="k",
+                     sampling=Sampling(pin_id="always", structured_output=mode))
+    subject = {**G[0], "id": subject_id}
+    questions = JudgePass("gold", P, JudgeConfig(), compared_fields([subject], P, JudgeConfig())[0])
+    sent = judge.open(questions).batch_request(subject).body
+    fmt = sent["response_format"]
+    schema = fmt["json_schema"]["schema"] if mode == "json_schema" else fmt["schema"]
+    assert schema["properties"]["gold_fact_id"] == {"type": "string", "enum": [subject_id]}
+    assert schema["properties"]["matched_predicted_id"]["anyOf"][0]["enum"] == [p["id"] for p in P]
+
+
 def test_pinned_and_free_answers_are_cached_apart(server, tmp_path):
     server.truth = TRUTH
     cache = ResponseCache(tmp_path / "c")

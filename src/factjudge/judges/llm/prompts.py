@@ -107,23 +107,8 @@ def _columns(facts: list[dict[str, Any]], fields: Fields | None = None) -> list[
     return ["id", *sorted({k for f in facts for k in f} - {"id", "fact_type"})]
 
 
-def _kind(value: object, present: bool = True) -> str:
-    """Which of CELL_NOTES a value's cell needs ("" for a bare string)."""
-    if not present:
-        return "empty"
-    if isinstance(value, str):
-        return "" if _bare(value) else "quoted"
-    return "json"
-
-
 def _row(fact: dict[str, Any], columns: list[str]) -> str:
     return CELL_SEPARATOR.join(fact_cell(fact[k]) if k in fact else "" for k in columns)
-
-
-def _table(fact_type: object, facts: list[dict[str, Any]], fields: Fields | None) -> list[str]:
-    columns = _columns(facts, fields)
-    head = _TYPE_LINE + ("" if fact_type is _NO_TYPE else fact_cell(fact_type))
-    return [head, CELL_SEPARATOR.join(map(fact_cell, columns)), *(_row(f, columns) for f in facts)]
 
 
 _NO_TYPE = object()
@@ -142,17 +127,41 @@ def fact_tables(facts: list[dict[str, Any]], fields: Fields | None = None) -> st
     the columns of a table are ``id`` and then its type's compared fields (``fields``), else its
     facts' other fields, sorted. A field that is not compared is not shown: the prompt needs no
     list of fields to compare, nor the model to skip metadata (``confidence``, ``page``)."""
-    return "\n".join(line for ft, group in _by_type(facts) for line in _table(ft, group, fields))
+    return written_facts(facts, fields)[0]
 
 
 def cell_notes(facts: list[dict[str, Any]], fields: Fields | None = None) -> str:
     """How to read the cells of ``facts``' tables: the CELL_NOTES of the kinds of cell they hold."""
-    kinds = set()
+    return written_facts(facts, fields)[1]
+
+
+def written_facts(facts: list[dict[str, Any]], fields: Fields | None = None) -> tuple[str, str]:
+    """:func:`fact_tables` and :func:`cell_notes` of ``facts`` in one pass (a direction's prefix
+    needs both: one string check a cell, not two)."""
+    kinds: set[str] = set()
+    lines: list[str] = []
     for ft, group in _by_type(facts):
         columns = _columns(group, fields)
-        kinds.add(_kind(ft, ft is not _NO_TYPE))
-        kinds.update(_kind(c) for c in columns)
-        kinds.update(_kind(f.get(k), k in f) for f in group for k in columns)
+        if ft is _NO_TYPE:
+            kinds.add("empty")
+            lines.append(_TYPE_LINE)
+        else:
+            lines.append(_TYPE_LINE + _noted_cell(ft, kinds))
+        lines.append(CELL_SEPARATOR.join([_noted_cell(c, kinds) for c in columns]))
+        for fact in group:
+            cells = []
+            for k in columns:
+                if k in fact:
+                    cells.append(_noted_cell(fact[k], kinds))
+                else:
+                    kinds.add("empty")
+                    cells.append("")
+            lines.append(CELL_SEPARATOR.join(cells))
+    return "\n".join(lines), _notes(kinds)
+
+
+def _notes(kinds: set[str]) -> str:
+    """The CELL_NOTES of ``kinds``, in their order."""
     return "; ".join(note for kind, note in CELL_NOTES.items() if kind in kinds)
 
 
@@ -187,14 +196,14 @@ def system_message(direction: Direction, config: JudgeConfig) -> str:
 
 def candidates_message(direction: Direction, candidates: list[dict[str, Any]], fields: Fields | None = None) -> str:
     other = _SIDES[direction][1]
-    notes = cell_notes(candidates, fields)
+    tables, notes = written_facts(candidates, fields)
     legend = f"In the tables, {notes}.\n" if notes else ""
-    return f"{legend}{other} facts (candidates):\n{fact_tables(candidates, fields)}"
+    return f"{legend}{other} facts (candidates):\n{tables}"
 
 
 def _noted_cell(value: object, kinds: set[str]) -> str:
     """:func:`fact_cell` of a present value, adding to ``kinds`` the :data:`CELL_NOTES` kind its
-    cell needs (:func:`_kind`; none for a bare string): one string check for both."""
+    cell needs (``quoted``, ``json``; none for a bare string): one string check for both."""
     if isinstance(value, str):
         if _bare(value):
             return value
@@ -222,7 +231,7 @@ def subject_message(direction: Direction, fact: dict[str, Any], fields: Fields |
         else:
             kinds.add("empty")
             cells.append("")
-    notes = "; ".join(note for kind, note in CELL_NOTES.items() if kind in kinds)
+    notes = _notes(kinds)
     table = f"{head}\n{names}\n{CELL_SEPARATOR.join(cells)}"
     return f"{_SIDES[direction][0]} fact to judge{f' ({notes})' if notes else ''}:\n{table}"
 

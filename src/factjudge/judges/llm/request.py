@@ -61,8 +61,10 @@ class Plan:
     head: str                        # the JSON body up to the messages after the prefix
     digest: str                      # hash of everything in the request but the last message
     tokens: int                      # prompt tokens of the prefix and schema, reply priming included
-    pin: bool = False                # the schema pins the judged id: response_format follows the messages
     drop: frozenset[str] = frozenset()  # schema keywords left out (the server refused them)
+    #: The schema pins the judged id: each question's response_format follows the messages, these
+    #: two pieces of it serialised around the id (:func:`pinned_format`); None: not pinned.
+    pinned: tuple[str, str] | None = None
 
 
 def budget(sampling: Sampling, adapted: tuple[str, ...]) -> int | None:
@@ -147,7 +149,24 @@ def build_plan(who: Requester, asked: Asked, mode: str, adapted: tuple[str, ...]
     material = canonical_json(key_parts)
     tokens = who.tokens.messages(messages) + (who.tokens.text(canonical_json(fmt)) if fmt else 0)
     return Plan(asked.prefix.messages, mode, adapted, budget(who.sampling, adapted), head,
-                hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens, pin, drop)
+                hashlib.sha256(material.encode("utf-8")).hexdigest(), tokens, drop,
+                pinned_format(asked, mode, drop) if pin else None)
+
+
+#: The judged id a pinned schema is serialised with once per plan (a control character: JSON
+#: writes it escaped, and the judged id is the schema's first string that is not a keyword).
+_STAND_IN = "\x00"
+
+
+def pinned_format(asked: Asked, mode: str, drop: frozenset[str]) -> tuple[str, str]:
+    """The serialised pinned ``response_format`` of ``asked``'s direction cut where the judged id
+    goes: each question's is the two parts around its id's JSON, the same bytes as its whole
+    schema serialised (the schema built and written once a plan, not once a question)."""
+    task = asked.task
+    fmt = response_format(task.direction, task.candidate_ids, mode, _STAND_IN, drop, task.config.reasoning)
+    before, cut, after = _COMPACT.encode(fmt).partition(_COMPACT.encode(_STAND_IN))
+    assert cut, "a pinned schema holds the judged id (no droppable keyword removes its enum)"
+    return before, after
 
 
 def cache_key(plan: Plan, asked: Asked) -> str:
@@ -163,10 +182,9 @@ def body(plan: Plan, asked: Asked, extra: list[dict[str, str]]) -> RequestBody:
     tail = [asked.last, *extra]
     sep = "," if plan.head[-1] != "[" else ""
     text = plan.head + sep + _COMPACT.encode(tail)[1:]
-    if plan.pin:  # the question's own schema, after the shared messages
-        fmt = response_format(task.direction, task.candidate_ids, plan.mode, task.subject_id, plan.drop,
-                              task.config.reasoning)
-        text += ',"response_format":' + _COMPACT.encode(fmt)
+    if plan.pinned is not None:  # the question's own schema, after the shared messages
+        before, after = plan.pinned
+        text += ',"response_format":' + before + _COMPACT.encode(task.subject_id) + after
     text += "}"
     return RequestBody(text.encode("utf-8"))
 
