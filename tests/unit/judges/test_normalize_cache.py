@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from factjudge.judges.rules.normalize import Other, Quantity, normalize_fact, normalize_value
+from factjudge.judges.rules.normalize import READING, Other, Quantity, Reading, normalize_fact, normalize_value
+from factjudge.models import JudgeConfig
 
 
 def test_a_fact_is_normalised_once() -> None:
@@ -57,3 +58,11 @@ def test_a_facts_list_is_keyed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert listed.items[0].values["unit_price"] == normalize_value("1,50")
     monkeypatch.setattr(normalize, "_value_key", real)
     assert normalize_value(items) is listed  # the list's own form, shared under its key
+
+
+def test_a_reading_is_one_object_per_reading() -> None:
+    # the memos of normal forms are keyed by it: an equal one made anew for each document's index
+    # was compared field by field on every hit
+    assert Reading.of(JudgeConfig()) is READING
+    comma = Reading.of(JudgeConfig(decimal_separator=","))
+    assert comma is Reading.of(JudgeConfig(decimal_separator=",")) and comma.decimal == "," and comma != READING

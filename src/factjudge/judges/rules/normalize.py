@@ -146,11 +146,13 @@ class Reading:
 
     @classmethod
     def of(cls, config: Any) -> Reading:
-        """The reading a :class:`~factjudge.models.JudgeConfig` asks for."""
+        """The reading a :class:`~factjudge.models.JudgeConfig` asks for: one object for equal
+        readings (:data:`_READINGS`)."""
         known = config.rules_knowledge
-        return cls(config.decimal_separator, config.date_order,
+        made = cls(config.decimal_separator, config.date_order,
                    frozenset(f for f in ("units", "durations", "per_period", "periods", "numbers")
                              if getattr(known, f)))
+        return _READINGS.setdefault(made, made)
 
     @property
     def unit_families(self) -> frozenset[str]:
@@ -158,6 +160,10 @@ class Reading:
 
 
 READING = Reading()
+#: Each reading once: the memos of normal forms are keyed by the reading, and an equal one made
+#: anew for each document's index was compared field by field (a dataclass ``__eq__``) on every
+#: hit of :func:`normalize_fact`'s and :func:`_keyed_value`'s memos; the same object is not.
+_READINGS: dict[Reading, Reading] = {READING: READING}
 
 
 # --------------------------------------------------------------------------- normal forms
@@ -820,6 +826,7 @@ def is_unit_field(name: str) -> bool:
     return lower in _GENERIC_UNIT_FIELDS or lower.endswith(_UNIT_FIELD_SUFFIXES)
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # asked for every unit field of a fact normalised
 def unit_target(name: str) -> str | None:
     """The field a ``<name>_unit``-style field applies to; None for the generic names."""
     text = str(name)
