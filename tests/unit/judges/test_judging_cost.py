@@ -543,3 +543,30 @@ def test_an_alignment_turned_over_is_the_other_directions_own(lists: tuple[list[
     assert unique == unique_other
     if unique and compare._alike_items(x, y):
         assert sorted((j, i, p) for i, j, p in one) == sorted(other, key=lambda t: t[:2])
+
+
+def test_a_value_against_itself_is_equal_without_comparing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a text, a figure and a period shared by both facts (the memos share equal normal forms):
+    # equal and identical as compare_field says, and _compare never asked; the unit still is
+    subject = _revenue("g1", "Acme Inc.", "1,234.5")
+    candidate = _revenue("p1", "Acme Inc.", "1,234.5")
+    config = JudgeConfig()
+    a, b = compare.normalized(subject, -1, True), compare.normalized(candidate, 0, True)
+    fields = ["company", "period", "value", "unit"]
+    expected = [compare.compare_field(n, a.get(n), b.get(n), config, a.currency, b.currency) for n in fields]
+    calls = _counting(monkeypatch, "_compare")
+    result = compare.compare_facts(a, b, fields, config)
+    assert result.fields == expected and all(f.identical for f in result.fields)
+    assert calls[0] == 1  # the unit alone (its currency may come from the fact)
+
+
+@given(st.sampled_from(["Acme Inc.", "1,234.5", "$1.2 million", "FY2023", "2023", "12%", "about 40", "3 kg",
+                        "", "Q1 2024", "15.6 in"]), st.sampled_from(["value", "company", "period", "amount"]))
+@settings(max_examples=60, deadline=None)
+def test_a_value_against_itself_compares_as_compare_field_does(raw: str, name: str) -> None:
+    fact = {"id": "g1", "fact_type": "t", name: raw, "unit": "USD million"}
+    config = JudgeConfig()
+    p = compare.normalized(fact, -1, False)
+    fields = [name, "unit"]
+    expected = [compare.compare_field(n, p.get(n), p.get(n), config, p.currency, p.currency) for n in fields]
+    assert compare.compare_facts(p, p.at(0), fields, config).fields == expected
