@@ -264,7 +264,7 @@ class KnowledgeMemo(Generic[_K, _V]):
 #: Two different texts compared (unexplained), by the texts, the threshold and the field: names,
 #: products and places repeat across a run's facts, and a list's items are compared pair by pair
 #: (5 line items an invoice: 25 pairs, most of them two different products).
-_TEXT_OUTCOMES: KnowledgeMemo[tuple[Text, Text, float, str], _Outcome] = KnowledgeMemo(50_000)
+_TEXT_OUTCOMES: KnowledgeMemo[tuple[str, str, str, str, float, str], _Outcome] = KnowledgeMemo(50_000)
 
 
 def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
@@ -277,7 +277,8 @@ def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
         return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, _shown(a, b))
     memo = _TEXT_OUTCOMES.table(knowledge)
     named = name if knowledge is not None else ""
-    key = (a, b, threshold, named)
+    # by the texts' fields, which a Text's equality compares (hashing the strings is C's)
+    key = (a.raw, a.norm, b.raw, b.norm, threshold, named)
     found = memo.get(key)
     if found is None:
         found = memo[key] = (_compare_known_texts(a, b, threshold, name, knowledge, False) if knowledge is not None
@@ -285,7 +286,7 @@ def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
         # the unexplained outcome is the same both ways round (every step compares the two sides
         # alike: tests/unit/judges/test_judging_cost.py checks it), and the other direction of the
         # document asks the other way round: two different names were worked out twice
-        memo[(b, a, threshold, named)] = found
+        memo[(b.raw, b.norm, a.raw, a.norm, threshold, named)] = found
     return found
 
 
