@@ -95,13 +95,18 @@ def _invoice_lists(tag: str) -> tuple[Any, Any]:
 def _count_field_results(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The FieldResults made from now on, counted in the list's one item."""
     made = [0]
-    real = compare.FieldResult
+    real, new = compare.FieldResult, compare._new_result
 
     def counted(*args: Any) -> Any:
         made[0] += 1
         return real(*args)
 
+    def counted_new(_: Any, fields: tuple[Any, ...]) -> Any:  # compare's own way of making one
+        made[0] += 1
+        return new(real, fields)
+
     monkeypatch.setattr(compare, "FieldResult", counted)
+    monkeypatch.setattr(compare, "_new_result", counted_new)
     return made
 
 
@@ -570,3 +575,21 @@ def test_a_value_against_itself_compares_as_compare_field_does(raw: str, name: s
     fields = [name, "unit"]
     expected = [compare.compare_field(n, p.get(n), p.get(n), config, p.currency, p.currency) for n in fields]
     assert compare.compare_facts(p, p.at(0), fields, config).fields == expected
+
+
+_WRITTEN_VALUES = ["FY2023", "fiscal 2023", "2023", "1,926.8", "$1926.8 million", "1926.8", "Acme Inc.", "acme inc",
+                   "3 kg", "3000 g", "12%", "0.12", None, True, [1, 2], ["a"], {"k": 1}]
+
+
+@given(st.sampled_from(_WRITTEN_VALUES), st.sampled_from(_WRITTEN_VALUES),
+       st.sampled_from(["USD million", "USD", "kg"]), st.sampled_from(["USD million", "USD", "", "kg"]))
+@settings(max_examples=150, deadline=None)
+def test_identical_is_equality_of_the_normal_forms(x: Any, y: Any, unit_x: str, unit_y: str) -> None:
+    # compare_field's "identical" told apart by how each value was written first: what == says
+    a = compare.normalized({"id": "g", "fact_type": "t", "value": x, "unit": unit_x}, -1, False)
+    b = compare.normalized({"id": "p", "fact_type": "t", "value": y, "unit": unit_y}, 0, False)
+    for name in ("value", "unit"):
+        u, v = a.get(name), b.get(name)
+        assert compare._alike(u, v) == (u == v)
+        result = compare.compare_field(name, u, v, JudgeConfig(), a.currency, b.currency)
+        assert result.identical == (result.exact and u == v and not isinstance(u, type(compare.MISSING)))
