@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from factjudge.judges.rules import normalize
 from factjudge.judges.rules.normalize import READING, Other, Quantity, Reading, normalize_fact, normalize_value
 from factjudge.models import JudgeConfig
 
@@ -40,8 +41,6 @@ def test_a_facts_list_is_keyed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 39 item 3: a fact's cache key holds its list's; normalising the list reads that key
     rather than working it out again, and a record's scalar keys are written inline (a list of 5
     records of 3 fields: 58 key calls, now the list and its 5 records once each)."""
-    from factjudge.judges.rules import normalize
-
     calls = [0]
     real = normalize._value_key
 
@@ -66,3 +65,39 @@ def test_a_reading_is_one_object_per_reading() -> None:
     assert Reading.of(JudgeConfig()) is READING
     comma = Reading.of(JudgeConfig(decimal_separator=","))
     assert comma is Reading.of(JudgeConfig(decimal_separator=",")) and comma.decimal == "," and comma != READING
+
+
+_SHAPED = [  # (first fact, second fact of the same keys and unit texts)
+    ({"value": "1,926.8", "unit": "USD million"}, {"value": "$2,103.4 million", "unit": "USD million"}),
+    ({"revenue": "12.5", "revenue_unit": "EUR bn", "period": "FY2023"},
+     {"revenue": "about 13", "revenue_unit": "EUR bn", "period": "fiscal 2024"}),
+    ({"weight": "3", "unit": "kg"}, {"weight": "heavy", "unit": "kg"}),  # no amount field: by the values
+    ({"amount": "15.6", "unit": "in", "scale": "thousand"}, {"amount": "12", "unit": "in", "scale": "thousand"}),
+    ({"price": 12, "currency": "GBP", "unit": None}, {"price": "12.50", "currency": "GBP", "unit": None}),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), _SHAPED)
+def test_a_facts_unit_plan_is_reused_only_as_it_would_be_made(first: dict[str, Any], second: dict[str, Any]) -> None:
+    normalize._PLANS.clear()
+    normalize._FACTS.clear()
+    fresh = normalize._normalize_fact(second, False, frozenset(), READING)
+    normalize._PLANS.clear()
+    normalize.normalize_fact(first)  # its plan kept, then read for the second fact
+    assert normalize._normalize_fact(second, False, frozenset(), READING) == fresh
+
+
+def test_a_facts_unit_plan_is_worked_out_once_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    original = normalize.unit_target
+
+    def counted(name: str) -> str | None:
+        calls[0] += 1
+        return original(name)
+
+    monkeypatch.setattr(normalize, "unit_target", counted)
+    normalize_fact({"id": "g1", "value": "1,926.8", "unit": "USD million"}, skip=frozenset({"id"}))
+    made = calls[0]
+    assert made > 0
+    normalize_fact({"id": "g2", "value": "2,103.4", "unit": "USD million"}, skip=frozenset({"id"}))
+    assert calls[0] == made  # (before: every unit field's target read again for each new fact)

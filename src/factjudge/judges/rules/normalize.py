@@ -1252,8 +1252,53 @@ def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: f
                     reading: Reading, fields: tuple[tuple[Any, Any], ...] = ()) -> dict[str, Norm]:
     """``fields``: the fields' names and cache keys, as :func:`normalize_fact` worked them out
     (empty: each value's worked out when it is normalised)."""
-    names = [k for k in fact if k not in skip]
     value_keys = dict(fields)
+    out: dict[str, Norm] = {}
+    for k, unit_norm, unit, amount in _plan_of(fact, skip, ignore_company_suffixes, reading):
+        out[k] = unit_norm if unit_norm is not None else _keyed_value(
+            fact[k], value_keys.get(k), ignore_company_suffixes, unit, amount, reading)
+    return out
+
+
+#: A fact's field: its name, its normal form when it is a unit field (else None), the unit its
+#: value is read with (None: none) and whether it is an amount a unit applies to.
+_Step = tuple[Any, Norm | None, Unit | None, bool]
+#: The fields compared of a fact's keys (by the keys and the skipped names), and its unit fields.
+_SHAPES: dict[tuple[tuple[Any, ...], frozenset[str]], tuple[list[Any], list[Any]]] = {}
+#: How a fact's fields are read (:func:`_make_plan`), by its keys, the skipped names and its unit
+#: fields' texts: what decides which unit applies to which field. A run's facts have a few shapes
+#: and units ("USD million"), and working it out again was a third of normalising a new fact.
+_PLANS: dict[tuple[tuple[Any, ...], frozenset[str], tuple[str | None, ...]], list[_Step]] = {}
+
+
+def _plan_of(fact: dict[str, Any], skip: frozenset[str], ignore_company_suffixes: bool,
+             reading: Reading) -> list[_Step]:
+    """:func:`_make_plan` of ``fact``, once per run for the same keys and unit texts."""
+    keys = tuple(fact)
+    shape = _SHAPES.get((keys, skip))
+    if shape is None:
+        names = [k for k in keys if k not in skip]
+        if len(_SHAPES) >= VALUES_LIMIT:
+            _SHAPES.clear()
+        shape = _SHAPES[(keys, skip)] = (names, [k for k in names if is_unit_field(k)])
+    texts = tuple([fact[k] for k in shape[1]])
+    if not all(t is None or type(t) is str for t in texts):  # (1 and True would be one key)
+        return _make_plan(fact, shape[0], ignore_company_suffixes, reading)[0]
+    plan = _PLANS.get((keys, skip, texts))
+    if plan is None:
+        plan, reusable = _make_plan(fact, shape[0], ignore_company_suffixes, reading)
+        if reusable:
+            if len(_PLANS) >= VALUES_LIMIT:
+                _PLANS.clear()
+            _PLANS[(keys, skip, texts)] = plan
+    return plan
+
+
+def _make_plan(fact: dict[str, Any], names: list[Any], ignore_company_suffixes: bool,
+               reading: Reading) -> tuple[list[_Step], bool]:
+    """How each of ``names`` is read (:data:`_Step`): unit-like fields are read first and folded
+    into the amounts they apply to (module docs). Beside it, whether it holds for any fact of the
+    same keys and unit texts (not when a generic unit found its amounts by their values)."""
     units = {k: _unit_norm(fact[k]) for k in names if is_unit_field(k)}
     # which unit applies to which field
     applied: dict[Any, list[Unit]] = {}
@@ -1267,10 +1312,12 @@ def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: f
             amounts.add(target)
     generic_names = {k for k, u in units.items() if unit_target(k) is None}
     generic_targets = False
+    reusable = True
     if generic:
         others = [k for k in names if k not in units]
         targets = [k for k in others if k in _AMOUNT_FIELDS]
         if not targets:
+            reusable = False
             targets = [k for k in others if isinstance(
                 normalize_value(fact[k], ignore_company_suffixes=ignore_company_suffixes, reading=reading),
                 Quantity)]
@@ -1282,15 +1329,14 @@ def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: f
         if isinstance(u, Unit) and (u.physical or u.metric) and (
                 k in generic_names and generic_targets or unit_target(k) in amounts):
             units[k] = replace(u, applied=True)
-    out: dict[str, Norm] = {}
+    plan: list[_Step] = []
     for k in names:
         if k in units:
-            out[k] = units[k]
+            plan.append((k, units[k], None, False))
             continue
         unit = _merge_units(applied[k]) if k in applied else None
-        out[k] = _keyed_value(fact[k], value_keys.get(k), ignore_company_suffixes,
-                              unit if unit is not None and unit.is_numeric else None, k in amounts, reading)
-    return out
+        plan.append((k, None, unit if unit is not None and unit.is_numeric else None, k in amounts))
+    return plan, reusable
 
 
 def fact_currency(values: dict[str, Norm]) -> str | None:
