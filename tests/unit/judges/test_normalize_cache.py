@@ -101,3 +101,22 @@ def test_a_facts_unit_plan_is_worked_out_once_per_shape(monkeypatch: pytest.Monk
     assert made > 0
     normalize_fact({"id": "g2", "value": "2,103.4", "unit": "USD million"}, skip=frozenset({"id"}))
     assert calls[0] == made  # (before: every unit field's target read again for each new fact)
+
+
+class _CountedPattern:
+    def __init__(self, pattern: Any, calls: list[int]) -> None:
+        self.pattern, self.calls = pattern, calls
+
+    def findall(self, text: str) -> list[str]:
+        self.calls[0] += 1
+        return list(self.pattern.findall(text))
+
+
+def test_a_short_texts_numbers_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    monkeypatch.setattr(normalize, "_NUMBER_IN_TEXT", _CountedPattern(normalize._NUMBER_IN_TEXT, calls))
+    normalize._short_text_numbers.cache_clear()
+    assert [normalize.text_numbers("company 433 unit 05") for _ in range(3)] == [("433", "5")] * 3
+    assert calls[0] == 1
+    long = "x 2.50 " + "y" * 300  # never kept: read each time
+    assert normalize.text_numbers(long) == normalize.text_numbers(long) == ("2.5",) and calls[0] == 3

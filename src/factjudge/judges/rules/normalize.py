@@ -495,7 +495,20 @@ def sorted_tokens(norm: str) -> str:
 
 def text_numbers(norm: str) -> tuple[str, ...]:
     """The numbers in a normalised text, canonical (``05`` = ``5``, ``2.50`` = ``2.5``), sorted."""
+    # once per distinct short text while it is recent: names repeat across a run's facts, and two
+    # different ones are compared by their numbers too ("Company 433" vs "Company 49")
+    return _short_text_numbers(norm) if len(norm) <= _SHORT_TEXT else _text_numbers(norm)
+
+
+#: The longest text whose numbers are kept (:func:`text_numbers`): a 30 MB one would stay in memory.
+_SHORT_TEXT = 200
+
+
+def _text_numbers(norm: str) -> tuple[str, ...]:
     return tuple(sorted(format_decimal(Decimal(n)) for n in _NUMBER_IN_TEXT.findall(norm)))
+
+
+_short_text_numbers = functools.lru_cache(maxsize=16384)(_text_numbers)
 
 
 def make_text(raw: str, *, ignore_company_suffixes: bool = False) -> Text:
@@ -1282,8 +1295,9 @@ def _plan_of(fact: dict[str, Any], skip: frozenset[str], ignore_company_suffixes
             _SHAPES.clear()
         shape = _SHAPES[(keys, skip)] = (names, [k for k in names if is_unit_field(k)])
     texts = tuple([fact[k] for k in shape[1]])
-    if not all(t is None or type(t) is str for t in texts):  # (1 and True would be one key)
-        return _make_plan(fact, shape[0], ignore_company_suffixes, reading)[0]
+    for t in texts:
+        if t is not None and type(t) is not str:  # (1 and True would be one key)
+            return _make_plan(fact, shape[0], ignore_company_suffixes, reading)[0]
     plan = _PLANS.get((keys, skip, texts))
     if plan is None:
         plan, reusable = _make_plan(fact, shape[0], ignore_company_suffixes, reading)
