@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules import compare
 from factjudge.judges.rules.judge import RulesJudge
+from factjudge.judges.rules.knowledge import knowledge_for
 from factjudge.models import JudgeConfig
 
 
@@ -524,8 +525,6 @@ def test_an_alignment_turned_over_is_the_other_directions_own(lists: tuple[list[
     """What lets the other direction read an alignment turned over: when it is the one the lists
     allow, the items' fields alike, aligning the lists the other way round makes the same pairs
     with the same outcomes (the item pairs' ok, exact, score and differing fields)."""
-    from factjudge.judges.rules.knowledge import knowledge_for
-
     a, b = lists
     config = JudgeConfig(tolerances={"line_items.unit_price": {"absolute": 0.5}} if tolerant else {},
                          ordered=["line_items"] if ordered else [])
@@ -593,3 +592,25 @@ def test_identical_is_equality_of_the_normal_forms(x: Any, y: Any, unit_x: str, 
         assert compare._alike(u, v) == (u == v)
         result = compare.compare_field(name, u, v, JudgeConfig(), a.currency, b.currency)
         assert result.identical == (result.exact and u == v and not isinstance(u, type(compare.MISSING)))
+
+
+@given(st.sampled_from(["Acme Inc.", "ACME Inc", "Acme Holdings", "Orion Pharma Corp.", "Company 433", "Company 49",
+                        "chief executive officer", "chief operating officer", "2 TB SSD", "2 TiB SSD"]),
+       st.sampled_from(["Acme Inc.", "acme inc", "Company 433", "Orion Pharma", "CEO", "2 TB SSD", "Fabrikam"]),
+       st.sampled_from(["company", "title", "product"]), st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_two_texts_of_two_facts_compare_as_compare_field_does(x: str, y: str, name: str, known: bool) -> None:
+    config = JudgeConfig()
+    knowledge = knowledge_for(config) if known else None
+    a = compare.normalized({"id": "g", "fact_type": "t", name: x}, -1, False)
+    b = compare.normalized({"id": "p", "fact_type": "t", name: y}, 0, False)
+    expected = compare.compare_field(name, a.get(name), b.get(name), config, a.currency, b.currency, knowledge)
+    assert compare.compare_facts(a, b, [name], config, knowledge).fields == [expected]
+
+
+def test_two_texts_are_compared_without_the_other_types_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting(monkeypatch, "_compare")
+    a = compare.normalized(_revenue("g1", "Acme Inc.", "1,234.5"), -1, True)
+    b = compare.normalized(_revenue("p1", "Fabrikam Holdings", "1,234.5"), 0, True)
+    result = compare.compare_facts(a, b, ["company"], JudgeConfig())
+    assert not result.ok and result.fields[0].name == "company" and calls[0] == 0

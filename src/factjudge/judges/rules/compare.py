@@ -860,9 +860,16 @@ def _compared(subject: Prepared, candidate: Prepared, fields: list[str], config:
             results.append(_new_result(FieldResult, (name, True, True, 100.0, True, a, b, config, subject.currency,
                                                      candidate.currency, knowledge, name)))
             continue
-        if absent(a) and absent(b):
+        if type(a) is Text and type(b) is Text and not is_unit_field(name):
+            # what compare_field does with two texts, without _compare's other types' checks (a
+            # subject's other candidates of its type mostly differ from it first by a name)
+            ok, exact, score, _ = _compare_texts(a, b, config.text_threshold, name, knowledge, False)
+            result = _new_result(FieldResult, (name, ok, exact, score, exact and (a is b or _alike(a, b)), a, b,
+                                               config, subject.currency, candidate.currency, knowledge, name))
+        elif absent(a) and absent(b):
             continue
-        result = compare_field(name, a, b, config, subject.currency, candidate.currency, knowledge)
+        else:
+            result = compare_field(name, a, b, config, subject.currency, candidate.currency, knowledge)
         results.append(result)
         if until_miss and not result.ok and k + 1 < len(fields):
             return CandidateResult(candidate, results, (), k + 1)
