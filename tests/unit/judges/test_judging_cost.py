@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules import compare
 from factjudge.judges.rules.judge import RulesJudge
+from factjudge.judges.rules.knowledge import knowledge_for
 from factjudge.models import JudgeConfig
 
 
@@ -95,13 +96,18 @@ def _invoice_lists(tag: str) -> tuple[Any, Any]:
 def _count_field_results(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The FieldResults made from now on, counted in the list's one item."""
     made = [0]
-    real = compare.FieldResult
+    real, new = compare.FieldResult, compare._new_result
 
     def counted(*args: Any) -> Any:
         made[0] += 1
         return real(*args)
 
+    def counted_new(_: Any, fields: tuple[Any, ...]) -> Any:  # compare's own way of making one
+        made[0] += 1
+        return new(real, fields)
+
     monkeypatch.setattr(compare, "FieldResult", counted)
+    monkeypatch.setattr(compare, "_new_result", counted_new)
     return made
 
 
@@ -519,8 +525,6 @@ def test_an_alignment_turned_over_is_the_other_directions_own(lists: tuple[list[
     """What lets the other direction read an alignment turned over: when it is the one the lists
     allow, the items' fields alike, aligning the lists the other way round makes the same pairs
     with the same outcomes (the item pairs' ok, exact, score and differing fields)."""
-    from factjudge.judges.rules.knowledge import knowledge_for
-
     a, b = lists
     config = JudgeConfig(tolerances={"line_items.unit_price": {"absolute": 0.5}} if tolerant else {},
                          ordered=["line_items"] if ordered else [])
@@ -543,3 +547,70 @@ def test_an_alignment_turned_over_is_the_other_directions_own(lists: tuple[list[
     assert unique == unique_other
     if unique and compare._alike_items(x, y):
         assert sorted((j, i, p) for i, j, p in one) == sorted(other, key=lambda t: t[:2])
+
+
+def test_a_value_against_itself_is_equal_without_comparing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a text, a figure and a period shared by both facts (the memos share equal normal forms):
+    # equal and identical as compare_field says, and _compare never asked; the unit still is
+    subject = _revenue("g1", "Acme Inc.", "1,234.5")
+    candidate = _revenue("p1", "Acme Inc.", "1,234.5")
+    config = JudgeConfig()
+    a, b = compare.normalized(subject, -1, True), compare.normalized(candidate, 0, True)
+    fields = ["company", "period", "value", "unit"]
+    expected = [compare.compare_field(n, a.get(n), b.get(n), config, a.currency, b.currency) for n in fields]
+    calls = _counting(monkeypatch, "_compare")
+    result = compare.compare_facts(a, b, fields, config)
+    assert result.fields == expected and all(f.identical for f in result.fields)
+    assert calls[0] == 1  # the unit alone (its currency may come from the fact)
+
+
+@given(st.sampled_from(["Acme Inc.", "1,234.5", "$1.2 million", "FY2023", "2023", "12%", "about 40", "3 kg",
+                        "", "Q1 2024", "15.6 in"]), st.sampled_from(["value", "company", "period", "amount"]))
+@settings(max_examples=60, deadline=None)
+def test_a_value_against_itself_compares_as_compare_field_does(raw: str, name: str) -> None:
+    fact = {"id": "g1", "fact_type": "t", name: raw, "unit": "USD million"}
+    config = JudgeConfig()
+    p = compare.normalized(fact, -1, False)
+    fields = [name, "unit"]
+    expected = [compare.compare_field(n, p.get(n), p.get(n), config, p.currency, p.currency) for n in fields]
+    assert compare.compare_facts(p, p.at(0), fields, config).fields == expected
+
+
+_WRITTEN_VALUES = ["FY2023", "fiscal 2023", "2023", "1,926.8", "$1926.8 million", "1926.8", "Acme Inc.", "acme inc",
+                   "3 kg", "3000 g", "12%", "0.12", None, True, [1, 2], ["a"], {"k": 1}]
+
+
+@given(st.sampled_from(_WRITTEN_VALUES), st.sampled_from(_WRITTEN_VALUES),
+       st.sampled_from(["USD million", "USD", "kg"]), st.sampled_from(["USD million", "USD", "", "kg"]))
+@settings(max_examples=150, deadline=None)
+def test_identical_is_equality_of_the_normal_forms(x: Any, y: Any, unit_x: str, unit_y: str) -> None:
+    # compare_field's "identical" told apart by how each value was written first: what == says
+    a = compare.normalized({"id": "g", "fact_type": "t", "value": x, "unit": unit_x}, -1, False)
+    b = compare.normalized({"id": "p", "fact_type": "t", "value": y, "unit": unit_y}, 0, False)
+    for name in ("value", "unit"):
+        u, v = a.get(name), b.get(name)
+        assert compare._alike(u, v) == (u == v)
+        result = compare.compare_field(name, u, v, JudgeConfig(), a.currency, b.currency)
+        assert result.identical == (result.exact and u == v and not isinstance(u, type(compare.MISSING)))
+
+
+@given(st.sampled_from(["Acme Inc.", "ACME Inc", "Acme Holdings", "Orion Pharma Corp.", "Company 433", "Company 49",
+                        "chief executive officer", "chief operating officer", "2 TB SSD", "2 TiB SSD"]),
+       st.sampled_from(["Acme Inc.", "acme inc", "Company 433", "Orion Pharma", "CEO", "2 TB SSD", "Fabrikam"]),
+       st.sampled_from(["company", "title", "product"]), st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_two_texts_of_two_facts_compare_as_compare_field_does(x: str, y: str, name: str, known: bool) -> None:
+    config = JudgeConfig()
+    knowledge = knowledge_for(config) if known else None
+    a = compare.normalized({"id": "g", "fact_type": "t", name: x}, -1, False)
+    b = compare.normalized({"id": "p", "fact_type": "t", name: y}, 0, False)
+    expected = compare.compare_field(name, a.get(name), b.get(name), config, a.currency, b.currency, knowledge)
+    assert compare.compare_facts(a, b, [name], config, knowledge).fields == [expected]
+
+
+def test_two_texts_are_compared_without_the_other_types_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting(monkeypatch, "_compare")
+    a = compare.normalized(_revenue("g1", "Acme Inc.", "1,234.5"), -1, True)
+    b = compare.normalized(_revenue("p1", "Fabrikam Holdings", "1,234.5"), 0, True)
+    result = compare.compare_facts(a, b, ["company"], JudgeConfig())
+    assert not result.ok and result.fields[0].name == "company" and calls[0] == 0

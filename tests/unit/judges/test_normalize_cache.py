@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from factjudge.judges.rules.normalize import Other, Quantity, normalize_fact, normalize_value
+from factjudge.judges.rules import normalize
+from factjudge.judges.rules.normalize import READING, Other, Quantity, Reading, normalize_fact, normalize_value
+from factjudge.models import JudgeConfig
 
 
 def test_a_fact_is_normalised_once() -> None:
@@ -39,8 +41,6 @@ def test_a_facts_list_is_keyed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 39 item 3: a fact's cache key holds its list's; normalising the list reads that key
     rather than working it out again, and a record's scalar keys are written inline (a list of 5
     records of 3 fields: 58 key calls, now the list and its 5 records once each)."""
-    from factjudge.judges.rules import normalize
-
     calls = [0]
     real = normalize._value_key
 
@@ -57,3 +57,66 @@ def test_a_facts_list_is_keyed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert listed.items[0].values["unit_price"] == normalize_value("1,50")
     monkeypatch.setattr(normalize, "_value_key", real)
     assert normalize_value(items) is listed  # the list's own form, shared under its key
+
+
+def test_a_reading_is_one_object_per_reading() -> None:
+    # the memos of normal forms are keyed by it: an equal one made anew for each document's index
+    # was compared field by field on every hit
+    assert Reading.of(JudgeConfig()) is READING
+    comma = Reading.of(JudgeConfig(decimal_separator=","))
+    assert comma is Reading.of(JudgeConfig(decimal_separator=",")) and comma.decimal == "," and comma != READING
+
+
+_SHAPED = [  # (first fact, second fact of the same keys and unit texts)
+    ({"value": "1,926.8", "unit": "USD million"}, {"value": "$2,103.4 million", "unit": "USD million"}),
+    ({"revenue": "12.5", "revenue_unit": "EUR bn", "period": "FY2023"},
+     {"revenue": "about 13", "revenue_unit": "EUR bn", "period": "fiscal 2024"}),
+    ({"weight": "3", "unit": "kg"}, {"weight": "heavy", "unit": "kg"}),  # no amount field: by the values
+    ({"amount": "15.6", "unit": "in", "scale": "thousand"}, {"amount": "12", "unit": "in", "scale": "thousand"}),
+    ({"price": 12, "currency": "GBP", "unit": None}, {"price": "12.50", "currency": "GBP", "unit": None}),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), _SHAPED)
+def test_a_facts_unit_plan_is_reused_only_as_it_would_be_made(first: dict[str, Any], second: dict[str, Any]) -> None:
+    normalize._PLANS.clear()
+    normalize._FACTS.clear()
+    fresh = normalize._normalize_fact(second, False, frozenset(), READING)
+    normalize._PLANS.clear()
+    normalize.normalize_fact(first)  # its plan kept, then read for the second fact
+    assert normalize._normalize_fact(second, False, frozenset(), READING) == fresh
+
+
+def test_a_facts_unit_plan_is_worked_out_once_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    original = normalize.unit_target
+
+    def counted(name: str) -> str | None:
+        calls[0] += 1
+        return original(name)
+
+    monkeypatch.setattr(normalize, "unit_target", counted)
+    normalize_fact({"id": "g1", "value": "1,926.8", "unit": "USD million"}, skip=frozenset({"id"}))
+    made = calls[0]
+    assert made > 0
+    normalize_fact({"id": "g2", "value": "2,103.4", "unit": "USD million"}, skip=frozenset({"id"}))
+    assert calls[0] == made  # (before: every unit field's target read again for each new fact)
+
+
+class _CountedPattern:
+    def __init__(self, pattern: Any, calls: list[int]) -> None:
+        self.pattern, self.calls = pattern, calls
+
+    def findall(self, text: str) -> list[str]:
+        self.calls[0] += 1
+        return list(self.pattern.findall(text))
+
+
+def test_a_short_texts_numbers_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    monkeypatch.setattr(normalize, "_NUMBER_IN_TEXT", _CountedPattern(normalize._NUMBER_IN_TEXT, calls))
+    normalize._short_text_numbers.cache_clear()
+    assert [normalize.text_numbers("company 433 unit 05") for _ in range(3)] == [("433", "5")] * 3
+    assert calls[0] == 1
+    long = "x 2.50 " + "y" * 300  # never kept: read each time
+    assert normalize.text_numbers(long) == normalize.text_numbers(long) == ("2.5",) and calls[0] == 3

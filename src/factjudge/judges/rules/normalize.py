@@ -146,11 +146,13 @@ class Reading:
 
     @classmethod
     def of(cls, config: Any) -> Reading:
-        """The reading a :class:`~factjudge.models.JudgeConfig` asks for."""
+        """The reading a :class:`~factjudge.models.JudgeConfig` asks for: one object for equal
+        readings (:data:`_READINGS`)."""
         known = config.rules_knowledge
-        return cls(config.decimal_separator, config.date_order,
+        made = cls(config.decimal_separator, config.date_order,
                    frozenset(f for f in ("units", "durations", "per_period", "periods", "numbers")
                              if getattr(known, f)))
+        return _READINGS.setdefault(made, made)
 
     @property
     def unit_families(self) -> frozenset[str]:
@@ -158,6 +160,10 @@ class Reading:
 
 
 READING = Reading()
+#: Each reading once: the memos of normal forms are keyed by the reading, and an equal one made
+#: anew for each document's index was compared field by field (a dataclass ``__eq__``) on every
+#: hit of :func:`normalize_fact`'s and :func:`_keyed_value`'s memos; the same object is not.
+_READINGS: dict[Reading, Reading] = {READING: READING}
 
 
 # --------------------------------------------------------------------------- normal forms
@@ -489,7 +495,20 @@ def sorted_tokens(norm: str) -> str:
 
 def text_numbers(norm: str) -> tuple[str, ...]:
     """The numbers in a normalised text, canonical (``05`` = ``5``, ``2.50`` = ``2.5``), sorted."""
+    # once per distinct short text while it is recent: names repeat across a run's facts, and two
+    # different ones are compared by their numbers too ("Company 433" vs "Company 49")
+    return _short_text_numbers(norm) if len(norm) <= _SHORT_TEXT else _text_numbers(norm)
+
+
+#: The longest text whose numbers are kept (:func:`text_numbers`): a 30 MB one would stay in memory.
+_SHORT_TEXT = 200
+
+
+def _text_numbers(norm: str) -> tuple[str, ...]:
     return tuple(sorted(format_decimal(Decimal(n)) for n in _NUMBER_IN_TEXT.findall(norm)))
+
+
+_short_text_numbers = functools.lru_cache(maxsize=16384)(_text_numbers)
 
 
 def make_text(raw: str, *, ignore_company_suffixes: bool = False) -> Text:
@@ -820,6 +839,7 @@ def is_unit_field(name: str) -> bool:
     return lower in _GENERIC_UNIT_FIELDS or lower.endswith(_UNIT_FIELD_SUFFIXES)
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # asked for every unit field of a fact normalised
 def unit_target(name: str) -> str | None:
     """The field a ``<name>_unit``-style field applies to; None for the generic names."""
     text = str(name)
@@ -1245,8 +1265,54 @@ def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: f
                     reading: Reading, fields: tuple[tuple[Any, Any], ...] = ()) -> dict[str, Norm]:
     """``fields``: the fields' names and cache keys, as :func:`normalize_fact` worked them out
     (empty: each value's worked out when it is normalised)."""
-    names = [k for k in fact if k not in skip]
     value_keys = dict(fields)
+    out: dict[str, Norm] = {}
+    for k, unit_norm, unit, amount in _plan_of(fact, skip, ignore_company_suffixes, reading):
+        out[k] = unit_norm if unit_norm is not None else _keyed_value(
+            fact[k], value_keys.get(k), ignore_company_suffixes, unit, amount, reading)
+    return out
+
+
+#: A fact's field: its name, its normal form when it is a unit field (else None), the unit its
+#: value is read with (None: none) and whether it is an amount a unit applies to.
+_Step = tuple[Any, Norm | None, Unit | None, bool]
+#: The fields compared of a fact's keys (by the keys and the skipped names), and its unit fields.
+_SHAPES: dict[tuple[tuple[Any, ...], frozenset[str]], tuple[list[Any], list[Any]]] = {}
+#: How a fact's fields are read (:func:`_make_plan`), by its keys, the skipped names and its unit
+#: fields' texts: what decides which unit applies to which field. A run's facts have a few shapes
+#: and units ("USD million"), and working it out again was a third of normalising a new fact.
+_PLANS: dict[tuple[tuple[Any, ...], frozenset[str], tuple[str | None, ...]], list[_Step]] = {}
+
+
+def _plan_of(fact: dict[str, Any], skip: frozenset[str], ignore_company_suffixes: bool,
+             reading: Reading) -> list[_Step]:
+    """:func:`_make_plan` of ``fact``, once per run for the same keys and unit texts."""
+    keys = tuple(fact)
+    shape = _SHAPES.get((keys, skip))
+    if shape is None:
+        names = [k for k in keys if k not in skip]
+        if len(_SHAPES) >= VALUES_LIMIT:
+            _SHAPES.clear()
+        shape = _SHAPES[(keys, skip)] = (names, [k for k in names if is_unit_field(k)])
+    texts = tuple([fact[k] for k in shape[1]])
+    for t in texts:
+        if t is not None and type(t) is not str:  # (1 and True would be one key)
+            return _make_plan(fact, shape[0], ignore_company_suffixes, reading)[0]
+    plan = _PLANS.get((keys, skip, texts))
+    if plan is None:
+        plan, reusable = _make_plan(fact, shape[0], ignore_company_suffixes, reading)
+        if reusable:
+            if len(_PLANS) >= VALUES_LIMIT:
+                _PLANS.clear()
+            _PLANS[(keys, skip, texts)] = plan
+    return plan
+
+
+def _make_plan(fact: dict[str, Any], names: list[Any], ignore_company_suffixes: bool,
+               reading: Reading) -> tuple[list[_Step], bool]:
+    """How each of ``names`` is read (:data:`_Step`): unit-like fields are read first and folded
+    into the amounts they apply to (module docs). Beside it, whether it holds for any fact of the
+    same keys and unit texts (not when a generic unit found its amounts by their values)."""
     units = {k: _unit_norm(fact[k]) for k in names if is_unit_field(k)}
     # which unit applies to which field
     applied: dict[Any, list[Unit]] = {}
@@ -1260,10 +1326,12 @@ def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: f
             amounts.add(target)
     generic_names = {k for k, u in units.items() if unit_target(k) is None}
     generic_targets = False
+    reusable = True
     if generic:
         others = [k for k in names if k not in units]
         targets = [k for k in others if k in _AMOUNT_FIELDS]
         if not targets:
+            reusable = False
             targets = [k for k in others if isinstance(
                 normalize_value(fact[k], ignore_company_suffixes=ignore_company_suffixes, reading=reading),
                 Quantity)]
@@ -1275,15 +1343,14 @@ def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: f
         if isinstance(u, Unit) and (u.physical or u.metric) and (
                 k in generic_names and generic_targets or unit_target(k) in amounts):
             units[k] = replace(u, applied=True)
-    out: dict[str, Norm] = {}
+    plan: list[_Step] = []
     for k in names:
         if k in units:
-            out[k] = units[k]
+            plan.append((k, units[k], None, False))
             continue
         unit = _merge_units(applied[k]) if k in applied else None
-        out[k] = _keyed_value(fact[k], value_keys.get(k), ignore_company_suffixes,
-                              unit if unit is not None and unit.is_numeric else None, k in amounts, reading)
-    return out
+        plan.append((k, None, unit if unit is not None and unit.is_numeric else None, k in amounts))
+    return plan, reusable
 
 
 def fact_currency(values: dict[str, Norm]) -> str | None:
