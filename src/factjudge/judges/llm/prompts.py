@@ -141,23 +141,29 @@ def written_facts(facts: list[dict[str, Any]], fields: Fields | None = None) -> 
     kinds: set[str] = set()
     lines: list[str] = []
     for ft, group in _by_type(facts):
-        columns = _columns(group, fields)
-        if ft is _NO_TYPE:
-            kinds.add("empty")
-            lines.append(_TYPE_LINE)
-        else:
-            lines.append(_TYPE_LINE + _noted_cell(ft, kinds))
-        lines.append(CELL_SEPARATOR.join([_noted_cell(c, kinds) for c in columns]))
-        for fact in group:
-            cells = []
-            for k in columns:
-                if k in fact:
-                    cells.append(_noted_cell(fact[k], kinds))
-                else:
-                    kinds.add("empty")
-                    cells.append("")
-            lines.append(CELL_SEPARATOR.join(cells))
+        lines += _noted_table(ft, _columns(group, fields), group, kinds)
     return "\n".join(lines), _notes(kinds)
+
+
+def _noted_table(fact_type: object, columns: list[str], facts: list[dict[str, Any]], kinds: set[str]) -> list[str]:
+    """The lines of one fact_type's table (``_NO_TYPE``: none), adding to ``kinds`` the
+    :data:`CELL_NOTES` kinds of its cells (:func:`_noted_cell`; ``empty`` for an absent one)."""
+    if fact_type is _NO_TYPE:
+        kinds.add("empty")
+        lines = [_TYPE_LINE]
+    else:
+        lines = [_TYPE_LINE + _noted_cell(fact_type, kinds)]
+    lines.append(CELL_SEPARATOR.join([_noted_cell(c, kinds) for c in columns]))
+    for fact in facts:
+        cells = []
+        for k in columns:
+            if k in fact:
+                cells.append(_noted_cell(fact[k], kinds))
+            else:
+                kinds.add("empty")
+                cells.append("")
+        lines.append(CELL_SEPARATOR.join(cells))
+    return lines
 
 
 def _notes(kinds: set[str]) -> str:
@@ -215,24 +221,9 @@ def _noted_cell(value: object, kinds: set[str]) -> str:
 
 def subject_message(direction: Direction, fact: dict[str, Any], fields: Fields | None = None) -> str:
     # cell_notes([fact]) and fact_tables([fact]) in one pass: one message per question asked
-    fact_type = fact.get("fact_type", _NO_TYPE)
-    columns = _columns([fact], fields)
     kinds: set[str] = set()
-    if fact_type is _NO_TYPE:
-        kinds.add("empty")
-        head = _TYPE_LINE
-    else:
-        head = _TYPE_LINE + _noted_cell(fact_type, kinds)
-    names = CELL_SEPARATOR.join([_noted_cell(k, kinds) for k in columns])
-    cells = []
-    for k in columns:
-        if k in fact:
-            cells.append(_noted_cell(fact[k], kinds))
-        else:
-            kinds.add("empty")
-            cells.append("")
+    table = "\n".join(_noted_table(fact.get("fact_type", _NO_TYPE), _columns([fact], fields), [fact], kinds))
     notes = _notes(kinds)
-    table = f"{head}\n{names}\n{CELL_SEPARATOR.join(cells)}"
     return f"{_SIDES[direction][0]} fact to judge{f' ({notes})' if notes else ''}:\n{table}"
 
 
