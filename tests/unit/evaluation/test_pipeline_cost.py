@@ -8,11 +8,12 @@ import re
 from typing import Any
 
 import pytest
+from calls import count_calls
 
 from factjudge.core import scope
 from factjudge.errors import FactJudgeWarning
 from factjudge.evaluation.pipeline import run_judge
-from factjudge.judges.base import JudgePass, JudgeTask
+from factjudge.judges.base import JudgePass
 from factjudge.judges.rules.judge import RulesJudge
 from factjudge.models import VERDICT_KEY, JudgeConfig
 
@@ -26,14 +27,7 @@ def _document() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def test_a_rules_run_builds_a_task_per_fact_type_not_per_subject(monkeypatch: pytest.MonkeyPatch) -> None:
-    built = [0]
-    original = JudgePass.task
-
-    def counted(self: JudgePass, subject: dict[str, Any], same_type: bool = False) -> JudgeTask:
-        built[0] += 1
-        return original(self, subject, same_type)
-
-    monkeypatch.setattr(JudgePass, "task", counted)
+    built = count_calls(monkeypatch, JudgePass, "task")
     gold, predicted = _document()
     with pytest.warns(FactJudgeWarning, match="decimal_separator"):
         result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
@@ -71,14 +65,7 @@ def test_a_value_repeated_across_documents_is_matched_once(monkeypatch: pytest.M
 
 
 def test_a_document_s_scope_checks_work_out_the_fields_once_per_fact_type(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = [0]
-    original = scope.fact_fields
-
-    def counted(*args: Any) -> list[str]:
-        calls[0] += 1
-        return original(*args)
-
-    monkeypatch.setattr(scope, "fact_fields", counted)
+    calls = count_calls(monkeypatch, scope, "fact_fields")
     gold, predicted = _document()
     predicted.append({"id": "p7", "fact_type": "city", "company": None, "city": None})
     config = JudgeConfig()
@@ -93,16 +80,9 @@ def test_a_document_s_scope_checks_work_out_the_fields_once_per_fact_type(monkey
 def test_a_document_s_scope_warnings_come_from_one_pass_over_its_facts(monkeypatch: pytest.MonkeyPatch) -> None:
     """nothing_to_compare's and read_by_default's warnings from one walk of the facts (each
     walked them and worked out their fields), the same warnings in the same order."""
-    calls = [0]
-    original = scope.fact_fields
-
-    def counted(*args: Any) -> list[str]:
-        calls[0] += 1
-        return original(*args)
-
     gold, predicted = _document()
     predicted.append({"id": "p7", "fact_type": "city", "company": None, "city": None})
-    monkeypatch.setattr(scope, "fact_fields", counted)
+    calls = count_calls(monkeypatch, scope, "fact_fields")
     with pytest.warns(FactJudgeWarning):
         result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
     assert result.warnings[-2].startswith("city: 1 fact had nothing") and "decimal_separator" in result.warnings[-1]

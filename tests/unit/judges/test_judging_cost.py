@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from calls import count_calls
 from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,15 +20,7 @@ from factjudge.models import JudgeConfig
 
 def _counting(monkeypatch: pytest.MonkeyPatch, name: str, unexplained: bool = False) -> list[int]:
     """Calls of ``compare.<name>`` (``unexplained``: only those not writing a reasoning)."""
-    calls = [0]
-    original = getattr(compare, name)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls[0] += not (unexplained and args[-1])
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(compare, name, counted)
-    return calls
+    return count_calls(monkeypatch, compare, name, (lambda *args: not args[-1]) if unexplained else None)
 
 
 def _revenue(fid: str, company: str, value: str) -> dict[str, Any]:
@@ -297,14 +290,7 @@ def test_a_comparison_is_explained_once_per_run(monkeypatch: pytest.MonkeyPatch)
     """The reasoning of a verdict explains its best or closest comparison; the same values
     compared the same way recur across a run's documents (22,092 explanations of 7,689 pairs in a
     1,000 x 20 facts run): each is written once."""
-    explained = [0]
-    original = compare._compare
-
-    def counted(*args: Any) -> Any:
-        explained[0] += bool(args[-1])
-        return original(*args)
-
-    monkeypatch.setattr(compare, "_compare", counted)
+    explained = count_calls(monkeypatch, compare, "_compare", lambda *args: bool(args[-1]))
     judge, config = RulesJudge(), JudgeConfig()
     candidates = [_revenue("p1", "Acme Inc.", "1,234.5"), _revenue("p2", "Borealis Ltd", "99.0")]
     verdicts = [judge.decide(JudgeTask("gold", _revenue(f"g{n}", "Acme Inc.", "1,299.5"), candidates, config))[0]
@@ -320,14 +306,7 @@ def test_a_searched_text_is_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -
     (19,928 look-ups of about 500 texts in a 1,000 x 20 facts run): each is read once."""
     from factjudge.judges.rules import index
 
-    calls = [0]
-    original = index.sorted_tokens
-
-    def counted(text: str) -> str:
-        calls[0] += 1
-        return original(text)
-
-    monkeypatch.setattr(index, "sorted_tokens", counted)
+    calls = count_calls(monkeypatch, index, "sorted_tokens")
     judge, config = RulesJudge(), JudgeConfig()
     ceo = {"fact_type": "ceo", "company": "Orion Pharma Searched Corp.", "person": "Wei Okafor"}
     for _ in range(3):  # three documents, each judged both ways
@@ -344,14 +323,7 @@ def test_a_small_bucket_is_compared_whole_and_a_miss_explained_by_the_shortlist(
     explained by the shortlist's closest candidate, as it was."""
     from factjudge.judges.rules import judge as rules_judge
 
-    looked_up = [0]
-    original = rules_judge.shortlist
-
-    def counted(*args: Any) -> Any:
-        looked_up[0] += 1
-        return original(*args)
-
-    monkeypatch.setattr(rules_judge, "shortlist", counted)
+    looked_up = count_calls(monkeypatch, rules_judge, "shortlist")
     judge, config = RulesJudge(), JudgeConfig()
     candidates = [_revenue("p1", "Borealis Ltd", "77.0"), _revenue("p2", "Acme Inc.", "1,234.5")]
     verdict = judge.decide(JudgeTask("gold", _revenue("g1", "Acme Inc.", "1,234.5"), candidates, config))[0]
@@ -372,14 +344,7 @@ def test_a_unit_is_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
     its unit shared, and units merged for an amount are merged once."""
     from factjudge.judges.rules import normalize
 
-    merged = [0]
-    original = normalize._merged
-
-    def counted(units: list[Any]) -> Any:
-        merged[0] += 1
-        return original(units)
-
-    monkeypatch.setattr(normalize, "_merged", counted)
+    merged = count_calls(monkeypatch, normalize, "_merged")
     unit = "USD thousand once-read"  # (no cache of the process knows it yet)
     facts = [{**_revenue(f"g{n}", "Acme Inc.", f"{n}.5"), "unit": unit} for n in range(1, 4)]
     forms = [compare.normalized(f, -1, True) for f in facts]

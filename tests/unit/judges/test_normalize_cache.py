@@ -5,6 +5,7 @@ import json
 from typing import Any
 
 import pytest
+from calls import count_calls
 
 from factjudge.judges.rules import normalize
 from factjudge.judges.rules.normalize import READING, Other, Quantity, Reading, normalize_fact, normalize_value
@@ -41,14 +42,8 @@ def test_a_facts_list_is_keyed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 39 item 3: a fact's cache key holds its list's; normalising the list reads that key
     rather than working it out again, and a record's scalar keys are written inline (a list of 5
     records of 3 fields: 58 key calls, now the list and its 5 records once each)."""
-    calls = [0]
     real = normalize._value_key
-
-    def counted(value: Any) -> Any:
-        calls[0] += 1
-        return real(value)
-
-    monkeypatch.setattr(normalize, "_value_key", counted)
+    calls = count_calls(monkeypatch, normalize, "_value_key")
     items = [{"description": f"Part {n} keyed", "quantity": n, "unit_price": f"{n},50"} for n in range(1, 6)]
     values = normalize_fact({"number": "INV-9", "line_items": items})
     assert calls[0] == 6  # before: 58
@@ -88,14 +83,7 @@ def test_a_facts_unit_plan_is_reused_only_as_it_would_be_made(first: dict[str, A
 
 
 def test_a_facts_unit_plan_is_worked_out_once_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = [0]
-    original = normalize.unit_target
-
-    def counted(name: str) -> str | None:
-        calls[0] += 1
-        return original(name)
-
-    monkeypatch.setattr(normalize, "unit_target", counted)
+    calls = count_calls(monkeypatch, normalize, "unit_target")
     normalize_fact({"id": "g1", "value": "1,926.8", "unit": "USD million"}, skip=frozenset({"id"}))
     made = calls[0]
     assert made > 0
