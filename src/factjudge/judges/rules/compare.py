@@ -480,7 +480,7 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
     ``path`` (``line_items.unit_price``) names a field inside a list's items, for ``tolerances``
     and ``ordered``. Its reasoning (``detail``) is written when read."""
     path = path or name
-    ok, exact, score, _ = _compare(name, a, b, config, cur_a, cur_b, knowledge, path, False)
+    ok, exact, score, _ = _outcome(name, a, b, config, cur_a, cur_b, knowledge, path)
     # the normal forms are cached and shared, so equal values are mostly the same object
     return _new_result(FieldResult, (name, ok, exact, score, exact and (a is b or _alike(a, b)) and not isinstance(
         a, Missing), a, b, config, cur_a, cur_b, knowledge, path))
@@ -504,6 +504,16 @@ def compare_outcome(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str
     """:func:`compare_field`'s ok, exact and score (and ""), without its :class:`FieldResult`,
     for a caller reading no more (the near-miss search)."""
     return _compare(name, a, b, config, cur_a, cur_b, None, name, False)
+
+
+def _outcome(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None, cur_b: str | None,
+             knowledge: Knowledge | None, path: str) -> _Outcome:
+    """:func:`_compare`'s unexplained outcome; two texts compared as texts without its other
+    types' checks (most comparisons: a subject's other candidates of its type mostly differ from
+    it first by a name, an invoice's item pairs by their descriptions)."""
+    if type(a) is Text and type(b) is Text and not is_unit_field(name):
+        return _compare_texts(a, b, config.text_threshold, name, knowledge, False)
+    return _compare(name, a, b, config, cur_a, cur_b, knowledge, path, False)
 
 
 def _compare(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None, cur_b: str | None,
@@ -574,16 +584,10 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
     same = xv.keys() == yv.keys()
     for key in xv if same else dict.fromkeys((*xv, *yv)):
         u, v = (xv[key], yv[key]) if same else (x.get(key), y.get(key))
-        named = key or name
-        if type(u) is Text and type(v) is Text and not is_unit_field(named):
-            # what _compare does with two texts, without its other types' checks (an invoice's
-            # 25 item pairs are compared by their descriptions first, 20 of them to differ there)
-            f_ok, f_exact, score, _ = _compare_texts(u, v, config.text_threshold, named, knowledge, False)
-        elif absent(u) and absent(v):
+        if absent(u) and absent(v):
             continue
-        else:
-            f_ok, f_exact, score, _ = _compare(named, u, v, config, x.currency, y.currency, knowledge,
-                                               (f"{path}.{key}" if key else path) or name, False)
+        f_ok, f_exact, score, _ = _outcome(key or name, u, v, config, x.currency, y.currency, knowledge,
+                                           (f"{path}.{key}" if key else path) or name)
         compared += 1
         total += score
         if f_ok:
@@ -860,16 +864,9 @@ def _compared(subject: Prepared, candidate: Prepared, fields: list[str], config:
             results.append(_new_result(FieldResult, (name, True, True, 100.0, True, a, b, config, subject.currency,
                                                      candidate.currency, knowledge, name)))
             continue
-        if type(a) is Text and type(b) is Text and not is_unit_field(name):
-            # what compare_field does with two texts, without _compare's other types' checks (a
-            # subject's other candidates of its type mostly differ from it first by a name)
-            ok, exact, score, _ = _compare_texts(a, b, config.text_threshold, name, knowledge, False)
-            result = _new_result(FieldResult, (name, ok, exact, score, exact and (a is b or _alike(a, b)), a, b,
-                                               config, subject.currency, candidate.currency, knowledge, name))
-        elif absent(a) and absent(b):
+        if absent(a) and absent(b):
             continue
-        else:
-            result = compare_field(name, a, b, config, subject.currency, candidate.currency, knowledge)
+        result = compare_field(name, a, b, config, subject.currency, candidate.currency, knowledge)
         results.append(result)
         if until_miss and not result.ok and k + 1 < len(fields):
             return CandidateResult(candidate, results, (), k + 1)
