@@ -539,6 +539,10 @@ def test_a_value_against_itself_compares_as_compare_field_does(raw: str, name: s
     fields = [name, "unit"]
     expected = [compare.compare_field(n, p.get(n), p.get(n), config, p.currency, p.currency) for n in fields]
     assert compare.compare_facts(p, p.at(0), fields, config).fields == expected
+    # compare_field's shortcut for one form on both sides: what the full comparison finds
+    full = [compare._compare(n, p.get(n), p.get(n), config, p.currency, p.currency, None, n, False)[:3]
+            for n in fields]
+    assert [(f.ok, f.exact, f.score) for f in expected] == full
 
 
 _WRITTEN_VALUES = ["FY2023", "fiscal 2023", "2023", "1,926.8", "$1926.8 million", "1926.8", "Acme Inc.", "acme inc",
@@ -571,6 +575,9 @@ def test_two_texts_of_two_facts_compare_as_compare_field_does(x: str, y: str, na
     b = compare.normalized({"id": "p", "fact_type": "t", name: y}, 0, False)
     expected = compare.compare_field(name, a.get(name), b.get(name), config, a.currency, b.currency, knowledge)
     assert compare.compare_facts(a, b, [name], config, knowledge).fields == [expected]
+    # the texts' shortcut (_outcome): what the full comparison finds
+    full = compare._compare(name, a.get(name), b.get(name), config, a.currency, b.currency, knowledge, name, False)
+    assert (expected.ok, expected.exact, expected.score) == full[:3]
 
 
 def test_two_texts_are_compared_without_the_other_types_checks(monkeypatch: pytest.MonkeyPatch) -> None:

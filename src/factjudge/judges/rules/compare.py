@@ -473,6 +473,11 @@ def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
     return False, False, 0.0, f"{shown}: a year only equals the same bare integer"
 
 
+#: The normal forms that a field compares equal to themselves, exactly (a text, a figure, a date
+#: or period): :func:`compare_field` takes one against itself as equal without comparing it.
+_SELF_EQUAL = frozenset({Text, Quantity, Period})
+
+
 def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
                   cur_a: str | None = None, cur_b: str | None = None,
                   knowledge: Knowledge | None = None, path: str = "") -> FieldResult:
@@ -480,6 +485,10 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
     ``path`` (``line_items.unit_price``) names a field inside a list's items, for ``tolerances``
     and ``ordered``. Its reasoning (``detail``) is written when read."""
     path = path or name
+    if a is b and type(a) in _SELF_EQUAL and not is_unit_field(name):
+        # one normal form on both sides (the memos share them): equal, as _compare finds through
+        # its type checks (half of a document's field comparisons are these)
+        return _new_result(FieldResult, (name, True, True, 100.0, True, a, b, config, cur_a, cur_b, knowledge, path))
     ok, exact, score, _ = _outcome(name, a, b, config, cur_a, cur_b, knowledge, path)
     # the normal forms are cached and shared, so equal values are mostly the same object
     return _new_result(FieldResult, (name, ok, exact, score, exact and (a is b or _alike(a, b)) and not isinstance(
@@ -844,11 +853,6 @@ def finish_facts(result: CandidateResult, subject: Prepared, fields: list[str], 
     return _compared(subject, result.candidate, fields, config, knowledge, list(result.fields), result.rest, False)
 
 
-#: The normal forms that a field compares equal to themselves, exactly (a text, a figure, a date
-#: or period): :func:`_compared` takes one against itself as equal without comparing it.
-_SELF_EQUAL = frozenset({Text, Quantity, Period})
-
-
 def _compared(subject: Prepared, candidate: Prepared, fields: list[str], config: JudgeConfig,
               knowledge: Knowledge | None, results: list[FieldResult], start: int,
               until_miss: bool) -> CandidateResult:
@@ -858,12 +862,6 @@ def _compared(subject: Prepared, candidate: Prepared, fields: list[str], config:
         # (Prepared.get inlined for the fields a fact has: a call each was a tenth of a pair's cost)
         a = held_a[name] if name in held_a else subject.get(name)
         b = held_b[name] if name in held_b else candidate.get(name)
-        if a is b and type(a) in _SELF_EQUAL and not is_unit_field(name):
-            # one normal form on both sides (the memos share them): equal, as _compare finds
-            # through its type checks (half of a document's field comparisons are these)
-            results.append(_new_result(FieldResult, (name, True, True, 100.0, True, a, b, config, subject.currency,
-                                                     candidate.currency, knowledge, name)))
-            continue
         if absent(a) and absent(b):
             continue
         result = compare_field(name, a, b, config, subject.currency, candidate.currency, knowledge)
