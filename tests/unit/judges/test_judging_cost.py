@@ -15,6 +15,7 @@ from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules import compare
 from factjudge.judges.rules.judge import RulesJudge
 from factjudge.judges.rules.knowledge import knowledge_for
+from factjudge.judges.rules.normalize import make_text
 from factjudge.models import JudgeConfig
 
 
@@ -586,3 +587,31 @@ def test_two_texts_are_compared_without_the_other_types_checks(monkeypatch: pyte
     b = compare.normalized(_revenue("p1", "Fabrikam Holdings", "1,234.5"), 0, True)
     result = compare.compare_facts(a, b, ["company"], JudgeConfig())
     assert not result.ok and result.fields[0].name == "company" and calls[0] == 0
+
+
+def test_a_names_words_are_read_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: a name meets many others, each pair compared once (its outcome kept); the words of
+    each name (qualifiers, units, sorted tokens, numbers) are read once, not once per pair (before:
+    twice a pair, 2 x 6 here)."""
+    compare._WORDS.clear()
+    read = count_calls(monkeypatch, compare, "qualifiers")
+    config, knowledge = JudgeConfig(), knowledge_for(JudgeConfig())
+    names = [make_text(f"Company {n} Words") for n in (901, 902, 903, 904)]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    outcomes = [compare.compare_field("company", a, b, config, knowledge=knowledge) for a, b in pairs]
+    assert len(pairs) == 6 and not any(r.ok for r in outcomes)
+    assert read[0] == 4
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(st.sampled_from([*_NAMES, "co", "former", "ex", "jr", "4 GB", "2tb", "05", "v2.50", "x"]),
+                max_size=5).map(" ".join), st.booleans())
+def test_a_texts_words_are_what_each_reading_gives(text: str, long: bool) -> None:
+    """The shortcut of _compare_known_texts (its words kept per text) gives what reading them does."""
+    from factjudge.judges.rules.knowledge import qualifiers, text_units
+    from factjudge.judges.rules.normalize import normalize_text, sorted_tokens, text_numbers
+
+    norm = normalize_text(text) + (" word" * 60 if long else "")
+    for _ in range(2):  # worked out, then kept (a long text: worked out again)
+        words = compare._words(norm)
+        assert words == (qualifiers(norm.split()), text_units(norm.split()), sorted_tokens(norm), text_numbers(norm))
