@@ -615,3 +615,25 @@ def test_a_texts_words_are_what_each_reading_gives(text: str, long: bool) -> Non
     for _ in range(2):  # worked out, then kept (a long text: worked out again)
         words = compare._words(norm)
         assert words == (qualifiers(norm.split()), text_units(norm.split()), sorted_tokens(norm), text_numbers(norm))
+
+
+def test_a_figures_keys_are_worked_out_only_for_a_window_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: a rounded figure narrows the candidates by a number window and its keys; a small
+    bucket narrowed by its period first never looks that window up, so the rounded figures' table
+    (for its coarser keys) is not built (before: once per fact_type and direction)."""
+    from factjudge.judges.rules import index
+    from factjudge.judges.rules.judge import SMALL_POOL
+
+    steps = count_calls(monkeypatch, index.CandidateIndex, "rounded_steps")
+    config = JudgeConfig()
+    subject = _revenue("g1", "Acme Inc.", "4,321.5")
+    candidates = [_revenue("p1", "Borealis Ltd", "4,321.5"), {**_revenue("p2", "Acme Inc.", "4,321.5"),
+                                                            "period": "FY2022"}]
+    assert len(candidates) <= SMALL_POOL
+    verdict, _ = RulesJudge().decide(JudgeTask("gold", subject, candidates, config))
+    assert verdict.status == "FN" and "Closest: p1." in verdict.reasoning  # the shortlist: p1, the same period
+    assert steps[0] == 0
+    # a pool the period leaves large: the window is looked up, with the keys
+    many = [_revenue(f"q{n}", "Zeta Corp", f"{n}.0") for n in range(SMALL_POOL + 1)]
+    assert RulesJudge().decide(JudgeTask("gold", subject, many, config))[0].status == "FN"
+    assert steps[0] == 1

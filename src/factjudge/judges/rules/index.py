@@ -229,14 +229,14 @@ def _signature(p: Prepared, fields: list[str] | None = None) -> str:
 
 
 _Lookups = tuple[list[tuple[str, tuple[Hashable, ...]]],
-                 list[tuple[str, tuple[float, float], tuple[Hashable, ...]]], list[tuple[str, Text]]]
+                 list[tuple[str, tuple[float, float], Quantity]], list[tuple[str, Text]]]
 
 
 def _lookups(index: CandidateIndex, subject: Prepared, fields: list[str], config: JudgeConfig) -> _Lookups:
     """How each field of the subject narrows the candidates: exact keys, a number window (with
-    the keys found outside it), or a text search."""
+    the figure whose keys are looked up outside it: :func:`_figure_keys`), or a text search."""
     exact: list[tuple[str, tuple[Hashable, ...]]] = []
-    windows: list[tuple[str, tuple[float, float], tuple[Hashable, ...]]] = []
+    windows: list[tuple[str, tuple[float, float], Quantity]] = []
     texts: list[tuple[str, Text]] = []
     for name in fields:
         if is_unit_field(name):
@@ -247,12 +247,11 @@ def _lookups(index: CandidateIndex, subject: Prepared, fields: list[str], config
         if isinstance(value, Text):
             texts.append((name, value))
         elif isinstance(value, Quantity):
-            keys = (("n", value.number), *_coarser_keys(value, index.rounded_steps(subject.fact_type, name)))
             bounds = _bounds(value, config.tolerances.get(name))
             if bounds is None:
-                exact.append((name, keys))
+                exact.append((name, _figure_keys(index, subject.fact_type, name, value)))
             else:
-                windows.append((name, bounds, keys))
+                windows.append((name, bounds, value))
         elif (found := _exact_keys(value)) is not None:
             exact.append((name, tuple(found)))
     return exact, windows, texts
@@ -274,11 +273,12 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
             pool = index.exact_filter(pool, name, keys)
         if not pool:
             return []
-    for name, bounds, keys in windows:
+    for name, bounds, value in windows:
         if pool is not None and len(pool) <= SMALL_POOL:
             break
         # with the keys: a year equal to a plain integer, coarser figures the subject rounds to
-        s = index.number_window(ft, name, *bounds) | index.exact_postings(ft, name, keys)
+        s = index.number_window(ft, name, *bounds) | index.exact_postings(
+            ft, name, _figure_keys(index, ft, name, value))
         pool = s if pool is None else pool & s
         if not pool:
             return []
@@ -290,6 +290,14 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         if not pool:
             return []
     return sorted(pool) if pool is not None else list(index.bucket(ft))
+
+
+def _figure_keys(index: CandidateIndex, fact_type: Any, name: str, q: Quantity) -> tuple[Hashable, ...]:
+    """The keys a figure's candidates are filed under (its number's, the coarser figures it rounds
+    to): for a window, worked out only when the window is looked up (a small pool, mostly a
+    document's bucket narrowed by its period, stops before; the rounded figures' table built for
+    its coarser keys was 2% of judging 10,000 documents of 10 + 10 facts)."""
+    return (("n", q.number), *_coarser_keys(q, index.rounded_steps(fact_type, name)))
 
 
 #: Places of the last shown digit a rounded figure may have (1e-6 to 1e15), for its index keys.
