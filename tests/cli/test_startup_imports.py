@@ -1,6 +1,7 @@
 """A run pays at start-up only for the modules it uses: a rules run never loads the LLM judge's
 stack (aiohttp was about half of factjudge's imports in a rules ``eval``, issue #39)."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,24 @@ def test_importing_the_eval_and_judge_commands_defers_what_their_runs_may_not_ne
             " if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["True []", "[]"]
+
+
+def test_an_llm_eval_loads_before_its_first_request_none_of_what_only_its_end_or_other_runs_use(tmp_path):
+    """An LLM ``eval`` up to its first question: the eval command imported, its one judge built (its
+    token counter: no tiktoken encoding cached) and its workers decided (one process) load neither
+    the pages' modules (imported while the run waits for answers, or at its end), the
+    judge-calibration correction, the batch files' module, multiprocessing, tiktoken nor (with
+    --no-cache) sqlite3 (~25 ms of the start, issue 39)."""
+    code = ("import sys, factjudge.cli.eval_cmd\n"
+            "from factjudge.evaluation.workers import auto_workers\n"
+            "from factjudge.judges.factory import JudgeSpec, build_judge\n"
+            "judge = build_judge(JudgeSpec(models=('gpt-4o',), base_url='http://127.0.0.1:9/v1', cache=False))\n"
+            "print(auto_workers(judge, 1000), judge.tokens.name)\n"
+            "print([m for m in ('factjudge.reports.html', 'factjudge.reports.markdown', 'factjudge.core.correction',"
+            " 'factjudge.judges.llm.batch_lines', 'multiprocessing', 'tiktoken', 'sqlite3') if m in sys.modules])")
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.splitlines() == ["1 estimate:utf8_bytes/3", "[]"]
 
 
 def test_a_cache_database_error_is_still_one_line_though_app_does_not_import_sqlite3(capsys):

@@ -264,15 +264,15 @@ def test_with_workers_report_html_is_rendered_beside_the_other_files(dataset, tm
     """At the end of a run with workers, report.html (the costliest page) is rendered in a child
     process while this one writes report.md and review.html; the files are those one process
     writes (test_two_workers_write_the_files_one_process_writes)."""
-    from factjudge.evaluation import runner
+    from factjudge.reports import html
 
-    render = runner.render_html
+    render = html.render_html
 
     def where(*args, **kwargs):
         (tmp_path / f"html-{os.getpid()}").write_text("")
         return render(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "render_html", where)
+    monkeypatch.setattr(html, "render_html", where)
     evaluate_dataset(dataset, CONFIG, out_dir=tmp_path / "two", workers=2)
     rendered = {int(p.name.split("-")[1]) for p in tmp_path.glob("html-*")}
     assert len(rendered) == 1 and os.getpid() not in rendered
@@ -302,7 +302,9 @@ def test_the_end_is_made_ready_while_the_workers_judge_the_first_documents(datas
 
     assert events[0] == "numpy" and events.count("line") == 3 * workers_mod.CHUNK + 10
     taken = [e for e in events if e != "line"]
-    assert taken == ["numpy", *compile_templates()]  # every step, each once, before the end
+    # every step, each once, before the end: the pages' modules imported, then their templates compiled
+    assert taken == ["numpy", "numpy.random", "reports.html", "reports.markdown", "Summary", "Macro", "MicroCounts",
+                     "CategoryCounts", "FieldScore", *compile_templates()]
     assert events[-1] == "line"
 
 

@@ -17,11 +17,11 @@ from evalkit import CONFIG, DOCS, TRUTH, timeless_outputs, write_jsonl
 from scripted_server import ScriptedServer
 
 from factjudge import LLMJudge
-from factjudge.evaluation import runner
 from factjudge.evaluation.runner import evaluate_async, input_salt
 from factjudge.io.config import parse_config
 from factjudge.io.datasets import JsonlDataset
 from factjudge.judges.rules.judge import RulesJudge
+from factjudge.reports import html
 from factjudge.reports.html import compile_templates
 from factjudge.util import forked
 from factjudge.util.aio import when_idle
@@ -44,14 +44,14 @@ class LastAnswer:
 def _compiled(monkeypatch):
     """The templates ``_ready_to_finish`` compiles, each with when it was compiled."""
     compiled = []
-    compiling = runner.compile_templates
+    compiling = html.compile_templates
 
     def recording():
         for name in compiling():
             compiled.append((name, time.monotonic()))
             yield name
 
-    monkeypatch.setattr(runner, "compile_templates", recording)
+    monkeypatch.setattr(html, "compile_templates", recording)  # _ready_to_finish imports it then
     return compiled
 
 
@@ -123,15 +123,16 @@ def test_second_core_is_refused_while_another_thread_runs(monkeypatch):
 DRIVER = """
 import os, sys
 from factjudge.evaluation import runner
+from factjudge.reports import html
 record, fork = sys.argv[1], sys.argv[2] == "fork"
-render = runner.render_html
+render = html.render_html
 
 def recording(*args, **kwargs):
     with open(record, "a") as fh:
         fh.write(f"{os.getpid()} {os.getppid()}\\n")
     return render(*args, **kwargs)
 
-runner.render_html = recording
+html.render_html = recording
 if not fork:
     runner.second_core = lambda: False
 from factjudge.cli import main
@@ -160,3 +161,40 @@ def test_report_html_of_an_llm_run_is_rendered_in_a_child_and_the_same(dataset, 
         folders[fork] = timeless_outputs(out)
         assert json.loads((out / "summary.json").read_text())["documents"] == len(DOCS)
     assert folders["fork"] == folders["here"]
+
+
+# The CLI as a real process (numpy.random is loaded once per process): what the run has loaded
+# when its end begins, after the last answer.
+FINISH_DRIVER = """
+import sys
+from factjudge.evaluation import runner
+finish = runner.finish_run
+
+def finishing(*args, **kwargs):
+    from factjudge.core.aggregate import Summary
+
+    print(sorted(m for m in ("numpy", "numpy.random", "factjudge.reports.html", "factjudge.reports.markdown")
+                 if m in sys.modules), Summary.__pydantic_complete__, flush=True)
+    return finish(*args, **kwargs)
+
+runner.finish_run = finishing
+from factjudge.cli import main
+sys.argv = ["factjudge", *sys.argv[1:]]
+main()
+"""
+
+
+def test_an_llm_run_loads_the_bootstrap_draws_the_pages_and_the_summary_before_its_end(dataset, tmp_path):
+    """numpy.random (the bootstrap's draws: numpy loads it on first use, ~15 ms) and the pages'
+    modules are imported, and the summary's validator built, while the run waits for answers,
+    not after the last one."""
+    pytest.importorskip("numpy")
+    data, cfg = dataset
+    with ScriptedServer(TRUTH, delay=0.2) as server:  # 4 rounds of questions: time to wait
+        proc = subprocess.run([sys.executable, "-c", FINISH_DRIVER, "eval", data, "-c", cfg, "--model", "m",
+                               "--base-url", server.base_url, "--concurrency", "4", "--no-cache", "-q",
+                               "-o", tmp_path / "out"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "OPENAI_API_KEY": ""})
+    assert proc.returncode == 0, proc.stderr
+    loaded = ["factjudge.reports.html", "factjudge.reports.markdown", "numpy", "numpy.random"]
+    assert proc.stdout.splitlines()[0] == f"{loaded} True"

@@ -24,19 +24,23 @@ import asyncio
 import contextlib
 import functools
 import heapq
+import importlib
 import json
+import sys
 import tempfile
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from .._version import __version__
 from ..core.aggregate import (
     NUMPY_FROM,
     REPORT_ROWS,
     Aggregator,
+    Macro,
+    MicroCounts,
     Summary,
     ZeroDivision,
     doc_stats,
@@ -44,7 +48,6 @@ from ..core.aggregate import (
 )
 from ..core.alerts import InputShape, ProofLinks, input_warnings, run_alerts
 from ..core.confidence import corrected as confidence_corrected
-from ..core.correction import JudgeCalibration, calibration_mismatch, judge_corrected
 from ..core.grounding import Finder, SourceCounts
 from ..core.scope import merge_warnings, scope_check
 from ..errors import InputError
@@ -70,9 +73,7 @@ from ..io.runfolder import (
 )
 from ..io.scan import HeldDocument, doc_hash
 from ..judges.base import PROMPT_FORMAT_VERSION, Judge, run_info_of
-from ..models import JudgeConfig, JudgeResult, Prices, line_analysis
-from ..reports.html import compile_templates, render_html
-from ..reports.markdown import render_markdown
+from ..models import CategoryCounts, FieldScore, JudgeConfig, JudgeResult, Prices, line_analysis
 from ..reports.review import ReviewQueue, render_review
 from ..reports.rows import (
     ClosestIds,
@@ -95,6 +96,9 @@ from .pipeline import (
     preview,
     warn_user,
 )
+
+if TYPE_CHECKING:
+    from ..core.correction import JudgeCalibration
 
 
 class RunProgress(ProgressObserver, Protocol):
@@ -436,6 +440,8 @@ def add_judge_corrected(summary: Summary, keys: Sequence[Sequence[int]], calibra
                         settings: ReportSettings) -> None:
     """Put the judge-corrected figures in ``summary``, and warn when the calibration was made with
     another judge or config, or does not fit the data (a figure capped at 1)."""
+    from ..core.correction import calibration_mismatch, judge_corrected  # only with --judge-calibration
+
     corrected = judge_corrected(keys, calibration.errors, settings.resamples, settings.seed)
     corrected.calibration = calibration.describe()
     summary.judge_corrected = corrected.model_dump(mode="json")
@@ -519,6 +525,10 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
     rewrite), so only the lines shown are read again; ``kept``: lines parsed already, by doc_id,
     not read again. ``meanwhile``: more to write while report.html is, which ``fork`` renders in
     a child process (:func:`~factjudge.util.forked.beside`)."""
+    # the pages' modules (~5 ms to import): at the end only, or in _ready_to_finish while it waits
+    from ..reports import html as html_page
+    from ..reports import markdown as markdown_page
+
     report_rows = summary.report_rows
     lines = _report_lines(folder, sorted(order), report_rows, refs, kept or {})
     rows = select_rows(lines, report_rows, tp_limit=min(report_rows, TP_ROWS), closest=closest)
@@ -528,13 +538,13 @@ def write_reports(folder: RunFolder, summary: Summary, order: Sequence[OrderEntr
     shown = texts({line["doc_id"] for line in wrong}) if texts is not None else None
 
     def html() -> None:
-        write_atomic(folder.path / REPORT_HTML, render_html(summary, worst, rows, rows_total, rows_order="worst",
-                                                            documents=wrong, texts=shown, find=find,
-                                                            omissions=omissions, closest=closest))
+        write_atomic(folder.path / REPORT_HTML,
+                     html_page.render_html(summary, worst, rows, rows_total, rows_order="worst", documents=wrong,
+                                           texts=shown, find=find, omissions=omissions, closest=closest))
 
     with beside(html, fork):  # report.html, the costliest page (0.2 s of 1,000 documents), on a core of its own
-        write_atomic(folder.path / REPORT_MD, render_markdown(summary, worst, rows, rows_total, rows_order="worst",
-                                                             omissions=omissions))
+        write_atomic(folder.path / REPORT_MD, markdown_page.render_markdown(summary, worst, rows, rows_total,
+                                                                           rows_order="worst", omissions=omissions))
         meanwhile()
 
 
@@ -731,12 +741,27 @@ async def _judge_in_processes(dataset: Dataset, todo: Sequence[DocInfo], reused:
 
 
 def _ready_to_finish(documents: int, numpy_from: int = NUMPY_FROM) -> Iterator[object]:
-    """What the end of a run would load or compile first (numpy for the bootstrap, from
-    ``numpy_from`` documents, the pages' templates), a step at a time while this process waits for
-    the workers or for an LLM's answers: the end is this process's alone (~0.1 s of 1,000
-    documents' ~0.45 s after the last one)."""
+    """What the end of a run would load or build first (numpy and numpy.random for the bootstrap,
+    from ``numpy_from`` documents, the pages' modules, the summary's validators and the pages'
+    templates), a step at a time while this process waits for the workers or for an LLM's
+    answers: the end is this process's alone (~0.1 s of 1,000 documents' ~0.45 s after the last
+    one)."""
     prepare_bootstrap(documents, numpy_from)
     yield "numpy"
+    if "numpy" in sys.modules:  # the bootstrap draws with numpy.random, which numpy loads on first use (~15 ms)
+        importlib.import_module("numpy.random")
+    yield "numpy.random"
+    from ..reports.html import compile_templates  # the pages' modules: loaded here, not at the run's start
+
+    yield "reports.html"
+    from ..reports import markdown  # noqa: F401  (write_reports's)
+
+    yield "reports.markdown"
+    # the summary's models, whose validators are built on first use (models/base.py): at the end
+    # (~10 ms) unless here
+    for model in (Summary, Macro, MicroCounts, CategoryCounts, FieldScore):
+        model.model_rebuild()
+        yield model.__name__
     yield from compile_templates()
 
 

@@ -20,8 +20,7 @@ fork. Forking needs a POSIX system (Linux, macOS); elsewhere ``--workers`` above
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import multiprocessing.pool
+import functools
 import os
 import signal
 import sys
@@ -31,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..io.datasets import Dataset, Document
@@ -42,6 +41,9 @@ from ..reports.rows import ClosestIds, CompareFields, closest_detail, closest_id
 from ..util.forked import cpu_count
 from .pipeline import judge_checked
 from .runner import as_scanned
+
+if TYPE_CHECKING:
+    import multiprocessing.pool
 
 #: Documents per task sent to a worker: large enough that sending them and their lines back is
 #: small beside judging them (~3 ms a 20-fact document), small enough that the last chunks of a
@@ -57,6 +59,10 @@ AUTO_MIN_DOCUMENTS = 100
 
 
 def can_fork() -> bool:
+    # multiprocessing (~7 ms to import) only for a run that may fork: auto_workers decides an LLM
+    # run's one process without it
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -180,16 +186,21 @@ def _closest(doc_id: str, result: JudgeResult, forms: FactForms, fields: list[Co
     return closest_ids(closest_detail(line, forms=forms, fields=fields))
 
 
-class _Pool(multiprocessing.pool.Pool):
+@functools.cache
+def _pool_type() -> type[multiprocessing.pool.Pool]:
     """A pool whose worker-maintaining thread wakes when a worker exits or the pool changes, not
     whenever a result waits to be read: the standard pool's also waits on the results' pipe, and
     so spun while the results thread read each chunk's lines (19 KB a 20-fact document), 1.0 s of
     this process's CPU for 10,000 such documents, on the cores the workers judge on. (The standard
     thread pool waits so already.) Nothing else of the pool changes: closing and terminating it
-    notify that thread themselves."""
+    notify that thread themselves. Made on first use: multiprocessing only for a run that forks."""
+    import multiprocessing.pool
 
-    def _get_sentinels(self) -> list[Any]:
-        return [self._change_notifier._reader]  # type: ignore[attr-defined]
+    class _Pool(multiprocessing.pool.Pool):
+        def _get_sentinels(self) -> list[Any]:
+            return [self._change_notifier._reader]  # type: ignore[attr-defined]
+
+    return _Pool
 
 
 async def judge_in_processes(documents: Iterable[Sent], dataset: Dataset, config: JudgeConfig,
@@ -203,8 +214,10 @@ async def judge_in_processes(documents: Iterable[Sent], dataset: Dataset, config
     unfinished. ``meanwhile``: steps taken one at a time whenever this process would wait for the
     workers (:func:`_next`)."""
     loop = asyncio.get_running_loop()
-    pool = _Pool(workers, initializer=_start, initargs=(dataset, config, judge, salt, closest),
-                 context=multiprocessing.get_context("fork"))
+    import multiprocessing
+
+    pool = _pool_type()(workers, initializer=_start, initargs=(dataset, config, judge, salt, closest),
+                        context=multiprocessing.get_context("fork"))
     pending: deque[asyncio.Future[Chunk]] = deque()
 
     def submit(chunk: list[Sent]) -> asyncio.Future[Chunk]:

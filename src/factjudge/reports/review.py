@@ -28,7 +28,6 @@ from ..core.review import EXPORT_KIND, reviews_needed, run_identity
 from ..models import own_fields, status_of, verdict_of
 from .docview import json_for_script
 from .format import fmt
-from .html import render_page
 from .rows import ROW_STATUSES, ClosestMap, closest_detail
 from .text import reviewed_line
 
@@ -236,6 +235,9 @@ def render_review(summary: Summary, lines: Iterable[Mapping[str, Any]] | ReviewQ
         queue = ReviewQueue(found=omissions)
         for line in lines:
             queue.add(line)
+    # the pages' module (with the document view's): at the end only, not at an eval run's start
+    from .html import render_page
+
     items, encoded, left_out = queue._cut(MAX_BYTES)
     run = run_identity(summary.judge, summary.config, queue.inputs)
     note, rows = needed_rows(summary)

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from ...errors import PromptTooLarge
 from ...models import Verdict
 from ..base import Estimate, JudgePass, Stage, by_type_key, type_key
-from .batch_lines import BatchRequest
 from .prompts import Asked, Prefix, direction_prefix
 from .request import body, cache_key
 
 if TYPE_CHECKING:
+    from .batch_lines import BatchRequest
     from .judge import LLMJudge
 
 #: OpenAI caches prompt prefixes of at least this many tokens.
@@ -97,4 +97,7 @@ class LLMPass:
         key = cache_key(plan, call.asked)
         if llm.cache is not None and llm.cache.get(key) is not None:
             return None
+        # the batch files' module (and its sqlite3, ~3 ms to import): a batch export's only
+        from .batch_lines import BatchRequest
+
         return BatchRequest(key, body(plan, call.asked, []).obj(), task)
