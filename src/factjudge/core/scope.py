@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import is_
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import InputError
 from ..models import VERDICT_KEY, JudgeConfig
@@ -20,6 +20,8 @@ EVIDENCE = "evidence"
 #: Never data to compare: the identity, the type, factjudge's verdict on an output fact, the
 #: evidence. A fact's own ``status`` or ``description`` is data like any other field.
 NOT_COMPARED = frozenset({"id", "fact_type", VERDICT_KEY, EVIDENCE})
+#: A fact as a caller holds it (a dict, or any mapping).
+F = TypeVar("F", bound=Mapping[str, Any])
 
 
 def in_scope_facts(facts: list[dict[str, Any]], config: JudgeConfig) -> list[dict[str, Any]]:
@@ -81,14 +83,14 @@ def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
 
 
 def per_fact_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None,
-                  fields_of: Callable[[dict[str, Any]], list[str]]) -> Callable[[dict[str, Any]], list[str]]:
+                  fields_of: Callable[[F], list[str]]) -> Callable[[F], list[str]]:
     """``fields_of(fact)`` (a fact's compared fields), worked out once per fact_type whose fields
     the config or ``fields`` name: a fact of another type is compared on its own fields. For one
     pass over a document's facts (the scope checks below: 52,384 calls a 1,000 x 20 facts run;
-    the rules judge's subjects)."""
+    the rules judge's subjects; the field-level counts)."""
     known: dict[Any, list[str]] = {}
 
-    def of(fact: dict[str, Any]) -> list[str]:
+    def of(fact: F) -> list[str]:
         fact_type = fact.get("fact_type")
         names = known.get(fact_type)
         if names is None:
@@ -100,9 +102,10 @@ def per_fact_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | Non
     return of
 
 
-def _fields_by_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
-                    ) -> Callable[[dict[str, Any]], list[str]]:
-    """:func:`fact_fields` once per named fact_type (:func:`per_fact_type`)."""
+def fields_by_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
+                   ) -> Callable[[Mapping[str, Any]], list[str]]:
+    """:func:`fact_fields` once per named fact_type (:func:`per_fact_type`): the same list each
+    time, not to be changed."""
     return per_fact_type(config, fields, lambda fact: fact_fields(fact, config, fields))
 
 
@@ -191,7 +194,7 @@ def _scope_pass(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], con
     counts: dict[Any, int] = {}
     met: set[str | None] = set()  # None never: only a key of open_keys is added
     looking = bool(open_keys)
-    fields_of = _fields_by_type(config, fields)
+    fields_of = fields_by_type(config, fields)
     for fact in (*gold, *predicted):
         names = fields_of(fact)
         values = list(map(fact.get, names))
@@ -200,7 +203,8 @@ def _scope_pass(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], con
             continue  # no value to read
         if looking:
             for value in values:
-                if isinstance(value, str) and (key := _ambiguous(value)) in open_keys:
+                # _ambiguous inlined: a call less for each compared value (~80 a 20-fact document)
+                if isinstance(value, str) and len(value) <= 40 and (key := _ambiguous_short(value)) in open_keys:
                     met.add(key)
             if len(met) == len(open_keys):
                 if not nothing:

@@ -12,6 +12,7 @@ from calls import count_calls
 
 from factjudge.core import scope
 from factjudge.errors import FactJudgeWarning
+from factjudge.evaluation import pipeline
 from factjudge.evaluation.pipeline import run_judge
 from factjudge.judges.base import JudgePass
 from factjudge.judges.rules.judge import RulesJudge
@@ -83,10 +84,14 @@ def test_a_document_s_scope_warnings_come_from_one_pass_over_its_facts(monkeypat
     gold, predicted = _document()
     predicted.append({"id": "p7", "fact_type": "city", "company": None, "city": None})
     calls = count_calls(monkeypatch, scope, "fact_fields")
+    # the pipeline's field counts asked fact_fields under a name of their own before: counted too
+    monkeypatch.setattr(pipeline, "fact_fields", scope.fact_fields, raising=False)
     with pytest.warns(FactJudgeWarning):
         result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
     assert result.warnings[-2].startswith("city: 1 fact had nothing") and "decimal_separator" in result.warnings[-1]
-    assert calls[0] == 3  # revenue, ceo, the city fact (before: 6, the two checks' own walks)
+    # revenue, ceo, the city fact for the scope checks (before: 6, the two checks' own walks), and
+    # the same three for the field-level counts (before: 7, one per counted fact)
+    assert calls[0] == 3 + 3
 
 
 @pytest.mark.parametrize("config", [JudgeConfig(), JudgeConfig(date_order="DMY"),

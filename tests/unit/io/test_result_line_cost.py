@@ -62,3 +62,13 @@ def test_a_result_line_leaves_the_facts_out_of_pydantic_s_dump(monkeypatch: pyte
     result_line("d1", "a" * 64, none_key)
     assert excluded[-1] == {"config"}  # a None key: the line is pydantic's, "None" as ever
     assert b'"None": 1' in result_line("d1", "a" * 64, none_key)
+
+
+def test_a_circular_value_fails_as_pydantic_s_dump_does() -> None:
+    """The line is written without json's check for circular references (a line's values are
+    trees): a circular value of a Python caller's still falls back to pydantic's dump, and fails
+    with its error, as before (not a RecursionError)."""
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        result_line("d1", "a" * 64, _result({"loop": loop}))
