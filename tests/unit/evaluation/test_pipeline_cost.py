@@ -107,3 +107,24 @@ def test_scope_warnings_are_the_two_checks_warnings(config: JudgeConfig) -> None
         fields, _ = scope.compared_fields(g, p, config)
         assert scope.scope_warnings(g, p, config, fields) == (
             scope.nothing_to_compare(g, p, config, fields) + scope.read_by_default(g, p, config, fields))
+
+
+def test_a_document_without_merges_or_splits_reads_no_gold_fact_s_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Merges and splits: only a prediction's links are read when reconciliation dropped none
+    (every fact's links and type were copied first), and the analysis is the same."""
+    from factjudge.core import analysis
+
+    gold, predicted = _document()
+    predicted[1]["value"] = "9,999"  # an FN and an FP: near misses are looked for too
+    judged = _judged(gold, predicted)
+    calls = count_calls(monkeypatch, analysis, "verdict_of")
+    merges, splits = analysis._granularity(*judged)
+    assert (merges, splits) == ([], [])
+    assert calls[0] == len(predicted)  # before: 12, each fact's links
+
+
+def _judged(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]) -> tuple[Any, Any, Any]:
+    with pytest.warns(FactJudgeWarning):
+        result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
+    assert result.analysis.near_misses[0].gold == "g1"
+    return result.gold_facts, result.predicted_facts, []
