@@ -79,18 +79,18 @@ _SLOT: dict[tuple[Direction, Status], int] = {
     ("predicted", "FP"): 3, ("gold", "ERROR"): 4, ("predicted", "ERROR"): 4}
 
 
-def _made(kind: type[C], counts: list[int], **more: Any) -> C:
-    """``kind`` with ``counts`` (in :data:`_COUNTS` order) and their ratios, built at once; the
+def _made(counts: list[int], **more: Any) -> dict[str, Any]:
+    """A :class:`Counts`' fields of ``counts`` (in :data:`_COUNTS` order) and their ratios; the
     counts that are 0 are left to their default, as adding to them one by one left them."""
     given: dict[str, Any] = {name: n for name, n in zip(_COUNTS, counts, strict=True) if n}
     precision, recall, f1 = prf(counts[2], counts[3], counts[1], tp_gold=counts[0])
-    return kind(**given, **more, precision=precision, recall=recall, f1=f1)
+    return {**given, **more, "precision": precision, "recall": recall, "f1": f1}
 
 
 def compute_metrics(gold: Iterable[tuple[str, Status]], predicted: Iterable[tuple[str, Status]]) -> Metrics:
-    """Metrics from ``(fact_type, status)`` pairs of each side. Counted in lists, each model built
-    once from its counts: two pydantic attribute sets a fact (its side's count, its type's) made a
-    10 + 10-fact document's metrics cost 44 us, now 22."""
+    """Metrics from ``(fact_type, status)`` pairs of each side. Counted in lists, the models built
+    once from the counts: two pydantic attribute sets a fact (its side's count, its type's) made a
+    10 + 10-fact document's metrics cost 44 us, then 22."""
     total = [0] * len(_COUNTS)
     out_of_scope = {"gold": 0, "predicted": 0}
     per_type: dict[str, list[int]] = {}
@@ -107,5 +107,7 @@ def compute_metrics(gold: Iterable[tuple[str, Status]], predicted: Iterable[tupl
                 counts = per_type[fact_type] = [0] * len(_COUNTS)
             counts[slot] += 1
     more: dict[str, Any] = {f"out_of_scope_{side}": n for side, n in out_of_scope.items() if n}
-    by_type = {fact_type: _made(Counts, per_type[fact_type]) for fact_type in sorted(per_type)}
-    return _made(Metrics, total, **more, by_fact_type=by_type)
+    by_type = {fact_type: _made(per_type[fact_type]) for fact_type in sorted(per_type)}
+    # the models validated at once, the fact types' with the document's: a model built each cost
+    # ~30% more (a 10 + 10-fact document of five fact types: six models)
+    return Metrics.model_validate(_made(total, **more, by_fact_type=by_type))

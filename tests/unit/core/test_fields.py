@@ -222,3 +222,18 @@ def test_the_packed_field_bootstrap_is_the_naive_one(per_doc):
     summary = aggregate(stats, resamples=50, seed=3)
     got = {p: c.ci95 for p, c in summary.fields.get("t", {}).items()}
     assert got == naive_intervals(per_doc, 50, 3)
+
+
+def test_a_document_s_field_counts_are_validated_at_once(monkeypatch):
+    """Issue 39: the counts are validated as one value, not a FieldCounts(...) each (twice the
+    cost); the same models, each holding its four counts as set."""
+    from calls import count_calls
+
+    from factjudge.models import FieldCounts
+
+    built = count_calls(monkeypatch, FieldCounts, "__init__")
+    out = field_counts({"revenue": {"value": [1, 0, 2, 0], "company": [3, 1, 0, 1]}, "ceo": {"person": [0, 0, 0, 4]}})
+    assert built[0] == 0  # before: 3, one a path
+    assert list(out) == ["ceo", "revenue"] and list(out["revenue"]) == ["company", "value"]
+    assert out["revenue"]["company"] == FieldCounts(correct=3, wrong=1, missing=0, spurious=1)
+    assert out["revenue"]["value"].model_fields_set == {"correct", "wrong", "missing", "spurious"}
