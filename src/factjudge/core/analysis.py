@@ -51,12 +51,21 @@ class FieldCheck:
     ok: bool
     score: float
 
+    def __reduce__(self) -> tuple[type[FieldCheck], tuple[str, bool, float]]:
+        # pickled as its constructor's call: a frozen dataclass's own state goes through a
+        # __setstate__ in Python (a worker sends each document's closest facts: 2,000 documents'
+        # ~25,000 checks pickled and read back 126 -> 45 ms)
+        return FieldCheck, (self.name, self.ok, self.score)
+
 
 @dataclass(frozen=True, slots=True)
 class Closeness:
     """How close two facts are: their compared fields, each checked."""
 
     fields: tuple[FieldCheck, ...]
+
+    def __reduce__(self) -> tuple[type[Closeness], tuple[tuple[FieldCheck, ...]]]:
+        return Closeness, (self.fields,)  # as FieldCheck's
 
     @property
     def agree(self) -> list[str]:

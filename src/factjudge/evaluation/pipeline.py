@@ -109,7 +109,8 @@ class _Tally:
         self.asked = self.agreed = 0  # questions a jury answered, and those every juror answered alike
 
     def keep(self, verdict: Verdict) -> _Answer:
-        self.usage.add(verdict.usage)
+        if any(verdict.usage.__dict__.values()):  # a rules verdict costs nothing: no sum of zeros
+            self.usage.add(verdict.usage)
         if verdict.juror_usage is not None:
             self.usage.add_jurors(verdict.juror_usage)
         if verdict.votes:

@@ -208,3 +208,19 @@ def test_the_aggregator_sums_the_categories_without_a_model_a_document(monkeypat
     assert summary.categories_by_fact_type["role"].near_miss_fields == {"b": 2}
     assert (summary.categories.near_miss, summary.categories.duplicate, summary.categories.merges,
             summary.categories.splits) == (2, 1, 1, 1)
+
+
+def test_a_closeness_crosses_to_another_process_as_its_constructor_s_call(monkeypatch: Any) -> None:
+    """Issue 39: a worker pickles each document's closest facts for the parent. Read back, a
+    closeness is the same; it is built by its constructor, not by a frozen dataclass's __setstate__
+    (a Python loop of object.__setattr__ per object: 126 -> 45 ms for 2,000 documents)."""
+    import pickle
+
+    from calls import count_calls
+
+    near = Closeness((FieldCheck("a", True, 100.0), FieldCheck("b", False, 37.5)))
+    states = count_calls(monkeypatch, FieldCheck, "__setstate__")
+    states_c = count_calls(monkeypatch, Closeness, "__setstate__")
+    back = pickle.loads(pickle.dumps({("gold", "g1"): ("p2", near)}, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == {("gold", "g1"): ("p2", near)} and back[("gold", "g1")][1].key == near.key
+    assert states[0] == states_c[0] == 0  # before: 2 and 1

@@ -128,3 +128,17 @@ def _judged(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]) -> tupl
         result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
     assert result.analysis.near_misses[0].gold == "g1"
     return result.gold_facts, result.predicted_facts, []
+
+
+def test_a_rules_run_adds_no_verdict_s_zero_usage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rules verdict costs nothing (no call, no token): adding its usage to the document's
+    summed zeros, ~0.7% of a worker's CPU; the document's usage is the same."""
+    from factjudge.models import CallUsage
+
+    added = count_calls(monkeypatch, CallUsage, "add")
+    gold, predicted = _document()
+    with pytest.warns(FactJudgeWarning, match="decimal_separator"):
+        result = run_judge(gold, predicted, JudgeConfig(), RulesJudge())
+    assert added[0] == 0  # before: 12, one a verdict
+    usage = result.usage.model_dump(mode="json")
+    assert usage["llm_calls"] == usage["prompt_tokens"] == usage["cache_hits"] == 0
