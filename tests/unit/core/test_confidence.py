@@ -173,3 +173,22 @@ def test_the_confidence_is_never_a_compared_field():
     del gold[0]["conf"], predicted[0]["conf"]
     fields, warnings = compared_fields(gold, predicted, JudgeConfig())
     assert fields == {"person": ("name",)} and warnings == []  # no "predicted facts carry score" warning
+
+
+def test_a_document_without_confidences_reads_no_prediction_s_value(monkeypatch):
+    # the finishing pass's common case (issue #39): the same counts as when a named field is
+    # absent from every fact, without a prediction's value read (one read per TP or FP before)
+    from factjudge.core import confidence
+    from calls import count_calls
+
+    predicted = [{"id": "p1", "status": "TP"}, {"id": "p2", "status": "FP"}, {"id": "p3", "status": "ERROR"},
+                 {"id": "p4", "factjudge": {"status": "TP"}}, {"id": "p5", "status": "OUT_OF_SCOPE"}]
+    gold = [{"id": "g1", "status": "TP", "matched_ids": ["p1"]}, {"id": "g2", "status": "FN"},
+            {"id": "g3", "factjudge": {"status": "TP", "matched_ids": ["p4", "p9"]}}, {"id": "g4", "status": "ERROR"}]
+    named = doc_confidence(_line(predicted, gold), named="conf")
+    reads = count_calls(monkeypatch, confidence, "read_confidence")
+    doc = doc_confidence(_line(predicted, gold))
+    assert reads == [0]
+    assert doc.name is None and (doc.correct, doc.wrong, doc.recalled) == ([], [], [])
+    assert (doc.gold, doc.missing, doc.invalid, doc.first_invalid) == (named.gold, named.missing, 0, None)
+    assert (doc.gold, doc.missing) == (3, 3)
