@@ -178,8 +178,9 @@ def test_the_confidence_is_never_a_compared_field():
 def test_a_document_without_confidences_reads_no_prediction_s_value(monkeypatch):
     # the finishing pass's common case (issue #39): the same counts as when a named field is
     # absent from every fact, without a prediction's value read (one read per TP or FP before)
-    from factjudge.core import confidence
     from calls import count_calls
+
+    from factjudge.core import confidence
 
     predicted = [{"id": "p1", "status": "TP"}, {"id": "p2", "status": "FP"}, {"id": "p3", "status": "ERROR"},
                  {"id": "p4", "factjudge": {"status": "TP"}}, {"id": "p5", "status": "OUT_OF_SCOPE"}]

@@ -116,6 +116,35 @@ def test_review_queue_makes_only_the_items_it_keeps(monkeypatch: pytest.MonkeyPa
     assert made == ["link", "link", "link"]
 
 
+def test_a_full_review_queue_above_every_link_s_priority_reads_no_link(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue #39: a run's decisions are mostly links (priority 3 at most); once the queue keeps
+    # only near misses above that, a line's links are counted, not read (a prediction's confidence
+    # read per link before: 2 here)
+    from types import SimpleNamespace
+
+    from calls import count_calls
+
+    from factjudge.reports import review
+
+    gold = [{"id": "g1", "fact_type": "t", "a": "x", "status": "FN"}]
+    near: Any = {("gold", "g1"): ({"id": "p1"}, SimpleNamespace(score=90.0))}
+    miss = {"doc_id": "d0", "input_sha256": "x", "gold_facts": gold, "predicted_facts": []}
+    links = {"doc_id": "d1", "input_sha256": "x", "gold_facts": [
+        {"id": f"g{k}", "fact_type": "t", "a": "x", "status": "TP", "matched_ids": [f"p{k}"]} for k in (1, 2)],
+        "predicted_facts": [{"id": f"p{k}", "fact_type": "t", "a": "x", "status": "TP", "confidence": 0.0,
+                             "matched_ids": [f"g{k}"]} for k in (1, 2)]}
+    queue = ReviewQueue(max_items=1)
+    queue.add(miss, near)
+    reads = count_calls(monkeypatch, review, "_confidence")
+    queue.add(links, {})
+    items, left_out = queue.items()
+    assert reads == [0] and left_out == 2 and [(i["doc_id"], i["priority"]) for i in items] == [("d0", 3.9)]
+    queue = ReviewQueue(max_items=2)  # room for a link: it is read and kept
+    queue.add(miss, near)
+    queue.add(links, {})
+    assert reads == [2] and [(i["doc_id"], i["kind"]) for i in queue.items()[0]] == [("d0", "miss"), ("d1", "link")]
+
+
 def test_the_reports_reuse_the_lines_the_pass_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from factjudge.evaluation import runner
     from factjudge.io.runfolder import RunFolder
