@@ -885,24 +885,32 @@ def as_measure(value: Norm) -> Measure | None:
 
 
 def _apply_unit(q: Quantity, unit: Unit) -> Quantity | Measure:
-    source = f"{q.source} [{unit.raw}]" if unit.raw else q.source
-    if unit.physical is not None and not (q.currency or q.percent or q.scaled):
-        return Measure(value=q.value, unit=unit.physical, source=source)
-    value, scaled, plain, percent = q.value, q.scaled, q.plain, q.percent
-    metric, step, rounded = q.metric, q.step, q.rounded
-    if unit.scale is not None and not q.scaled:
+    return _applied(q.value, q.currency, q.percent, q.plain, q.scaled, q.source, q.metric, q.approx,
+                    q.step, q.rounded, unit)
+
+
+def _applied(value: Decimal, currency: str | None, percent: bool, plain: bool, scaled: bool, source: str,
+             metric: str | None, approx: bool, step: Decimal | None, rounded: bool,
+             unit: Unit) -> Quantity | Measure:
+    """A figure's fields (a :class:`Quantity`'s) with ``unit`` folded in: :func:`_figure` hands
+    them over without making the Quantity of the figure alone (one made is 1.6 us)."""
+    if unit.raw:
+        source = f"{source} [{unit.raw}]"
+    if unit.physical is not None and not (currency or percent or scaled):
+        return Measure(value=value, unit=unit.physical, source=source)
+    if unit.scale is not None and not scaled:
         value, scaled, plain, metric = value * unit.scale, True, False, unit.metric
         if step is not None:  # "1.2" [USD billion] is rounded like "$1.2 billion"
             step, rounded = step * unit.scale, rounded or step < 1
-    if unit.percent and not q.percent:
+    if unit.percent and not percent:
         percent, plain = True, False
-    currency = q.currency or unit.currency
+    currency = currency or unit.currency
     if currency is not None:
         plain = False
     if currency is not None or percent:
         metric = None
     return Quantity(value=value, currency=currency, percent=percent, plain=plain, scaled=scaled,
-                    source=source, metric=metric, approx=q.approx, step=step, rounded=rounded)
+                    source=source, metric=metric, approx=approx, step=step, rounded=rounded)
 
 
 # --------------------------------------------------------------------------- periods
@@ -1145,6 +1153,42 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         if q is None:
             return _other(value)
         return _apply_unit(q, unit) if unit is not None else q
+    if reading.decimal == "." and (m := _FIGURE.fullmatch(value)) is not None and not value.isdigit():
+        return _figure(m, value, unit)
+    return _normalize_string(value, ignore_company_suffixes, unit, amount, reading)
+
+
+#: The commonest written figures ("1,926.8", "$1926.8 million", "699.6"), most of a run's values
+#: and nearly all new to it: an optional currency symbol, digits (in comma thousands, not after a
+#: 0) with an optional decimal part and an optional scale word after one space, lower-case ASCII
+#: with nothing around. No period pattern matches one, ``_prep`` leaves it as it is, and with
+#: ``.`` the decimal separator (``1,234`` is then a thousands comma) :func:`parse_number` reads it
+#: as :func:`_figure` does: 13.7 -> 4.6 us a value, first read (tests/unit/test_normalize_figures.py proves the
+#: two the same over generated figures). Bare digits ("2023": maybe a year) take the full path.
+_FIGURE = re.compile(rf"(?P<cur>[$€£])?(?P<int>[1-9][0-9]{{0,2}}(?:,[0-9]{{3}})+|[0-9]{{1,15}})"
+                     rf"(?:\.(?P<frac>[0-9]{{1,15}}))?(?: (?P<scale>{_SCALE_WORDS}))?")
+
+
+def _figure(m: re.Match[str], text: str, unit: Unit | None) -> Quantity | Measure:
+    """What :func:`_normalize_string` makes of ``text``, a :data:`_FIGURE` (``m``)."""
+    symbol, whole, frac, scale = m.group("cur", "int", "frac", "scale")
+    digits = whole.replace(",", "") if frac is None else f"{whole.replace(',', '')}.{frac}"
+    value, step = Decimal(digits), _step(digits, None)
+    if scale:
+        factor = _SCALES[scale]
+        value, step = value * factor, step * factor
+    currency = _CURRENCY_SYMBOLS[symbol] if symbol else None
+    metric = scale if scale in _METRIC_SCALES and not symbol else None
+    rounded = bool(scale) and frac is not None
+    if unit is None:
+        return Quantity(value=value, currency=currency, scaled=bool(scale), source=text, metric=metric,
+                        step=step, rounded=rounded)
+    return _applied(value, currency, False, False, bool(scale), text, metric, False, step, rounded, unit)
+
+
+def _normalize_string(value: str, ignore_company_suffixes: bool, unit: Unit | None, amount: bool,
+                      reading: Reading) -> Norm:
+    """:func:`_normalize_value` of a string, by every reading in turn."""
     # a quoted date or number ('"1923-11-18"', as RDF literals are written) is still one
     bare = _strip_quotes(value)
     key = parse_period(bare, bare_year=not amount, reading=reading)
