@@ -1163,8 +1163,9 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
 #: 0) with an optional decimal part and an optional scale word after one space, lower-case ASCII
 #: with nothing around. No period pattern matches one, ``_prep`` leaves it as it is, and with
 #: ``.`` the decimal separator (``1,234`` is then a thousands comma) :func:`parse_number` reads it
-#: as :func:`_figure` does: 13.7 -> 4.6 us a value, first read (tests/unit/test_normalize_figures.py proves the
-#: two the same over generated figures). Bare digits ("2023": maybe a year) take the full path.
+#: as :func:`_figure` does: 13.3 -> 4.6 us a value read first (tests/unit/judges/
+#: test_normalize_figures.py proves the two the same over generated figures). Bare digits
+#: ("2023": maybe a year) take the full path.
 _FIGURE = re.compile(rf"(?P<cur>[$€£])?(?P<int>[1-9][0-9]{{0,2}}(?:,[0-9]{{3}})+|[0-9]{{1,15}})"
                      rf"(?:\.(?P<frac>[0-9]{{1,15}}))?(?: (?P<scale>{_SCALE_WORDS}))?")
 
