@@ -36,29 +36,31 @@ def figures(draw: Any) -> str:
     return text
 
 
-def _same_as_the_full_path(text: str, unit_text: str | None, amount: bool, reading: Reading) -> None:
+def _same_as_the_full_path(text: str, unit_text: str | None, amount: bool, reading: Reading,
+                           suffixes: bool) -> None:
     unit = parse_unit(unit_text) if unit_text is not None else None
     if unit is not None and not unit.is_numeric:
         unit = None  # as a fact's plan hands over no unit that changes nothing
-    fast = normalize._normalize_value(text, False, unit, amount, reading)
-    full = normalize._normalize_string(text, False, unit, amount, reading)
+    fast = normalize._normalize_value(text, suffixes, unit, amount, reading)
+    full = normalize._normalize_string(text, suffixes, unit, amount, reading)
     assert repr(fast) == repr(full)  # every field, each Decimal with its exponent
     assert fast == full and fast.describe() == full.describe()
 
 
 @settings(max_examples=examples(4000), deadline=None)
-@given(figures(), st.sampled_from(_UNITS), st.booleans(), st.sampled_from(_READINGS))
+@given(figures(), st.sampled_from(_UNITS), st.booleans(), st.sampled_from(_READINGS), st.booleans())
 def test_a_figure_reads_as_the_full_path_reads_it(text: str, unit: str | None, amount: bool,
-                                                  reading: Reading) -> None:
-    _same_as_the_full_path(text, unit, amount, reading)
+                                                  reading: Reading, suffixes: bool) -> None:
+    _same_as_the_full_path(text, unit, amount, reading, suffixes)
 
 
 @settings(max_examples=examples(4000), deadline=None)
 @given(st.from_regex(normalize._FIGURE, fullmatch=True), st.sampled_from(_UNITS), st.booleans(),
-       st.sampled_from(_READINGS))
+       st.sampled_from(_READINGS), st.booleans())
 def test_every_text_of_the_figure_pattern_reads_as_the_full_path_reads_it(text: str, unit: str | None,
-                                                                         amount: bool, reading: Reading) -> None:
-    _same_as_the_full_path(text, unit, amount, reading)
+                                                                         amount: bool, reading: Reading,
+                                                                         suffixes: bool) -> None:
+    _same_as_the_full_path(text, unit, amount, reading, suffixes)
 
 
 def test_the_benchmark_s_figures_are_read_without_the_period_patterns_or_the_number_parser(
