@@ -8,6 +8,9 @@ import os
 import pickle
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+_T = TypeVar("_T")
 
 
 def cpu_count() -> int:
@@ -26,16 +29,25 @@ def second_core() -> bool:
     return hasattr(os, "fork") and cpu_count() > 1 and threading.active_count() == 1
 
 
+class Outcome(Generic[_T]):
+    """What :func:`beside`'s ``work`` returned: ``value``, set once the ``with`` block is left."""
+
+    value: _T
+
+
 @contextlib.contextmanager
-def beside(work: Callable[[], None], fork: bool) -> Iterator[None]:
+def beside(work: Callable[[], _T], fork: bool) -> Iterator[Outcome[_T]]:
     """Run ``work`` in a forked child while the ``with`` body runs here, when ``fork``; else run
-    it here first. Leaving the block waits for the child and raises what ``work`` raised (the
-    same exception when it pickles, else a RuntimeError naming it). A body that raises waits for
-    the child too (Ctrl-C reaches the whole process group: the child's ``work`` unwinds as this
-    process's body does, removing a half-written file)."""
+    it here first. Leaving the block waits for the child, sets the :class:`Outcome` the block was
+    given to what ``work`` returned (pickled back: a child's objects are its own) and raises what
+    ``work`` raised (the same exception when it pickles, else a RuntimeError naming it). A body
+    that raises waits for the child too, and its exception is the one raised (Ctrl-C reaches the
+    whole process group: the child's ``work`` unwinds as this process's body does, removing a
+    half-written file)."""
+    outcome: Outcome[_T] = Outcome()
     if not fork:
-        work()
-        yield
+        outcome.value = work()
+        yield outcome
         return
     read, write = os.pipe()
     pid = os.fork()
@@ -44,41 +56,43 @@ def beside(work: Callable[[], None], fork: bool) -> Iterator[None]:
         _child(work, write)
     os.close(write)
     try:
-        yield
+        yield outcome
     except BaseException:
         _wait(pid, read)
         raise
-    error = _wait(pid, read)
-    if error is not None:
-        raise error
+    ok, value = _wait(pid, read)
+    if not ok:
+        raise value
+    outcome.value = value
 
 
-def _child(work: Callable[[], None], out: int) -> None:
+def _child(work: Callable[[], Any], out: int) -> None:
     # short-lived: a collection would walk (and copy, page by page) every object the parent holds
     gc.disable()
     code = 0
     try:
-        work()
+        data = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
     except BaseException as exc:  # noqa: BLE001  (sent to the parent, which raises it)
         code = 1
         try:
-            data = pickle.dumps(exc)
+            data = pickle.dumps((False, exc))
         except Exception:  # noqa: BLE001  (an exception that does not pickle: its text)
-            data = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
-        with contextlib.suppress(OSError):
-            with os.fdopen(out, "wb") as fh:
-                fh.write(data)
+            data = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    with contextlib.suppress(OSError):
+        with os.fdopen(out, "wb") as fh:
+            fh.write(data)
     # no atexit, no flushing of the parent's buffers: they are the parent's to write
     os._exit(code)
 
 
-def _wait(pid: int, read: int) -> BaseException | None:
+def _wait(pid: int, read: int) -> tuple[bool, Any]:
+    """(True, what the child's work returned) or (False, the exception to raise)."""
     with os.fdopen(read, "rb") as fh:
         data = fh.read()
     _, status = os.waitpid(pid, 0)
     if data:
-        error = pickle.loads(data)
-        return error if isinstance(error, BaseException) else RuntimeError(repr(error))
-    if os.waitstatus_to_exitcode(status) != 0:
-        return RuntimeError(f"a child process ended with status {os.waitstatus_to_exitcode(status)}")
-    return None
+        ok, value = pickle.loads(data)
+        if ok or isinstance(value, BaseException):
+            return ok, value
+        return False, RuntimeError(repr(value))
+    return False, RuntimeError(f"a child process ended with status {os.waitstatus_to_exitcode(status)}")

@@ -70,3 +70,19 @@ def test_a_failing_body_waits_for_the_child_and_raises_its_own_error(tmp_path):
     with pytest.raises(KeyError), beside(work, fork=True):
         raise KeyError("body")
     assert (tmp_path / "work").read_text() == "done"  # no child left behind, running
+
+
+def test_what_the_work_returns_reaches_the_parent():
+    for fork in (True, False):
+        with beside(lambda: {"pid": os.getpid(), "items": list(range(100_000))}, fork=fork) as child:
+            pass
+        assert child.value["items"] == list(range(100_000))
+        assert (child.value["pid"] != os.getpid()) == fork
+
+
+def test_the_bodys_exception_wins_over_the_childs():
+    def work():
+        raise ValueError("the child's")
+
+    with pytest.raises(KeyError, match="the body's"), beside(work, fork=True):
+        raise KeyError("the body's")
