@@ -19,7 +19,10 @@ from factjudge.evaluation.runner import evaluate_async, input_salt
 from factjudge.io import scan
 from factjudge.io.config import parse_config
 from factjudge.io.datasets import JsonlDataset
+from factjudge.io.formats import dataset_jsonl
+from factjudge.io.formats.dataset_jsonl import DatasetLines
 from factjudge.judges.rules.judge import RulesJudge
+from factjudge.util.forked import second_core
 
 pytestmark = pytest.mark.skipif(not workers_mod.can_fork(), reason="--workers needs fork (Linux, macOS)")
 
@@ -331,3 +334,26 @@ def test_deciding_auto_for_another_judge_loads_no_rules_judge():
             "print(auto_workers(Mine(), 100_000), 'factjudge.judges.rules.judge' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["1", "False"]
+
+
+@pytest.mark.skipif(not second_core(), reason="needs fork, two cores and one thread")
+@pytest.mark.parametrize("skip_invalid", [False, True])
+def test_a_large_dataset_scanned_on_two_cores_writes_what_one_core_writes(tmp_path, monkeypatch, skip_invalid):
+    docs = documents(3 * workers_mod.CHUNK + 10)
+    lines = [json.dumps(d) for d in docs]
+    if skip_invalid:  # bad lines and a doc_id repeated across the halves
+        lines[5:5] = ['{"doc_id": "bad", "gold_facts": [}', ""]
+        lines.insert(len(lines) * 3 // 4, json.dumps(docs[1]))
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    halves = []
+    real = DatasetLines.halves
+    monkeypatch.setattr(DatasetLines, "halves", lambda self, config: halves.append(real(self, config)) or halves[-1])
+    outs = {}
+    for name, size in (("one", 1 << 62), ("two", 0)):
+        monkeypatch.setattr(dataset_jsonl, "SPLIT_BYTES", size)
+        evaluate_dataset(data, CONFIG, RulesJudge(), tmp_path / name, workers=2, skip_invalid=skip_invalid)
+        outs[name] = timeless_outputs(tmp_path / name)
+    assert [h is not None for h in halves] == [False, True]  # the second run split the file
+    assert outs["one"] == outs["two"]
+    assert len(read_lines(tmp_path / "two" / "results.jsonl")) == 3 * workers_mod.CHUNK + 10

@@ -104,3 +104,27 @@ def test_a_duplicate_in_the_second_half_adds_no_fact_type_nor_field(tmp_path):
     one, two = scanned(path, False, JudgeConfig()), scanned(path, True, JudgeConfig())
     assert one == two
     assert "type_3" not in two[4] and [p.line for p in two[0]] == [21]
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_texts_reads_no_line_again_when_no_line_holds_a_text(tmp_path, monkeypatch, split):
+    from factjudge.io.formats import dataset_jsonl
+
+    reads = []
+    real = dataset_jsonl.read_line_at
+    monkeypatch.setattr(dataset_jsonl, "read_line_at", lambda fh, offset: reads.append(offset) or real(fh, offset))
+    path = tmp_path / "data.jsonl"
+    lines = [good(f"d{i}", 2, [0], False) for i in range(20)]
+    path.write_text("".join(f"{text}\n" for text in lines))
+    source = DatasetLines(path)
+    source.split_bytes = 0 if split else 1 << 62
+    data = ScannedDataset(source)
+    data.scan(JudgeConfig(), "salt")
+    reads.clear()  # (a split scan reads the second half's held documents again)
+    assert list(data.texts()) == [(f"d{i}", None) for i in range(20)] and reads == []
+    # one line with a text (here, in the second half): every line is looked at for it
+    path.write_text("".join(f"{text}\n" for text in lines[:-1]) + good("d19", 2, [0], True) + "\n")
+    data.scan(JudgeConfig(), "salt")
+    reads.clear()
+    assert list(data.texts()) == [*((f"d{i}", None) for i in range(19)), ("d19", "the document")]
+    assert len(reads) == 20
