@@ -1,5 +1,6 @@
 """Work done in a forked child process while this one goes on (the end of a run: one report
-rendered beside the others on a second core)."""
+rendered beside the others on a second core; the scan of a large dataset file: its second half
+read beside the first)."""
 from __future__ import annotations
 
 import contextlib

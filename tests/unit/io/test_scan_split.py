@@ -9,12 +9,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factjudge.errors import InputError
+from factjudge.io import scan
 from factjudge.io.formats.dataset_jsonl import DatasetLines
 from factjudge.io.scan import ScannedDataset
 from factjudge.models import JudgeConfig
-from factjudge.util.forked import second_core
+from factjudge.util.forked import cpu_count
 
-pytestmark = pytest.mark.skipif(not second_core(), reason="needs fork, two cores and one thread")
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or cpu_count() < 2, reason="needs fork and two cores")
+
+
+@pytest.fixture(autouse=True)
+def fork_anyway(monkeypatch):
+    """The scan forks though a thread another test left behind runs (second_core would say no:
+    the split would go untested in a whole run of the tests)."""
+    monkeypatch.setattr(scan, "second_core", lambda: True)
 
 
 def fact(i, kind):
@@ -77,8 +85,6 @@ def test_a_file_of_no_json_object_is_refused_the_same_way(tmp_path):
 def test_the_second_half_is_scanned_in_another_process(tmp_path, monkeypatch):
     path = tmp_path / "data.jsonl"
     path.write_text("".join(good(f"d{i}", 4, [0, 1], False) + "\n" for i in range(200)))
-    import factjudge.io.scan as scan
-
     pids = []
     real = scan.doc_hash
 
