@@ -27,6 +27,8 @@ def figures(draw: Any) -> str:
         text = draw(st.sampled_from(["0", "00", "012", "0,", "1,23", "1 234"])) + text
     if draw(st.booleans()):
         text += "." + draw(st.text("0123456789", max_size=17))
+    if draw(st.booleans()):  # as a decimal comma writes it ("1.234,50")
+        text = text.translate({ord(","): ".", ord("."): ","})
     if draw(st.booleans()):
         text = draw(st.sampled_from(["$", "€", "£", "¥", "us$", "-", "~", "(", " ", "USD "])) + text
     if draw(st.booleans()):
@@ -55,8 +57,9 @@ def test_a_figure_reads_as_the_full_path_reads_it(text: str, unit: str | None, a
 
 
 @settings(max_examples=examples(4000), deadline=None)
-@given(st.from_regex(normalize._FIGURE, fullmatch=True), st.sampled_from(_UNITS), st.booleans(),
-       st.sampled_from(_READINGS), st.booleans())
+@given(st.sampled_from([normalize._FIGURE, normalize._FIGURE_COMMA]).flatmap(
+           lambda pattern: st.from_regex(pattern, fullmatch=True)),
+       st.sampled_from(_UNITS), st.booleans(), st.sampled_from(_READINGS), st.booleans())
 def test_every_text_of_the_figure_pattern_reads_as_the_full_path_reads_it(text: str, unit: str | None,
                                                                          amount: bool, reading: Reading,
                                                                          suffixes: bool) -> None:
@@ -82,3 +85,17 @@ def test_the_benchmark_s_figures_are_read_without_the_period_patterns_or_the_num
     assert gold["value"] != pred["value"] and gold["value"].value == pred["value"].value
     assert numbers[0] == 1  # the entity's ("Company 4331" is no number)
     assert periods[0] == 3  # the entity's and the two periods': FY2023, fiscal 2023
+
+
+def test_a_decimal_comma_s_figures_are_read_without_the_number_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39, item 3: a European invoice's prices ("1.234,50" with decimal_separator ',') took
+    the full path while the flat facts' figures took one match, and the records with lists came to
+    cost more per value than flat facts (0.081 against 0.075 ms). Before: 2 parse_number calls."""
+    monkeypatch.setattr(normalize, "_VALUES", {})
+    numbers = count_calls(monkeypatch, normalize, "parse_number")
+    comma = Reading(decimal=",")
+    price = normalize._normalize_value("1.234,50", False, None, True, comma)
+    total = normalize._normalize_value("€12,5 million", False, None, True, comma)
+    assert (price.describe(), str(price.value)) == ("1.234,50 = 1234.5", "1234.50")
+    assert total.value == 12_500_000 and total.currency == "EUR"
+    assert numbers[0] == 0

@@ -1143,8 +1143,9 @@ def _keyed_value(value: Any, value_key: Any, ignore_company_suffixes: bool, unit
 def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | None, amount: bool,
                      reading: Reading) -> Norm:
     if type(value) is str:  # the common case first: a string, most often a figure
-        if reading.decimal == "." and (m := _FIGURE.fullmatch(value)) is not None and not value.isdigit():
-            return _figure(m, value, unit)
+        pattern = _FIGURES.get(reading.decimal)
+        if pattern is not None and (m := pattern.fullmatch(value)) is not None and not value.isdigit():
+            return _figure(m, value, unit, reading.decimal)
         return _normalize_string(value, ignore_company_suffixes, unit, amount, reading)
     if value is None:
         return MISSING
@@ -1170,16 +1171,25 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
 #: ("2023": maybe a year) take the full path.
 _FIGURE = re.compile(rf"(?P<cur>[$€£])?(?P<int>[1-9][0-9]{{0,2}}(?:,[0-9]{{3}})+|[0-9]{{1,15}})"
                      rf"(?:\.(?P<frac>[0-9]{{1,15}}))?(?: (?P<scale>{_SCALE_WORDS}))?")
+#: :data:`_FIGURE` with the separators swapped, as a decimal comma reads a figure ("1.234,50",
+#: "€12,5 million": European invoices): their values would otherwise cost the full path's
+#: 13 us each (issue 39, item 3: records with lists no costlier than flat facts).
+_FIGURE_COMMA = re.compile(rf"(?P<cur>[$€£])?(?P<int>[1-9][0-9]{{0,2}}(?:\.[0-9]{{3}})+|[0-9]{{1,15}})"
+                           rf"(?:,(?P<frac>[0-9]{{1,15}}))?(?: (?P<scale>{_SCALE_WORDS}))?")
+#: The figure pattern of each decimal separator.
+_FIGURES = {".": _FIGURE, ",": _FIGURE_COMMA}
 
 
 #: ``_step`` of a figure with ``n`` decimals, by ``n`` (``1E-n``, each made once).
 _FRACTION_STEPS = [Decimal(1).scaleb(-n) for n in range(16)]
 
 
-def _figure(m: re.Match[str], text: str, unit: Unit | None) -> Quantity | Measure:
-    """What :func:`_normalize_string` makes of ``text``, a :data:`_FIGURE` (``m``)."""
+def _figure(m: re.Match[str], text: str, unit: Unit | None, decimal: str = ".") -> Quantity | Measure:
+    """What :func:`_normalize_string` makes of ``text``, a :data:`_FIGURES` match (``m``) of the
+    ``decimal`` separator's."""
     symbol, whole, frac, scale = m.group("cur", "int", "frac", "scale")
-    digits = whole.replace(",", "") if frac is None else f"{whole.replace(',', '')}.{frac}"
+    whole = whole.replace("," if decimal == "." else ".", "")
+    digits = whole if frac is None else f"{whole}.{frac}"
     value = Decimal(digits)
     step = _step(digits, None) if frac is None else _FRACTION_STEPS[len(frac)]
     if scale:
