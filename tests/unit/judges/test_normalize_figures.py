@@ -57,7 +57,7 @@ def test_a_figure_reads_as_the_full_path_reads_it(text: str, unit: str | None, a
 
 
 @settings(max_examples=examples(4000), deadline=None)
-@given(st.sampled_from([normalize._FIGURE, normalize._FIGURE_COMMA]).flatmap(
+@given(st.sampled_from(list(normalize._FIGURES.values())).flatmap(
            lambda pattern: st.from_regex(pattern, fullmatch=True)),
        st.sampled_from(_UNITS), st.booleans(), st.sampled_from(_READINGS), st.booleans())
 def test_every_text_of_the_figure_pattern_reads_as_the_full_path_reads_it(text: str, unit: str | None,

@@ -1161,6 +1161,13 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
     return _normalize_string(value, ignore_company_suffixes, unit, amount, reading)  # a str's subclass
 
 
+def _figure_pattern(thousands: str, decimal: str) -> re.Pattern[str]:
+    """:data:`_FIGURE` written with these separators."""
+    t, d = re.escape(thousands), re.escape(decimal)
+    return re.compile(rf"(?P<cur>[$€£])?(?P<int>[1-9][0-9]{{0,2}}(?:{t}[0-9]{{3}})+|[0-9]{{1,15}})"
+                      rf"(?:{d}(?P<frac>[0-9]{{1,15}}))?(?: (?P<scale>{_SCALE_WORDS}))?")
+
+
 #: The commonest written figures ("1,926.8", "$1926.8 million", "699.6"), most of a run's values
 #: and nearly all new to it: an optional currency symbol, digits (in comma thousands, not after a
 #: 0) with an optional decimal part and an optional scale word after one space, lower-case ASCII
@@ -1169,15 +1176,11 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
 #: as :func:`_figure` does: 13.3 -> 3.9 us a value read first (tests/unit/judges/
 #: test_normalize_figures.py proves the two the same over generated figures). Bare digits
 #: ("2023": maybe a year) take the full path.
-_FIGURE = re.compile(rf"(?P<cur>[$€£])?(?P<int>[1-9][0-9]{{0,2}}(?:,[0-9]{{3}})+|[0-9]{{1,15}})"
-                     rf"(?:\.(?P<frac>[0-9]{{1,15}}))?(?: (?P<scale>{_SCALE_WORDS}))?")
-#: :data:`_FIGURE` with the separators swapped, as a decimal comma reads a figure ("1.234,50",
-#: "€12,5 million": European invoices): their values would otherwise cost the full path's
-#: 13 us each (issue 39, item 3: records with lists no costlier than flat facts).
-_FIGURE_COMMA = re.compile(rf"(?P<cur>[$€£])?(?P<int>[1-9][0-9]{{0,2}}(?:\.[0-9]{{3}})+|[0-9]{{1,15}})"
-                           rf"(?:,(?P<frac>[0-9]{{1,15}}))?(?: (?P<scale>{_SCALE_WORDS}))?")
-#: The figure pattern of each decimal separator.
-_FIGURES = {".": _FIGURE, ",": _FIGURE_COMMA}
+_FIGURE = _figure_pattern(",", ".")
+#: The figure pattern of each decimal separator: with a decimal comma the separators swap
+#: ("1.234,50", "€12,5 million": European invoices), whose values would otherwise cost the full
+#: path's 13 us each (issue 39, item 3: records with lists no costlier than flat facts).
+_FIGURES = {".": _FIGURE, ",": _figure_pattern(".", ",")}
 
 
 #: ``_step`` of a figure with ``n`` decimals, by ``n`` (``1E-n``, each made once).
