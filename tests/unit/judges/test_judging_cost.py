@@ -593,7 +593,7 @@ def test_a_names_words_are_read_once_per_run(monkeypatch: pytest.MonkeyPatch) ->
     """Issue 39: a name meets many others, each pair compared once (its outcome kept); the words of
     each name (qualifiers, units, sorted tokens, numbers) are read once, not once per pair (before:
     twice a pair, 2 x 6 here)."""
-    compare._WORDS.clear()
+    compare._short_words.cache_clear()
     read = count_calls(monkeypatch, compare, "qualifiers")
     config, knowledge = JudgeConfig(), knowledge_for(JudgeConfig())
     names = [make_text(f"Company {n} Words") for n in (901, 902, 903, 904)]

@@ -21,6 +21,7 @@ explain, so a run allocates little per comparison (closures tripled the collecto
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
@@ -37,6 +38,7 @@ from .normalize import (
     EMPTY_UNIT,
     MISSING,
     READING,
+    SHORT_TEXT,
     Item,
     Items,
     Measure,
@@ -348,24 +350,20 @@ class _Words(NamedTuple):
 
 
 def _words(norm: str) -> _Words:
-    """:class:`_Words` of a canonical text, once per run for a short one: two different texts are
-    compared as a pair (the pair's outcome is kept, :data:`_TEXT_OUTCOMES`), but a name meets many
-    others ("Company 433" vs "Company 49", "Company 120", ...), and each pair read both texts' words
+    """:class:`_Words` of a canonical text, once per run for a short one while it is recent (as
+    :func:`~.normalize.text_numbers` keeps its numbers): two different texts are compared as a
+    pair (the pair's outcome is kept, :data:`_TEXT_OUTCOMES`), but a name meets many others
+    ("Company 433" vs "Company 49", "Company 120", ...), and each pair read both texts' words
     again (issue 39: 7% of judging 10,000 documents of 10 + 10 facts)."""
-    found = _WORDS.get(norm)
-    if found is None:
-        tokens = norm.split()
-        found = _Words(qualifiers(tokens), text_units(tokens), sorted_tokens(norm), text_numbers(norm))
-        if len(norm) <= _WORDS_TEXT:  # (a 30 MB text is not kept)
-            if len(_WORDS) >= _WORDS_LIMIT:
-                _WORDS.clear()
-            _WORDS[norm] = found
-    return found
+    return _short_words(norm) if len(norm) <= SHORT_TEXT else _read_words(norm)
 
 
-#: :func:`_words` by the canonical text; only texts up to _WORDS_TEXT characters are kept.
-_WORDS: dict[str, _Words] = {}
-_WORDS_LIMIT, _WORDS_TEXT = 20_000, 200
+def _read_words(norm: str) -> _Words:
+    tokens = norm.split()
+    return _Words(qualifiers(tokens), text_units(tokens), sorted_tokens(norm), text_numbers(norm))
+
+
+_short_words = functools.lru_cache(maxsize=20_000)(_read_words)
 
 
 def _brand_dropped(ca: Canon, cb: Canon, name: str) -> str | None:

@@ -497,11 +497,12 @@ def text_numbers(norm: str) -> tuple[str, ...]:
     """The numbers in a normalised text, canonical (``05`` = ``5``, ``2.50`` = ``2.5``), sorted."""
     # once per distinct short text while it is recent: names repeat across a run's facts, and two
     # different ones are compared by their numbers too ("Company 433" vs "Company 49")
-    return _short_text_numbers(norm) if len(norm) <= _SHORT_TEXT else _text_numbers(norm)
+    return _short_text_numbers(norm) if len(norm) <= SHORT_TEXT else _text_numbers(norm)
 
 
-#: The longest text whose numbers are kept (:func:`text_numbers`): a 30 MB one would stay in memory.
-_SHORT_TEXT = 200
+#: The longest text whose numbers (:func:`text_numbers`) or words (compare.py's ``_words``) are
+#: kept: a 30 MB one would stay in memory.
+SHORT_TEXT = 200
 
 
 def _text_numbers(norm: str) -> tuple[str, ...]:
