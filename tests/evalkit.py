@@ -134,7 +134,7 @@ def outputs(out):
             for name in ("results.jsonl", "summary.json", "report.md", "report.html")}
 
 
-TIMING = [(re.compile(r'"seconds": [0-9.]+'), '"seconds": X'),
+TIMING = [(re.compile(r'"seconds": ?[0-9.eE+-]+'), '"seconds": X'),
           (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"), "TIME"),
           (re.compile(r"(seconds[^|<]*\| )[0-9.]+"), r"\1X"),
           (re.compile(r'(seconds[^<]*</td><td class="num">)[0-9.]+'), r"\1X")]

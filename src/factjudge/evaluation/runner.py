@@ -87,7 +87,7 @@ from ..reports.rows import (
 from ..util.aio import in_window, run_sync, when_idle
 from ..util.exiting import keep
 from ..util.forked import beside, second_core
-from ..util.jsonutil import canonical_json
+from ..util.jsonutil import canonical_json, parse_written
 from .pipeline import (
     PREVIEW_STATS,
     ProgressObserver,
@@ -666,7 +666,7 @@ class _Passing:
         self.waiting[index] = (data, closest)
         while self.next in self.waiting:
             data, closest = self.waiting.pop(self.next)
-            line = self.store.folder.with_config(json.loads(data))
+            line = self.store.folder.with_config(parse_written(data))
             self.run.take(line, self.next, None if closest is None else closest_of_ids(line, closest))
             self.next += 1
 

@@ -3,8 +3,9 @@
 and what ``factjudge compare`` computes from two folders (:class:`CompareResult`).
 
 The models describe the files; they never change their bytes: each ``model_dump(mode="json")``
-gives the keys in the order the files hold them, and the writers keep their own ``json.dumps``
-settings (indent, ``ensure_ascii=False``).
+gives the keys in the order the files hold them, and the writers keep their own settings (the
+JSON files ``json.dumps``'s indent and ``ensure_ascii=False``; ``results.jsonl`` pydantic's compact
+JSON, :func:`~factjudge.io.runfolder.result_line`).
 
 ``results.jsonl`` can hold millions of facts, so its readers (:class:`~factjudge.io.runfolder.
 RunFolder`) check each line with :func:`result_line_problem` (what every reader relies on: the
