@@ -15,7 +15,7 @@ from factjudge.judges.base import JudgeTask
 from factjudge.judges.rules import compare
 from factjudge.judges.rules.judge import RulesJudge
 from factjudge.judges.rules.knowledge import knowledge_for
-from factjudge.judges.rules.normalize import make_text
+from factjudge.judges.rules.normalize import Reading, make_text
 from factjudge.models import JudgeConfig
 
 
@@ -172,11 +172,30 @@ def test_two_different_items_are_compared_up_to_their_first_differing_field(
     orders = _counting_repr(monkeypatch)
     result = compare.compare_field("line_items", gold, predicted, JudgeConfig())
     assert result.ok and result.exact and result.score == 100.0
-    # the list and the equal pairs' two numbers; their descriptions and those of the 20 pairs of
-    # different products are compared as texts, without the type checks of _compare (before: 36;
-    # before that, 76)
-    assert fields[0] == 1 + 5 * 2
+    # the list alone: the equal pairs share their fields' normal forms, and the 20 pairs of
+    # different products compare their descriptions as texts, without the type checks of _compare
+    # (before: 1 + 5 x 2, the equal pairs' two numbers; before that 36, and 76)
+    assert fields[0] == 1
     assert orders[0] == 0  # one optimal alignment: no tie to break, the items not sorted (before: 10)
+
+
+def test_an_items_fields_are_compared_by_their_own_comparator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: an invoice's equal items share their description's and quantity's normal
+    forms (the memos share them), which are equal without comparing them; a price written two
+    ways ("12,50" against 12.5) goes to the figures' comparator without _compare's type checks."""
+    items = [{"description": f"Part {n} own", "quantity": n, "unit_price": 10.0 * n + 0.5} for n in range(1, 6)]
+    written = [{**x, "unit_price": f"{x['unit_price']:.2f}".replace(".", ",")} for x in items]
+    config = JudgeConfig(decimal_separator=",")
+    gold, predicted = (compare.normalized({"id": f"f{k}", "fact_type": "invoice", "line_items": lines}, k, True,
+                                          reading=Reading.of(config)).get("line_items")
+                       for k, lines in enumerate((written, items[::-1])))
+    fields, texts, figures = (_counting(monkeypatch, name) for name in ("_compare", "_compare_texts",
+                                                                        "_compare_quantities"))
+    result = compare.compare_field("line_items", gold, predicted, config)
+    assert result.ok and result.exact and result.score == 100.0
+    assert fields[0] == 1  # the list alone (before: 11, each equal pair's quantity and price)
+    assert texts[0] == 20  # the different products' descriptions (before: 25)
+    assert figures[0] == 5  # the equal pairs' prices (the quantities are one normal form: before 10)
 
 
 PRODUCTS = ["Switch", "Switch 8", "Cable", "Router", "Desk lamp", "Toner"]
