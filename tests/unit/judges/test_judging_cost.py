@@ -161,6 +161,21 @@ def test_the_field_counts_reuse_the_near_miss_alignment(monkeypatch: pytest.Monk
     assert [m.ok for _, _, m in match.items] == [True, True, True, True, False]
 
 
+def test_an_items_fields_share_their_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: the field counts of an invoice's items made a Match for each field of each
+    aligned pair; a field's match is one of two shared ones (equal or not), as the counts read it."""
+    from factjudge.judges.rules import fieldscore
+
+    gold, predicted = _invoice_lists('matches')
+    config = JudgeConfig()
+    compare.compare_field("line_items", gold, predicted, config)  # aligned, as the near-miss analysis does
+    made = count_calls(monkeypatch, fieldscore, "Match")
+    match = fieldscore.list_match("line_items", "line_items", gold, predicted, config)
+    assert made[0] == 5 + 1  # each aligned pair's, and the list's (before: 5 x (3 + 1) + 1)
+    last = match.items[-1][2]  # the pair whose price differs
+    assert {k: m.ok for k, m in last.fields.items()} == {"description": True, "quantity": True, "unit_price": False}
+
+
 def test_two_different_items_are_compared_up_to_their_first_differing_field(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 39 item 3: of an invoice's 25 item pairs 20 are two different products. When the

@@ -1275,11 +1275,16 @@ _LABEL_FIELDS = ("description", "name", "title", "label", "product", "item")
 
 
 def _label(values: dict[str, Norm]) -> str:
-    texts = {k: v.raw for k, v in values.items() if isinstance(v, Text)}
-    named = next((texts[k] for k in texts if str(k).casefold() in _LABEL_FIELDS), None)
-    if named is None:
-        named = next(iter(texts.values()), None)
-    return named if named is not None else "; ".join(v.describe() for v in values.values())
+    """An item's name in a reasoning: its first text of a label field, else its first text."""
+    # one pass, no dict of its texts (each list item is labelled as it is normalised)
+    first = None
+    for k, v in values.items():
+        if type(v) is Text:
+            if str(k).casefold() in _LABEL_FIELDS:
+                return v.raw
+            if first is None:
+                first = v.raw
+    return first if first is not None else "; ".join(v.describe() for v in values.values())
 
 
 def _items(value: list[Any], ignore_company_suffixes: bool, reading: Reading) -> Items | None:
