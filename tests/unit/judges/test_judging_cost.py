@@ -235,6 +235,42 @@ def list_pairs(draw: st.DrawFn) -> tuple[list[Any], list[Any]]:
     return a, b + draw(st.lists(record if a and isinstance(a[0], dict) else st.just("c"), max_size=1))
 
 
+_ITEM_VALUES = ["Switch", "switch", "Switch 8", "12,50", "12.5", 12.5, 13, 3, "3", "FY2023", "2023", "USD", "kg", "",
+                None, True, [1, 2], ["Switch"], {"k": 1}]
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["description", "qty", "unit", "currency", "price_unit", "amount", "",
+                                           "units"]), st.sampled_from(_ITEM_VALUES), st.sampled_from(_ITEM_VALUES)),
+                min_size=1, max_size=4), st.sampled_from(["line_items", "units", "amount_currency"]),
+       st.booleans(), st.booleans())
+def test_an_item_pair_compares_as_its_fields_do(fields: list[tuple[str, Any, Any]], name: str, known: bool,
+                                                comma: bool) -> None:
+    """_compare_item takes two texts or two figures to their own comparators, and one normal form
+    on both sides as equal, asking whether a field is a unit's only of a scalar item: what
+    _outcome finds field by field (the same fields on both sides, or not; unit names among them)."""
+    config = JudgeConfig(decimal_separator="," if comma else ".", tolerances={f"{name}.amount": {"absolute": 1}})
+    knowledge = knowledge_for(config) if known else None
+    x_raw, y_raw = ({k: v for k, v, _ in fields}, {k: w for k, _, w in fields if k != "qty"})
+    for x_list, y_list in (([x_raw], [y_raw]), ([v for _, v, _ in fields], [w for _, _, w in fields])):
+        x, y = (compare.normalized({"id": "f", "fact_type": "t", name: v}, 0, True, reading=Reading.of(config))
+                .get(name) for v in (x_list, y_list))
+        if not (isinstance(x, compare.Items) and isinstance(y, compare.Items) and x.items and y.items):
+            continue
+        a, b = x.items[0], y.items[0]
+        expected = []
+        for key in dict.fromkeys((*a.values, *b.values)):
+            u, v = a.get(key), b.get(key)
+            if not (compare.absent(u) and compare.absent(v)):
+                expected.append((key, compare._outcome(key or name, u, v, config, a.currency, b.currency, knowledge,
+                                                       f"{name}.{key}" if key else name)[:3]))
+        pair = compare._compare_item(a, b, name, name, config, knowledge)
+        assert pair.ok == all(o[0] for _, o in expected)
+        assert pair.failed == tuple(k for k, o in expected if not o[0])
+        assert pair.score == (sum(o[2] for _, o in expected) / len(expected) if expected else 100.0)
+        assert pair.exact == (pair.ok and all(o[1] for _, o in expected))
+
+
 @settings(max_examples=examples(400), deadline=None)
 @given(list_pairs(), st.booleans())
 def test_the_equal_pairs_decide_the_alignment_only_as_the_full_table_would(lists: tuple[list[Any], list[Any]],
