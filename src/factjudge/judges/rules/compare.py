@@ -639,11 +639,13 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
                 # item shares its description and quantity with its partner (2 of its 3 fields)
                 f_ok = f_exact = True
                 score = 100.0
+            # (both sides of ``kind``, which mypy does not follow through a variable)
             elif kind is Text:
-                f_ok, f_exact, score, _ = _compare_texts(u, v, config.text_threshold, key or name, knowledge, False)
+                f_ok, f_exact, score, _ = _compare_texts(u, v, config.text_threshold,  # type: ignore[arg-type]
+                                                         key or name, knowledge, False)
             elif kind is Quantity:
-                f_ok, f_exact, score, _ = _compare_quantities(
-                    u, v, config.tolerances.get((f"{path}.{key}" if key else path) or name), False)
+                tolerance = config.tolerances.get((f"{path}.{key}" if key else path) or name)
+                f_ok, f_exact, score, _ = _compare_quantities(u, v, tolerance, False)  # type: ignore[arg-type]
             else:
                 f_ok, f_exact, score, _ = _compare(key or name, u, v, config, x.currency, y.currency, knowledge,
                                                    (f"{path}.{key}" if key else path) or name, False)

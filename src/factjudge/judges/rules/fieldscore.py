@@ -14,7 +14,6 @@ from .closeness import preparer
 from .compare import Prepared, absent, aligned_items, compare_outcome
 from .normalize import Items
 
-
 #: A record item's field as the alignment found it, shared (a match is never changed): making
 #: one a field was a fifth of the field counts' cost of an invoice's items.
 _SAME, _DIFFERS = Match(True), Match(False)
