@@ -176,6 +176,27 @@ def test_an_items_fields_share_their_matches(monkeypatch: pytest.MonkeyPatch) ->
     assert {k: m.ok for k, m in last.fields.items()} == {"description": True, "quantity": True, "unit_price": False}
 
 
+def test_an_unexplained_list_comparison_works_out_no_item_left_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: the items left over of an aligned pair of lists were worked out for each
+    comparison (3.3 -> 2.2 us an invoice's, its alignment read again); only a reasoning names them."""
+    gold, predicted = _invoice_lists('left over')
+    config = JudgeConfig()
+    compare.aligned_items("line_items", "line_items", gold, predicted, config, None)  # as the judge aligned them
+    ranges = [0]
+
+    def counted(*args: int) -> range:
+        ranges[0] += 1
+        return range(*args)
+
+    monkeypatch.setattr(compare, "range", counted, raising=False)  # read before the builtin
+    assert compare.compare_outcome("line_items", gold, predicted, config)[:2] == (False, False)
+    assert ranges[0] == 0  # before: 2, the items of each list
+    shorter = compare.normalized({"id": "f9", "fact_type": "invoice", "line_items": [
+        {"description": "Part 1 left over", "quantity": 1, "unit_price": 10.0}]}, 9, True).get("line_items")
+    assert compare.compare_outcome("line_items", gold, shorter, config)[0] is False  # 4 items left over
+    assert compare.compare_outcome("line_items", shorter, shorter, config)[:2] == (True, True)
+
+
 def test_two_different_items_are_compared_up_to_their_first_differing_field(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 39 item 3: of an invoice's 25 item pairs 20 are two different products. When the

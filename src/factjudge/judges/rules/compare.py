@@ -827,10 +827,9 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     if a.items and b.items and a.records != b.records:
         return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
     aligned = aligned_items(name, path, a, b, config, knowledge)
-    kept_a, kept_b = {i for i, _, _ in aligned}, {j for _, j, _ in aligned}
-    only_a = [i for i in range(len(a.items)) if i not in kept_a]
-    only_b = [j for j in range(len(b.items)) if j not in kept_b]
-    ok = not only_a and not only_b and all(p.ok for _, _, p in aligned)
+    # one-to-one: no item is left over when as many are aligned as either list holds (the items
+    # left over are worked out only to explain: 4 comprehensions a comparison)
+    ok = len(aligned) == len(a.items) == len(b.items) and all(p.ok for _, _, p in aligned)
     longest = max(len(a.items), len(b.items))
     # from the worth the alignment maximised, so ties between optimal alignments score alike
     score = sum(_worth(p) % 1_000_000 for _, _, p in aligned) / 100 / longest if longest else 100.0
@@ -840,6 +839,9 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     if ok:
         moved = "" if all(i == j for i, j, _ in aligned) else " (in another order)"
         return True, exact, score, f"{len(aligned)} item{'' if len(aligned) == 1 else 's'} equal{moved}"
+    kept_a, kept_b = {i for i, _, _ in aligned}, {j for _, j, _ in aligned}
+    only_a = [i for i in range(len(a.items)) if i not in kept_a]
+    only_b = [j for j in range(len(b.items)) if j not in kept_b]
     parts = []
     for i, j, p in aligned:
         if not p.ok:
