@@ -37,7 +37,7 @@ from ..io.datasets import Dataset, Document
 from ..io.runfolder import result_line
 from ..judges.base import FactForms, Judge
 from ..models import JudgeConfig, JudgeResult
-from ..reports.rows import ClosestIds, CompareFields, closest_detail, closest_ids
+from ..reports.rows import ClosestIds, CompareFields, closest_detail, closest_ids, read_config_as
 from ..util.forked import cpu_count
 from .pipeline import judge_checked
 from .runner import as_scanned
@@ -125,6 +125,7 @@ def _start(dataset: Dataset, config: JudgeConfig, judge: Judge, salt: str, close
     as_json = config.model_dump(mode="json")
     _WORKER.update(dataset=dataset, config=config, judge=judge, salt=salt, loop=asyncio.new_event_loop(),
                    config_json=as_json, closest=as_json if closest else None)
+    read_config_as(as_json, config)  # the closest-fact search compares with the judge's config
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
 
 

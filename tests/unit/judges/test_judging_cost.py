@@ -728,3 +728,33 @@ def test_a_figures_keys_are_worked_out_only_for_a_window_looked_up(monkeypatch: 
     many = [_revenue(f"q{n}", "Zeta Corp", f"{n}.0") for n in range(SMALL_POOL + 1)]
     assert RulesJudge().decide(JudgeTask("gold", subject, many, config))[0].status == "FN"
     assert steps[0] == 1
+
+
+def test_a_worker_s_closest_search_aligns_no_list_the_judge_aligned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: a worker's closest-fact search read its lines' config parsed anew, a config
+    object of its own, so the alignments the run had made (kept by the config's identity) were made
+    again (1,021 of an invoice run's 9,288); it reads them with the judge's config."""
+    import asyncio
+
+    from factjudge.evaluation.pipeline import judge_checked
+    from factjudge.reports import rows
+
+    items = [{"description": f"Bolt {n} closest", "quantity": n, "unit_price": 3.0 * n} for n in range(1, 5)]
+    other = [dict(x, unit_price=x["unit_price"] + 1) for x in items]
+    gold = [{"id": "g1", "fact_type": "invoice", "number": "A-1", "line_items": items}]
+    predicted = [{"id": "p1", "fact_type": "invoice", "number": "A-1", "line_items": other}]
+    config = JudgeConfig()
+    forms: dict[int, Any] = {}
+    fields: list[Any] = []
+    result = asyncio.run(judge_checked(gold, predicted, config, RulesJudge(), forms=forms, fields_out=fields))
+    assert [f["factjudge"]["status"] for f in result.gold_facts] == ["FN"]  # a near miss: its lists aligned
+    data = config.model_dump(mode="json")
+    line = {"doc_id": "d1", "gold_facts": result.gold_facts, "predicted_facts": result.predicted_facts,
+            "config": data}
+    rows.read_config_as(data, config)  # as a worker does (evaluation/workers.py)
+    aligned = count_calls(monkeypatch, compare, "_align")
+    found = rows.closest_detail(line, forms=forms, fields=fields)
+    assert set(found) == {("gold", "g1"), ("predicted", "p1")}
+    # the gold fact's lists as the near-miss analysis aligned them; only the predicted fact's search
+    # aligns the other way round (before: 2, the gold fact's again too)
+    assert aligned[0] == 1
