@@ -13,10 +13,10 @@ Run: python benchmarks/eval_scale.py [--docs 500,2000] [--facts 20] [--llm-docs 
 
 Issue 39's 1M + 1M facts, run whole: ``--docs 100000 --facts 10 --no-llm`` (about 4 minutes
 here; ``--docs 10000,20000`` extrapolates from two smaller runs). Measured on a 2-core VM with
-the default ``--workers auto`` (issue 39's sixth part, two runs): 126.9 s and 131.1 s wall,
-243.5 s and 251.7 s CPU in all processes, 1,053-1,054 MB peak for the process and its workers
-(limits 120 s and 2 GB; the code of the part before, run beside each: 144.1 s and 149.9 s,
-275.9 s and 288.1 s, 1,084-1,090 MB; docs/concepts/performance.md has the history).
+the default ``--workers auto`` (issue 39's sixth part, four runs): 126.9-146.1 s wall,
+243.5-281.7 s CPU in all processes, 1,051-1,055 MB peak for the process and its workers
+(limits 120 s and 2 GB; the code of the part before, run beside three of them: 144.1-150.0 s,
+275.9-288.2 s, 1,084-1,090 MB; docs/concepts/performance.md has the history).
 """
 from __future__ import annotations
 
