@@ -544,12 +544,23 @@ def compare_outcome(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str
 
 
 def _outcome(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None, cur_b: str | None,
-             knowledge: Knowledge | None, path: str) -> _Outcome:
-    """:func:`_compare`'s unexplained outcome; two texts compared as texts without its other
-    types' checks (most comparisons: a subject's other candidates of its type mostly differ from
-    it first by a name, an invoice's item pairs by their descriptions)."""
-    if type(a) is Text and type(b) is Text and not is_unit_field(name):
-        return _compare_texts(a, b, config.text_threshold, name, knowledge, False)
+             knowledge: Knowledge | None, path: str, unit: bool | None = None) -> _Outcome:
+    """:func:`_compare`'s unexplained outcome, two texts or two figures compared by their own
+    comparator without its other types' checks (most comparisons: a subject's other candidates of
+    its type mostly differ from it first by a name, an invoice's item pairs by their descriptions;
+    the checks were 8% of an invoice's alignment), one normal form on both sides equal as
+    :func:`compare_field` takes it (an equal invoice item shares its description and quantity with
+    its partner). ``unit``: whether ``name`` is a unit's field, when the caller knows it (asking
+    for each field of a list's items was 10% of an alignment)."""
+    kind = type(a)
+    if kind is type(b) and kind in _SELF_EQUAL and not (is_unit_field(name) if unit is None else unit):
+        if a is b:
+            return True, True, 100.0, ""
+        # (both sides of ``kind``, which mypy does not follow through a variable)
+        if kind is Text:
+            return _compare_texts(a, b, config.text_threshold, name, knowledge, False)  # type: ignore[arg-type]
+        if kind is Quantity:
+            return _compare_quantities(a, b, config.tolerances.get(path), False)  # type: ignore[arg-type]
     return _compare(name, a, b, config, cur_a, cur_b, knowledge, path, False)
 
 
@@ -628,32 +639,12 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
     same = xv.keys() == yv.keys()
     for key in xv if same else dict.fromkeys((*xv, *yv)):
         u, v = (xv[key], yv[key]) if same else (x.get(key), y.get(key))
-        kind = type(u)
-        # two texts or two figures, most of an item's fields: _outcome's comparator without its
-        # type checks (8% of an invoice's alignment). A record's unit field is read as a unit,
-        # never one of these (normalize._make_plan), so only a scalar item (the field "") asks
-        # whether the list's name is a unit's (asking each field was 10% of an alignment)
-        if kind is type(v) and kind in _SELF_EQUAL and (key or not is_unit_field(name)):
-            if u is v:
-                # one normal form on both sides, equal as compare_field takes it: an equal invoice
-                # item shares its description and quantity with its partner (2 of its 3 fields)
-                f_ok = f_exact = True
-                score = 100.0
-            # (both sides of ``kind``, which mypy does not follow through a variable)
-            elif kind is Text:
-                f_ok, f_exact, score, _ = _compare_texts(u, v, config.text_threshold,  # type: ignore[arg-type]
-                                                         key or name, knowledge, False)
-            elif kind is Quantity:
-                tolerance = config.tolerances.get((f"{path}.{key}" if key else path) or name)
-                f_ok, f_exact, score, _ = _compare_quantities(u, v, tolerance, False)  # type: ignore[arg-type]
-            else:
-                f_ok, f_exact, score, _ = _compare(key or name, u, v, config, x.currency, y.currency, knowledge,
-                                                   (f"{path}.{key}" if key else path) or name, False)
-        elif absent(u) and absent(v):
+        if absent(u) and absent(v):
             continue
-        else:
-            f_ok, f_exact, score, _ = _outcome(key or name, u, v, config, x.currency, y.currency, knowledge,
-                                               (f"{path}.{key}" if key else path) or name)
+        # a record's unit field is read as a unit (normalize._make_plan), never a text, figure or
+        # period: only a scalar item (the field "") asks whether the list's name is a unit's
+        f_ok, f_exact, score, _ = _outcome(key or name, u, v, config, x.currency, y.currency, knowledge,
+                                           (f"{path}.{key}" if key else path) or name, False if key else None)
         compared += 1
         total += score
         if f_ok:
