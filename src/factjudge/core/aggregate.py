@@ -314,20 +314,22 @@ def _numpy_sums(np: Any, keys: Sequence[Sequence[int]] | None, cols: Sequence[_F
     rng = np.random.RandomState()
     rng.set_state(("MT19937", np.array(state[:624], dtype=np.uint32), state[624]))
     matrix, first = _count_matrix(np, keys, cols, documents)
-    # in doubles (14 ms against 26 ms of int64 on 1,000 x 1,000 x 37) when every sum, a partial
-    # one too, is an integer below 2**53 and so exact in any order of adding: then by BLAS (`@`),
+    # in floats (14 ms against 26 ms of int64 on 1,000 x 1,000 x 37) when every sum, a partial
+    # one too, is an integer the float holds exactly, in any order of adding: then by BLAS (`@`),
     # whose order of adding cannot change them (100,000 documents x 40 sums x 1,000 resamples:
     # 0.71 s against einsum's 1.89 s, one thread: the CLI runs OpenBLAS on one, whose threads
     # otherwise spin on the other cores); the int64 sums by einsum (numpy's integer `@` is no BLAS)
-    exact = documents * int(matrix.max(initial=0)) < 2 ** 53
+    dtype = _exact_float(np, documents * int(matrix.max(initial=0)))
+    exact = dtype is not None
     if exact:
-        matrix = matrix.astype(np.float64)
+        matrix = matrix.astype(dtype)
     block = max(1, NUMPY_BLOCK // documents)
     parts = []
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)
-        idx = np.floor(rng.random_sample(rows * documents) * float(documents)).astype(np.int64)
-        idx += np.repeat(np.arange(rows, dtype=np.int64) * documents, documents)
+        # the draws are >= 0: truncating is flooring (0.1 s less of 100,000 documents' 100M draws)
+        idx = (rng.random_sample(rows * documents) * float(documents)).astype(np.int64)
+        idx.reshape(rows, documents)[...] += (np.arange(rows, dtype=np.int64) * documents)[:, None]
         weights = np.bincount(idx, minlength=rows * documents).reshape(rows, documents)
         weights = weights.astype(matrix.dtype)
         parts.append((weights @ matrix if exact else np.einsum("rd,dc->rc", weights, matrix)).astype(np.int64))
@@ -352,6 +354,15 @@ def _numpy_sums(np: Any, keys: Sequence[Sequence[int]] | None, cols: Sequence[_F
         correct, gold, predicted = (sums[:, first + 3 * k + slot] for slot in range(3))
         ratios(out, correct, predicted, correct, gold)
     return []
+
+
+def _exact_float(np: Any, bound: int) -> Any:
+    """The float type that holds every integer from 0 to ``bound`` (a sum's largest) exactly, the
+    narrower first: float32's product is twice float64's speed (100,000 documents x 40 sums x
+    1,000 resamples: 0.30 s against 0.57 s); None past float64's 2**53."""
+    if bound < 2 ** 24:
+        return np.float32
+    return np.float64 if bound < 2 ** 53 else None
 
 
 def _count_matrix(np: Any, keys: Sequence[Sequence[int]] | None, cols: Sequence[_FieldColumns],

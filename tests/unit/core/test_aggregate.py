@@ -135,6 +135,7 @@ def test_numpy_bootstrap_draws_a_block_of_resamples_at_once(monkeypatch):
 @pytest.mark.parametrize("documents, block, top", [
     (1, 1 << 20, 5), (3, 1, 5), (37, 37 * 7, 5), (50, 1 << 20, 2),
     (2, 1 << 20, 2 ** 53),  # sums past 2**53: added as int64 and divided as Python integers
+    (3, 1 << 20, 2 ** 23),  # sums past 2**24, which float32 would round: added in float64
 ])
 def test_numpy_bootstrap_blocks_give_the_python_figures(monkeypatch, documents, block, top):
     pytest.importorskip("numpy")
@@ -156,6 +157,17 @@ def test_exact_double_sums_are_added_by_blas_and_int64_ones_by_einsum(monkeypatc
     agg, keys = _agg(30, 3, top)
     run_intervals(keys, agg.field_columns, 30, 50, 0, use_numpy=True)
     assert used[0] == einsums
+
+def test_sums_are_added_in_the_narrowest_float_that_holds_them_exactly():
+    # issue 39: float32's product is twice float64's speed; a sum of 2**24 or more is past its
+    # 24-bit significand (2**24 + 1 is no float32), one of 2**53 or more past float64's
+    np = pytest.importorskip("numpy")
+    assert aggregate_module._exact_float(np, 2 ** 24 - 1) is np.float32
+    assert aggregate_module._exact_float(np, 2 ** 24) is np.float64
+    assert aggregate_module._exact_float(np, 2 ** 53 - 1) is np.float64
+    assert aggregate_module._exact_float(np, 2 ** 53) is None
+    assert int(np.float32(2 ** 24 + 1)) != 2 ** 24 + 1  # why the bound is where it is
+
 
 def _drawn_with_numpy(monkeypatch, documents):
     """Whether run_intervals' default drew ``documents`` with numpy (and its figures)."""
