@@ -16,7 +16,8 @@ here; ``--docs 10000,20000`` extrapolates from two smaller runs). Measured on a 
 the default ``--workers auto`` (issue 39's sixth part, four runs): 126.9-146.1 s wall,
 243.5-281.7 s CPU in all processes, 1,051-1,055 MB peak for the process and its workers
 (limits 120 s and 2 GB; the code of the part before, run beside three of them: 144.1-150.0 s,
-275.9-288.2 s, 1,084-1,090 MB; docs/concepts/performance.md has the history).
+275.9-288.2 s, 1,084-1,090 MB; the seventh part, one run in a slow hour of the VM: 138 s, 266 s,
+1,056 MB; docs/concepts/performance.md has the history).
 """
 from __future__ import annotations
 
