@@ -811,6 +811,13 @@ def _alike_items(a: Items, b: Items) -> bool:
     return True
 
 
+def lists_equal(a: Items, b: Items, aligned: Sequence[tuple[int, int, _ItemPair]]) -> bool:
+    """Two lists equal as the judge says, from their one-to-one alignment: every item aligned with
+    an equal item, none left over (as many aligned as either list holds: the items left over are
+    worked out only to explain, 4 comprehensions a comparison)."""
+    return len(aligned) == len(a.items) == len(b.items) and all(p.ok for _, _, p in aligned)
+
+
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
                    knowledge: Knowledge | None, explain: bool = True) -> _Outcome:
     """Lists inside a fact: equal when every item aligns with an equal item and none is left
@@ -818,9 +825,7 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     if a.items and b.items and a.records != b.records:
         return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
     aligned = aligned_items(name, path, a, b, config, knowledge)
-    # one-to-one: no item is left over when as many are aligned as either list holds (the items
-    # left over are worked out only to explain: 4 comprehensions a comparison)
-    ok = len(aligned) == len(a.items) == len(b.items) and all(p.ok for _, _, p in aligned)
+    ok = lists_equal(a, b, aligned)
     longest = max(len(a.items), len(b.items))
     # from the worth the alignment maximised, so ties between optimal alignments score alike
     score = sum(_worth(p) % 1_000_000 for _, _, p in aligned) / 100 / longest if longest else 100.0

@@ -11,7 +11,7 @@ from typing import Any
 from ...core.fields import FieldComparer, Match
 from ...models import JudgeConfig
 from .closeness import preparer
-from .compare import Prepared, absent, aligned_items, compare_outcome
+from .compare import Prepared, absent, aligned_items, compare_outcome, lists_equal
 from .normalize import Items
 
 #: A record item's field as the alignment found it, shared (a match is never changed): making
@@ -39,9 +39,7 @@ def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) ->
                 else:
                     fields[key] = _DIFFERS if key in failed else _SAME
         pairs.append((i, j, Match(pair.ok, fields=fields)))
-    # equal as the judge says: every item aligned with an equal item, none left over
-    ok = len(aligned) == len(a.items) == len(b.items) and all(p.ok for _, _, p in aligned)
-    return Match(ok, items=tuple(pairs))
+    return Match(lists_equal(a, b, aligned), items=tuple(pairs))
 
 
 def rules_field_comparer(config: JudgeConfig, prepare: Callable[[Mapping[str, Any]], Prepared] | None = None
