@@ -48,10 +48,18 @@ class Page:
             await asyncio.sleep(0.05)
         raise AssertionError(f"timed out waiting for {expression}")
 
-    async def open(self, url):
-        await self.send("Page.navigate", url=url)
-        # null-safe: right after navigate, the document may still be the last one (about:blank)
-        await self.wait("document.readyState === 'complete' && !!document.getElementById('progress')?.dataset.reviewed")
+    async def open(self, url=None):
+        """Navigate to ``url`` (None: reload the page) and wait until the new document has drawn its
+        queue. The document being left is marked first: right after the command it may still be the
+        one in place, complete and drawn, and a reload followed by a navigation once raced that way
+        (the queue read from a page half replaced)."""
+        await self.js("window.__left = true")
+        if url is None:
+            await self.send("Page.reload")
+        else:
+            await self.send("Page.navigate", url=url)
+        await self.wait("!window.__left && document.readyState === 'complete'"
+                        " && !!document.getElementById('progress')?.dataset.reviewed")
 
     async def key(self, key, code=None, vk=None):
         text = key if len(key) == 1 else ""
@@ -95,9 +103,7 @@ async def drive(port, url, downloads, keys_of):
             await page.click(link_b, "wrong")
             progress = await page.js("document.getElementById('progress').textContent")
             # a reload keeps every verdict and the correction
-            await page.send("Page.reload")
-            await asyncio.sleep(0.2)
-            await page.open(url)
+            await page.open()
             after = await page.js("document.getElementById('progress').textContent")
             corrected = await page.js("document.querySelectorAll('#queue > li')[0].querySelector('.fixed').textContent")
             hostile = await page.js(
