@@ -4,9 +4,7 @@ For each scenario it prints, side by side:
 - ``cli``: the whole ``factjudge eval`` process, start to exit (import, scan, judging, files);
 - ``library``: ``evaluate_async`` in this process (no interpreter start-up), and on a line of its
   own the judging alone: wall and CPU from the start to the last answer, then what follows it
-  (results, summary and reports written); on another, a second run in this process on other
-  documents of the same shape, where what a run loads once is loaded (its CPU per call is the
-  calls' own);
+  (results, summary and reports written);
 - ``bare aiohttp``: a minimal client posting the very same request bodies (the floor);
 each with wall time, the ratio to the physical limit (calls x server delay / concurrency) and the
 client's CPU milliseconds per call, for the default ``http`` backend and ``--backend openai-sdk``.
@@ -127,10 +125,9 @@ class PacedServer(ServerProcess):
         self.base_url = self.proc.stdout.readline().strip()
 
 
-def write_dataset(path: Path, docs: int, per_side: int, first: int = 0) -> None:
-    """``docs`` documents of ``per_side`` facts a side, from the seeds ``first`` on."""
+def write_dataset(path: Path, docs: int, per_side: int) -> None:
     with path.open("w", encoding="utf-8") as fh:
-        for i in range(first, first + docs):
+        for i in range(docs):
             gold, pred = synthetic_document(per_side, seed=i)
             fh.write(json.dumps({"doc_id": f"d{i}", "gold_facts": gold, "predicted_facts": pred}) + "\n")
 
@@ -216,8 +213,6 @@ def scenario(title: str, docs: int, per_side: int, delay: float, concurrency: in
     with tempfile.TemporaryDirectory() as tmp, PacedServer(delay) as server:
         data = Path(tmp) / "data.jsonl"
         write_dataset(data, docs, per_side)
-        other = Path(tmp) / "other.jsonl"
-        write_dataset(other, docs, per_side, first=docs)
         rows = []
         url = server.base_url
 
@@ -241,12 +236,6 @@ def scenario(title: str, docs: int, per_side: int, delay: float, concurrency: in
                 if kind == "library":
                     rows.append(("  to the last answer", f"{figures(last.wall, last.cpu, calls)}; then "
                                  f"{wall - last.wall:.2f} s, {cpu - last.cpu:.2f} s CPU"))
-                    # a second run in this process, on other documents of the same shape (the same
-                    # ones would find the normaliser's caches full): what a run loads once (numpy,
-                    # the pages' modules and templates, the summary's validators) is loaded, so its
-                    # CPU is what the calls cost (a notebook's second run)
-                    again = asyncio.run(run_library(other, url, concurrency, backend))
-                    rows.append(("  a second run", figures(*again)))
         report(f"{title}: {docs} docs x {per_side}+{per_side} facts, {delay * 1000:.0f} ms, "
                f"concurrency {concurrency} (limit {target})", rows)
 
