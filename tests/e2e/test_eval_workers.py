@@ -84,7 +84,6 @@ def test_the_documents_are_judged_in_other_processes_and_a_resumed_run_reuses_th
     assert (again.judged, again.reused) == (0, first.judged)
 
 
-
 class GcRules(RulesJudge):
     """The rules judge, saying in each verdict's note the collector's thresholds where it runs."""
 
@@ -102,6 +101,7 @@ def test_a_worker_collects_its_youngest_generation_only_as_a_guard(dataset, tmp_
             for f in x["gold_facts"] if f["factjudge"]["status"] == "FN"}
     assert said == {f"gc {(workers_mod.WORKER_GC_YOUNG, *here[1:])}"}
     assert gc.get_threshold() == here  # this process's own are left as they were
+
 
 def test_auto_uses_a_process_per_core_for_the_rules_judge_on_a_large_dataset():
     rules = RulesJudge()

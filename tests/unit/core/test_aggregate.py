@@ -146,17 +146,18 @@ def test_numpy_bootstrap_blocks_give_the_python_figures(monkeypatch, documents, 
         assert run_intervals(keys, agg.field_columns, documents, 120, seed, use_numpy=True) == python
 
 
-
-@pytest.mark.parametrize("top, einsums", [(5, 0), (2 ** 53, 1)])
-def test_exact_double_sums_are_added_by_blas_and_int64_ones_by_einsum(monkeypatch, top, einsums):
-    """Issue 39: sums exact in doubles (integers below 2**53) are one BLAS product a block, whose
-    order of adding cannot change them (100,000 documents: 0.71 s against einsum's 1.89 s); sums
-    past 2**53 stay int64, added by einsum (the figures of both: the test above)."""
+@pytest.mark.parametrize("top, einsums", [(5, 0), (2 ** 23, 0), (2 ** 53, 1)])
+def test_exact_float_sums_are_added_by_blas_and_int64_ones_by_einsum(monkeypatch, top, einsums):
+    """Issue 39: sums exact in a float (integers below 2**24 in float32, 2**53 in float64) are one
+    BLAS product a block, whose order of adding cannot change them (100,000 documents, float64:
+    0.71 s against einsum's 1.89 s); sums past 2**53 stay int64, added by einsum (the figures of
+    both: the test above)."""
     np = pytest.importorskip("numpy")
     used = count_calls(monkeypatch, np, "einsum")
     agg, keys = _agg(30, 3, top)
     run_intervals(keys, agg.field_columns, 30, 50, 0, use_numpy=True)
     assert used[0] == einsums
+
 
 def test_sums_are_added_in_the_narrowest_float_that_holds_them_exactly():
     # issue 39: float32's product is twice float64's speed; a sum of 2**24 or more is past its
