@@ -56,11 +56,13 @@ def run_cli(*args, cache_dir=None, env=None, cwd=None, timeout=180, real_process
 
     A real process is for what only one can show: ``os._exit`` after the flush, signals, file
     descriptors, an environment the CLI cannot change for its caller."""
-    env = {"FACTJUDGE_CACHE_DIR": str(cache_dir or tempfile.mkdtemp()), "OPENAI_API_KEY": None, **(env or {})}
-    argv = [str(a) for a in args]
-    if real_process:
-        return run_process(argv, env=env, cwd=cwd, timeout=timeout)
-    return run_in_process(argv, env=env, cwd=cwd)
+    with contextlib.ExitStack() as stack:  # a cache of its own, removed after the run
+        cache = cache_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="factjudge-test-cache-"))
+        env = {"FACTJUDGE_CACHE_DIR": str(cache), "OPENAI_API_KEY": None, **(env or {})}
+        argv = [str(a) for a in args]
+        if real_process:
+            return run_process(argv, env=env, cwd=cwd, timeout=timeout)
+        return run_in_process(argv, env=env, cwd=cwd)
 
 
 def run_process(argv, *, env, cwd=None, timeout=180):

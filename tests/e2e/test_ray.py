@@ -6,6 +6,7 @@ One local Ray (2 CPUs, so 2 workers; ``ray_session`` in tests/conftest.py) serve
 Python API uses it directly and the CLI joins it with ``--ray-address``. Every test here skips when
 the ``ray`` extra is missing, except the one checking what the CLI says then.
 """
+import contextlib
 import json
 import os
 import re
@@ -46,11 +47,13 @@ def ray_address(ray_session):
 def run_cli(*args, cache_dir=None):
     """The CLI as a real process; with --ray-address it joins the module's Ray (it inherits this
     process's Ray settings, such as the token authentication mode Ray sets here)."""
-    env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cache_dir or tempfile.mkdtemp())}
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("RAY_ADDRESS", None)
-    return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=600)
+    with contextlib.ExitStack() as stack:  # a cache of its own, removed after the run
+        cache = cache_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="factjudge-test-cache-"))
+        env = {**os.environ, "FACTJUDGE_CACHE_DIR": str(cache)}
+        env.pop("OPENAI_API_KEY", None)
+        env.pop("RAY_ADDRESS", None)
+        return subprocess.run([sys.executable, "-m", "factjudge", *map(str, args)], capture_output=True,
+                              text=True, env=env, timeout=600)
 
 
 def write_jsonl(path, records):
