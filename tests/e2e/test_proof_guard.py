@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from evalkit import fact, run_cli, write_jsonl
 from scripted_server import ScriptedServer, answer, prompt_facts
 
@@ -132,6 +133,41 @@ def test_what_a_proof_is():
     assert all(IDENTIFIER_NAME.search(n) for n in ("invoice_number", "customer_id", "sku", "ticker", "iban",
                                                     "product_code", "po_no"))
     assert not any(IDENTIFIER_NAME.search(n) for n in ("name", "total", "identity", "number_of_items"))
+
+
+IDENTIFIER_PAIRS = [  # (field, gold, predicted, config's identifier_fields, the same identifier)
+    ("invoice_number", "ABCDEFGHIJKLMNOPQ", "ABCDEFGHIJKLMNOPX", [], False),  # similarity 94 linked them
+    ("invoice_number", "INV-0077", "2024-INV-0077", [], False),
+    ("customer_id", "00123", "123", [], False),  # leading zeros are part of a code
+    ("swift_code", "DEUTDEFF", "DEUTDEFX", [], False),
+    ("po", "ACMEORDERALPHA", "ACMEORDERALPHB", ["po"], False),  # named by the config
+    ("invoice_number", "INV-0077", "inv 0077", [], True),  # case, spaces and punctuation left out
+    ("customer_id", 123, "123", [], True),
+    ("ticker", "brk.b", "BRK B", [], True),
+]
+
+
+@pytest.mark.parametrize(("name", "gold", "pred", "named", "same"), IDENTIFIER_PAIRS)
+def test_the_rules_judge_links_no_pair_its_proof_calls_different(name, gold, pred, named, same):
+    from factjudge import run_judge
+    from factjudge.judges.rules.proof import pair_proof
+
+    cfg = JudgeConfig(identifier_fields=named)
+    g, p = fact("g", "t", amount="10", **{name: gold}), fact("p", "t", amount="10", **{name: pred})
+    result = run_judge([g], [p], cfg)
+    assert verdict_of(result.gold_facts[0])["status"] == ("TP" if same else "FN")
+    assert (pair_proof(g, p, ["amount", name], cfg) is None) is same  # the judges agree on what is proved
+    if not same:
+        assert "different identifiers" in verdict_of(result.gold_facts[0])["reasoning"]
+
+
+def test_a_field_not_named_as_an_identifier_is_still_compared_as_text():
+    from factjudge import run_judge
+
+    g, p = fact("g", "t", model="ABCDEFGHIJKLMNOPQ"), fact("p", "t", model="ABCDEFGHIJKLMNOPX")
+    assert verdict_of(run_judge([g], [p], JudgeConfig()).gold_facts[0])["status"] == "TP"  # similar names
+    named = JudgeConfig(identifier_fields=["model"])
+    assert verdict_of(run_judge([g], [p], named).gold_facts[0])["status"] == "FN"
 
 
 def test_the_judge_command_warns_of_llm_links_against_proof(tmp_path):

@@ -10,6 +10,8 @@ two facts compared (:func:`compare_field`), and a whole candidate against a subj
   agree). A percentage is its number / 100, so ``12.5%`` equals ``0.125``; when either side is a
   percentage both are compared in percent, so ``absolute`` counts percentage points. A percentage
   never equals an amount of money. A four-digit year equals only an equal bare integer.
+* Identifiers and codes (:class:`~.normalize.Code`): the same characters once case, spaces and
+  punctuation are left out, never merely similar.
 * Dates and periods: equal keys. Anything else: equal canonical JSON (a NaN equals nothing).
 
 A candidate matches when every compared field matches. The reasoning quotes each value at most
@@ -39,6 +41,7 @@ from .normalize import (
     MISSING,
     READING,
     SHORT_TEXT,
+    Code,
     Item,
     Items,
     Measure,
@@ -475,6 +478,18 @@ def _converted_rounding(ma: Measure, mb: Measure) -> str | None:
     return None
 
 
+def _compare_codes(a: Code, b: Code, explain: bool) -> _Outcome:
+    """Two identifiers: equal by their keys, else different however alike (a similarity ranks the
+    closest fact, never links: ``ABCDEFGHIJKLMNOPQ`` and ``...X`` were linked at 94)."""
+    shown = _shown(a, b) if explain else ""
+    if a.key == b.key:
+        if not explain or a.raw == b.raw:
+            return True, True, 100.0, f"{shown}: equal" if explain else ""
+        return True, True, 100.0, f"{shown}: the same identifier without case, spaces and punctuation"
+    return False, False, fuzz.ratio(a.key, b.key), (
+        f"{shown}: different identifiers (compared without case, spaces and punctuation)" if explain else "")
+
+
 def _compare_plain(a: Norm, b: Norm, explain: bool) -> _Outcome:
     shown = _shown(a, b) if explain else ""
     if isinstance(a, Other) and isinstance(b, Other) and a.json == b.json:
@@ -488,7 +503,7 @@ def _compare_plain(a: Norm, b: Norm, explain: bool) -> _Outcome:
 
 
 def _kind(n: Norm) -> str:
-    return {Missing: "missing", Text: "text", Quantity: "number", Period: "date/period",
+    return {Missing: "missing", Text: "text", Code: "identifier", Quantity: "number", Period: "date/period",
             Other: "JSON value", Unit: "unit", Measure: "measure", Items: "list"}[type(n)]
 
 
@@ -503,7 +518,7 @@ def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
 
 #: The normal forms that a field compares equal to themselves, exactly (a text, a figure, a date
 #: or period): :func:`compare_field` takes one against itself as equal without comparing it.
-_SELF_EQUAL = frozenset({Text, Quantity, Period})
+_SELF_EQUAL = frozenset({Text, Code, Quantity, Period})
 
 
 def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
@@ -525,8 +540,8 @@ def compare_field(name: str, a: Norm, b: Norm, config: JudgeConfig,
 
 #: What tells two normal forms of a type apart first: how each was written ("FY2023" and "fiscal
 #: 2023" are one period, "1,926.8" [USD million] and "$1926.8 million" [USD] one figure).
-_WRITTEN: dict[type, str] = {Text: "raw", Period: "raw", Unit: "raw", Quantity: "source", Measure: "source",
-                             Other: "json", Items: "json"}
+_WRITTEN: dict[type, str] = {Text: "raw", Code: "raw", Period: "raw", Unit: "raw", Quantity: "source",
+                             Measure: "source", Other: "json", Items: "json"}
 
 
 def _alike(a: Norm, b: Norm) -> bool:
@@ -574,6 +589,8 @@ def _compare(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None
         side = "both" if both else ("subject" if isinstance(a, Missing) else "candidate")
         return both, both, 100.0 if both else 0.0, (
             f"missing on {side}" + ("" if both else f" ({_shown(a, b)})") if explain else "")
+    if isinstance(a, Code) and isinstance(b, Code):
+        return _compare_codes(a, b, explain)
     if isinstance(a, Measure) or isinstance(b, Measure):
         return _compare_measures(a, b, config.tolerances.get(path), config.rules_knowledge.units, explain)
     if isinstance(a, Quantity) and isinstance(b, Quantity):

@@ -19,6 +19,7 @@ from .compare import Forms, KnowledgeMemo, Prepared, prepared_once
 from .knowledge import Knowledge
 from .normalize import (
     READING,
+    Code,
     Missing,
     Norm,
     Other,
@@ -51,6 +52,8 @@ def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
         return (("d", norm.key),)
     if isinstance(norm, Other):
         return (("j", norm.json),)
+    if isinstance(norm, Code):
+        return (("c", norm.key),)
     return None
 
 
@@ -222,7 +225,7 @@ def _signature(p: Prepared, fields: list[str] | None = None) -> str:
     parts = []
     for name in sorted(names, key=str):
         v = p.get(name)
-        shown = v.norm if isinstance(v, Text) else v.key if isinstance(v, Period) else (
+        shown = v.norm if isinstance(v, Text) else v.key if isinstance(v, (Period, Code)) else (
             format_decimal(v.value) if isinstance(v, Quantity) else v.describe())
         parts.append(f"{name}={shown}")
     return "|".join(parts)

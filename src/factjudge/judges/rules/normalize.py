@@ -86,6 +86,15 @@ Dates and periods (:func:`parse_period`)
     never equals ``FY2023`` (many fiscal years do not end in December). Two-digit years are only
     read after a marker (FY, Q, H, CY) and mean 20xx below 70, else 19xx.
 
+Identifiers and codes (:class:`Code`)
+    A field holding an identifier or a code (named ``id``, ``number``, ``no``, ``code``, ``sku``,
+    ``ticker``, ``iban``, ``isin``, ``ref``... alone or as its last part, ``invoice_number``,
+    ``customer_id``: :data:`IDENTIFIER_NAME`; or named by the config's ``identifier_fields``)
+    holds a :class:`Code` when its value is a string or an integer: equal only to the same
+    characters once case, spaces and punctuation are left out (``inv 0077`` = ``INV-0077`` !=
+    ``2024-INV-0077``, ``00123`` != ``123``), never merely similar. As :mod:`.proof` proves two
+    such values different, so the rules judge never links them.
+
 Years versus numbers
     A string of exactly four digits from 1900 to 2100 is read as a year, not as a number, so
     ``"2023"`` never equals ``"2,023"`` or ``"$2,023"``. It still equals a JSON integer 2023 and
@@ -143,6 +152,8 @@ class Reading:
     #: ``per_period`` (an amount per month, week or year), ``periods`` (months spanned as a
     #: quarter, half or fiscal year) and ``numbers`` (whole values in words, crore and lakh).
     families: frozenset[str] = frozenset({"units", "durations", "per_period", "periods", "numbers"})
+    #: The config's ``identifier_fields``: fields holding a :class:`Code` whatever their names.
+    identifiers: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, config: Any) -> Reading:
@@ -151,7 +162,7 @@ class Reading:
         known = config.rules_knowledge
         made = cls(config.decimal_separator, config.date_order,
                    frozenset(f for f in ("units", "durations", "per_period", "periods", "numbers")
-                             if getattr(known, f)))
+                             if getattr(known, f)), frozenset(config.identifier_fields))
         return _READINGS.setdefault(made, made)
 
     @property
@@ -202,6 +213,34 @@ class Text:
     def numbers(self) -> tuple[str, ...]:
         """The numbers written in the text, sorted; they must be equal for two texts to match."""
         return text_numbers(self.norm)
+
+    def describe(self) -> str:
+        return quote(self.raw)
+
+
+#: A field named so holds an identifier or a code (``id``, ``invoice_number``, ``customer_id``,
+#: ``product_code``; module docs). Not by its value's shape: ``Model X5`` looks like a code and is a name.
+IDENTIFIER_NAME = re.compile(
+    r"(?:^|[_\s-])(?:id|number|no|num|nr|code|sku|ticker|symbol|iban|isin|cusip|ean|upc|gtin|vin|ref|"
+    r"reference)$", re.IGNORECASE)
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def identifier_key(value: Any) -> str | None:
+    """An identifier as compared: case, spaces and punctuation left out; None for no scalar (a
+    float, a boolean, a list) or nothing left."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return _NOT_ALNUM.sub("", str(value).casefold()) or None
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """An identifier or a code, by its field (module docs): equal to another only by its ``key``."""
+
+    raw: str
+    #: :func:`identifier_key` of the value.
+    key: str
 
     def describe(self) -> str:
         return quote(self.raw)
@@ -330,7 +369,7 @@ class Items:
         return self.json
 
 
-Norm = Missing | Text | Quantity | Period | Other | Unit | Measure | Items
+Norm = Missing | Text | Code | Quantity | Period | Other | Unit | Measure | Items
 
 
 def lenient_json(value: Any) -> str:
@@ -1351,9 +1390,32 @@ def _normalize_fact(fact: dict[str, Any], ignore_company_suffixes: bool, skip: f
     value_keys = dict(fields)
     out: dict[str, Norm] = {}
     for k, unit_norm, unit, amount in _plan_of(fact, skip, ignore_company_suffixes, reading):
-        out[k] = unit_norm if unit_norm is not None else _keyed_value(
-            fact[k], value_keys.get(k), ignore_company_suffixes, unit, amount, reading)
+        if unit_norm is not None:
+            out[k] = unit_norm
+        elif (code := _code(k, fact[k], reading)) is not None:
+            out[k] = code
+        else:
+            out[k] = _keyed_value(fact[k], value_keys.get(k), ignore_company_suffixes, unit, amount, reading)
     return out
+
+
+#: Whether a field holds identifiers (:data:`IDENTIFIER_NAME`, the reading's ``identifiers``), by
+#: its name and the reading's: asked of every field of every new fact.
+_CODE_FIELDS: dict[tuple[Any, frozenset[str]], bool] = {}
+
+
+def _code(name: Any, value: Any, reading: Reading) -> Code | None:
+    """``value`` as a :class:`Code` when ``name`` holds identifiers and it is one, else None."""
+    named = _CODE_FIELDS.get((name, reading.identifiers))
+    if named is None:
+        if len(_CODE_FIELDS) >= VALUES_LIMIT:
+            _CODE_FIELDS.clear()
+        named = _CODE_FIELDS[(name, reading.identifiers)] = isinstance(name, str) and (
+            name in reading.identifiers or IDENTIFIER_NAME.search(name) is not None)
+    if not named:
+        return None
+    key = identifier_key(value)
+    return None if key is None else Code(str(value), key)
 
 
 #: A fact's field: its name, its normal form when it is a unit field (else None), the unit its

@@ -14,10 +14,12 @@ A hard field is one whose difference is not a matter of wording:
   both days, both months...: ``FY2023`` against ``2023`` proves nothing);
 * an identifier or code that differs after normalising case, spaces and punctuation
   (``inv 0077`` = ``INV-0077`` != ``2024-INV-0077``). A field is an identifier when the config
-  names it (``identifier_fields``) or by its name: :data:`IDENTIFIER_NAME` (``id``, ``number``,
-  ``no``, ``num``, ``code``, ``sku``, ``ticker``, ``iban``, ``isin``, ``ean``, ``upc``, ``gtin``,
-  ``vin``, ``ref``, ``reference`` alone or as the last part: ``invoice_number``, ``customer_id``,
-  ``product_code``). Not by its value's shape: ``Model X5`` looks like a code and is a name.
+  names it (``identifier_fields``) or by its name: :data:`~.normalize.IDENTIFIER_NAME` (``id``,
+  ``number``, ``no``, ``num``, ``code``, ``sku``, ``ticker``, ``iban``, ``isin``, ``ean``, ``upc``,
+  ``gtin``, ``vin``, ``ref``, ``reference`` alone or as the last part: ``invoice_number``,
+  ``customer_id``, ``product_code``). Not by its value's shape: ``Model X5`` looks like a code and
+  is a name. The rules judge compares such a field as a :class:`~.normalize.Code`, so it never
+  links what is proved different here.
 
 A field missing on either side, a text, a list or a JSON value proves nothing: the LLM may judge
 those. Pure: facts and config in, a :class:`Proof` or None out.
@@ -33,14 +35,9 @@ from ...core.alerts import ProofLinks
 from ...core.scope import NOT_COMPARED
 from ...models import QUOTE_LIMIT, JudgeConfig, cut_text, own_fields, verdict_of
 from .compare import Prepared, compare_field, normalized
-from .normalize import Period, Quantity, Reading
+from .normalize import IDENTIFIER_NAME, Period, Quantity, Reading, identifier_key
 from .units import Measure, common_values
 
-#: A field named so holds an identifier or a code (see the module's docstring).
-IDENTIFIER_NAME = re.compile(
-    r"(?:^|[_\s-])(?:id|number|no|num|nr|code|sku|ticker|symbol|iban|isin|cusip|ean|upc|gtin|vin|ref|"
-    r"reference)$", re.IGNORECASE)
-_NOT_ALNUM = re.compile(r"[\W_]+")
 _DIGITS = re.compile(r"\d")
 
 ProofKind = Literal["number", "date", "identifier"]
@@ -68,13 +65,6 @@ class Proof:
 
 def is_identifier(name: str, config: JudgeConfig) -> bool:
     return name in config.identifier_fields or bool(IDENTIFIER_NAME.search(name))
-
-
-def identifier_key(value: Any) -> str | None:
-    """An identifier as compared: case, spaces and punctuation left out; None for no scalar."""
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return None
-    return _NOT_ALNUM.sub("", str(value).casefold()) or None
 
 
 def _shown(value: Any) -> str:
