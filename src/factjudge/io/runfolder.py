@@ -16,8 +16,8 @@ How ``results.jsonl`` is read, one way for every reader (errors are ``<path>: li
 
 Whose folder it is (:meth:`RunFolder.claim`): eval writes only into a new or empty folder, one
 holding its ``run.json``, or one holding only names factjudge writes (an older run's
-``results.jsonl``, ``--batch``'s files); it removes and replaces only those names, and never an
-input. One run at a time holds a folder (:class:`FolderLock`).
+``results.jsonl``, ``--batch``'s files); it removes and replaces only those names, only files it
+wrote (:func:`foreign_output`), and never an input. One run at a time holds a folder (:class:`FolderLock`).
 """
 from __future__ import annotations
 
@@ -158,6 +158,10 @@ class RunFolder:
                 if same_file(source, self.path / name):
                     raise InputError(f"{source}: an input of this run is the output folder's {name}, "
                                      "which eval replaces; move it or give another folder")
+        for name in (RESULTS, *REPORTS):
+            if name in names and (why := foreign_output(self.path / name)) is not None:
+                raise InputError(f"{self.path / name}: {why}; eval replaces its {name} (--overwrite or "
+                                 "not): move this one or choose another output folder")
 
     # ---- run.json and summary.json
 
@@ -284,6 +288,44 @@ class RunFolder:
             raise InputError(f"{self.results}: no line for doc_id {doc_id!r}")
         with self.results.open("rb") as fh:
             return ResultLine.model_validate(self.line_at(fh, ref))
+
+
+#: How each output eval replaces begins when factjudge wrote it (within its first bytes).
+_OWN_STARTS = {REPORT_MD: (b"# factjudge ",), REPORT_HTML: (b"<title>factjudge ",),
+               REVIEW_HTML: (b"<title>factjudge ",), FACTS_CSV: (b"doc_id,side,id,fact_type,status,",)}
+#: Read of an output's start to tell whose it is: report.html's title is within its first 200 bytes.
+_HEAD_BYTES = 1024
+
+
+def foreign_output(path: Path) -> str | None:
+    """What shows that ``path``, under one of the names eval writes, is not factjudge's output
+    (None: it is, or is an empty file but a summary): a user's file under such a name (their own ``facts.csv`` or
+    ``report.md`` beside a run, a ``results.jsonl`` of their extractor) is never removed nor
+    replaced. ``results.jsonl`` by its first line (a result line), ``summary.json`` by its keys,
+    a page or a table by how it begins."""
+    try:
+        if path.name == RESULTS:
+            with path.open("rb") as f:
+                for number, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            problem = result_line_problem(parse_written(line.lstrip(codecs.BOM_UTF8)))
+                        except (ValueError, RecursionError):
+                            problem = "not JSON"
+                        return None if problem is None else f"line {number}: not a factjudge result line ({problem})"
+            return None
+        if path.name == SUMMARY:
+            data = json.loads(path.read_bytes().lstrip(codecs.BOM_UTF8))
+            own = isinstance(data, dict) and {"documents", "micro"} <= data.keys()
+            return None if own else "not a factjudge summary"
+        with path.open("rb") as f:
+            head = f.read(_HEAD_BYTES)
+    except (OSError, ValueError, RecursionError) as exc:
+        return f"unreadable ({exc})" if isinstance(exc, OSError) else "not a factjudge summary"
+    if not head or any(start in head if start.startswith(b"<") else head.startswith(start)
+                       for start in _OWN_STARTS.get(path.name, ())):
+        return None
+    return f"not the {path.name} factjudge writes"
 
 
 def _temporary(name: str) -> bool:

@@ -101,18 +101,47 @@ def test_output_folder_that_cannot_be_written_exits_2(tmp_path):
         assert proc.stderr.strip().splitlines() == [f"factjudge: error: {tmp_path}/{message}"]
 
 
-def test_a_foreign_results_file_is_never_overwritten(tmp_path):
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_a_foreign_results_file_is_never_overwritten(tmp_path, overwrite):
     data = write_jsonl(tmp_path / "data.jsonl", DOCS[:1])
     out = tmp_path / "theirs"
     out.mkdir()
     (out / "results.jsonl").write_text("my precious data\n")
     (out / "summary.json").write_text("{}")
-    proc = run_cli("eval", data, "-o", out)
+    proc = run_cli("eval", data, "-o", out, *overwrite)
     assert proc.returncode == 2
-    assert ("results.jsonl: line 1: not a factjudge result line (not JSON); choose another output "
-            "folder") in proc.stderr
+    assert ("results.jsonl: line 1: not a factjudge result line (not JSON); eval replaces its results.jsonl "
+            "(--overwrite or not): move this one or choose another output folder") in proc.stderr
     assert (out / "results.jsonl").read_text() == "my precious data\n"
     assert (out / "summary.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize(("name", "text", "why"), [
+    ("results.jsonl", '{"text": "raw"}\n', "line 1: not a factjudge result line (no doc_id)"),
+    ("summary.json", '{"my_metrics": {"f1": 0.9}}', "not a factjudge summary"),
+    ("report.md", "my notes\n", "not the report.md factjudge writes"),
+    ("facts.csv", "my,facts\n1,2\n", "not the facts.csv factjudge writes"),
+    ("review.html", "<html><title>my review</title></html>", "not the review.html factjudge writes"),
+])
+def test_a_users_file_under_a_name_eval_writes_is_never_removed(tmp_path, overwrite, name, text, why):
+    """In a run folder of its own or in a folder of older results alike, --overwrite or not: eval
+    removed a user's results.jsonl, summary.json and report.md with --overwrite, and a user's
+    facts.csv beside a finished run when it ran again (a review found both)."""
+    data = write_jsonl(tmp_path / "data.jsonl", DOCS[:1])
+    out = tmp_path / "out"
+    assert run_cli("eval", data, "-o", out).returncode == 0
+    (out / name).write_text(text, encoding="utf-8")
+    proc = run_cli("eval", data, "-o", out, *(["--overwrite"] if overwrite else []))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"factjudge: error: {out / name}: {why}; eval replaces its {name} (--overwrite or not): move this "
+        "one or choose another output folder"]
+    assert (out / name).read_text(encoding="utf-8") == text
+    (out / name).unlink()  # the folder is eval's again
+    assert run_cli("eval", data, "-o", out, "--csv").returncode == 0
+    assert run_cli("eval", data, "-o", out).returncode == 0  # its own facts.csv goes as stale output
+    assert not (out / "facts.csv").exists()
 
 
 
