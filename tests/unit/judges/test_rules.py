@@ -634,3 +634,15 @@ def test_a_candidate_is_compared_until_its_first_differing_field_and_finished_al
     matched = compare_facts(subject, same, fields, config, until_miss=True)
     assert matched.ok and matched.rest == 0 and len(matched.fields) == 4
     assert finish_facts(matched, subject, fields, config) is matched
+
+
+@pytest.mark.parametrize(("gold", "pred", "status"), [
+    ("+", "-", "FN"), ("✓", "✗", "FN"), ("€", "$", "FN"),  # every symbol was equal to every other
+    ("+", " + ", "TP"), ("-", "—", "TP"), ("-", "\u2212", "TP"), ("...", "…", "TP"),
+])
+def test_values_of_symbols_alone_are_compared_as_written(gold, pred, status):
+    """A value normalising to no word at all ("+" and "-" of a lab result, a check mark) is
+    compared as written, any dash as one: "+" was equal to "-" after normalisation ('')."""
+    result = run_judge([{"id": "g", "fact_type": "t", "grade": gold, "name": "x"}],
+                       [{"id": "p", "fact_type": "t", "grade": pred, "name": "x"}])
+    assert result.gold_facts[0]["factjudge"]["status"] == status

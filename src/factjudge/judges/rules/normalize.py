@@ -562,6 +562,12 @@ _short_text_numbers = functools.lru_cache(maxsize=16384)(_text_numbers)
 
 def make_text(raw: str, *, ignore_company_suffixes: bool = False) -> Text:
     norm = normalize_text(raw, ignore_company_suffixes=ignore_company_suffixes)
+    if not norm:
+        # nothing but symbols ("+", "-", a check mark, "€"): normalising left no word, and every
+        # such value was equal to every other ("+" = "-"); they are compared as written instead,
+        # any dash as "-" (an en or em dash, a minus sign: one "none" written several ways)
+        norm = " ".join("".join("-" if c == "\u2212" or unicodedata.category(c) == "Pd" else c
+                                for c in unicodedata.normalize("NFKC", raw).casefold()).split())
     return Text(raw=raw, norm=raw if norm == raw else norm)  # one string when nothing changed
 
 
