@@ -646,3 +646,28 @@ def test_values_of_symbols_alone_are_compared_as_written(gold, pred, status):
     result = run_judge([{"id": "g", "fact_type": "t", "grade": gold, "name": "x"}],
                        [{"id": "p", "fact_type": "t", "grade": pred, "name": "x"}])
     assert result.gold_facts[0]["factjudge"]["status"] == status
+
+
+def _tp(gold, pred):
+    result = run_judge([{"id": "g", "fact_type": "t", "v": gold}], [{"id": "p", "fact_type": "t", "v": pred}])
+    verdict = result.gold_facts[0]["factjudge"]
+    assert "np." not in verdict["reasoning"]
+    return verdict["status"] == "TP"
+
+
+def test_python_scalars_are_read_as_the_json_values_they_stand_for():
+    """What a pydantic model's model_dump() hands over (Decimal, date): JSON values equal to
+    nothing before ("not comparable")."""
+    import datetime
+
+    assert _tp(Decimal("12.50"), "12.5") and _tp(datetime.date(2024, 5, 13), "13/05/2024")
+    assert _tp(datetime.datetime(2024, 5, 13, 10), "2024-05-13")
+    assert not _tp(Decimal("12.50"), "12.6") and not _tp(datetime.date(2024, 5, 13), "2024-05-14")
+
+
+def test_numpy_scalars_are_read_as_the_json_values_they_stand_for():
+    """A pandas frame's values: numpy 2's float64 raised in Decimal (its repr is "np.float64(1.5)"),
+    its int64 was a JSON value equal to nothing."""
+    np = pytest.importorskip("numpy")
+    assert _tp(np.float64(1.5), "1.5") and _tp(np.int64(3), "3") and _tp(np.float32(0.1), "0.1")
+    assert _tp(np.str_("Acme"), "ACME") and not _tp(np.float64(1.5), "1.6")

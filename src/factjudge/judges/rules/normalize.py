@@ -791,15 +791,38 @@ def _sane(value: Decimal) -> bool:
     return value.is_finite() and (value.is_zero() or abs(value.adjusted()) <= _MAX_ADJUSTED_EXPONENT)
 
 
-def _quantity_from_json(value: int | float) -> Quantity | None:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, int) and abs(value) >= 10 ** _MAX_ADJUSTED_EXPONENT:
-        return None  # also avoids int -> str limits on gigantic integers
-    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+def _quantity_from_json(value: int | float | Decimal) -> Quantity | None:
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return None
+        number, source = value, str(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        # float's own repr: a subclass's may name its type (numpy 2: "np.float64(1.5)")
+        number, source = Decimal(float.__repr__(value)), float.__repr__(value)
+    else:
+        if abs(value) >= 10 ** _MAX_ADJUSTED_EXPONENT:
+            return None  # also avoids int -> str limits on gigantic integers
+        number, source = Decimal(value), int.__repr__(value)
     if not _sane(number):
         return None
-    return Quantity(value=number, plain=isinstance(value, int), source=repr(value))
+    return Quantity(value=number, plain=isinstance(value, int), source=source)
+
+
+def _python_scalar(value: Any) -> Any:
+    """The JSON value a Python object handed over in Python stands for (a pydantic model's
+    ``model_dump()`` holds ``Decimal`` and ``date``, a pandas frame numpy scalars), else
+    ``value`` itself: they were JSON values that equal nothing ("not comparable"), and numpy 2's
+    float64 raised in Decimal."""
+    if isinstance(value, (_dt.date, _dt.time)):
+        return value.isoformat()  # a datetime's time is then left out as an ISO string's is
+    if type(value).__module__ == "numpy" and callable(item := getattr(value, "item", None)):
+        scalar = item()
+        if isinstance(scalar, float) and not isinstance(value, float):
+            return float(str(value))  # numpy's shortest form at its own precision: float32 0.1 is 0.1
+        return scalar if isinstance(scalar, (bool, int, float, str)) else value
+    return value
 
 
 # --------------------------------------------------------------------------- units
@@ -1206,14 +1229,18 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         return MISSING
     if isinstance(value, list) and (items := _items(value, ignore_company_suffixes, reading)) is not None:
         return items
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return _other(value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        scalar = _python_scalar(value)
+        if scalar is value:
+            return _other(value)
+        return _normalize_value(scalar, ignore_company_suffixes, unit, amount, reading)
+    if isinstance(value, (int, float, Decimal)):
         q = _quantity_from_json(value)
         if q is None:
             return _other(value)
         return _apply_unit(q, unit) if unit is not None else q
-    return _normalize_string(value, ignore_company_suffixes, unit, amount, reading)  # a str's subclass
+    # a str's subclass (numpy's str_): read as the string it holds
+    return _normalize_string(str(value), ignore_company_suffixes, unit, amount, reading)
 
 
 def _figure_pattern(thousands: str, decimal: str) -> re.Pattern[str]:
