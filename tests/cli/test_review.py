@@ -217,3 +217,38 @@ def test_fact_files_are_corrected_in_their_own_format(tmp_path, suffix):
     assert len(rows) == len(gold_rows) + 1
     # the next run reads it as gold
     assert run_cli("eval", "--gold", corrected, "--predicted", predicted, "-o", tmp_path / "again").returncode == 0
+
+
+@pytest.mark.parametrize("shape", ["facts", "dataset"])
+def test_a_gold_read_through_columns_is_refused_not_written_without_its_corrections(tmp_path, shape):
+    """A run that read its gold through the config's columns: apply found none of the review's
+    gold facts under doc_id and id, wrote the gold unchanged and reported "0 facts corrected"
+    with exit 0 (a review found it); now nothing is written and the line says why."""
+    names = {"doc_id": "document", "id": "fact_id"}
+    config = tmp_path / "cfg.json"
+    config.write_text(json.dumps({"columns": names}), encoding="utf-8")
+
+    def renamed(f, doc_id):
+        return {"document": doc_id, "fact_id": f["id"], **{k: v for k, v in f.items() if k != "id"}}
+
+    out = tmp_path / "out"
+    if shape == "facts":
+        gold = write_jsonl(tmp_path / "gold.jsonl", [renamed(f, d["doc_id"]) for d in DOCS for f in d["gold_facts"]])
+        predicted = write_jsonl(tmp_path / "predicted.jsonl",
+                                [renamed(f, d["doc_id"]) for d in DOCS for f in d["predicted_facts"]])
+        proc = run_cli("eval", "--gold", gold, "--predicted", predicted, "-c", config, "-o", out)
+    else:
+        names["gold_facts"] = "gold"
+        config.write_text(json.dumps({"columns": names}), encoding="utf-8")
+        gold = write_jsonl(tmp_path / "data.jsonl", [
+            {"document": d["doc_id"], "gold": [renamed(f, d["doc_id"]) for f in d["gold_facts"]],
+             "predicted_facts": [renamed(f, d["doc_id"]) for f in d["predicted_facts"]]} for d in DOCS])
+        proc = run_cli("eval", gold, "-c", config, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    export = write_jsonl(tmp_path / "review.jsonl", export_lines(review_data(out), VERDICTS))
+    corrected = tmp_path / "corrected.jsonl"
+    proc = run_cli("review", "apply", out, export, "-o", corrected)
+    assert proc.returncode == 2 and not corrected.exists()
+    assert re.fullmatch(rf"factjudge: error: {re.escape(str(gold))}: \d+ of the review's changes name gold facts or "
+                        r"documents this file does not hold as written \(A/g2.*\): the run read it through the "
+                        r"config's columns or another format; nothing was written", proc.stderr.strip())

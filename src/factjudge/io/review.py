@@ -204,7 +204,8 @@ def _dumps(rec: object) -> str:
     return json.dumps(rec, ensure_ascii=False)
 
 
-def _dataset_jsonl(src: Path, changes: GoldChanges, applied: list[str]) -> str:
+def _dataset_jsonl(src: Path, changes: GoldChanges, applied: list[str], placed: set[str]) -> str:
+    """The dataset with the changes made; ``placed`` gets the documents given their omissions."""
     out = io.StringIO()
     for lineno, _, raw in jsonl_lines(src):
         rec = parse_json_line(raw.removesuffix(b"\n"), src, lineno)
@@ -213,8 +214,20 @@ def _dataset_jsonl(src: Path, changes: GoldChanges, applied: list[str]) -> str:
             out.write(raw.removesuffix(b"\n").decode("utf-8-sig") + "\n")  # untouched, byte for byte
             continue
         rec["gold_facts"] = _correct(list(rec.get("gold_facts") or []), doc_id, changes, applied)
+        placed.add(doc_id)
         out.write(_dumps(rec) + "\n")
     return out.getvalue()
+
+
+def _not_applied(changes: GoldChanges, applied: list[str], placed: set[str] | None) -> list[str]:
+    """The review's changes that writing the gold did not make, in the review's order: a gold
+    fact's ``doc_id/id``, a dataset's document whose omissions found no line (``placed``: those
+    that did; None for a fact file or a table, which take an omission of any document)."""
+    done = set(applied)
+    missed = [f"{d}/{g}" for d, values in changes.values.items() for g in values if f"{d}/{g}" not in done]
+    if placed is not None:
+        missed += [f"{d} (omissions)" for d in changes.added if d not in placed]
+    return missed
 
 
 def _fact_jsonl(src: Path, changes: GoldChanges, applied: list[str]) -> str:
@@ -286,14 +299,24 @@ def write_corrected_gold(gold: Path, out: Path, changes: GoldChanges,
         raise InputError(f"{gold}: the run's gold input is gone (give it with --gold)")
     applied: list[str] = []
     suffix = gold.suffix.lower()
+    placed: set[str] | None = None
     if suffix == ".jsonl":
         first = next((parse_json_line(raw.removesuffix(b"\n"), gold, n) for n, _, raw in jsonl_lines(gold)), None)
-        dataset = isinstance(first, dict) and "gold_facts" in first
-        text = (_dataset_jsonl if dataset else _fact_jsonl)(gold, changes, applied)
+        if isinstance(first, dict) and "gold_facts" in first:
+            placed = set()
+            text = _dataset_jsonl(gold, changes, applied, placed)
+        else:
+            text = _fact_jsonl(gold, changes, applied)
     elif suffix in (".csv", ".tsv"):
         text = _fact_table(gold, changes, applied, "\t" if suffix == ".tsv" else ",")
     else:
         raise InputError(f"{gold}: the corrected gold is written as .jsonl (a dataset or a fact file), "
                          f".csv or .tsv; this gold is {suffix or 'without a suffix'}")
+    missed = _not_applied(changes, applied, placed)
+    if missed:  # a corrected gold missing corrections would pass for the reviewed set
+        shown = ", ".join(missed[:3]) + (f" and {len(missed) - 3} more" if len(missed) > 3 else "")
+        raise InputError(f"{gold}: {len(missed)} of the review's changes name gold facts or documents this "
+                         f"file does not hold as written ({shown}): the run read it through the config's "
+                         "columns or another format; nothing was written")
     write_atomic(out, text)
     return applied
