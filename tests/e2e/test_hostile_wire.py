@@ -129,6 +129,34 @@ def test_a_server_closing_every_reply_mid_body_stops_the_run(server, five, backe
     assert len(server.requests) <= 4  # two tries of each direction's warm-up question, not 25
 
 
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+@pytest.mark.parametrize("page", ["<html><body>Sign in to continue</body></html>", '{"status": "ok"}'],
+                         ids=["html-page", "another-api"])
+def test_a_server_answering_200_without_a_chat_completion_stops_the_run(server, five, backend, page):
+    """An SSO page or a gateway answering 200 to everything: every question was asked three times
+    (105 calls for 36 facts), all ERROR, exit 1, the cause only inside results.jsonl (a review)."""
+    backend_param(backend)
+    server.responder = lambda body: Reply(body=page, headers={"Content-Type": "text/html"})
+    line = one_line_stop(judge_cli(server.base_url, five, backend))
+    assert "answered every try of the first question (3) with HTTP 200 but no chat completion" in line, line
+    assert len(server.requests) <= 6  # each direction's warm-up question, three times: not 5 x 2 x 3
+
+
+def test_a_model_refusing_the_first_question_is_no_stop(server):
+    """A refusal is the model's answer: the run goes on (the fact is an ERROR, the others judged)."""
+    refusals = iter(range(3))
+    server.truth = TRUTH
+    base = server.responder
+
+    def refuse_first(body):
+        if next(refusals, None) is not None:
+            return Reply(content=None, message={"refusal": "I cannot help"})
+        return base(body)
+    server.responder = refuse_first
+    result = run_judge(G, P, {}, judge_for(server))
+    assert [f["factjudge"]["status"] for f in result.gold_facts].count("ERROR") <= 1
+
+
 def test_a_broken_connection_after_the_first_answer_is_retried_per_question(server):
     server.truth = TRUTH
     judge = judge_for(server)

@@ -306,6 +306,7 @@ class LLMJudge(JudgeBase):
         cut = False  # an answer was cut by the budget: asked again for brevity once, not twice
         task = asked.task
         plan = self.plan(asked)
+        unanswered: list[str] = []  # before any answer: the problems of this question's replies
         for ask in range(self.answer_retries + 1):
             if ask:
                 usage.retries += 1
@@ -318,6 +319,12 @@ class LLMJudge(JudgeBase):
             usage.prompt_tokens += reply.prompt_tokens
             usage.cached_prompt_tokens += reply.cached_prompt_tokens
             usage.completion_tokens += reply.completion_tokens
+            if not self._answered:
+                unanswered.append(reply.problem)
+                if ask == self.answer_retries and len(set(unanswered)) == 1:
+                    raise self._stop(f"the server at {self.endpoint.host} answered every try of the first "
+                                     f"question ({ask + 1}) with HTTP 200 but no chat completion "
+                                     f"({reply.problem}); check the base URL and that it is the model's API")
             try:
                 if reply.problem:
                     raise InvalidAnswer(reply.problem)
@@ -396,7 +403,9 @@ class LLMJudge(JudgeBase):
                 attempt += 1
                 usage.retries += 1
                 continue
-            self._answered = True
+            # a 200 with no chat completion (an HTML page, a body of another API) is no answer: a
+            # server giving it to every question is stopped as one refusing them (_ask)
+            self._answered = self._answered or _a_chat_reply(reply)
             return reply, plan
 
     def _say_longer(self, limit: float) -> None:
@@ -408,3 +417,10 @@ class LLMJudge(JudgeBase):
 
     def _stop(self, message: str) -> JudgeSetupError:
         return JudgeSetupError(self.redact(message))
+
+
+def _a_chat_reply(reply: ChatReply) -> bool:
+    """Whether a 200 answered as a model's API does: anything but a body the backend could not
+    read as a completion (a model's refusal is an answer: both backends' begin so, openai_format.py
+    and anthropic.py)."""
+    return not reply.problem or reply.problem.startswith("the model refused")
