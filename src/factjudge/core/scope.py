@@ -122,6 +122,9 @@ def _nothing_message(fact_type: object, count: int) -> str:
 
 
 _NOTHING = re.compile(r"(?P<type>.*): (?P<count>\d+) facts? had nothing to compare \(")
+#: A document's warning about fields one side's facts of a type carry (:func:`compared_fields`).
+_ONE_SIDE = re.compile(r"(?P<type>.*): (?P<side>gold|predicted) facts carry (?P<fields>.*), which no "
+                       r"(?P<other>gold|predicted) fact of this type has: (?P<then>.*)")
 
 
 def nothing_to_compare(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], config: JudgeConfig,
@@ -221,7 +224,10 @@ def _scope_pass(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], con
 
 def merge_warnings(warnings: Iterable[str]) -> list[str]:
     """The warnings of many documents as one run's: each once, in the order first met, the
-    counts of :func:`nothing_to_compare` summed per fact_type."""
+    counts of :func:`nothing_to_compare` summed per fact_type, and a document's fields of one
+    side (:func:`compared_fields`) said of the documents it is true of ("x: predicted facts
+    carry note, which no gold fact of this type has" read as the run's was false of it when
+    other documents' gold facts had ``note``). Merged warnings merge again."""
     out: dict[str, None] = {}
     counts: dict[str, int] = {}
     for message in warnings:
@@ -229,9 +235,32 @@ def merge_warnings(warnings: Iterable[str]) -> list[str]:
             if m["type"] not in counts:
                 out[f"\0nothing:{m['type']}"] = None  # its place in the order
             counts[m["type"]] = counts.get(m["type"], 0) + int(m["count"])
+        elif m := _ONE_SIDE.fullmatch(message):
+            key = f"\0side:{m['type']}\0{m['side']}\0{m['fields']}\0{m['then']}"
+            if key not in counts:
+                out[key] = None
+            counts[key] = counts.get(key, 0) + 1
+        elif m := _ONE_SIDE_MERGED.fullmatch(message):
+            key = f"\0side:{m['type']}\0{m['side']}\0{m['fields']}\0{m['then']}"
+            if key not in counts:
+                out[key] = None
+            counts[key] = counts.get(key, 0) + int(m["count"])
         else:
             out[message] = None
-    return [_nothing_message(w[9:], counts[w[9:]]) if w.startswith("\0nothing:") else w for w in out]
+    return [_nothing_message(w[9:], counts[w[9:]]) if w.startswith("\0nothing:")
+            else _one_side_message(w, counts[w]) if w.startswith("\0side:") else w for w in out]
+
+
+_ONE_SIDE_MERGED = re.compile(r"(?P<type>.*): in (?P<count>\d+) documents?, (?P<side>gold|predicted) facts "
+                              r"carry (?P<fields>.*), which no (?P<other>gold|predicted) fact of this type "
+                              r"has there: (?P<then>.*)")
+
+
+def _one_side_message(key: str, documents: int) -> str:
+    fact_type, side, fields, then = key[len("\0side:"):].split("\0")
+    other = "gold" if side == "predicted" else "predicted"
+    return (f"{fact_type}: in {documents} document{'' if documents == 1 else 's'}, {side} facts carry "
+            f"{fields}, which no {other} fact of this type has there: {then}")
 
 
 def scope_check(config: JudgeConfig, fact_types: Iterable[str], source: str) -> list[str]:

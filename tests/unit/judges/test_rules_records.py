@@ -73,6 +73,25 @@ def test_nothing_to_compare_counts_add_up_over_documents():
     assert merged[0].startswith("invoice: 3 facts had nothing to compare")
 
 
+def test_fields_of_one_side_are_said_of_the_documents_they_are_true_of():
+    """Document a: only the prediction has ``note``; b: only the gold. Merged as the run's, the
+    two warnings said both that no gold fact and that no prediction of type x has ``note``."""
+    config = JudgeConfig()
+    _, doc_a = compared_fields([{"id": "g", "fact_type": "x", "v": 1}],
+                               [{"id": "p", "fact_type": "x", "v": 1, "note": "q"}], config)
+    _, doc_b = compared_fields([{"id": "g", "fact_type": "x", "v": 1, "note": "q"}],
+                               [{"id": "p", "fact_type": "x", "v": 1}], config)
+    assert doc_a == ["x: predicted facts carry note, which no gold fact of this type has: not compared (set "
+                     "'fields' to compare them)"]
+    merged = merge_warnings([*doc_a, *doc_b, *doc_b])
+    assert merged == [
+        "x: in 1 document, predicted facts carry note, which no gold fact of this type has there: not compared "
+        "(set 'fields' to compare them)",
+        "x: in 2 documents, gold facts carry note, which no predicted fact of this type has there: such "
+        "predictions cannot match"]
+    assert merge_warnings([*merged, *doc_b])[1].startswith("x: in 3 documents, gold facts")  # merged again
+
+
 # --------------------------------------------------------------------------- number and date locales
 
 
