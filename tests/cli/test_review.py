@@ -252,3 +252,40 @@ def test_a_gold_read_through_columns_is_refused_not_written_without_its_correcti
     assert re.fullmatch(rf"factjudge: error: {re.escape(str(gold))}: \d+ of the review's changes name gold facts or "
                         r"documents this file does not hold as written \(A/g2.*\): the run read it through the "
                         r"config's columns or another format; nothing was written", proc.stderr.strip())
+
+
+@pytest.mark.parametrize("tail, problem", [
+    ("", None),  # the gold as eval read it: a trailing delimiter on a row is empty cells
+    ('B,g9,revenue,Yco,,"7\nB,g10,revenue,Yco,,8\n', "row 5 (line 6): a quoted cell is not closed"),
+    ("B,g9,revenue,Yco\n", "row 5 (line 6): 4 cells but the header has 7 columns"),
+])
+def test_the_corrected_gold_reads_a_table_as_eval_does(tmp_path, tail, problem):
+    """The corrected gold re-reads the gold table: a row eval read (empty cells past the header)
+    made review apply fail with a traceback, and a gold edited since (a stray '"', a row cut short)
+    was copied with the rest of the file in one cell, or a row without its last cells. The table
+    is read with eval's own rules and errors."""
+    gold = tmp_path / "gold.csv"
+    header = ["doc_id", "id", "fact_type", "entity", "period", "value", "name"]
+    lines = [",".join(header)] + [",".join(str(f.get(k, d["doc_id"] if k == "doc_id" else ""))
+                                           for k in header) for d in DOCS for f in d["gold_facts"]]
+    lines[1] += ",,"  # empty cells past the header: eval reads them
+    gold.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    predicted = write_jsonl(tmp_path / "predicted.jsonl",
+                            [{"doc_id": d["doc_id"], **f} for d in DOCS for f in d["predicted_facts"]])
+    out = tmp_path / "out"
+    proc = run_cli("eval", "--gold", gold, "--predicted", predicted, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    export = write_jsonl(tmp_path / "review.jsonl", export_lines(review_data(out), VERDICTS))
+    with gold.open("a", encoding="utf-8") as fh:
+        fh.write(tail)  # edited after the run
+    corrected = tmp_path / "corrected.csv"
+    proc = run_cli("review", "apply", out, export, "-o", corrected)
+    if problem is None:
+        assert proc.returncode == 0, proc.stderr
+        rows = list(csv.DictReader(corrected.open(encoding="utf-8", newline="")))
+        by_key = {(r["doc_id"], r["id"]): r for r in rows}
+        assert len(rows) == len(lines) - 1 + 1  # the gold's rows and the omission added
+        assert by_key[("A", "g2")]["value"] == "201" and by_key[("A", "g1")]["value"] == "100"
+    else:
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+        assert f"{gold}: {problem}" in proc.stderr and not corrected.exists()

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from ..errors import InputError
 from ..models import AliasGroup
+from .inputs import csv_problem
 from .jsonl import read_settings
 
 
@@ -33,7 +34,17 @@ def _group(data: object, where: str) -> AliasGroup:
 
 
 def _csv_groups(text: str, path: Path) -> list[AliasGroup]:
-    rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+    # strict: a quote never closed is an error, not every later group taken into one value
+    reader = csv.reader(io.StringIO(text), strict=True)
+    rows: list[list[str]] = []
+    end = 0  # the last line of the last row read: a csv.Error is in the row after it
+    try:
+        for r in reader:
+            end = reader.line_num
+            if any(c.strip() for c in r):
+                rows.append(r)
+    except csv.Error as exc:
+        raise InputError(f"{path}: line {end + 1}: {csv_problem(exc, reader.line_num, end + 1)}") from None
     header = bool(rows) and rows[0][0].strip().casefold() == "field"
     groups = []
     for number, row in enumerate(rows[1:] if header else rows, start=2 if header else 1):

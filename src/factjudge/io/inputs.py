@@ -4,6 +4,7 @@ helped nobody), an empty file is named as empty, and the config key ``columns`` 
 own column or field names to factjudge's (``doc_id``, ``id``, ``fact_type``...)."""
 from __future__ import annotations
 
+import csv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,21 @@ def missing_column(path: Path, where: str, name: str, found: Sequence[str], requ
     return InputError(f"{path}: {where}: missing column {name!r}{hint} (columns found: {listed}; "
                       f"expected: {', '.join(required)}; map yours with the config key columns: "
                       f"{{{name}: YOUR_COLUMN}})")
+
+
+def csv_problem(exc: csv.Error, line: int, start: int) -> str:
+    """What a :class:`csv.Error` of a ``strict`` csv reader means, in the words of a person fixing
+    the file (tables, alias files); ``line``: where the reader stopped, ``start``: the line its
+    row starts at, which the message names (the quote to fix opened there)."""
+    text = str(exc)
+    at = f" (at line {line})" if line != start else ""
+    if text == "unexpected end of data":
+        return ('a quoted cell is not closed: the file ends inside it (a stray \'"\', or a file '
+                'cut short? a \'"\' inside a quoted cell is written "")')
+    if "expected after" in text:
+        return (f'text after the closing quote of a quoted cell{at} (a \'"\' inside a quoted cell '
+                'is written "")')
+    if text.startswith("field larger than field limit"):
+        return (f"a cell longer than {csv.field_size_limit():,} characters{at} (a stray '\"' "
+                "opening a quoted cell that runs on?)")
+    return f"bad CSV{at}: {text}"

@@ -27,6 +27,7 @@ from ..errors import InputError
 from .files import same_file, write_atomic
 from .inputs import check_input_kind
 from .jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
+from .tables import iter_table_rows
 
 __all__ = ["GoldChanges", "ReviewExport", "ReviewLine", "REVIEW_KEYS", "load_review", "write_corrected_gold"]
 
@@ -253,10 +254,17 @@ def _fact_jsonl(src: Path, changes: GoldChanges, applied: list[str]) -> str:
 
 
 def _fact_table(src: Path, changes: GoldChanges, applied: list[str], delimiter: str) -> str:
+    # Read first as eval reads a table, for its errors: a quote never closed (which a lenient
+    # csv reader turns into one cell holding the rest of the file), a row short of cells, a
+    # duplicate column, bad UTF-8; all one line naming the row. Then the cells, as they are.
+    for _ in iter_table_rows(src, (), kind="tsv" if delimiter == "\t" else "csv"):
+        pass
     with src.open(encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh, delimiter=delimiter)
+        reader = csv.DictReader(fh, delimiter=delimiter, strict=True)
         header = list(reader.fieldnames or [])
         rows = list(reader)
+    for row in rows:
+        row.pop(None, None)  # empty cells past the header (checked above)
     if "doc_id" not in header or "id" not in header:
         raise InputError(f"{src}: the corrected gold is written for a table with 'doc_id' and 'id' "
                          "columns; this one lacks one")

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Literal
 from ..core.fields import field_score
 from ..errors import InputError, missing_dependency
 from ..models import import_pandas, line_analysis, result_rows, results_frame
-from .inputs import check_input_kind, empty_file_error, missing_column, rename_header
+from .inputs import check_input_kind, csv_problem, empty_file_error, missing_column, rename_header
 from .jsonl import read_error
 
 #: Suffixes read as tables (compared case-insensitively).
@@ -79,12 +79,16 @@ def read_table_records(path: str | Path, required: Sequence[str] = FACT_REQUIRED
 
     An empty cell is an absent field (not ``""``); so is a Parquet null or NaN (and the
     ``__index_level_N__`` columns pandas adds for a non-default index are left out). Blank lines and
-    rows whose cells are all empty are skipped and not counted. A CSV row shorter than the
-    header lacks the last fields; a longer one is an error unless the extra cells are empty (a
-    trailing delimiter). Columns without a name in the header must be empty.
+    rows whose cells are all empty are skipped and not counted. A CSV row has a cell for every
+    column of the header: a shorter one is an error (a line cut short, or cells lost to a quote
+    out of place), and so is a longer one unless the extra cells are empty (a trailing
+    delimiter). Columns without a name in the header must be empty (and may be left out of a
+    row). A quoted cell may hold delimiters and line ends; one whose closing quote never comes, or
+    with text after it, is an error naming the line where its row starts.
 
     Raises :class:`~factjudge.errors.InputError`: unreadable file, invalid UTF-8, a duplicate or
-    missing ``required`` column, a ragged row, an unreadable Parquet file, or
+    missing ``required`` column, a ragged row, a quoted cell not closed, an unreadable Parquet
+    file, or
     :class:`OptionalDependencyError` when a ``.parquet`` file is given without pyarrow.
 
     ``columns`` (the config key): factjudge's names for the file's own column names
@@ -213,22 +217,33 @@ _DELIMITER_NAMES = {",": "','", ";": "';'", "\t": "tab", "|": "'|'"}
 def _delimited(path: Path, fh: BinaryIO, delimiter: str, required: Sequence[str],
                columns: Mapping[str, str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """The rows of :func:`_delimited_rows`, read with ``delimiter``."""
-    reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter)
+    # strict: a cell whose closing quote never comes is an error; without it the csv module takes
+    # the rest of the file into that cell, and a stray '"' swallows every row after it unseen
+    reader = csv.reader(_decoded_lines(path, fh), delimiter=delimiter, strict=True)
+    row, end = 0, 0  # rows read, and the last line of the last one: a csv.Error is in the next
+    header: list[str] | None = None
     try:
         header = next(reader, None)
         while header is not None and not any(header):  # blank lines before the header
+            end = reader.line_num
             header = next(reader, None)
         if header is None:
             raise empty_file_error(path, "a header row naming the columns")
         header = _check_header(path, header, required, columns)
         width = len(header)
-        row, end = 0, reader.line_num
+        # cells up to the last named column: a row may leave out only unnamed ones at its end
+        needed = max((col for col, name in enumerate(header, start=1) if name), default=0)
+        end = reader.line_num
         for cells in reader:
             start, end = end + 1, reader.line_num
             if not any(cells):
                 continue  # a blank line, or a row of empty cells
             row += 1
             where = f"{path}: row {row} (line {start})"
+            if len(cells) < needed:  # never read as absent fields: the cells went somewhere
+                raise InputError(f"{where}: {len(cells)} cells but the header has {width} columns "
+                                 "(a line cut short, or a quote or line end out of place? an empty "
+                                 "cell still needs its delimiter)")
             if len(cells) > width:  # empty cells past the header: a trailing delimiter
                 extra = next((i for i in range(width, len(cells)) if cells[i]), None)
                 if extra is not None:
@@ -246,7 +261,11 @@ def _delimited(path: Path, fh: BinaryIO, delimiter: str, required: Sequence[str]
                 rec[name] = value
             yield row, start, rec
     except csv.Error as exc:
-        raise InputError(f"{path}: line {reader.line_num}: bad CSV: {exc}") from None
+        # named by the line its row starts at, where the quote to fix opened: the csv module's
+        # own line is where it gave up (the end of the file, for a quote never closed)
+        where = f"row {row + 1} (line {end + 1})" if header is not None else f"header (line {end + 1})"
+        raise InputError(f"{path}: {where}: {csv_problem(exc, reader.line_num, end + 1)}") from None
+
 
 
 def _short(value: str, limit: int = 40) -> str:

@@ -185,6 +185,20 @@ def test_iter_table_rows_for_datasets(tmp_path):
      "{fact_type: YOUR_COLUMN})"),
     ("id,fact_type\ng1,r\ng2,r,extra\n",
      "row 2 (line 3): 3 cells but the header has 2 columns (value 'extra' in column 3, which has no header)"),
+    ("id,fact_type,value\ng1,r,1\ng2,r\n",  # a row cut short is no fact without its value
+     "row 2 (line 3): 2 cells but the header has 3 columns (a line cut short, or a quote or line end out of "
+     "place? an empty cell still needs its delimiter)"),
+    ('id,fact_type,value\ng1,r,"12\n',  # a file cut inside a quoted cell
+     "row 1 (line 2): a quoted cell is not closed: the file ends inside it (a stray '\"', or a file cut "
+     "short? a '\"' inside a quoted cell is written \"\")"),
+    ('id,fact_type,value\n\ng1,r,"12"3\n',
+     "row 1 (line 3): text after the closing quote of a quoted cell (a '\"' inside a quoted cell is "
+     "written \"\")"),
+    ('id,fact_type,value\ng1,r,"a\nb"c\n',  # named by the row's first line, and where it failed
+     "row 1 (line 2): text after the closing quote of a quoted cell (at line 3) (a '\"' inside a quoted "
+     "cell is written \"\")"),
+    ('id,"fact_type\ng1,r\n', "header (line 1): a quoted cell is not closed: the file ends inside it "
+     "(a stray '\"', or a file cut short? a '\"' inside a quoted cell is written \"\")"),
     (",id,fact_type\n0,g1,r\n",
      ("row 1 (line 2): column 1: value '0' under a column with no name in the header "
       "(an index written by pandas? write with index=False)")),
@@ -194,6 +208,32 @@ def test_csv_errors_name_file_row_and_column(tmp_path, text, expected):
     path = tmp_path / "f.csv"
     path.write_text(text, encoding="utf-8")
     assert error_of(read_table_records, path) == f"{path}: {expected}"
+
+
+def test_a_stray_quote_is_an_error_not_the_rest_of_the_file_in_one_cell(tmp_path):
+    """A '"' opening a cell that is never closed took every later line into that cell: one
+    document was read, with the rest of the file as its value, and eval exited 0. It is an error
+    naming the row and the line the quote opened at, as is a row with fewer cells than the header;
+    a quoted cell closed on a later line is still one cell, and a row may leave out columns
+    without a name."""
+    gold = tmp_path / "g.csv"
+    gold.write_text('doc_id,id,fact_type,value\nd1,g1,rev,"1234.5\nd1,g2,rev,77\nd2,g1,rev,5\n'
+                    'd3,g1,rev,6\n', encoding="utf-8")
+    pred = tmp_path / "p.csv"
+    pred.write_text("doc_id,id,fact_type,value\nd1,p1,rev,77\n", encoding="utf-8")
+    proc = run_cli("eval", "--gold", gold, "--predicted", pred, "-o", tmp_path / "out", "-q")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr == (f"factjudge: error: {gold}: row 1 (line 2): a quoted cell is not closed: the file ends "
+                           "inside it (a stray '\"', or a file cut short? a '\"' inside a quoted cell is "
+                           'written "")\n')
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+    gold.write_text('doc_id,id,fact_type,value,\nd1,g1,rev,"12,\n34 ""net"""\nd1,g2,rev\n', encoding="utf-8")
+    assert error_of(read_table_records, gold).startswith(f"{gold}: row 2 (line 4): 3 cells but the header has 5 ")
+    gold.write_text('doc_id,id,fact_type,value,\nd1,g1,rev,"12,\n34 ""net"""\nd1,g2,rev,5\n', encoding="utf-8")
+    assert read_table_records(gold) == [  # the last column has no name: it may be left out
+        ("row 1 (line 2)", {"doc_id": "d1", "id": "g1", "fact_type": "rev", "value": '12,\n34 "net"'}),
+        ("row 2 (line 4)", {"doc_id": "d1", "id": "g2", "fact_type": "rev", "value": "5"})]
 
 
 def test_csv_invalid_utf8_names_the_line(tmp_path):

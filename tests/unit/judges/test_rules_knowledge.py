@@ -109,6 +109,9 @@ def test_an_alias_file_csv_or_yaml_relative_to_the_config(tmp_path):
 
 @pytest.mark.parametrize("name, text, where", [
     ("bad.csv", "field,value\nrole,boss\n", "bad.csv: row 2"),
+    # a stray quote took every later group into one value, silently
+    ("bad.csv", 'boss,"top dog\nCEO,chief\nAcme,Widget Co\n', "bad.csv: line 1: a quoted cell is not closed"),
+    ("bad.csv", 'boss,top dog\nCEO,"chief" exec\n', "bad.csv: line 2: text after the closing quote"),
     ("bad.yaml", "- a = b\n- {values: [only one]}\n", "bad.yaml: group 2"),
     ("bad.yaml", "- {field: role, value: [a, b]}\n", "bad.yaml: group 1"),
     ("bad.yaml", "just: a mapping\n", "bad.yaml: an alias file holds a list"),
