@@ -6,8 +6,8 @@ from pathlib import Path
 import typer
 
 from ..errors import InputError
-from ..evaluation.agree import AGREE_HTML, agree, render_html, render_text, warnings
-from ..io.files import write_atomic
+from ..evaluation.agree import AGREE_HTML, AGREE_TITLE, agree, render_html, render_text, warnings
+from ..io.files import check_own_page, write_atomic
 from .app import app, run_command, say
 from .options import output_opt
 
@@ -26,6 +26,8 @@ def agree_cmd(
 def _agree(dir_a: Path, dir_b: Path, output_dir: Path | None, max_rows: int) -> None:
     if output_dir is not None and output_dir.exists() and not output_dir.is_dir():
         raise InputError(f"{output_dir}: not a folder")
+    if output_dir is not None:  # before any work: a user's agree.html is never replaced
+        check_own_page(output_dir / AGREE_HTML, AGREE_TITLE, "agree")
     result = agree(dir_a, dir_b, max_rows)
     for warning in warnings(result):
         say(f"factjudge: warning: {warning}")

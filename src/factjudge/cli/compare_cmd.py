@@ -5,7 +5,14 @@ from pathlib import Path
 
 import typer
 
-from ..evaluation.compare import COMPARE_HTML, COMPARE_MD, compare_result, compare_text, write_compare_pages
+from ..evaluation.compare import (
+    COMPARE_HTML,
+    COMPARE_MD,
+    check_compare_pages,
+    compare_result,
+    compare_text,
+    write_compare_pages,
+)
 from .app import app, run_command, say
 from .options import output_opt
 
@@ -24,6 +31,8 @@ def compare_cmd(
 
 
 def _compare(dir_a: Path, dir_b: Path, output: Path | None, bootstrap: int, seed: int) -> None:
+    if output is not None:
+        check_compare_pages(output)  # before the bootstrap: a user's compare.md is never replaced
     cmp = compare_result(dir_a, dir_b, bootstrap, seed)
     if cmp.only_a or cmp.only_b:
         say(f"factjudge: comparing the {cmp.documents} documents both scored; {cmp.only_a} "

@@ -36,6 +36,8 @@ from ..reports.html import render_page
 from ..reports.text import config_hash
 
 AGREE_HTML = "agree.html"
+#: The page's title (agree.html.j2): how agree knows an agree.html in its output folder for its own.
+AGREE_TITLE = "factjudge agreement"
 SIDES: tuple[Direction, ...] = DIRECTIONS
 NEGATIVE: dict[Direction, NegativeStatus] = {"gold": "FN", "predicted": "FP"}
 #: Statuses that leave a fact out of agreement and kappa.

@@ -10,7 +10,7 @@ from ..core.aggregate import PairedDiff, paired_bootstrap
 from ..core.analysis import count_categories, sorted_counts, total_categories
 from ..core.confidence import ConfidenceAccumulator, doc_confidence
 from ..errors import InputError
-from ..io.files import write_atomic
+from ..io.files import check_own_page, write_atomic
 from ..io.run_models import CompareResult, MetricDiff
 from ..io.runfolder import RunFolder, read_eval_dir
 from ..models import CategoryCounts, line_analysis
@@ -23,6 +23,9 @@ from ..reports.text import compare_auroc_text
 #: Changed facts listed on the compare pages, at most (all are counted).
 MAX_CHANGED = 20_000
 COMPARE_MD, COMPARE_HTML = "compare.md", "compare.html"
+#: The title both pages carry (markdown.render_compare_markdown, compare.html.j2): how compare
+#: knows a compare.md or compare.html in its output folder for its own.
+COMPARE_TITLE = "factjudge comparison"
 
 
 def compare_result(dir_a: Path, dir_b: Path, resamples: int = 1000, seed: int = 0) -> CompareResult:
@@ -195,6 +198,14 @@ def run_categories(cmp: CompareResult, run: str) -> CategoryCounts:
     return sorted_counts({"": total_categories(cmp.categories.get(run, {}))})[""]
 
 
+def check_compare_pages(out_dir: Path) -> None:
+    """A one-line InputError unless ``out_dir`` may get compare's pages: a ``compare.md`` or
+    ``compare.html`` already there must be one compare wrote (a user's file is never replaced)."""
+    for name in (COMPARE_MD, COMPARE_HTML):
+        check_own_page(out_dir / name, COMPARE_TITLE, "compare")
+
+
 def write_compare_pages(cmp: CompareResult, out_dir: Path) -> None:
+    check_compare_pages(out_dir)  # both checked before either is written
     write_atomic(out_dir / COMPARE_MD, render_compare_markdown(cmp))
     write_atomic(out_dir / COMPARE_HTML, render_compare_html(cmp))

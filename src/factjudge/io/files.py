@@ -55,6 +55,39 @@ def check_writable(path: Path) -> None:
         raise InputError(f"{path}: cannot write the output here: {exc.strerror or exc}") from None
 
 
+#: How far into a page its ``<title>`` is looked for (it comes right after the charset and
+#: viewport tags; the stylesheet follows it).
+_PAGE_HEAD = 2048
+
+
+def check_own_page(path: Path, title: str, command: str) -> None:
+    """Refuse, in one line and before anything is written, to replace ``path`` unless it is
+    missing or the page ``command`` writes there: a ``.md`` file whose first line is ``# {title}``,
+    an ``.html`` one whose ``<title>`` is ``title`` (factjudge's pages have named themselves so
+    from their first version, so a folder of an earlier run is still written again). Anything
+    else is a user's file of the same name (eval refuses a folder it did not write alike), and so
+    is what is no regular file (a device, a FIFO). A link is judged by what it points at."""
+    refuse = (f"{path}: not a file factjudge {command} wrote, which it would replace: move it or "
+              "give another -o")
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise InputError(refuse)
+        with path.open("rb") as fh:
+            head = fh.read(_PAGE_HEAD)
+    except (FileNotFoundError, NotADirectoryError):
+        return  # nothing there: a new page (a file in the way of the folder fails when written)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it to check it is {command}'s own: "
+                         f"{exc.strerror or exc}") from None
+    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
+    if path.suffix == ".md":
+        own = text.split("\n", 1)[0].rstrip("\r") == f"# {title}"  # saved again with CRLF: still its own
+    else:
+        own = f"<title>{title}</title>" in text
+    if not own:
+        raise InputError(refuse)
+
+
 class AtomicFile:
     """An output file written via a temporary file, so a reader never sees half an output: the
     one way factjudge writes its outputs (reports, results.jsonl rewrites, facts.csv, batch files).

@@ -164,6 +164,25 @@ def test_cli_agree_caps_the_listed_facts_but_counts_them_all(runs):
     assert len(re.findall(r"^d\d (gold|predicted) \S+ \(\w+\): A ", proc.stdout, re.M)) == 2
 
 
+def test_cli_agree_never_replaces_an_agree_html_it_did_not_write(runs, tmp_path):
+    """``agree -o DIR`` replaced a user's agree.html in DIR without a word; it is refused in one
+    line, untouched, and nothing is done. Its own page from an earlier run is written again."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "agree.html").write_text("<p>my notes</p>\n", encoding="utf-8")
+    proc = run_cli("agree", *runs, "-o", folder)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"factjudge: error: {folder / 'agree.html'}: not a file factjudge agree wrote, "
+                           "which it would replace: move it or give another -o\n")
+    assert (folder / "agree.html").read_text(encoding="utf-8") == "<p>my notes</p>\n"
+
+    own = tmp_path / "own"
+    for _ in range(2):  # again into its own output folder
+        proc = run_cli("agree", *runs, "-o", own)
+        assert proc.returncode == 0, proc.stderr
+    assert "<title>factjudge agreement</title>" in (own / "agree.html").read_text(encoding="utf-8")
+
+
 def test_a_jury_run_shows_its_votes(runs, tmp_path, write_json):
     _, out_b = runs
     cfg = tmp_path / "cfg.yaml"

@@ -38,6 +38,38 @@ def test_compare_two_extractors_with_a_paired_interval(tmp_path):
     assert proc.returncode == 2 and "not a finished eval output folder" in proc.stderr
 
 
+def test_compare_never_replaces_a_page_it_did_not_write(tmp_path):
+    """``compare -o DIR`` replaced a user's compare.md or compare.html in DIR without a word; it
+    is refused in one line before anything is written (not the other page either), and compare's
+    own pages of an earlier run, or an older version's, are written again."""
+    write_jsonl(tmp_path / "d.jsonl", [{"doc_id": "d", "gold_facts": [fact("g1", value="1")],
+                                        "predicted_facts": [fact("p1", value="1")]}])
+    for name in ("a", "b"):
+        assert run_cli("eval", tmp_path / "d.jsonl", "-o", tmp_path / name).returncode == 0
+    for mine in ("compare.md", "compare.html"):
+        folder = tmp_path / f"mine_{mine}"
+        folder.mkdir()
+        (folder / mine).write_text("my notes\n", encoding="utf-8")
+        proc = run_cli("compare", tmp_path / "a", tmp_path / "b", "-o", folder)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr == (f"factjudge: error: {folder / mine}: not a file factjudge compare wrote, which "
+                               "it would replace: move it or give another -o\n")
+        assert [p.name for p in folder.iterdir()] == [mine]
+        assert (folder / mine).read_text(encoding="utf-8") == "my notes\n"
+
+    own = tmp_path / "own"
+    for _ in range(2):  # again into its own output folder
+        proc = run_cli("compare", tmp_path / "a", tmp_path / "b", "-o", own)
+        assert proc.returncode == 0, proc.stderr
+    # pages as the first version wrote them: the same first line and title
+    (own / "compare.md").write_text("# factjudge comparison\n\nA: a  \n", encoding="utf-8")
+    (own / "compare.html").write_text('<!DOCTYPE html>\n<html><head><meta charset="utf-8">\n'
+                                      "<title>factjudge comparison</title><style></style></head>\n",
+                                      encoding="utf-8")
+    assert run_cli("compare", tmp_path / "a", tmp_path / "b", "-o", own).returncode == 0
+    assert "## By fact type" in (own / "compare.md").read_text(encoding="utf-8")
+
+
 
 
 def test_compare_warns_when_a_run_records_no_judge_or_config(tmp_path):
