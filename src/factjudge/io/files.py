@@ -72,20 +72,24 @@ def check_own_page(path: Path, title: str, command: str) -> None:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise InputError(refuse)
-        with path.open("rb") as fh:
-            head = fh.read(_PAGE_HEAD)
+        own = own_page(path, title)
     except (FileNotFoundError, NotADirectoryError):
         return  # nothing there: a new page (a file in the way of the folder fails when written)
     except OSError as exc:
         raise InputError(f"{path}: cannot read it to check it is {command}'s own: "
                          f"{exc.strerror or exc}") from None
-    text = head.decode("utf-8", "replace").removeprefix("\ufeff")
-    if path.suffix == ".md":
-        own = text.split("\n", 1)[0].rstrip("\r") == f"# {title}"  # saved again with CRLF: still its own
-    else:
-        own = f"<title>{title}</title>" in text
     if not own:
         raise InputError(refuse)
+
+
+def own_page(path: Path, title: str) -> bool:
+    """Whether ``path`` is factjudge's page named ``title``: a ``.md`` file whose first line is
+    ``# {title}``, an ``.html`` one whose ``<title>`` is ``title``. Raises OSError when unreadable."""
+    with path.open("rb") as fh:
+        text = fh.read(_PAGE_HEAD).decode("utf-8", "replace").removeprefix("\ufeff")
+    if path.suffix == ".md":
+        return text.split("\n", 1)[0].rstrip("\r") == f"# {title}"  # saved again with CRLF: still its own
+    return f"<title>{title}</title>" in text
 
 
 class AtomicFile:

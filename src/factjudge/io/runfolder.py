@@ -38,7 +38,7 @@ from ..core.aggregate import doc_stats
 from ..errors import InputError
 from ..models import JudgeResult, own_fields
 from ..util.jsonutil import canonical_json, parse_written
-from .files import AtomicFile, same_file
+from .files import AtomicFile, own_page, same_file
 from .jsonl import read_error
 from .run_models import RUN_KEYS, ResultLine, RunManifest, result_line_problem
 
@@ -290,11 +290,11 @@ class RunFolder:
             return ResultLine.model_validate(self.line_at(fh, ref))
 
 
-#: How each output eval replaces begins when factjudge wrote it (within its first bytes).
-_OWN_STARTS = {REPORT_MD: (b"# factjudge ",), REPORT_HTML: (b"<title>factjudge ",),
-               REVIEW_HTML: (b"<title>factjudge ",), FACTS_CSV: (b"doc_id,side,id,fact_type,status,",)}
-#: Read of an output's start to tell whose it is: report.html's title is within its first 200 bytes.
-_HEAD_BYTES = 1024
+#: The pages eval replaces, by the title factjudge gives them (:func:`~.files.own_page`).
+_PAGE_TITLES = {REPORT_MD: "factjudge evaluation report", REPORT_HTML: "factjudge evaluation report",
+                REVIEW_HTML: "factjudge review"}
+#: How facts.csv begins when factjudge wrote it: its first columns.
+_FACTS_CSV_START = b"doc_id,side,id,fact_type,status,"
 
 
 def foreign_output(path: Path) -> str | None:
@@ -304,6 +304,8 @@ def foreign_output(path: Path) -> str | None:
     replaced. ``results.jsonl`` by its first line (a result line), ``summary.json`` by its keys,
     a page or a table by how it begins."""
     try:
+        if not path.is_file():  # a folder, a FIFO (reading one would wait for a writer)
+            return "not a regular file"
         if path.name == RESULTS:
             with path.open("rb") as f:
                 for number, line in enumerate(f, 1):
@@ -318,14 +320,15 @@ def foreign_output(path: Path) -> str | None:
             data = json.loads(path.read_bytes().lstrip(codecs.BOM_UTF8))
             own = isinstance(data, dict) and {"documents", "micro"} <= data.keys()
             return None if own else "not a factjudge summary"
-        with path.open("rb") as f:
-            head = f.read(_HEAD_BYTES)
+        if path.name == FACTS_CSV:
+            with path.open("rb") as f:
+                head = f.read(len(_FACTS_CSV_START))
+            own = not head or head == _FACTS_CSV_START
+        else:
+            own = path.stat().st_size == 0 or own_page(path, _PAGE_TITLES[path.name])
     except (OSError, ValueError, RecursionError) as exc:
         return f"unreadable ({exc})" if isinstance(exc, OSError) else "not a factjudge summary"
-    if not head or any(start in head if start.startswith(b"<") else head.startswith(start)
-                       for start in _OWN_STARTS.get(path.name, ())):
-        return None
-    return f"not the {path.name} factjudge writes"
+    return None if own else f"not the {path.name} factjudge writes"
 
 
 def _temporary(name: str) -> bool:
