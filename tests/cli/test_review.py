@@ -185,13 +185,18 @@ def test_the_corrected_gold_never_replaces_an_input(reviewed):
     assert digest(data, export) == before
 
 
-@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ";.csv"])
 def test_fact_files_are_corrected_in_their_own_format(tmp_path, suffix):
+    """``;.csv``: a table with ';' (Excel's where the decimal separator is a comma), which eval
+    reads: apply read it with ',' and refused it as lacking doc_id and id (a review)."""
     gold_rows = [{"doc_id": d["doc_id"], **f} for d in DOCS for f in d["gold_facts"]]
+    delimiter = ";" if suffix.startswith(";") else ","
+    suffix = suffix.lstrip(";")
     if suffix == ".csv":
         gold = tmp_path / "gold.csv"
         with gold.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, ["doc_id", "id", "fact_type", "entity", "period", "value", "name"])
+            writer = csv.DictWriter(fh, ["doc_id", "id", "fact_type", "entity", "period", "value", "name"],
+                                    delimiter=delimiter)
             writer.writeheader()
             writer.writerows(gold_rows)
     else:
@@ -208,7 +213,7 @@ def test_fact_files_are_corrected_in_their_own_format(tmp_path, suffix):
     assert proc.returncode == 0, proc.stderr
     assert digest(gold, predicted) == before
     if suffix == ".csv":
-        rows = list(csv.DictReader(corrected.open(encoding="utf-8", newline="")))
+        rows = list(csv.DictReader(corrected.open(encoding="utf-8", newline=""), delimiter=delimiter))
     else:
         rows = read_lines(corrected)
     by_key = {(r["doc_id"], r["id"]): r for r in rows}

@@ -27,7 +27,7 @@ from ..errors import InputError
 from .files import same_file, write_atomic
 from .inputs import check_input_kind
 from .jsonl import coerce_id, json_type, jsonl_lines, parse_json_line
-from .tables import iter_table_rows
+from .tables import iter_table_rows, table_delimiter
 
 __all__ = ["GoldChanges", "ReviewExport", "ReviewLine", "REVIEW_KEYS", "load_review", "write_corrected_gold"]
 
@@ -316,7 +316,7 @@ def write_corrected_gold(gold: Path, out: Path, changes: GoldChanges,
         else:
             text = _fact_jsonl(gold, changes, applied)
     elif suffix in (".csv", ".tsv"):
-        text = _fact_table(gold, changes, applied, "\t" if suffix == ".tsv" else ",")
+        text = _fact_table(gold, changes, applied, table_delimiter(gold))  # a ';' table stays one
     else:
         raise InputError(f"{gold}: the corrected gold is written as .jsonl (a dataset or a fact file), "
                          f".csv or .tsv; this gold is {suffix or 'without a suffix'}")

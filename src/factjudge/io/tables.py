@@ -188,6 +188,17 @@ def _sniffed(fh: BinaryIO, default: str) -> str:
     return found
 
 
+def table_delimiter(path: Path) -> str:
+    """The delimiter eval reads the table ``path`` with (by its suffix, unless its header says
+    otherwise: :func:`_sniffed`)."""
+    default = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        with path.open("rb") as fh:
+            return _sniffed(fh, default)
+    except OSError as exc:
+        raise read_error(path, exc) from None
+
+
 def _delimited_rows(path: Path, required: Sequence[str], columns: Mapping[str, str],
                     default: str | None = None) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """``(row, first line, record)`` of a CSV (``,``) or TSV (tab) file, with the csv module;
