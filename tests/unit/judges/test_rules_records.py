@@ -324,3 +324,19 @@ def test_the_list_form_of_fields_keeps_its_meaning():
 def test_an_empty_list_for_one_type_is_refused():
     with pytest.raises(InputError, match="fields of 'invoice'"):
         parse_config({"fields": {"invoice": [], "line_item": ["sku"]}})
+
+
+@pytest.mark.parametrize(("gold", "pred", "status"), [
+    ({"zip": "80331"}, {"zip": 80331}, "TP"),
+    ({"city": "München"}, {"city": "Munchen"}, "TP"),
+    ({"city": "Paris", "zip": None}, {"city": "Paris"}, "TP"),  # null is absent, as at the top level
+    ({"street": {"no": "12"}}, {"street": {"no": 12}}, "TP"),  # a record inside a record
+    ({"city": "Paris"}, {"city": "Lyon"}, "FN"),
+    ({"amount": "12.50", "currency": "EUR"}, {"amount": "12.50", "currency": "USD"}, "FN"),
+])
+def test_a_nested_record_is_compared_field_by_field_as_a_lists_record(gold, pred, status):
+    """A pydantic sub-model's dict was compared by its JSON text ({"zip": "80331"} was not
+    {"zip": 80331}) while the same record inside a list was normalised (a review)."""
+    result, g, _ = judged([{"id": "g1", "fact_type": "t", "name": "x", "addr": gold}],
+                          [{"id": "p1", "fact_type": "t", "name": "x", "addr": pred}])
+    assert g == [status], result.gold_facts[0]["factjudge"]["reasoning"]

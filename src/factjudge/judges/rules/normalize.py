@@ -1229,6 +1229,11 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         return MISSING
     if isinstance(value, list) and (items := _items(value, ignore_company_suffixes, reading)) is not None:
         return items
+    if isinstance(value, dict) and value and (items := _items([value], ignore_company_suffixes, reading)) is not None:
+        # a nested record (a pydantic sub-model: an address, an amount with its currency) is
+        # compared field by field as a list's record is, not by its JSON ({"zip": "80331"} was
+        # not {"zip": 80331}); it is shown as written
+        return replace(items, json=lenient_json(value))
     if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
         scalar = _python_scalar(value)
         if scalar is value:
