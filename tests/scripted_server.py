@@ -14,8 +14,9 @@ It also offers OpenAI's Files and Batches endpoints (``POST /v1/files``, ``GET /
 answering each batch line with the same faults and responder as a live request. A batch moves one
 status per retrieve (validating, in_progress, finalizing, then completed) unless ``batch_hold`` keeps
 it in progress; ``batch_plan`` scripts the outcome of the batches in creation order
-(``{"status": "expired", "answered": k}``, ``{"status": "failed"}``, ``{"status": "cancelled",
-"answered": k}``). Batch lines are recorded in ``batch_requests``, never in ``requests`` (live calls).
+(``{"status": "expired", "answered": k}``, ``{"status": "failed"}`` with an optional ``"message"``,
+``{"status": "cancelled", "answered": k}``); ``batch_gate`` may answer any Files/Batches call
+first. Batch lines are recorded in ``batch_requests``, never in ``requests`` (live calls).
 
 And Anthropic's Messages API (``POST /v1/messages``, see :meth:`ScriptedServer._messages`): headers,
 required fields and the documented shapes checked, the same faults and responder answering, prompt
@@ -362,6 +363,9 @@ class ScriptedServer:
         #: a hostile server: {real id: the id it hands out instead} for batch and file ids (say
         #: ``{"batch_1": "/tmp/x/evil"}``); requests for a handed-out id reach the real object
         self.hostile_ids: dict[str, str] = {}
+        #: A check of every Files/Batches call that may answer it first (a redirect, a 200 that is
+        #: not JSON, echoing the request's headers); None lets it through. The call is logged.
+        self.batch_gate: Callable[[web.Request], Reply | None] | None = None
         # --- Anthropic's Messages API
         #: the key ``x-api-key`` must hold (None: any, as a local server that checks none)
         self.anthropic_key: str | None = None
@@ -381,6 +385,8 @@ class ScriptedServer:
         self.llama_health = False
         #: Seconds after start during which the server is loading its model (a cold start).
         self.loading_seconds = 0.0
+        #: What the 503 of ``/health`` says while loading (llama.cpp's words by default).
+        self.loading_message = "Loading model"
         #: ``GET /props`` answers this (``{"total_slots": 2, ...}``) when set, ``GET /slots`` this list.
         self.props: dict[str, Any] | None = None
         self.slot_list: list[dict[str, Any]] | None = None
@@ -806,7 +812,8 @@ class ScriptedServer:
         if errors or plan.get("status") == "failed":
             obj["status"] = "failed"
             obj["errors"] = {"object": "list", "data": errors or [
-                {"code": "scripted_failure", "message": "scripted batch failure", "line": None}]}
+                {"code": "scripted_failure", "message": plan.get("message", "scripted batch failure"),
+                 "line": None}]}
             return
         status = plan.get("status", "completed")
         answered = plan.get("answered", len(lines))
@@ -902,6 +909,19 @@ class ScriptedServer:
             resp.text = text
         return resp
 
+    @web.middleware
+    async def _batch_gated(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """``batch_gate``: its reply to a Files/Batches call, if it has one."""
+        reply = None
+        if self.batch_gate is not None and request.path.startswith(("/v1/files", "/v1/batches")):
+            reply = self.batch_gate(request)
+        if reply is None:
+            return await handler(request)
+        self._log_call(request)
+        headers = {k: v for k, v in reply.headers.items() if k.lower() != "content-type"}
+        return web.Response(status=reply.status, text=reply.body or "", headers=headers,
+                            content_type=reply.headers.get("content-type", "application/json"))
+
     def loading(self) -> bool:
         return time.monotonic() - self._started_at < self.loading_seconds
 
@@ -924,7 +944,7 @@ class ScriptedServer:
             self.probes.append(request.path)
         if request.path == "/health" and self.llama_health:
             if self.loading():
-                return self._api_error(503, "Loading model")
+                return self._api_error(503, self.loading_message)
             return web.json_response({"status": "ok"})
         if request.path == "/props" and self.props is not None:
             return web.json_response(self.props)
@@ -936,6 +956,7 @@ class ScriptedServer:
         loop = asyncio.new_event_loop()
         self._loop = loop
         app = web.Application(client_max_size=1 << 30)  # batch input files may be large
+        app.middlewares.append(self._batch_gated)
         app.middlewares.append(self._hostile)
         app.middlewares.append(self._in_flight)
         app.router.add_get("/health", self._llama_get)

@@ -1,5 +1,6 @@
 """Hostile batch servers and batch files (issue 20, items 2 and 18): ids a server hands out never
 become paths or URLs unchecked; conflicting answers for one question are counted and named."""
+import base64
 import json
 import os
 import resource
@@ -9,24 +10,25 @@ import sys
 import evalkit
 import pytest
 from evalkit import CONFIG, DOCS, TRUTH, write_jsonl
+from scripted_server import Reply, ScriptedServer
 
 
-def run_cli(*args, cache_dir):
-    return evalkit.run_cli(*args, cache_dir=cache_dir)
+def run_cli(*args, cache_dir, env=None):
+    return evalkit.run_cli(*args, cache_dir=cache_dir, env=env)
 
 
 @pytest.fixture
 def batch_eval(tmp_path, server):
-    """A function running ``eval --batch`` into ``tmp_path/out``."""
+    """A function running ``eval --batch`` into ``tmp_path/out`` (at ``base_url``, with ``env``)."""
     server.truth = TRUTH
     cfg = tmp_path / "cfg.json"
     cfg.write_text(json.dumps(CONFIG), encoding="utf-8")
     data = write_jsonl(tmp_path / "data.jsonl", DOCS)
 
-    def run():
-        return run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", server.base_url,
+    def run(base_url=None, env=None):
+        return run_cli("eval", data, "-c", cfg, "--model", "m", "--base-url", base_url or server.base_url,
                        "-o", tmp_path / "out", "--batch", "--poll-interval", "0.01",
-                       cache_dir=tmp_path / "cache")
+                       cache_dir=tmp_path / "cache", env=env)
     return run
 
 
@@ -246,3 +248,73 @@ def test_a_line_over_the_reply_cap_is_refused_without_reading_it_whole(tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == (f"factjudge: error: {bomb}: line 2: longer than {MAX_BODY_BYTES >> 20} MiB, the "
                            "largest reply factjudge reads (is this a batch output file?)\n")
+
+
+# --------------------------------------------------------------------------- secrets on the batch path
+
+KEY = "sk-test-batch-SECRET123"
+USER, PASSWORD = "alice", "pa55SECRET"
+
+
+def with_auth(server, auth):
+    """(base URL, env, the Authorization header sent, the secrets that must show nowhere) of a run
+    authorised by an API key or by the base URL's userinfo."""
+    if auth == "key":
+        return server.base_url, {"OPENAI_API_KEY": KEY}, f"Bearer {KEY}", (KEY,)
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    return server.base_url.replace("//", f"//{USER}:{PASSWORD}@"), None, f"Basic {token}", (PASSWORD, token)
+
+
+def shown_or_written(tmp_path, proc, secrets):
+    """The secrets found on stdout, stderr or in any file under tmp_path (out/batch.json, the cache)."""
+    found = [f"output: {s}" for s in secrets if s in proc.stdout + proc.stderr]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            found += [f"{path.name}: {s}" for s in secrets if s.encode() in path.read_bytes()]
+    return found
+
+
+@pytest.mark.parametrize("auth", ["key", "url"])
+def test_an_upload_answered_with_text_echoing_the_key_stops_without_it(tmp_path, server, batch_eval, auth):
+    """A proxy answering the upload with a 200 that is not JSON, echoing the request's headers and
+    path: the error quoted its start unredacted."""
+    url, env, header, secrets = with_auth(server, auth)
+    server.batch_gate = lambda request: Reply(body=f"echo {request.headers.get('Authorization')} {request.path_qs}",
+                                              headers={"content-type": "text/plain"})
+    proc = batch_eval(url, env)
+    assert proc.returncode == 2, proc.stderr
+    assert server.batch_headers[0]["Authorization"] == header  # it was sent
+    line = last_line(proc)
+    assert "did not answer JSON" in line and f"echo {header.split()[0]} ***" in line
+    assert shown_or_written(tmp_path, proc, secrets) == []
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_batch_call_redirected_to_another_origin_is_refused_and_never_carries_the_key(
+        tmp_path, server, batch_eval, status):
+    """The Files and Batches client followed redirects to any origin (aiohttp's default), unlike
+    the live backend: one line naming both origins now, and the other server is never called."""
+    with ScriptedServer() as other:
+        server.batch_gate = lambda request: Reply(
+            status=status, headers={"Location": f"http://127.0.0.1:{other.port}{request.path_qs}"}, body="")
+        proc = batch_eval(env={"OPENAI_API_KEY": KEY})
+        assert proc.returncode == 2, proc.stderr
+        assert other.batch_calls == [] and other.batch_headers == []
+    line = last_line(proc)
+    assert line.startswith("factjudge: error: uploading input-001-round1.jsonl: HTTP ")
+    assert f"127.0.0.1:{server.port}" in line and f"127.0.0.1:{other.port}" in line and KEY not in line
+
+
+def test_a_batch_call_redirected_within_the_origin_is_followed_with_the_key(tmp_path, server, batch_eval):
+    """A 307 to the same server (a gateway moving a call) is followed, the upload sent again whole."""
+    def moved(request):
+        if request.query.get("moved"):
+            return None
+        return Reply(status=307, headers={"Location": f"{request.path}?moved=1"}, body="")
+
+    server.batch_gate = moved
+    proc = batch_eval(env={"OPENAI_API_KEY": KEY})
+    assert proc.returncode == 0, proc.stderr
+    assert ("POST", "/v1/files") in server.batch_calls and server.files["file-1"]["bytes"] > 0
+    assert all(h["Authorization"] == f"Bearer {KEY}" for h in server.batch_headers)
+    assert all(q.endswith("moved=1") for q in server.batch_queries[1::2])

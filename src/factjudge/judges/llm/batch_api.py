@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING, Any
 from ..._version import __version__
 from ...errors import FactJudgeError
 from ...io.files import AtomicFile
-from .backends import BackendError, Endpoint, error_message, one_line, retry_after_seconds
+from ...util.urls import credentials_may_follow
+from .backends import (
+    MAX_REDIRECTS,
+    REDIRECTS,
+    BackendError,
+    Endpoint,
+    error_message,
+    one_line,
+    redirect_problem,
+    retry_after_seconds,
+)
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -97,11 +107,20 @@ class BatchClient:
         url = self.endpoint.url(path)
         redact = self.endpoint.redact
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(self.timeout, 60), sock_read=self.timeout)
-        attempt = 0
+        attempt = redirects = 0
         while True:
             try:
                 with contextlib.ExitStack() as stack:
-                    async with self._session.request(method, url, timeout=timeout, **make(stack)) as resp:
+                    # redirects followed here, as the live backend follows them: aiohttp would
+                    # follow one to any origin, and send it every header but Authorization
+                    async with self._session.request(method, url, timeout=timeout, allow_redirects=False,
+                                                     **make(stack)) as resp:
+                        if resp.status in REDIRECTS and "Location" in resp.headers:
+                            url = _redirect_target(resp, method, url)
+                            redirects += 1
+                            if redirects > MAX_REDIRECTS:
+                                raise BatchError(f"{what}: the server redirected more than {MAX_REDIRECTS} times")
+                            continue
                         if resp.status >= 300:
                             raw = await resp.content.read(64 * 1024)
                             text = redact(raw.decode("utf-8", "replace"))
@@ -124,8 +143,10 @@ class BatchClient:
                 try:
                     return json.loads(raw)
                 except (ValueError, RecursionError):
+                    # redacted before it is cut: a key cut in two would not be found
+                    start = one_line(redact(raw.decode("utf-8", "replace")), 80)
                     raise BatchError(f"{what}: the server at {self.endpoint.host} did not answer "
-                                     f"JSON ({one_line(raw[:80].decode('utf-8', 'replace'))!r})") from None
+                                     f"JSON ({start!r})") from None
             unsent = error.kind == "connect" or (error.kind == "status" and error.status in (429, 503))
             delay = self.retry.wait(attempt, error)
             if delay is None or not (idempotent or unsent):
@@ -204,6 +225,23 @@ class BatchClient:
             raise UnsafeId(f"{exc}; the batch may exist on the server (and be billed): check the "
                            "provider's dashboard") from None
         return obj
+
+
+def _redirect_target(resp: aiohttp.ClientResponse, method: str, url: str) -> str:
+    """Where a redirect of ``url`` leads, when it may be followed as the live backend follows one
+    (:func:`~.backends.redirect_problem`: the same origin, a 307 or 308); a GET keeps its method
+    whatever the status, so it only has to stay on the origin. Else BackendError saying why."""
+    import yarl
+
+    try:
+        target = str(resp.url.join(yarl.URL(resp.headers["Location"])))
+    except ValueError:
+        raise BackendError("status", f"HTTP {resp.status}: a redirect to a Location that is not a URL",
+                           status=resp.status) from None
+    problem = redirect_problem(resp.status, url, target)
+    if problem is not None and not (method == "GET" and credentials_may_follow(url, target)):
+        raise BackendError("status", problem, status=resp.status)
+    return target
 
 
 async def _stream_to(resp: aiohttp.ClientResponse, dest: Path) -> None:
