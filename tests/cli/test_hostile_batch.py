@@ -289,6 +289,18 @@ def test_an_upload_answered_with_text_echoing_the_key_stops_without_it(tmp_path,
     assert shown_or_written(tmp_path, proc, secrets) == []
 
 
+@pytest.mark.parametrize("auth", ["key", "url"])
+def test_a_failed_batch_quoting_the_key_is_said_and_saved_without_it(tmp_path, server, batch_eval, auth):
+    """The server's reason for a failed batch was printed and kept in out/batch.json as it came."""
+    url, env, header, secrets = with_auth(server, auth)
+    server.batch_plan = [{"status": "failed", "message": f"rejected credentials {header}"}]
+    proc = batch_eval(url, env)
+    assert proc.returncode == 2, proc.stderr
+    assert "failed: scripted_failure: rejected credentials " in last_line(proc)
+    assert "rejected credentials " in (tmp_path / "out" / "batch.json").read_text()
+    assert shown_or_written(tmp_path, proc, secrets) == []
+
+
 @pytest.mark.parametrize("status", [307, 308])
 def test_a_batch_call_redirected_to_another_origin_is_refused_and_never_carries_the_key(
         tmp_path, server, batch_eval, status):

@@ -280,7 +280,7 @@ class BatchRunner:
                 if batch["status"] in TERMINAL:
                     job.update(output_file_id=batch.get("output_file_id"),
                                error_file_id=batch.get("error_file_id"),
-                               errors=_batch_errors(batch))
+                               errors=_batch_errors(batch, self.llm.redact))
                     result.add(await self._collect(job))
                     waiting.remove(job)
             self._save()
@@ -342,7 +342,9 @@ class BatchRunner:
             raise BatchError(stop)
 
 
-def _batch_errors(batch: dict[str, Any]) -> str:
+def _batch_errors(batch: dict[str, Any], redact: Callable[[str], str]) -> str:
+    """The first of a failed batch's errors as one line, the credentials in use hidden (the server
+    may quote them: the line is shown and kept in batch.json), redacted before it is cut."""
     errors = batch.get("errors")
     data = errors.get("data") if isinstance(errors, dict) else None
     if not isinstance(data, list) or not data:
@@ -350,7 +352,7 @@ def _batch_errors(batch: dict[str, Any]) -> str:
     first = data[0] if isinstance(data[0], dict) else {}
     line = f" (line {first['line']})" if first.get("line") else ""
     more = f" and {len(data) - 1} more" if len(data) > 1 else ""
-    return one_line(f"{first.get('code') or 'error'}: {first.get('message') or ''}{line}{more}")
+    return one_line(redact(f"{first.get('code') or 'error'}: {first.get('message') or ''}{line}{more}"))
 
 
 def _job_progress(job: dict[str, Any]) -> str:
