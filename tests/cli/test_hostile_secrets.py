@@ -320,3 +320,55 @@ def test_a_key_in_the_query_is_hidden_from_messages_and_the_specs_repr(server):
         run_judge(G, P, {}, LLMJudge("m", base_url=url, api_key="none"))
     assert QUERY_SECRETS["code"] not in str(info.value)
     assert QUERY_SECRETS["code"] not in repr(JudgeSpec(models=("m",), base_url=url))
+
+
+# --------------------------------------------------------------------------- redacted before cut
+
+#: A key long enough to straddle the cut of any quote of a server's text (80 and 300 characters):
+#: cut first, its first part stayed, and the whole key (what redaction looks for) was no longer there.
+LONG_KEY = "sk-proj-" + "LONGSECRET" * 10
+SHOWN = LONG_KEY[:14]  # any start of it that is longer than "sk-proj-"
+
+
+def long_key_judge(base_url, backend, **kw):
+    return LLMJudge("m", base_url=base_url, api_key=LONG_KEY, retry=RetryPolicy(retries=0, backoff=0.01),
+                    answer_retries=0, transport=Transport(backend=backend, warmup=False), **kw)
+
+
+def shown_facts(result):
+    return json.dumps(result.gold_facts + result.predicted_facts)
+
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk"])
+def test_a_200_not_json_quoting_a_long_key_shows_no_part_of_it(server, backend):
+    if backend == "openai-sdk":
+        pytest.importorskip("openai")
+    server.responder = lambda body: Reply(body="x" * 60 + " " + LONG_KEY, headers={"content-type": "text/plain"})
+    text = shown_facts(run_judge(G, P, {}, long_key_judge(server.base_url, backend)))
+    assert "not JSON" in text and SHOWN not in text
+
+
+@pytest.mark.parametrize("backend", ["http", "openai-sdk", "anthropic"])
+def test_a_refusal_quoting_a_long_key_shows_no_part_of_it(server, backend):
+    if backend == "openai-sdk":
+        pytest.importorskip("openai")
+    words = "x" * 280 + " " + LONG_KEY
+    if backend == "anthropic":
+        server.responder = lambda body: Reply(content=words, stop_reason="refusal")
+        base = f"http://127.0.0.1:{server.port}"
+    else:
+        server.responder = lambda body: Reply(content=None, message={"refusal": words})
+        base = server.base_url
+    text = shown_facts(run_judge(G, P, {}, long_key_judge(base, backend)))
+    assert "the model refused" in text and SHOWN not in text
+
+
+def test_a_loading_servers_health_quoting_a_long_key_shows_no_part_of_it(server):
+    """llama.cpp's /health message while it loads is said (cut at 80 characters)."""
+    server.truth = {("gold", "g1"): "p1", ("predicted", "p1"): "g1"}
+    server.llama_health, server.loading_seconds = True, 1.0
+    server.loading_message = "Loading model " + "x" * 40 + " " + LONG_KEY
+    said = []
+    run_judge(G, P, {}, long_key_judge(server.base_url, "http", notify=said.append))
+    assert any("to load its model" in line for line in said), said
+    assert not any(SHOWN in line for line in said), said

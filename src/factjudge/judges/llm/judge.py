@@ -252,7 +252,8 @@ class LLMJudge(JudgeBase):
             def say(text: str) -> None:
                 self.notify(self.redact(text))
 
-            llama = await wait_until_ready(base, headers, say, host, probe=min(PROBE_TIMEOUT, self.transport.timeout))
+            llama = await wait_until_ready(base, headers, say, host, probe=min(PROBE_TIMEOUT, self.transport.timeout),
+                                           redact=self.redact)
             if llama and self.transport.fit_slots:
                 self.slots = await server_slots(base, headers)
                 if self.slots is not None:

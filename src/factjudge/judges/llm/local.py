@@ -67,11 +67,13 @@ def slot_count(props: Any, slots: Any) -> int | None:
 
 
 async def wait_until_ready(base_url: str, headers: Mapping[str, str], say: Callable[[str], None],
-                           host: str, limit: float = READY_WAIT, probe: float = PROBE_TIMEOUT) -> bool:
+                           host: str, limit: float = READY_WAIT, probe: float = PROBE_TIMEOUT, *,
+                           redact: Callable[[str], str] = lambda text: text) -> bool:
     """Wait while the server's ``/health`` says it is loading (HTTP 503), at most ``limit``
     seconds, saying so every :data:`SAY_EVERY` seconds. Any other answer (200, 404, nothing) ends
     the wait at once: the questions find out the rest. True when the server has llama.cpp's
-    ``/health`` (it answered 200 or 503 with JSON): then it has ``/props`` too."""
+    ``/health`` (it answered 200 or 503 with JSON): then it has ``/props`` too. ``redact`` hides
+    the credentials in what ``/health`` says, before it is cut."""
     started = time.monotonic()
     said = 0.0
     async with aiohttp.ClientSession() as session:
@@ -85,7 +87,7 @@ async def wait_until_ready(base_url: str, headers: Mapping[str, str], say: Calla
             if not said or waited - said >= SAY_EVERY:
                 said = max(waited, 0.001)
                 say(f"factjudge: waiting for the server at {host} to load its model ({waited:.0f} s of at "
-                    f"most {limit:.0f} s; its /health: {_message(body)})")
+                    f"most {limit:.0f} s; its /health: {_message(body, redact)})")
             await asyncio.sleep(min(1.0, max(0.0, limit - waited)))
 
 
@@ -100,7 +102,7 @@ async def server_slots(base_url: str, headers: Mapping[str, str]) -> int | None:
         return slot_count(None, slots) if status == 200 else None
 
 
-def _message(body: Any) -> str:
+def _message(body: Any, redact: Callable[[str], str]) -> str:
     err = body.get("error") if isinstance(body, dict) else None
     text = err.get("message") if isinstance(err, dict) else None
-    return str(text)[:80] if text else "HTTP 503"
+    return redact(str(text))[:80] if text else "HTTP 503"

@@ -32,12 +32,12 @@ What the API documents and this file does (https://docs.anthropic.com/en/api/mes
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .base import ChatReply, Endpoint, RequestBody, one_line
 from .http import HTTPBackend
-from .openai_format import reply_object, reported_count
+from .openai_format import as_is, reply_object, reported_count
 
 #: The only version of the Messages API (https://docs.anthropic.com/en/api/versioning).
 API_VERSION = "2023-06-01"
@@ -114,7 +114,7 @@ def messages_request(chat: dict[str, Any]) -> dict[str, Any]:
     return request
 
 
-def _answer(blocks: list[Any], offered: Collection[str]) -> tuple[str | None, str]:
+def _answer(blocks: list[Any], offered: Collection[str], redact: Callable[[str], str]) -> tuple[str | None, str]:
     """The answer in a reply's content and what is wrong with it: the forced tool's ``input`` (as
     JSON), else the text. One answer was asked for: several ``tool_use`` blocks, or a call of a
     tool the request did not offer, are no answer (asked again, as any invalid one)."""
@@ -124,7 +124,7 @@ def _answer(blocks: list[Any], offered: Collection[str]) -> tuple[str | None, st
     if calls:
         name = calls[0].get("name")
         if name not in offered:
-            return None, (f"the reply calls a tool that was never offered ({one_line(repr(name), 60)}); "
+            return None, (f"the reply calls a tool that was never offered ({one_line(redact(repr(name)), 60)}); "
                           f"answer with {'the tool ' + repr(TOOL_NAME) if offered else 'the JSON asked for'}")
         return json.dumps(calls[0].get("input"), ensure_ascii=False), ""
     text = "".join(b["text"] for b in blocks
@@ -132,9 +132,11 @@ def _answer(blocks: list[Any], offered: Collection[str]) -> tuple[str | None, st
     return text or None, ""
 
 
-def parse_message(data: object, offered: Collection[str] = (TOOL_NAME,)) -> ChatReply:
+def parse_message(data: object, offered: Collection[str] = (TOOL_NAME,), *,
+                  redact: Callable[[str], str] = as_is) -> ChatReply:
     """A Messages API response body (already parsed) as a reply; ``offered``: the names of the
-    tools the request offered."""
+    tools the request offered; ``redact`` hides the credentials in the server's words quoted in
+    ``problem``, before they are cut."""
     if not isinstance(data, dict):
         return ChatReply(None, problem="the server's reply is not a Messages API message (not an object)")
     usage = reply_object(data.get("usage"))
@@ -148,14 +150,15 @@ def parse_message(data: object, offered: Collection[str] = (TOOL_NAME,)) -> Chat
     blocks = data.get("content")
     if not isinstance(blocks, list):
         return reply(None, "the server's reply has no content blocks")
-    content, problem = _answer(blocks, offered)
+    content, problem = _answer(blocks, offered, redact)
     if problem:
         return reply(None, problem)
     stop = data.get("stop_reason")
     if stop == "max_tokens":  # cut by its budget: the judge asks once more for brevity, as for "length"
         return reply(content, finish_reason="length")
     if stop == "refusal":
-        return reply(None, f"the model refused (stop_reason refusal){': ' + one_line(content) if content else ''}")
+        said = f": {one_line(redact(content))}" if content else ""
+        return reply(None, f"the model refused (stop_reason refusal){said}")
     if stop == "model_context_window_exceeded":
         return reply(content, "the answer was cut by the model's context window")
     return reply(content)
@@ -190,7 +193,7 @@ class AnthropicBackend(HTTPBackend):
     def read(self, data: object, body: RequestBody) -> ChatReply:
         tools = body.obj().get("tools") if b'"tools":' in body.data else None  # parsed only when sent
         offered = [str(t.get("name")) for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
-        return parse_message(data, offered)
+        return parse_message(data, offered, redact=self.endpoint.redact)
 
     async def send(self, body: RequestBody, timeout: float) -> ChatReply:
         request = messages_request(body.obj())

@@ -24,6 +24,7 @@ from .base import (
     ChatReply,
     Endpoint,
     RequestBody,
+    one_line,
     redirect_problem,
     retry_after_seconds,
 )
@@ -122,14 +123,15 @@ class HTTPBackend:
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError):
-            start = " ".join(raw[:80].decode("utf-8", "replace").split())
+            # redacted before it is cut: a key cut in two would no longer be found
+            start = one_line(redact(raw.decode("utf-8", "replace")), 80)
             what = "an empty body" if not raw.strip() else f"not JSON: {start!r}"
             return ChatReply(None, problem=f"the server answered HTTP 200 with {what}")
         return self.read(data, body)
 
     def read(self, data: object, body: RequestBody) -> ChatReply:
         """A 200's parsed body as a reply (``body``: the request it answers)."""
-        return self.parse(data)
+        return self.parse(data, redact=self.endpoint.redact)
 
     async def _post(self, url: str, body: RequestBody, timeout: float) -> bytes | str | None:
         """One POST: the 200's body (None when too large), or the URL of a redirect that may be

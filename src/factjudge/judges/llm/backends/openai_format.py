@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ....util.bounds import COUNT_MAX
@@ -34,9 +35,14 @@ def error_message(status: int, text: str) -> str:
     return f"HTTP {status}: {one_line(text) or '(empty body)'}"
 
 
-def parse_completion(data: object) -> ChatReply:
+def as_is(text: str) -> str:
+    return text
+
+
+def parse_completion(data: object, *, redact: Callable[[str], str] = as_is) -> ChatReply:
     """A chat-completions response body (already parsed) as a reply; usage as OpenAI, vLLM or
-    llama.cpp report it."""
+    llama.cpp report it. ``redact`` hides the credentials in a refusal quoted in ``problem``
+    before it is cut (a key cut in two would no longer be found)."""
     if not isinstance(data, dict):
         return ChatReply(None, problem="the server's reply is not a chat completion (not an object)")
     usage = reply_object(data.get("usage"))
@@ -61,7 +67,7 @@ def parse_completion(data: object) -> ChatReply:
         return reply(None, "the server's reply has no message")
     content = message.get("content")
     if not content and message.get("refusal"):
-        return reply(None, f"the model refused: {one_line(str(message['refusal']))}")
+        return reply(None, f"the model refused: {one_line(redact(str(message['refusal'])))}")
     if content is not None and not isinstance(content, str):
         return reply(None, "the reply's content is not a string")
     return reply(answer_text(content, message))

@@ -20,6 +20,7 @@ from .base import (
     ChatReply,
     Endpoint,
     RequestBody,
+    one_line,
     redirect_problem,
     retry_after_seconds,
 )
@@ -189,9 +190,9 @@ class OpenAISDKBackend:
         except (o.APIResponseValidationError, ValueError) as exc:  # a 200 whose body is not JSON
             return ChatReply(None, problem=redact(f"the server's reply is not a chat completion: {exc}"))
         if not hasattr(response, "model_dump"):  # the SDK hands back a non-JSON body as text
-            start = " ".join(str(response)[:80].split())
+            start = one_line(redact(str(response)), 80)  # redacted before it is cut
             return ChatReply(None, problem=f"the server answered HTTP 200 with not JSON: {start!r}")
-        return parse_completion(response.model_dump())
+        return parse_completion(response.model_dump(), redact=redact)
 
     async def aclose(self) -> None:
         if self._client is not None and self._loop is asyncio.get_running_loop():
