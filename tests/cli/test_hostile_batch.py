@@ -10,7 +10,7 @@ import sys
 import evalkit
 import pytest
 from evalkit import CONFIG, DOCS, TRUTH, write_jsonl
-from scripted_server import Reply, ScriptedServer
+from scripted_server import Reply, ScriptedServer, answer, describe
 
 
 def run_cli(*args, cache_dir, env=None):
@@ -124,8 +124,6 @@ def completion_line(custom_id, content):
 
 
 def test_conflicting_answers_for_one_custom_id_are_counted_and_named(tmp_path, server):
-    from scripted_server import answer, describe
-
     from factjudge.judges.llm.cache import ResponseCache
 
     cfg = tmp_path / "cfg.json"
@@ -299,6 +297,27 @@ def test_a_failed_batch_quoting_the_key_is_said_and_saved_without_it(tmp_path, s
     assert "failed: scripted_failure: rejected credentials " in last_line(proc)
     assert "rejected credentials " in (tmp_path / "out" / "batch.json").read_text()
     assert shown_or_written(tmp_path, proc, secrets) == []
+
+
+@pytest.mark.parametrize("valid", [True, False])
+def test_batch_answers_quoting_the_key_reach_no_file_and_no_line(tmp_path, server, batch_eval, valid):
+    """A live answer is cached redacted; a batch answer was cached as it came, and an invalid one
+    was kept as it came for the next round's re-ask (its input file) and said on the terminal."""
+    def quoting(body):
+        direction, subject, _ = describe(body)
+        if not valid:
+            return Reply(content=f"no JSON: proxy saw Authorization: Bearer {KEY}")
+        return answer(direction, subject, TRUTH.get((direction, subject)),
+                      reasoning=f"proxy saw Authorization: Bearer {KEY}")
+
+    server.responder = quoting
+    proc = batch_eval(env={"OPENAI_API_KEY": KEY})
+    assert proc.returncode == (0 if valid else 1), proc.stderr  # invalid every time: ERROR facts
+    assert server.batch_requests  # answered by the batch
+    found = shown_or_written(tmp_path, proc, (KEY,))
+    assert [f for f in found if ".output.jsonl" not in f] == []  # the provider's files as downloaded
+    if valid:  # not asked live; the reasoning shown as a live answer's
+        assert server.requests == [] and "Bearer ***" in (tmp_path / "out" / "results.jsonl").read_text()
 
 
 @pytest.mark.parametrize("status", [307, 308])

@@ -303,7 +303,7 @@ class BatchRunner:
                 await self.client.download(job[key], dest)
                 files.append(dest)
         assert self.llm.cache is not None
-        result = import_outputs(files, self.llm.cache)
+        result = import_outputs(files, self.llm.cache, redact=self.llm.redact)
         job.update(step="done", imported=result.counts(),
                    outputs=[str(f.relative_to(self.out_dir)) for f in files])
         self._save()

@@ -8,13 +8,15 @@ export asks that question again with the same feedback a live re-ask sends.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import InputError, InvalidAnswer
 from .backends import MAX_BODY_BYTES, ChatReply, error_message, one_line, parse_completion
+from .backends.openai_format import as_is
 from .batch_api import cut
 from .batch_lines import QuestionStore
 from .cache import ResponseCache
@@ -69,19 +71,21 @@ class _Outcome:
     error: str = ""                  # why the batch could not answer
 
 
-def _error_text(error: object) -> str:
+def _error_text(error: object, redact: Callable[[str], str]) -> str:
     if isinstance(error, dict):
         code, message = error.get("code"), error.get("message")
         text = f"{code}: {message}" if code and message else str(message or code or json.dumps(error))
     else:
         text = str(error)
-    return one_line(text) or "(no message)"
+    return one_line(redact(text)) or "(no message)"
 
 
-def read_output_lines(path: Path) -> Iterator[_Outcome]:
+def read_output_lines(path: Path, redact: Callable[[str], str] = as_is) -> Iterator[_Outcome]:
     """The lines of an OpenAI (or vLLM run_batch) batch output or error file. A line that is not
     a batch output line at all raises InputError naming the file and line, and so does a line
-    longer than the live reply cap, read no further than that (a 50 MB line took 1.4 GB whole)."""
+    longer than the live reply cap, read no further than that (a 50 MB line took 1.4 GB whole).
+    Every answer and error comes through ``redact`` (the credentials in use hidden, before any
+    cut), as a live reply does: it goes to the response cache, the next export and the terminal."""
     with path.open("rb") as fh:
         for lineno, raw in enumerate(iter(lambda: fh.readline(MAX_BODY_BYTES + 1), b""), start=1):
             where = f"{path}: line {lineno}"
@@ -105,7 +109,7 @@ def read_output_lines(path: Path) -> Iterator[_Outcome]:
                 raise InputError(f"{where}: {what}")
             response = rec.get("response")
             if rec.get("error"):
-                yield _Outcome(custom_id, error=_error_text(rec["error"]))
+                yield _Outcome(custom_id, error=_error_text(rec["error"], redact))
                 continue
             if response is None:
                 yield _Outcome(custom_id, error="no response")
@@ -119,21 +123,27 @@ def read_output_lines(path: Path) -> Iterator[_Outcome]:
                 except (ValueError, RecursionError):
                     pass
             if status != 200:
-                text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+                text = redact(body if isinstance(body, str) else json.dumps(body, ensure_ascii=False))
                 yield _Outcome(custom_id, error=error_message(status, text) if isinstance(status, int)
                                else f"no status_code: {one_line(text)}")
                 continue
-            yield _Outcome(custom_id, reply=parse_completion(body))
+            reply = parse_completion(body, redact=redact)
+            if reply.content:
+                reply = dataclasses.replace(reply, content=redact(reply.content))
+            yield _Outcome(custom_id, reply=reply)
 
 
-def import_outputs(paths: Iterable[Path], cache: ResponseCache) -> Imported:
+def import_outputs(paths: Iterable[Path], cache: ResponseCache, *,
+                   redact: Callable[[str], str] = as_is) -> Imported:
     """Validate each answer of the batch output files against its question, exactly as a live
     answer is validated, and store the valid ones in ``cache`` under their ``custom_id``.
 
     Every line of every file is checked first: a line that is not a batch output line stops the
     import (InputError naming file and line) before anything is stored. Importing the same file
     twice changes nothing (the second time every answer is already present). A custom_id answered
-    again with a different answer is a conflict: the answer already in ``cache`` stays."""
+    again with a different answer is a conflict: the answer already in ``cache`` stays. ``redact``
+    hides the credentials in use (``eval --batch`` knows them; ``batch-import`` does not) in every
+    answer and error read (:func:`read_output_lines`), so the cache holds none, as with live answers."""
     paths = list(paths)
     for path in paths:  # first pass: the files' shape
         for _ in read_output_lines(path):
@@ -143,7 +153,7 @@ def import_outputs(paths: Iterable[Path], cache: ResponseCache) -> Imported:
     try:
         for path in paths:
             answered: list[str] = []
-            for outcome in read_output_lines(path):
+            for outcome in read_output_lines(path, redact):
                 result.lines += 1
                 cid = outcome.custom_id
                 cached = cache.get(cid)
