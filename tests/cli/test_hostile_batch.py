@@ -302,7 +302,8 @@ def test_a_failed_batch_quoting_the_key_is_said_and_saved_without_it(tmp_path, s
 @pytest.mark.parametrize("valid", [True, False])
 def test_batch_answers_quoting_the_key_reach_no_file_and_no_line(tmp_path, server, batch_eval, valid):
     """A live answer is cached redacted; a batch answer was cached as it came, and an invalid one
-    was kept as it came for the next round's re-ask (its input file) and said on the terminal."""
+    was kept as it came for the next round's re-ask (its input file); the provider's output file
+    was downloaded into out/batch/ as it came."""
     def quoting(body):
         direction, subject, _ = describe(body)
         if not valid:
@@ -314,8 +315,7 @@ def test_batch_answers_quoting_the_key_reach_no_file_and_no_line(tmp_path, serve
     proc = batch_eval(env={"OPENAI_API_KEY": KEY})
     assert proc.returncode == (0 if valid else 1), proc.stderr  # invalid every time: ERROR facts
     assert server.batch_requests  # answered by the batch
-    found = shown_or_written(tmp_path, proc, (KEY,))
-    assert [f for f in found if ".output.jsonl" not in f] == []  # the provider's files as downloaded
+    assert shown_or_written(tmp_path, proc, (KEY,)) == []  # the downloaded output files too
     if valid:  # not asked live; the reasoning shown as a live answer's
         assert server.requests == [] and "Bearer ***" in (tmp_path / "out" / "results.jsonl").read_text()
 
@@ -349,3 +349,23 @@ def test_a_batch_call_redirected_within_the_origin_is_followed_with_the_key(tmp_
     assert ("POST", "/v1/files") in server.batch_calls and server.files["file-1"]["bytes"] > 0
     assert all(h["Authorization"] == f"Bearer {KEY}" for h in server.batch_headers)
     assert all(q.endswith("moved=1") for q in server.batch_queries[1::2])
+
+
+def test_a_downloaded_file_has_every_key_hidden_even_one_split_between_two_pieces(tmp_path, server):
+    """Read in pieces of up to 1 MiB: 3 MiB of keys at every offset put some across a boundary."""
+    import asyncio
+
+    from factjudge.judges.llm.backends import endpoint
+    from factjudge.judges.llm.batch_api import BatchClient
+
+    data = "".join(f"{KEY}{'x' * (i % 97)}\n" for i in range(45_000)).encode()
+    server.files["file-9"], server.file_data["file-9"] = {"id": "file-9"}, data
+    dest = tmp_path / "out.jsonl"
+
+    async def download():
+        async with BatchClient(endpoint(server.base_url, KEY)) as client:
+            await client.download("file-9", dest)
+
+    asyncio.run(download())
+    assert len(data) > 3 << 20
+    assert dest.read_bytes() == data.replace(KEY.encode(), b"***")

@@ -128,7 +128,7 @@ class BatchClient:
                                                status=resp.status, body=text,
                                                retry_after=retry_after_seconds(resp.headers))
                         if dest is not None:
-                            await _stream_to(resp, dest)
+                            await _stream_to(resp, dest, self.endpoint.secrets)
                             return None
                         raw = await resp.read()
             except BackendError as exc:
@@ -244,8 +244,20 @@ def _redirect_target(resp: aiohttp.ClientResponse, method: str, url: str) -> str
     return target
 
 
-async def _stream_to(resp: aiohttp.ClientResponse, dest: Path) -> None:
+async def _stream_to(resp: aiohttp.ClientResponse, dest: Path, secrets: tuple[str, ...]) -> None:
+    """The body into ``dest`` with every secret replaced by ``***``: an output file's answers may
+    quote them, and it stays in the output folder. The last bytes of a piece, fewer than the
+    longest secret, wait for the next piece, so a secret split between two is found too."""
+    hidden = [s.encode() for s in secrets]  # longest first (Endpoint)
+    keep = max((len(s) for s in hidden), default=1) - 1
+    held = b""
     with AtomicFile(dest, binary=True) as out:
         async for chunk in resp.content.iter_chunked(1 << 20):
-            out.handle.write(chunk)
+            data = held + chunk
+            for secret in hidden:
+                data = data.replace(secret, b"***")
+            cut = max(0, len(data) - keep)
+            out.handle.write(data[:cut])
+            held = data[cut:]
+        out.handle.write(held)
 
