@@ -237,5 +237,6 @@ def split_model_spec(spec: str) -> tuple[str, str | None]:
         return spec, None
     name, url = spec[:at], spec[at + 1:]
     if not name.strip():
-        raise InputError(f"--model {spec!r}: give the model name before the @ (NAME@URL)")
+        # the spec is not repeated: its URL may hold a password (as the other URL messages)
+        raise InputError("--model @URL: give the model name before the @ (NAME@URL)")
     return name, url

@@ -259,6 +259,13 @@ def test_a_model_spec_without_a_name_is_refused():
         split_model_spec("@http://localhost:1/v1")
 
 
+def test_a_model_spec_without_a_name_is_refused_without_repeating_the_urls_password():
+    with pytest.raises(InputError) as exc:
+        split_model_spec("@http://alice:pa55SECRET@localhost:1/v1")
+    assert "give the model name before the @" in str(exc.value)
+    assert "pa55SECRET" not in str(exc.value) and "alice" not in str(exc.value)
+
+
 # --------------------------------------------------------------------------- the command line
 
 
