@@ -140,13 +140,7 @@ class BatchClient:
             except (aiohttp.ClientError, OSError) as exc:
                 error = BackendError("disconnect", redact(f"{type(exc).__name__}: {exc}"))
             else:
-                try:
-                    return json.loads(raw)
-                except (ValueError, RecursionError):
-                    # redacted before it is cut: a key cut in two would not be found
-                    start = one_line(redact(raw.decode("utf-8", "replace")), 80)
-                    raise BatchError(f"{what}: the server at {self.endpoint.host} did not answer "
-                                     f"JSON ({start!r})") from None
+                return self._json(what, raw)
             unsent = error.kind == "connect" or (error.kind == "status" and error.status in (429, 503))
             delay = self.retry.wait(attempt, error)
             if delay is None or not (idempotent or unsent):
@@ -159,6 +153,16 @@ class BatchClient:
                 raise BatchError(f"{what}: {error.message}{hint}")
             await asyncio.sleep(delay)
             attempt += 1
+
+    def _json(self, what: str, raw: bytes) -> Any:
+        """``raw`` parsed, else a BatchError quoting its start, redacted before it is cut (a key
+        cut in two would not be found)."""
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            start = one_line(self.endpoint.redact(raw.decode("utf-8", "replace")), 80)
+            raise BatchError(f"{what}: the server at {self.endpoint.host} did not answer "
+                             f"JSON ({start!r})") from None
 
     async def upload(self, path: Path) -> str:
         import aiohttp
