@@ -344,8 +344,9 @@ def test_a_200_not_json_quoting_a_long_key_shows_no_part_of_it(server, backend):
     if backend == "openai-sdk":
         pytest.importorskip("openai")
     server.responder = lambda body: Reply(body="x" * 60 + " " + LONG_KEY, headers={"content-type": "text/plain"})
-    text = shown_facts(run_judge(G, P, {}, long_key_judge(server.base_url, backend)))
-    assert "not JSON" in text and SHOWN not in text
+    with pytest.raises(JudgeSetupError) as exc:  # no chat completion to any try of the first question
+        run_judge(G, P, {}, long_key_judge(server.base_url, backend))
+    assert "not JSON" in str(exc.value) and SHOWN not in str(exc.value)
 
 
 @pytest.mark.parametrize("backend", ["http", "openai-sdk", "anthropic"])
