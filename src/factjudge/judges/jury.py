@@ -234,6 +234,11 @@ def split_model_spec(spec: str) -> tuple[str, str | None]:
     lowered = spec.lower()
     at = min((i for i in (lowered.find("@http://"), lowered.find("@https://")) if i >= 0), default=-1)
     if at < 0:
+        if lowered.startswith(("http://", "https://")):
+            # a URL without its model's name: taken as the name, it went to the server and into
+            # run.json, summary.json and the reports, with any password it held (not repeated here)
+            raise InputError("--model URL: give the model name before the URL (NAME@URL), or the URL "
+                             "with --base-url")
         return spec, None
     name, url = spec[:at], spec[at + 1:]
     if not name.strip():

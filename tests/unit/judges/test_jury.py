@@ -266,6 +266,18 @@ def test_a_model_spec_without_a_name_is_refused_without_repeating_the_urls_passw
     assert "pa55SECRET" not in str(exc.value) and "alice" not in str(exc.value)
 
 
+def test_a_url_given_as_the_model_is_refused_without_repeating_it(files, tmp_path):
+    """--model 'http://alice:pw@host/v1' (NAME@ forgotten) was the model's name: sent to the
+    server and written in run.json, summary.json and the reports, password and all (a review)."""
+    with pytest.raises(InputError, match=r"give the model name before the URL \(NAME@URL\)"):
+        split_model_spec("https://alice:pa55SECRET@localhost:1/v1")
+    gold, pred = files
+    proc = run_cli("judge", gold, pred, "--model", "http://alice:pa55SECRET@127.0.0.1:9/v1", "-o", tmp_path / "r.json")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "pa55SECRET" not in proc.stderr + proc.stdout and not (tmp_path / "r.json").exists()
+    assert split_model_spec("ft:gpt-4o:org@x") == ("ft:gpt-4o:org@x", None)  # a name with an @ is a name
+
+
 # --------------------------------------------------------------------------- the command line
 
 
