@@ -86,6 +86,20 @@ def test_the_texts_of_a_documents_file_serve_facts_without_text(tmp_path):
     assert s["ungrounded"]["total"] == 0  # facts without evidence are not "ungrounded"
 
 
+def test_a_documents_file_holding_none_of_the_runs_doc_ids_is_said(tmp_path):
+    """Its doc_ids a case apart from the run's: the check asked for found nothing, exit 0 and not
+    a word (a review)."""
+    gold, predicted = _write(tmp_path)
+    docs = tmp_path / "documents.jsonl"
+    docs.write_text('{"doc_id": "NOTE-1", "text": "aspirin"}\n', encoding="utf-8")
+    proc = run_cli("eval", "--gold", gold, "--predicted", predicted, "--documents", docs, "-o", tmp_path / "o")
+    assert proc.returncode == 0, proc.stderr
+    warning = (f"{docs}: none of the run's 2 doc_ids has a text in it (the run's first 'note-1', the file's "
+               "first 'NOTE-1'): the source check found nothing")
+    assert f"warning: {warning}" in proc.stderr
+    assert warning in json.loads((tmp_path / "o" / "summary.json").read_text())["warnings"]
+
+
 def test_a_bad_documents_file_is_one_line_before_any_judging(tmp_path):
     gold, predicted = _write(tmp_path)
     docs = tmp_path / "documents.jsonl"

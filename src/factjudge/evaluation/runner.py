@@ -354,7 +354,8 @@ class FinishPass:
         self.agg = Aggregator(zero_division=settings.zero_division)
         self.order: list[OrderEntry] = []
         self.texts, self.source, self.find = _source_check(dataset, config, settings.documents)
-        self.warnings: list[str] = []
+        unmatched = settings.documents.unmatched(i.doc_id for i in dataset.infos) if settings.documents else None
+        self.warnings: list[str] = [unmatched] if unmatched else []
         self.shape = InputShape()
         self.links = _LinkCheck(config, judge)
         self.queue = ReviewQueue(found=self.source.omission_keys)

@@ -6,6 +6,7 @@ The file is checked and indexed once (a byte offset per document), and a text is
 asked for, so a large corpus is never held in memory."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import InputError
@@ -43,6 +44,18 @@ class DocumentTexts:
 
     def __len__(self) -> int:
         return len(self._at)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._at
+
+    def unmatched(self, doc_ids: Iterable[str]) -> str | None:
+        """A warning when none of ``doc_ids`` (a run's) has a text here: the check asked for
+        would find nothing, and did so without a word (a case or prefix apart: ``D1`` vs ``d1``)."""
+        ids = list(doc_ids)
+        if not ids or not self._at or any(d in self._at for d in ids):
+            return None
+        return (f"{self.path}: none of the run's {len(ids)} doc_ids has a text in it (the run's first "
+                f"{ids[0]!r}, the file's first {next(iter(self._at))!r}): the source check found nothing")
 
     def text(self, doc_id: str) -> str | None:
         """The text of ``doc_id``, None when the file has none for it."""
