@@ -185,6 +185,17 @@ def test_the_corrected_gold_never_replaces_an_input(reviewed):
     assert digest(data, export) == before
 
 
+def _judged_and_reviewed(tmp_path, gold):
+    """The predictions of DOCS, a run against ``gold`` and the review export of VERDICTS."""
+    predicted = write_jsonl(tmp_path / "predicted.jsonl",
+                            [{"doc_id": d["doc_id"], **f} for d in DOCS for f in d["predicted_facts"]])
+    out = tmp_path / "out"
+    proc = run_cli("eval", "--gold", gold, "--predicted", predicted, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    export = write_jsonl(tmp_path / "review.jsonl", export_lines(review_data(out), VERDICTS))
+    return predicted, out, export
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv", ";.csv"])
 def test_fact_files_are_corrected_in_their_own_format(tmp_path, suffix):
     """``;.csv``: a table with ';' (Excel's where the decimal separator is a comma), which eval
@@ -201,12 +212,7 @@ def test_fact_files_are_corrected_in_their_own_format(tmp_path, suffix):
             writer.writerows(gold_rows)
     else:
         gold = write_jsonl(tmp_path / "gold.jsonl", gold_rows)
-    predicted = write_jsonl(tmp_path / "predicted.jsonl",
-                            [{"doc_id": d["doc_id"], **f} for d in DOCS for f in d["predicted_facts"]])
-    out = tmp_path / "out"
-    proc = run_cli("eval", "--gold", gold, "--predicted", predicted, "-o", out)
-    assert proc.returncode == 0, proc.stderr
-    export = write_jsonl(tmp_path / "review.jsonl", export_lines(review_data(out), VERDICTS))
+    predicted, out, export = _judged_and_reviewed(tmp_path, gold)
     before = digest(gold, predicted)
     corrected = tmp_path / f"corrected{suffix}"
     proc = run_cli("review", "apply", out, export, "-o", corrected)
@@ -275,12 +281,7 @@ def test_the_corrected_gold_reads_a_table_as_eval_does(tmp_path, tail, problem):
                                            for k in header) for d in DOCS for f in d["gold_facts"]]
     lines[1] += ",,"  # empty cells past the header: eval reads them
     gold.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    predicted = write_jsonl(tmp_path / "predicted.jsonl",
-                            [{"doc_id": d["doc_id"], **f} for d in DOCS for f in d["predicted_facts"]])
-    out = tmp_path / "out"
-    proc = run_cli("eval", "--gold", gold, "--predicted", predicted, "-o", out)
-    assert proc.returncode == 0, proc.stderr
-    export = write_jsonl(tmp_path / "review.jsonl", export_lines(review_data(out), VERDICTS))
+    predicted, out, export = _judged_and_reviewed(tmp_path, gold)
     with gold.open("a", encoding="utf-8") as fh:
         fh.write(tail)  # edited after the run
     corrected = tmp_path / "corrected.csv"
