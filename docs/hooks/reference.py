@@ -53,7 +53,10 @@ def config_keys(markdown: str, where: str) -> str:
     from factjudge.models import JudgeConfig
 
     schema = JudgeConfig.model_json_schema()
-    defaults = JudgeConfig().model_dump(mode="json")
+    # from the fields, not from JudgeConfig().model_dump(): its serializer leaves out keys at their
+    # default (so run hashes stay as they were), which would show them as null here
+    defaults = {name: _json_default(field.get_default(call_default_factory=True))
+                for name, field in JudgeConfig.model_fields.items()}
     lines = markdown.splitlines()
     meanings: dict[str, str] = {}
     kept = []
@@ -72,7 +75,7 @@ def config_keys(markdown: str, where: str) -> str:
     rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
     for key in keys:
         prop = schema["properties"][key]
-        default = json.dumps(defaults.get(key), ensure_ascii=False) if key in defaults else "null"
+        default = json.dumps(defaults[key], ensure_ascii=False)
         rows.append(f"| `{key}` | {_schema_type(prop)} | `{default}` | {meanings[key]} |")
     parts = ["\n".join(rows), ""]
     for name, sub in schema.get("$defs", {}).items():
@@ -83,6 +86,17 @@ def config_keys(markdown: str, where: str) -> str:
             parts.append(f"| `{key}` | {_schema_type(prop)} | `{default}` |")
         parts.append("")
     return "\n".join(kept).replace("{{ config_keys }}", "\n".join(parts))
+
+
+def _json_default(value: Any) -> Any:
+    """A default in JSON form, a model's with every one of its fields (its own serializer may leave
+    some out at their default)."""
+    from pydantic import BaseModel
+    from pydantic_core import to_jsonable_python
+
+    if isinstance(value, BaseModel):
+        return {name: _json_default(getattr(value, name)) for name in type(value).model_fields}
+    return to_jsonable_python(value)
 
 
 def _schema_type(prop: dict[str, Any]) -> str:
