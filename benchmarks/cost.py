@@ -11,9 +11,9 @@ API, at the prices below. "Before" is the code of BEFORE_COMMIT (prompt format 3
 per fact), taken with `git archive` and measured in its own process; "after" is this checkout.
 
 Assumptions, printed with the figures: every answer takes --completion-tokens output tokens (200 by
-default, the dry run's own estimate; the goal table also prices the answers measured per
---reasoning, ANSWER_TOKENS); a prefix's first question (one prefix per direction, or per direction
-and fact_type) writes it to the provider's cache and the others read it when it reaches the
+default, what the dry run assumed before issue #36; the goal table also prices the answers measured
+per --reasoning, ANSWER_TOKENS, which the dry run now estimates); a prefix's first question (one
+prefix per direction, or per direction and fact_type) writes it to the provider's cache and the others read it when it reaches the
 provider's minimum (OpenAI 1,024 tokens; Claude Haiku
 4.5 4,096); the batch discount applies to every rate, cached reads included; questions the hybrid
 judge settles by rules cost nothing. Tokens are counted with factjudge's counter: tiktoken's
@@ -50,8 +50,9 @@ JUDGES = ("llm", "hybrid")
 VARIANTS = ("llm", "llm same_type", "hybrid", "hybrid same_type")
 #: Generated tokens per answer with prompt format 5 per --reasoning, measured with Qwen2.5-Coder-1.5B
 #: on llama.cpp (benchmarks/real_judge.py on the builtin calibration set, 52 labels for full, 26 for
-#: brief and none; see the README): what an answer costs in output, beside the dry run's 200-token
-#: assumption. (Format 4, without the answer's JSON in the prompt: 103, 66, 31.)
+#: brief and none; see the README): what an answer costs in output, and the dry run's estimate
+#: (factjudge.judges.llm.tokens) since issue #36, which assumed 200 before. (Format 4, without the
+#: answer's JSON in the prompt: 103, 66, 31.)
 ANSWER_TOKENS = {"full": 87, "brief": 66, "none": 23}
 #: The goal of issue #25 at 100 facts per side, gpt-4o-mini, $ per 1,000 questions.
 GOAL_LIVE, GOAL_BATCH = 0.15, 0.08
@@ -327,7 +328,7 @@ def print_goals(after: dict[str, Any], completion: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--completion-tokens", type=int, default=200,
-                    help="output tokens per answer (default 200, the dry run's estimate)")
+                    help="output tokens per answer (default 200: the dry run's assumption before issue #36)")
     ap.add_argument("--realdata", type=Path, default=ROOT.parent / "shared" / "realdata" / "webnlg2020")
     ap.add_argument("--webnlg-docs", type=int, default=None, help="only the first N WebNLG entries")
     ap.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
