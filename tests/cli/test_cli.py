@@ -73,6 +73,16 @@ def test_usage_errors_exit_2(files):
     assert run_cli("judge", gold, pred, "--concurrency", "0").returncode == 2
 
 
+def test_help_names_the_extras_to_install():
+    """Help text is Rich markup: an unescaped [openai] was taken for a tag and vanished, leaving
+    "pip install 'factjudge'"."""
+    proc = run_cli("eval", "--help", env={"COLUMNS": "250"})
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.replace("│", " ").split())
+    assert "pip install 'factjudge[openai]'" in text and "pip install 'factjudge[mlflow]'" in text
+    assert "'factjudge'" not in text and "\\[" not in text
+
+
 def test_refused_key_or_model_stops_with_one_line(server, files, tmp_path):
     gold, pred, cfg = files
     server.faults[("gold", "g1")] = [Reply(status=404, body=json.dumps(

@@ -31,9 +31,11 @@ from .app import say
 from .options import inject_options
 
 INSTALL = "pip install 'factjudge[mlflow]' (or pip install mlflow-skinny)"
+# help is Rich markup: [mlflow] would be a tag, and vanish, without its backslash
+_INSTALL_MARKUP = INSTALL.replace("[", r"\[")
 MLFLOW_OPT = typer.Option(False, "--mlflow", help="Also log the run to MLflow: parameters, metrics, the "
                           "report and summary (MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME say where). "
-                          f"Needs the mlflow extra: {INSTALL}.")
+                          f"Needs the mlflow extra: {_INSTALL_MARKUP}.")
 
 #: Adds ``--mlflow``; the command receives it as ``mlflow``.
 with_mlflow = inject_options("mlflow", {"mlflow": (bool, MLFLOW_OPT)}, lambda values: bool(values["mlflow"]))

@@ -118,8 +118,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
                     "holding the API key (default OPENAI_API_KEY, ANTHROPIC_API_KEY with --backend "
                     "anthropic; a local server given by --base-url "
                     "needs none).")),
+    # help is Rich markup: [openai] would be a tag, and vanish, without its backslash
     "backend": (BackendChoice, typer.Option("http", "--backend", help="How requests are sent: http "
-                "(lean, default), openai-sdk (pip install 'factjudge[openai]') or anthropic "
+                "(lean, default), openai-sdk (pip install 'factjudge\\[openai]') or anthropic "
                 "(Anthropic's Messages API, default base URL https://api.anthropic.com).")),
     "structured_output": (StructuredOutputChoice | None, typer.Option(None, "--structured-output",
                           help="auto (default: json_schema, falling back to json_object, then none "
