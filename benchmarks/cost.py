@@ -13,9 +13,9 @@ per fact), taken with `git archive` and measured in its own process; "after" is 
 Assumptions, printed with the figures: every answer takes --completion-tokens output tokens (200 by
 default, what the dry run assumed before issue #36; the goal table also prices the answers measured
 per --reasoning, ANSWER_TOKENS, which the dry run now estimates); a prefix's first question (one
-prefix per direction, or per direction and fact_type) writes it to the provider's cache and the others read it when it reaches the
-provider's minimum (OpenAI 1,024 tokens; Claude Haiku
-4.5 4,096); the batch discount applies to every rate, cached reads included; questions the hybrid
+prefix per direction, or per direction and fact_type) writes it to the provider's cache and the
+others read it when it reaches the provider's minimum (OpenAI 1,024 tokens; Claude Haiku 4.5
+4,096); the batch discount applies to every rate, cached reads included; questions the hybrid
 judge settles by rules cost nothing. Tokens are counted with factjudge's counter: tiktoken's
 o200k_base when its encoding file is cached locally, else the UTF-8 bytes / 3 estimate (the
 counter's name is printed); Claude's tokenizer counts somewhat differently. Offline, the encoding
