@@ -367,3 +367,11 @@ def test_a_facts_own_status_and_description_are_cells_of_the_prompt_and_come_bac
     assert {k: v for k, v in p1.items() if k != "factjudge"} == pred[0]
     assert (g1["factjudge"]["status"], g1["factjudge"]["matched_ids"]) == ("TP", ["p1"])
     assert p1["factjudge"]["reasoning"] == "scripted" and result.metrics.precision == 1.0
+
+
+@pytest.mark.parametrize(("timeout", "shown"), [(7.99995, "8"), (0.05, "0.05"), (30.0, "30"), (1234.5, "1234.5")])
+def test_a_timeout_is_said_to_a_hundredth_of_a_second(timeout, shown):
+    """The question's budget left over is a float: the stop line read "no answer within 7.99995 s"."""
+    from factjudge.judges.llm.backends.base import timed_out
+
+    assert timed_out(timeout).message == f"no answer within {shown} s (timeout)"

@@ -184,6 +184,12 @@ def _seconds(text: str | None) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
+def timed_out(timeout: float) -> BackendError:
+    """The error of a request unanswered within ``timeout`` seconds, shown to a hundredth: the
+    question's budget left over is a float (it read "no answer within 7.99995 s")."""
+    return BackendError("timeout", f"no answer within {f'{timeout:.2f}'.rstrip('0').rstrip('.')} s (timeout)")
+
+
 def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
     """A server's message as one trimmed line (tracebacks and HTML pages included)."""
     flat = " ".join(text.split())

@@ -27,6 +27,7 @@ from .base import (
     one_line,
     redirect_problem,
     retry_after_seconds,
+    timed_out,
 )
 from .openai_format import error_message, parse_completion
 
@@ -58,7 +59,7 @@ def _failure(exc: BaseException, timeout: float, redact: Callable[[str], str]) -
     side only and an answer that is not HTTP are ``connect`` errors (every request would get them:
     the run stops before the first answer); a connection broken mid-reply is a ``disconnect``."""
     if isinstance(exc, asyncio.TimeoutError):
-        return BackendError("timeout", f"no answer within {timeout:g} s (timeout)")
+        return timed_out(timeout)
     if isinstance(exc, aiohttp.ClientSSLError):
         why = str(exc.os_error) or type(exc.os_error).__name__
         hint = " (the server may speak plain HTTP: try http://)" if "WRONG_VERSION_NUMBER" in why else ""

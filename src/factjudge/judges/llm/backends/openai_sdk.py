@@ -23,6 +23,7 @@ from .base import (
     one_line,
     redirect_problem,
     retry_after_seconds,
+    timed_out,
 )
 from .openai_format import error_message, parse_completion
 
@@ -176,7 +177,7 @@ class OpenAISDKBackend:
                                status=exc.status_code, body=text,
                                retry_after=retry_after_seconds(exc.response.headers)) from None
         except o.APITimeoutError:
-            raise BackendError("timeout", f"no answer within {timeout:g} s (timeout)") from None
+            raise timed_out(timeout) from None
         except _BodyTooLarge:
             return ChatReply(None, problem=BODY_TOO_LARGE)
         except _Redirect as exc:
