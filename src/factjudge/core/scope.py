@@ -41,6 +41,21 @@ def _fields(facts: Iterable[dict[str, Any]], skip: frozenset[str] = NOT_COMPARED
     return out
 
 
+#: Unit-like fields (:mod:`factjudge.judges.rules.normalize`): read into the amount they apply to
+#: and compared by their effect, so one absent on a side is no unit, not a missing value.
+GENERIC_UNIT_FIELDS = frozenset({
+    "unit", "units", "currency", "scale", "multiplier", "uom", "unit_of_measure",
+    "unit_of_measurement",
+})
+UNIT_FIELD_SUFFIXES = ("_unit", "_units", "_currency", "_scale")
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # asked for every field compared; a run has few field names
+def is_unit_field(name: str) -> bool:
+    lower = str(name).casefold()
+    return lower in GENERIC_UNIT_FIELDS or lower.endswith(UNIT_FIELD_SUFFIXES)
+
+
 def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
                     config: JudgeConfig) -> tuple[dict[str, tuple[str, ...]] | None, list[str]]:
     """The fields compared per ``fact_type`` and the warnings about them. ``config.fields`` as one
@@ -59,7 +74,9 @@ def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
     for fact_type in sorted(set(gold_fields) & set(pred_fields)):
         names = listed.get(fact_type, gold_fields[fact_type])  # a type's own list says what counts
         only_pred = [] if fact_type in listed else [f for f in pred_fields[fact_type] if f not in names]
-        only_gold = [f for f in names if f in gold_fields[fact_type] and f not in pred_fields[fact_type]]
+        # a unit no prediction names is no unit, which an amount in the gold's currency matches
+        only_gold = [f for f in names if f in gold_fields[fact_type] and f not in pred_fields[fact_type]
+                     and not is_unit_field(f)]
         if only_pred:
             warnings.append(f"{fact_type}: predicted facts carry {', '.join(only_pred)}, which no gold "
                             "fact of this type has: not compared (set 'fields' to compare them)")

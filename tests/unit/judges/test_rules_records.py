@@ -92,6 +92,18 @@ def test_fields_of_one_side_are_said_of_the_documents_they_are_true_of():
     assert merge_warnings([*merged, *doc_b])[1].startswith("x: in 3 documents, gold facts")  # merged again
 
 
+def test_a_unit_only_the_gold_names_is_no_warning_that_predictions_cannot_match():
+    """"gold facts carry unit, which no predicted fact of this type has: such predictions cannot
+    match" was said of a prediction judged TP (a unit no prediction names is no unit)."""
+    result, g, _ = judged([{"id": "g1", "fact_type": "revenue", "value": "12", "unit": "USD"}],
+                          [{"id": "p1", "fact_type": "revenue", "value": "$12"}])
+    assert g == ["TP"] and not any("carry unit" in w for w in result.warnings)
+    _, warned = compared_fields([{"id": "g", "fact_type": "x", "v": 1, "note": "q", "price_currency": "EUR"}],
+                                [{"id": "p", "fact_type": "x", "v": 1}], JudgeConfig())
+    assert warned == ["x: gold facts carry note, which no predicted fact of this type has: such predictions "
+                      "cannot match"]
+
+
 # --------------------------------------------------------------------------- number and date locales
 
 

@@ -116,6 +116,9 @@ from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
+from ...core.scope import GENERIC_UNIT_FIELDS as _GENERIC_UNIT_FIELDS
+from ...core.scope import UNIT_FIELD_SUFFIXES as _UNIT_FIELD_SUFFIXES
+from ...core.scope import is_unit_field as is_unit_field
 from ...util.jsonutil import canonical_json as _strict_json
 from .units import (
     NUMBER_WORDS,
@@ -903,18 +906,7 @@ def _parse_unit(text: str) -> Unit:
                 physical=physical, metric=metric)
 
 
-_GENERIC_UNIT_FIELDS = frozenset({
-    "unit", "units", "currency", "scale", "multiplier", "uom", "unit_of_measure",
-    "unit_of_measurement",
-})
-_UNIT_FIELD_SUFFIXES = ("_unit", "_units", "_currency", "_scale")
 _AMOUNT_FIELDS = ("value", "amount")
-
-
-@functools.lru_cache(maxsize=4096, typed=True)  # asked for every field compared; a run has few field names
-def is_unit_field(name: str) -> bool:
-    lower = str(name).casefold()
-    return lower in _GENERIC_UNIT_FIELDS or lower.endswith(_UNIT_FIELD_SUFFIXES)
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # asked for every unit field of a fact normalised
