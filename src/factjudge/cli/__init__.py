@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Protocol, TypeGuard
 
-from ..util.exiting import leave_by_exit
+from ..util.exiting import clean_up, leave_by_exit
 from .app import app, say
 
 __all__ = ["app", "main", "register_commands"]
@@ -98,6 +98,7 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001  (mapped to an exit code, or re-raised)
         raised = exc
     code = _exit_code(raised, returned)
+    clean_up()  # a temporary folder's finalizer does not run under os._exit
     try:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):

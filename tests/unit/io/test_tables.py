@@ -4,7 +4,7 @@ import json
 import sys
 
 import pytest
-from evalkit import ROOT, run_cli
+from evalkit import ROOT, run_cli, run_process
 
 from factjudge import load_config, load_facts, run_judge
 from factjudge.errors import InputError, OptionalDependencyError
@@ -611,3 +611,17 @@ def test_an_error_in_a_csv_read_with_its_own_delimiter_is_unchanged(tmp_path):
     with pytest.raises(InputError, match=r"4 cells but the header has 3 columns \(value '5' in column 4, "
                                          r"which has no header\)$"):
         read_table_records(path)
+
+
+def test_a_run_on_fact_tables_leaves_nothing_in_the_temporary_folder(tmp_path):
+    """The tables are read into a temporary folder; the CLI leaves by os._exit, where its
+    finalizer never ran: every such run left a copy of the facts behind (a review found 40)."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    for side, facts in (("gold", [("d1", "g1", "7")]), ("pred", [("d1", "p1", "7")])):
+        (tmp_path / f"{side}.csv").write_text("doc_id,id,fact_type,value\n" + "".join(
+            f"{d},{i},revenue,{v}\n" for d, i, v in facts), encoding="utf-8")
+    proc = run_process(["eval", "--gold", str(tmp_path / "gold.csv"), "--predicted", str(tmp_path / "pred.csv"),
+                        "-o", str(tmp_path / "out"), "-q"], env={"TMPDIR": str(temp)})
+    assert proc.returncode == 0, proc.stderr
+    assert list(temp.iterdir()) == []

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...models import JudgeConfig
+from ...util.exiting import clean_up_at_exit
 from ..inputs import check_input_kind
 from ..scan import FactEntry, Problem
 from ..tables import DATASET_REQUIRED, TableKind, iter_table_rows
@@ -30,6 +31,7 @@ class TableFacts(FactLines):
     def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]:
         if self._spool is None:
             self._spool = tempfile.TemporaryDirectory(prefix="factjudge-")
+            clean_up_at_exit(self._spool.cleanup)  # the CLI leaves by os._exit: no finalizer runs
         self.file = Path(self._spool.name) / "facts.jsonl"
         with self.file.open("w", encoding="utf-8") as out:
             line = 1
