@@ -17,7 +17,7 @@ How ``results.jsonl`` is read, one way for every reader (errors are ``<path>: li
 Whose folder it is (:meth:`RunFolder.claim`): eval writes only into a new or empty folder, one
 holding its ``run.json``, or one holding only names factjudge writes (an older run's
 ``results.jsonl``, ``--batch``'s files); it removes and replaces only those names, only files it
-wrote (:func:`foreign_output`), and never an input. One run at a time holds a folder (:class:`FolderLock`).
+wrote, and never an input. One run at a time holds a folder (:class:`FolderLock`).
 """
 from __future__ import annotations
 
@@ -159,9 +159,37 @@ class RunFolder:
                     raise InputError(f"{source}: an input of this run is the output folder's {name}, "
                                      "which eval replaces; move it or give another folder")
         for name in (RESULTS, *REPORTS):
-            if name in names and (why := foreign_output(self.path / name)) is not None:
-                raise InputError(f"{self.path / name}: {why}; eval replaces its {name} (--overwrite or "
-                                 "not): move this one or choose another output folder")
+            if name in names:
+                self._refuse_foreign(name)
+
+    def _refuse_foreign(self, name: str) -> None:
+        """A one-line InputError when this folder's ``name`` (one eval replaces) is not factjudge's
+        output: a user's file under such a name (their own ``facts.csv`` or ``report.md`` beside a
+        run, a ``results.jsonl`` of their extractor) is never removed nor replaced.
+        ``results.jsonl`` by its first line, read as every reader reads it; ``summary.json`` by its
+        keys; a page by its title (:func:`~.files.own_page`); facts.csv by its first columns. An
+        empty file is no one's."""
+        path, why = self.path / name, None
+        try:
+            if not path.is_file():  # a folder, a FIFO (reading one would wait for a writer)
+                why = f"{path}: not a regular file"
+            elif name == RESULTS:
+                first = next(self._raw_lines(finished=True), None)
+                if first is not None:
+                    self.parse(first[0], first[2])
+            elif name == SUMMARY:
+                if not {"documents", "micro"} <= self.summary().keys():
+                    why = f"{path}: not a factjudge summary"
+            elif path.stat().st_size and not (_facts_csv(path) if name == FACTS_CSV
+                                               else own_page(path, _PAGE_TITLES[name])):
+                why = f"{path}: not the {name} factjudge writes"
+        except InputError as exc:  # the readers' own line: not a result line, not a summary
+            why = str(exc)
+        except OSError as exc:
+            why = f"{path}: unreadable ({exc})"
+        if why is not None:
+            raise InputError(f"{why}; eval replaces its {name} (--overwrite or not): move this one or "
+                             "choose another output folder")
 
     # ---- run.json and summary.json
 
@@ -297,38 +325,10 @@ _PAGE_TITLES = {REPORT_MD: "factjudge evaluation report", REPORT_HTML: "factjudg
 _FACTS_CSV_START = b"doc_id,side,id,fact_type,status,"
 
 
-def foreign_output(path: Path) -> str | None:
-    """What shows that ``path``, under one of the names eval writes, is not factjudge's output
-    (None: it is, or is an empty file but a summary): a user's file under such a name (their own ``facts.csv`` or
-    ``report.md`` beside a run, a ``results.jsonl`` of their extractor) is never removed nor
-    replaced. ``results.jsonl`` by its first line (a result line), ``summary.json`` by its keys,
-    a page or a table by how it begins."""
-    try:
-        if not path.is_file():  # a folder, a FIFO (reading one would wait for a writer)
-            return "not a regular file"
-        if path.name == RESULTS:
-            with path.open("rb") as f:
-                for number, line in enumerate(f, 1):
-                    if line.strip():
-                        try:
-                            problem = result_line_problem(parse_written(line.lstrip(codecs.BOM_UTF8)))
-                        except (ValueError, RecursionError):
-                            problem = "not JSON"
-                        return None if problem is None else f"line {number}: not a factjudge result line ({problem})"
-            return None
-        if path.name == SUMMARY:
-            data = json.loads(path.read_bytes().lstrip(codecs.BOM_UTF8))
-            own = isinstance(data, dict) and {"documents", "micro"} <= data.keys()
-            return None if own else "not a factjudge summary"
-        if path.name == FACTS_CSV:
-            with path.open("rb") as f:
-                head = f.read(len(_FACTS_CSV_START))
-            own = not head or head == _FACTS_CSV_START
-        else:
-            own = path.stat().st_size == 0 or own_page(path, _PAGE_TITLES[path.name])
-    except (OSError, ValueError, RecursionError) as exc:
-        return f"unreadable ({exc})" if isinstance(exc, OSError) else "not a factjudge summary"
-    return None if own else f"not the {path.name} factjudge writes"
+def _facts_csv(path: Path) -> bool:
+    """Whether ``path`` begins as the facts.csv factjudge writes."""
+    with path.open("rb") as f:
+        return f.read(len(_FACTS_CSV_START)) == _FACTS_CSV_START
 
 
 def _temporary(name: str) -> bool:
