@@ -355,12 +355,19 @@ class FinishPass:
         self.order: list[OrderEntry] = []
         self.texts, self.source, self.find = _source_check(dataset, config, settings.documents)
         unmatched = settings.documents.unmatched(i.doc_id for i in dataset.infos) if settings.documents else None
-        self.warnings: list[str] = [unmatched] if unmatched else []
+        self._unmatched = [unmatched] if unmatched else []
+        #: Each document's warnings, by the number of documents that gave them (merged once, at the end).
+        self._warned: dict[str, int] = {}
         self.shape = InputShape()
         self.links = _LinkCheck(config, judge)
         self.queue = ReviewQueue(found=self.source.omission_keys)
         self.memo = ClosestMemo(keep=settings.report_rows + VIEW_DOCUMENTS)
         self.kept = _KeptLines(KEEP_FACTS)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The run's warnings from its documents' (:func:`~factjudge.core.scope.merge_warnings`)."""
+        return [*self._unmatched, *merge_warnings(self._warned)]
 
     def take(self, line: dict[str, Any], index: int, near: ClosestMap | None = None) -> None:
         """The line ``index`` of the run, as read from ``results.jsonl``; ``near`` its
@@ -378,8 +385,8 @@ class FinishPass:
                         (m.predicted for m in line_analysis(line).near_misses))
         self.shape.add(line.get("gold_facts", ()), line.get("predicted_facts", ()))
         self.links.add(line)
-        if warnings := line.get("warnings"):  # bounded, not one per document
-            self.warnings = merge_warnings([*self.warnings, *warnings])
+        for warning in line.get("warnings") or ():  # bounded: a message of many documents counts them
+            self._warned[warning] = self._warned.get(warning, 0) + 1
         entry = _order_entry(line, index)
         self.order.append(entry)
         if near is None:
