@@ -23,7 +23,7 @@ from ...util.terminal import printable
 from ...util.urls import url_credentials, without_credentials
 from ..base import PROMPT_FORMAT_VERSION, JudgeBase, JudgePass, JudgeTask, error_verdict
 from .adapt import Adaptation, refused_field, refused_parameter
-from .backends import BACKENDS, BackendError, ChatBackend, ChatReply, endpoint, provider_of, self_hosted
+from .backends import BACKENDS, REFUSED, BackendError, ChatBackend, ChatReply, endpoint, provider_of, self_hosted
 from .cache import ResponseCache
 from .direction import LLMPass
 from .failfast import FATAL_STATUSES, GoneCheck, refused_judge, stop_if_hopeless
@@ -422,6 +422,5 @@ class LLMJudge(JudgeBase):
 
 def _a_chat_reply(reply: ChatReply) -> bool:
     """Whether a 200 answered as a model's API does: anything but a body the backend could not
-    read as a completion (a model's refusal is an answer: both backends' begin so, openai_format.py
-    and anthropic.py)."""
-    return not reply.problem or reply.problem.startswith("the model refused")
+    read as a completion (a model's refusal is an answer)."""
+    return not reply.problem or reply.problem.startswith(REFUSED)

@@ -23,6 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from .backends.openai_format import as_is
+
 #: How long the judge waits at most for a server still loading its model, and how often it says so.
 READY_WAIT = 600.0
 SAY_EVERY = 15.0
@@ -68,7 +70,7 @@ def slot_count(props: Any, slots: Any) -> int | None:
 
 async def wait_until_ready(base_url: str, headers: Mapping[str, str], say: Callable[[str], None],
                            host: str, limit: float = READY_WAIT, probe: float = PROBE_TIMEOUT, *,
-                           redact: Callable[[str], str] = lambda text: text) -> bool:
+                           redact: Callable[[str], str] = as_is) -> bool:
     """Wait while the server's ``/health`` says it is loading (HTTP 503), at most ``limit``
     seconds, saying so every :data:`SAY_EVERY` seconds. Any other answer (200, 404, nothing) ends
     the wait at once: the questions find out the rest. True when the server has llama.cpp's

@@ -19,6 +19,7 @@ from .base import (
     MAX_REDIRECTS,
     MESSAGE_CHARS,
     REDIRECTS,
+    REFUSED,
     BackendError,
     ChatBackend,
     ChatReply,
@@ -36,7 +37,7 @@ from .registry import BACKENDS, PROVIDERS, Provider, provider_of, self_hosted
 
 __all__ = [
     "BACKENDS", "BODY_TOO_LARGE", "MAX_BODY_BYTES", "MAX_REDIRECTS", "MESSAGE_CHARS", "PROVIDERS",
-    "REASONING_FIELDS", "REDIRECTS", "BackendError", "ChatBackend", "ChatReply", "Endpoint", "ErrorKind",
+    "REASONING_FIELDS", "REDIRECTS", "REFUSED", "BackendError", "ChatBackend", "ChatReply", "Endpoint", "ErrorKind",
     "Provider", "RequestBody", "answer_text", "endpoint", "error_message", "last_json_object", "one_line",
     "parse_completion", "provider_of", "redirect_problem", "retry_after_seconds", "self_hosted",
     "server_host",

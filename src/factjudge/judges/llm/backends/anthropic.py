@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Collection
 from typing import Any
 
-from .base import ChatReply, Endpoint, RequestBody, one_line
+from .base import REFUSED, ChatReply, Endpoint, RequestBody, one_line
 from .http import HTTPBackend
 from .openai_format import as_is, reply_object, reported_count
 
@@ -158,7 +158,7 @@ def parse_message(data: object, offered: Collection[str] = (TOOL_NAME,), *,
         return reply(content, finish_reason="length")
     if stop == "refusal":
         said = f": {one_line(redact(content))}" if content else ""
-        return reply(None, f"the model refused (stop_reason refusal){said}")
+        return reply(None, f"{REFUSED} (stop_reason refusal){said}")
     if stop == "model_context_window_exceeded":
         return reply(content, "the answer was cut by the model's context window")
     return reply(content)

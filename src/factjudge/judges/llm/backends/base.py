@@ -27,6 +27,10 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 BODY_TOO_LARGE = (f"the server's reply is larger than {MAX_BODY_BYTES >> 20} MiB "
                   "(read no further)")
 
+#: How a reply's problem begins when the model refused (every backend's): an answer, unlike a body
+#: that is no completion at all.
+REFUSED = "the model refused"
+
 #: Redirect statuses; only 307 and 308 keep a POST's method and body.
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 #: Redirects followed for one request at most (aiohttp's and httpx's default too).

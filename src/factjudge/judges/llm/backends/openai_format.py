@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ....util.bounds import COUNT_MAX
-from .base import ChatReply, one_line
+from .base import REFUSED, ChatReply, one_line
 
 
 def error_message(status: int, text: str) -> str:
@@ -67,7 +67,7 @@ def parse_completion(data: object, *, redact: Callable[[str], str] = as_is) -> C
         return reply(None, "the server's reply has no message")
     content = message.get("content")
     if not content and message.get("refusal"):
-        return reply(None, f"the model refused: {one_line(redact(str(message['refusal'])))}")
+        return reply(None, f"{REFUSED}: {one_line(redact(str(message['refusal'])))}")
     if content is not None and not isinstance(content, str):
         return reply(None, "the reply's content is not a string")
     return reply(answer_text(content, message))
