@@ -122,6 +122,11 @@ def test_what_a_proof_is():
                       ["total", "when", "sku", "name"], cfg) is None  # scale, currency, case, punctuation
     assert pair_proof(g, fact("p", "t", total="1201 USD"), ["total"], cfg).kind == "number"
     assert pair_proof(g, fact("p", "t", when="2024-03-02"), ["when"], cfg).kind == "date"
+    at = fact("g", "t", when="2024-03-01T10:00:00Z")
+    assert pair_proof(at, fact("p", "t", when="2024-03-01T10:30Z"), ["when"], cfg).kind == "date"
+    assert pair_proof(at, fact("p", "t", when="2024-03-01T11:00+01:00"), ["when"], cfg) is None  # one instant
+    assert pair_proof(at, fact("p", "t", when="2024-03-01T11:00"), ["when"], cfg) is None  # its offset unknown
+    assert pair_proof(at, fact("p", "t", when="2024-03-01"), ["when"], cfg) is None  # no time: its day
     assert pair_proof(g, fact("p", "t", sku="AB-13c"), ["sku"], cfg).kind == "identifier"
     assert pair_proof(g, fact("p", "t", name="Zenith"), ["name"], cfg) is None  # text: the model's to judge
     assert pair_proof(g, fact("p", "t"), ["total"], cfg) is None  # missing proves nothing

@@ -665,6 +665,39 @@ def test_python_scalars_are_read_as_the_json_values_they_stand_for():
     assert not _tp(Decimal("12.50"), "12.6") and not _tp(datetime.date(2024, 5, 13), "2024-05-14")
 
 
+@pytest.mark.parametrize(("gold", "pred", "same"), [
+    ("2024-03-01T10:00:00", "2024-03-01T15:30:00", False),  # one day, another time: was TP
+    ("2024-03-01 10:00", "2024-03-01T10:00:00.000", True),
+    ("2024-03-01T10:00:00.5", "2024-03-01T10:00:00.25", False),
+    ("2024-03-01T10:00Z", "2024-03-01T11:00:00+01:00", True),  # one instant at two offsets
+    ("2024-03-01T23:30:00-05:00", "2024-03-02T04:30:00Z", True),  # ... the day another
+    ("2024-03-01T10:00Z", "2024-03-01T10:00:00+01:00", False),
+    ("2024-03-01T10:00Z", "2024-03-01T10:00", True),  # one offset unknown: the wall clock
+    ("2024-03-01", "2024-03-01T09:00:00", True),  # no time: any time of its day
+    ("2024-03-01T09:00:00Z", "2024-03-02", False),
+    ("2024-03-01T25:00", "2024-03-01T10:00", True),  # no time of day: the date alone
+])
+def test_a_time_after_an_iso_date_counts(gold, pred, same):
+    """Two date-times of one day were equal whatever their times (the time was ignored)."""
+    assert _tp(gold, pred) is same and _tp(pred, gold) is same
+    import datetime
+
+    assert _tp(datetime.datetime(2024, 5, 13, 10), "2024-05-13T10:00") and not _tp(
+        datetime.datetime(2024, 5, 13, 10), "2024-05-13T11:00")
+
+
+def test_many_candidates_find_the_same_instant_at_another_offset():
+    """Past SMALL_POOL candidates are looked up by their keys: the same instant is filed under its
+    UTC time as well as its own day."""
+    preds = [{"id": f"p{i}", "fact_type": "t", "v": f"2024-03-02T0{i}:00:00Z"} for i in range(10)]
+    result = run_judge([{"id": "g", "fact_type": "t", "v": "2024-03-01T23:30:00-05:00"}], preds)
+    assert result.gold_facts[0]["factjudge"]["status"] == "FN"
+    preds[4]["v"] = "2024-03-02T04:30:00Z"
+    verdict = run_judge([{"id": "g", "fact_type": "t", "v": "2024-03-01T23:30:00-05:00"}], preds).gold_facts[0]
+    assert (verdict["factjudge"]["status"], verdict["factjudge"]["matched_ids"]) == ("TP", ["p4"])
+    assert verdict["factjudge"]["reasoning"].startswith("TP: matches p4")  # its own pass, not reconciliation
+
+
 def test_numpy_scalars_are_read_as_the_json_values_they_stand_for():
     """A pandas frame's values: numpy 2's float64 raised in Decimal (its repr is "np.float64(1.5)"),
     its int64 was a JSON value equal to nothing."""

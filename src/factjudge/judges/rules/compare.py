@@ -507,6 +507,21 @@ def _kind(n: Norm) -> str:
             Other: "JSON value", Unit: "unit", Measure: "measure", Items: "list"}[type(n)]
 
 
+def _compare_periods(a: Period, b: Period, explain: bool) -> _Outcome:
+    """The same period; when both sides give a time of day, the same time too (the same instant
+    when both give an offset). A date without a time equals any time of its day."""
+    if a.time is None or b.time is None:
+        ok = a.key == b.key
+        how = f"{'same' if ok else 'different'} period"
+    elif a.instant is not None and b.instant is not None:
+        ok = a.instant == b.instant
+        how = "the same instant" if ok else "different instants"
+    else:
+        ok = a.key == b.key and a.time == b.time
+        how = "same day and time" if ok else "same day, another time" if a.key == b.key else "different period"
+    return ok, ok, 100.0 if ok else 0.0, f"{_shown(a, b)}: {how}" if explain else ""
+
+
 def _compare_year(p: Period, q: Quantity, shown: str) -> _Outcome:
     """A bare year equals only the same plain integer ("2023" = 2023, "2023" != "2,023")."""
     if p.year is None:
@@ -600,9 +615,7 @@ def _compare(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None
     if isinstance(a, Text) and isinstance(b, Text):
         return _compare_texts(a, b, config.text_threshold, name, knowledge, explain)
     if isinstance(a, Period) and isinstance(b, Period):
-        ok = a.key == b.key
-        return ok, ok, 100.0 if ok else 0.0, (f"{_shown(a, b)}: {'same' if ok else 'different'} period"
-                                              if explain else "")
+        return _compare_periods(a, b, explain)
     if isinstance(a, Period) and isinstance(b, Quantity):
         return _compare_year(a, b, _shown(a, b) if explain else "")
     if isinstance(a, Quantity) and isinstance(b, Period):

@@ -49,6 +49,8 @@ def _exact_keys(norm: Norm) -> tuple[Hashable, ...] | None:
     if isinstance(norm, Period):
         if norm.year is not None:  # a year also equals the bare integer
             return (("d", norm.key), ("n", Decimal(norm.year)))
+        if norm.instant is not None:  # also the same instant at another offset, its day another
+            return (("d", norm.key), ("i", norm.instant))
         return (("d", norm.key),)
     if isinstance(norm, Other):
         return (("j", norm.json),)

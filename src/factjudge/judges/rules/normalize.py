@@ -77,14 +77,19 @@ Dates and periods (:func:`parse_period`)
     Keys: ``2023-03-05`` (ISO ``2023-03-05``/``2023/3/5``, ``March 5, 2023``, ``Mar. 5, 2023``,
     ``5 Mar 2023``, ``5th of March 2023``, ``03/05/2023``, after a weekday that is the date's own,
     ``Sun 5 Mar 2023`` or ``Sunday, March 5, 2023``; slash and dash all-number dates are month first
-    unless the first number exceeds 12, dotted ones (``05.03.2023``) day first; a time after an
-    ISO date is ignored), ``2023-03`` (``March 2023``, ``2023-03``), ``2023`` (``2023``,
+    unless the first number exceeds 12, dotted ones (``05.03.2023``) day first; an ISO date may
+    carry a time: see below), ``2023-03`` (``March 2023``, ``2023-03``), ``2023`` (``2023``,
     ``CY2023``, ``calendar year 2023``), ``FY2023`` (``FY2023``, ``FY 2023``, ``FY23``,
     ``fiscal 2023``, ``fiscal year 2023``, ``2023 fiscal year``), ``2023-Q1`` (``Q1 2023``,
     ``1Q23``, ``2023Q1``, ``first quarter of 2023``), ``FY2023-Q1`` (``Q1 FY2023``, ``FY23 Q1``)
     and the halves ``2023-H1`` / ``FY2023-H1``. A calendar year is not a fiscal year: ``2023``
     never equals ``FY2023`` (many fiscal years do not end in December). Two-digit years are only
     read after a marker (FY, Q, H, CY) and mean 20xx below 70, else 19xx.
+
+    A time after an ISO date (``2024-03-01T10:00:00``, ``2024-03-01 10:00Z``) is part of the
+    value (:attr:`Period.time`): two values that both give one are equal only at the same time of
+    day, and at the same instant when both give an offset (``10:00Z`` = ``11:00+01:00``). A date
+    without a time equals any time of its day (``2024-03-01`` = ``2024-03-01T09:00``).
 
 Identifiers and codes (:class:`Code`)
     A field holding an identifier or a code (named ``id``, ``number``, ``no``, ``code``, ``sku``,
@@ -295,6 +300,12 @@ class Quantity:
 class Period:
     key: str
     raw: str
+    #: The time of day after an ISO date (``HH:MM:SS``, a fraction of a second when not zero), as
+    #: written: a day with a time is not the day with another time.
+    time: str | None = None
+    #: That date and time in UTC (``YYYY-MM-DD HH:MM:SS``) when an offset (``Z``, ``+01:00``) says
+    #: which instant it is.
+    instant: str | None = None
 
     @property
     def year(self) -> int | None:
@@ -302,7 +313,8 @@ class Period:
         return int(self.key) if self.key.isdigit() else None
 
     def describe(self) -> str:
-        return self.raw if self.raw == self.key else f"{self.raw} = {self.key}"
+        norm = self.key if self.time is None else f"{self.instant} UTC" if self.instant else f"{self.key} {self.time}"
+        return self.raw if self.raw == norm else f"{self.raw} = {norm}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -819,7 +831,7 @@ def _python_scalar(value: Any) -> Any:
     ``value`` itself: they were JSON values that equal nothing ("not comparable"), and numpy 2's
     float64 raised in Decimal."""
     if isinstance(value, (_dt.date, _dt.time)):
-        return value.isoformat()  # a datetime's time is then left out as an ISO string's is
+        return value.isoformat()  # a datetime's time is then read as an ISO string's is
     if type(value).__module__ == "numpy" and callable(item := getattr(value, "item", None)):
         scalar = item()
         if isinstance(scalar, float) and not isinstance(value, float):
@@ -999,7 +1011,8 @@ _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, 
              "4th": 4}
 
 _ISO = re.compile(r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})"
-                  r"(?:[t ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:z|[+-]\d{2}:?\d{2})?)?")
+                  r"(?:[t ](?P<hh>\d{1,2}):(?P<mi>\d{2})(?::(?P<ss>\d{2})(?:\.(?P<frac>\d+))?)?"
+                  r"\s*(?P<tz>z|[+-]\d{2}:?\d{2})?)?")
 _NUMERIC_DATE = re.compile(r"(?P<a>\d{1,2})(?P<sep>[-/.])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})")
 _DAY_MON_YEAR = re.compile(
     rf"(?P<d>\d{{1,2}}){_ORD}[\s\-/]*(?:of\s+)?{_MON}[\s,\-/]*(?P<y>\d{{4}})")
@@ -1019,6 +1032,26 @@ BARE_YEAR_RANGE = (1900, 2100)
 _WEEKDAY = re.compile(r"(?P<wd>mon|tue|wed|thu|fri|sat|sun)(?:day|s|sday|nesday|r|rs|rsday|urday)?"
                       r"\.?,?\s+(?P<rest>.+)")
 _WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def _time_of_day(text: str) -> tuple[str | None, str | None]:
+    """:attr:`Period.time` and :attr:`Period.instant` of an ISO date with a time (``None, None``
+    without one, or with a time that is no time of day: ``25:00``)."""
+    m = _ISO.fullmatch(_prep(text.replace("_", " ")).rstrip("."))
+    if m is None or m["hh"] is None:
+        return None, None
+    try:
+        at = _dt.datetime(int(m["y"]), int(m["m"]), int(m["d"]), int(m["hh"]), int(m["mi"]), int(m["ss"] or 0))
+    except ValueError:
+        return None, None
+    frac = (m["frac"] or "").rstrip("0")
+    time = at.strftime("%H:%M:%S") + (f".{frac}" if frac else "")
+    if m["tz"] is None:
+        return time, None
+    offset = 0 if m["tz"] == "z" else (1 if m["tz"][0] == "+" else -1) * (
+        int(m["tz"][1:3]) * 60 + int(m["tz"][-2:]))
+    utc = at - _dt.timedelta(minutes=offset)
+    return time, utc.strftime("%Y-%m-%d %H:%M:%S") + (f".{frac}" if frac else "")
 
 
 def _year(text: str) -> int:
@@ -1293,7 +1326,9 @@ def _normalize_string(value: str, ignore_company_suffixes: bool, unit: Unit | No
     bare = _strip_quotes(value)
     key = parse_period(bare, bare_year=not amount, reading=reading)
     if key is not None:
-        return Period(key=key, raw=value.strip())
+        # (only an ISO date is read with a time, which has a colon)
+        time, instant = _time_of_day(bare) if ":" in bare else (None, None)
+        return Period(key=key, raw=value.strip(), time=time, instant=instant)
     q = parse_number(bare, reading)
     if q is None and "numbers" in reading.families:
         q = _written_number(bare, reading)

@@ -11,7 +11,9 @@ A hard field is one whose difference is not a matter of wording:
   ten apart (a percentage written as a fraction, a scale word read two ways) or one is a bare
   number and the other a measure;
 * a date or period denoting another day or period of the same kind (its normalised key differs,
-  both days, both months...: ``FY2023`` against ``2023`` proves nothing);
+  both days, both months...: ``FY2023`` against ``2023`` proves nothing), or, both with a time of
+  day, another time (another instant when both give an offset; an offset on one side only proves
+  nothing);
 * an identifier or code that differs after normalising case, spaces and punctuation
   (``inv 0077`` = ``INV-0077`` != ``2024-INV-0077``). A field is an identifier when the config
   names it (``identifier_fields``) or by its name: :data:`~.normalize.IDENTIFIER_NAME` (``id``,
@@ -97,6 +99,8 @@ def field_proof(name: str, subject: Prepared, candidate: Prepared, raw_subject: 
     elif isinstance(a, Period) and isinstance(b, Period):
         if _shape(a.key) != _shape(b.key):  # FY2023 vs 2023, a month vs a day: not the same kind of period
             return None
+        if a.time and b.time and (a.instant is None) != (b.instant is None):
+            return None  # one side's offset unknown: its other time of day may be the same instant
         kind = "date"
     else:  # missing, texts, lists, a number against a measure (546 vs 546 metres): nothing proved
         return None
