@@ -91,8 +91,10 @@ def test_a_server_that_dies_mid_run_stops_eval_and_a_rerun_resumes(tmp_path, wri
         return server._from_truth(body)
 
     server.responder = dying
+    # --retries 1: the stop comes after one backoff (0.5-1 s) instead of four (the default's
+    # 7.5-15 s, which test_retries_bound_the_tries_of_a_failing_request covers)
     args = ["eval", data, "-c", cfg, "--model", "m", "--base-url", server.base_url,
-            "--cache-dir", tmp_path / "cache", "-o", out, "--concurrency", "2"]
+            "--cache-dir", tmp_path / "cache", "-o", out, "--concurrency", "2", "--retries", "1"]
     started = time.monotonic()
     proc = run_cli(*args, env={"OPENAI_API_KEY": KEY})
     took = time.monotonic() - started
@@ -110,6 +112,46 @@ def test_a_server_that_dies_mid_run_stops_eval_and_a_rerun_resumes(tmp_path, wri
         asked = set(again.subjects())
         assert asked and not asked & kept_ids  # only the documents not kept are judged again
     assert len(read_lines(out / "results.jsonl")) == 40
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_retries_bound_the_tries_of_a_failing_request(tmp_path, write_json, retries):
+    """--retries N: a request failing with a 503 goes N more times (each after a backoff), then
+    its fact is an ERROR; the first fact is answered, so the run goes on."""
+    from evalkit import read_lines, run_cli
+    from scripted_server import describe, http_error
+
+    docs = [{"doc_id": "d", "gold_facts": [{"id": "g1", "fact_type": "revenue", "value": 1},
+                                           {"id": "g2", "fact_type": "revenue", "value": 2}],
+             "predicted_facts": [{"id": "p1", "fact_type": "revenue", "value": 1}]}]
+    server = ScriptedServer({("gold", "g1"): "p1", ("predicted", "p1"): "g1"}).start()
+    asked: list[str] = []
+
+    def responder(body):
+        asked.append(describe(body)[1])
+        return http_error(503) if asked[-1] == "g2" else server._from_truth(body)
+
+    server.responder = responder
+    try:
+        cfg = write_json("cfg.json", {"entity_types": ["revenue"]})
+        proc = run_cli("eval", write_json("data.jsonl", docs), "-c", cfg,
+                       "--model", "m", "--base-url", server.base_url, "--no-cache", "--no-warmup", "--concurrency", "1",
+                       "-o", tmp_path / "out", "--retries", str(retries), env={"OPENAI_API_KEY": KEY})
+    finally:
+        server.stop()
+    assert proc.returncode == 1, proc.stderr  # an ERROR fact: exit 1
+    assert asked.count("g2") == 1 + retries
+    (line,) = read_lines(tmp_path / "out" / "results.jsonl")
+    assert {f["id"]: f["factjudge"]["status"] for f in line["gold_facts"]} == {"g1": "TP", "g2": "ERROR"}
+
+
+def test_retries_out_of_range_are_refused_in_one_line():
+    from factjudge import JudgeConfig
+    from factjudge.errors import InputError
+    from factjudge.judges.factory import JudgeSpec, build_judge
+
+    with pytest.raises(InputError, match="--retries"):
+        build_judge(JudgeSpec(models=("m",), base_url="http://127.0.0.1:9/v1", retries=-1), JudgeConfig())
 
 
 # --------------------------------------------------------------------------- item 8: refusals in other words

@@ -19,7 +19,7 @@ from ..judges.factory import JUDGE_KINDS, REPEATS, JudgeKind, JudgeSpec, build_j
 from ..judges.llm.backends import BACKENDS
 from ..judges.llm.prompts import PIN_ID_CHOICES, REASONING_CHOICES, STRUCTURED_OUTPUT_MODES
 from ..judges.llm.request import DEFAULT_MAX_TOKENS, REASONING_MAX_TOKENS
-from ..judges.llm.setup import MAX_TOKENS, REASONING_EFFORTS, TEMPERATURE, TIMEOUT
+from ..judges.llm.setup import MAX_TOKENS, REASONING_EFFORTS, RETRIES, TEMPERATURE, TIMEOUT
 from ..judges.options import KindOption
 from ..models import JudgeConfig, Prices
 
@@ -128,6 +128,10 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
                           "server) or none (the schema in the prompt).")),
     "timeout": (float, typer.Option(120.0, "--timeout", min=0.001, max=TIMEOUT.high, help="Seconds one LLM request may "
                 "take; one question (all its tries) gets at most 3 times this.")),
+    "retries": (int, typer.Option(4, "--retries", min=0, max=int(RETRIES.high), help="Tries after the first "
+                "of an LLM request that failed in a way that may pass (429, 5xx, a timeout, a dropped "
+                "connection), waiting 1, 2, 4... s between them, or as the server's Retry-After says. "
+                "0 fails such a fact (an ERROR verdict) at once.")),
     "concurrency": (int | None, typer.Option(None, "--concurrency", min=1, help="Judge questions in flight at "
                     "once (default 8; with llama.cpp's server on one's own machine, its slots, read from "
                     "its /props; 1 for single-slot servers such as llama-cpp-python's).")),

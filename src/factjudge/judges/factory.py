@@ -21,7 +21,7 @@ from ..models import JudgeConfig
 from ..util.bounds import Bound, numbers_problem
 from ..util.urls import redact_query, url_problem
 from .base import Judge
-from .llm.setup import MAX_TOKENS, TEMPERATURE, TIMEOUT  # the bounds alone: no client, no aiohttp
+from .llm.setup import MAX_TOKENS, RETRIES, TEMPERATURE, TIMEOUT  # the bounds alone: no client, no aiohttp
 from .options import LLM_SETTINGS, SPEC_SETTINGS, KindOption, OptionValue
 
 # The LLM judge, the hybrid and the jury (and with them aiohttp, about half of a rules run's
@@ -66,6 +66,9 @@ class JudgeSpec:
     backend: str = "http"
     structured_output: str | None = None
     timeout: float = 120.0
+    #: Tries after the first of a request that failed in a way that may pass (429, 5xx, a timeout,
+    #: a dropped connection): :attr:`~.llm.retry.RetryPolicy.retries`.
+    retries: int = 4
     temperature: float = 0.0
     max_tokens: int | None = None
     reasoning_effort: str | None = None
@@ -206,7 +209,8 @@ def _check_numbers(spec: JudgeSpec) -> None:
     same way; this is for a spec built in Python)."""
     problem = numbers_problem([
         ("--timeout", TIMEOUT, spec.timeout), ("--temperature", TEMPERATURE, spec.temperature),
-        ("--repeats", REPEATS, spec.repeats), ("--max-tokens", MAX_TOKENS, spec.max_tokens)])
+        ("--repeats", REPEATS, spec.repeats), ("--max-tokens", MAX_TOKENS, spec.max_tokens),
+        ("--retries", RETRIES, spec.retries)])
     if problem:
         raise InputError(problem)
 
@@ -303,7 +307,7 @@ def _llm_judge(spec: JudgeSpec, model: str, url: str | None, repeat: int, cache:
                        transport=Transport(backend=spec.backend, timeout=spec.timeout,
                                            send_prompt_cache_key=spec.prompt_cache_key, warmup=spec.warmup,
                                            fit_slots=spec.fit_slots),
-                       retry=RetryPolicy(), cache=cache, notify=notify)
+                       retry=RetryPolicy(retries=spec.retries), cache=cache, notify=notify)
     except JudgeSetupError as exc:
         # the judge names its Python arguments; a spec names the options
         raise JudgeSetupError(str(exc).replace("or pass api_key= ", "").replace("base_url=", "--base-url")) from None

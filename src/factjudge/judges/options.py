@@ -52,7 +52,7 @@ SPEC_SETTINGS: dict[str, SpecSetting] = {
     "jury_rules": SpecSetting(_NO_JURY),
     "dry_run": SpecSetting("--dry-run previews LLM calls: add --model (and --judge llm or hybrid)"),
     **{name: SpecSetting() for name in (
-        "api_key_env", "backend", "structured_output", "timeout", "temperature", "max_tokens",
+        "api_key_env", "backend", "structured_output", "timeout", "retries", "temperature", "max_tokens",
         "reasoning_effort", "cache", "cache_dir", "warmup", "prompt_cache_key", "pin_id", "fit_slots")},
 }
 #: What a kind that asks an LLM (a seat per model, a jury of them) takes: every setting.
