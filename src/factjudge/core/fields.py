@@ -10,8 +10,9 @@ of :mod:`factjudge.core.analysis`); every other gold fact and prediction is unal
 out-of-scope facts are not counted, as in the fact-level figures.
 
 **Paths**: each compared field (``total``), and inside a list field its items (``line_items[]``)
-and their fields (``line_items[].unit_price``), at any depth. A value is there unless it is null
-or absent (null is absence); a list's items are its values at ``field[]``.
+and their fields (``line_items[].unit_price``), at any depth. A value is there unless it is
+absent: left out, null, a blank string or an empty list or record (:func:`~.scope.is_absent`); a
+list's items are its values at ``field[]``.
 
 **Counts** per fact type and path:
 
@@ -38,6 +39,7 @@ from pydantic import TypeAdapter
 
 from ..models import Analysis, FieldCounts, FieldScore, status_of, verdict_of
 from .metrics import prf
+from .scope import is_absent
 
 CORRECT, WRONG, MISSING, SPURIOUS = range(4)
 
@@ -74,7 +76,7 @@ def _slot(tally: dict[str, list[int]], path: str) -> list[int]:
 
 def _one_side(tally: dict[str, list[int]], path: str, value: Any, kind: int) -> None:
     """``value`` and everything inside it counted as ``kind`` (missing or spurious)."""
-    if value is None:
+    if is_absent(value):
         return
     _slot(tally, path)[kind] += 1
     if isinstance(value, list):
@@ -108,7 +110,7 @@ def _pairs(match: Match, gold: list[Any], predicted: list[Any]) -> list[tuple[in
 def _both(tally: dict[str, list[int]], path: str, gold: Any, predicted: Any, match: Match,
           linked: bool) -> None:
     """One value of an aligned pair, and everything inside it."""
-    if gold is None or predicted is None:
+    if is_absent(gold) or is_absent(predicted):
         _one_side(tally, path, gold, MISSING)
         _one_side(tally, path, predicted, SPURIOUS)
         return
@@ -202,7 +204,7 @@ def count_fields(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[
         mine = tally.setdefault(str(g.get("fact_type")), {})
         for name in names:
             gv, pv = g.get(name), p.get(name)
-            if linked and not (gv is None or pv is None or isinstance(gv, list) or isinstance(pv, list)):
+            if linked and not (is_absent(gv) or is_absent(pv) or isinstance(gv, list) or isinstance(pv, list)):
                 _slot(mine, name)[CORRECT] += 1  # all _both does of two linked values not lists
             else:
                 _both(mine, name, gv, pv, matches.get(name, _EQUAL), linked)

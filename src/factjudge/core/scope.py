@@ -6,7 +6,6 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
-from operator import is_
 from typing import Any, TypeVar
 
 from ..errors import InputError
@@ -39,6 +38,17 @@ def _fields(facts: Iterable[dict[str, Any]], skip: frozenset[str] = NOT_COMPARED
             if key not in skip:
                 seen[key] = None
     return out
+
+
+def is_absent(value: Any) -> bool:
+    """Whether a field's value says nothing: null, a blank string, an empty list or record. An
+    extractor writes ``""`` or ``[]`` for what it did not find (a Pydantic default), where the gold
+    leaves the field out or null: the same absence, which is no evidence of a match."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value or value.isspace()
+    return isinstance(value, (list, dict)) and not value
 
 
 #: Unit-like fields (:mod:`factjudge.judges.rules.normalize`): read into the amount they apply to
@@ -77,6 +87,9 @@ def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
         # a unit no prediction names is no unit, which an amount in the gold's currency matches
         only_gold = [f for f in names if f in gold_fields[fact_type] and f not in pred_fields[fact_type]
                      and not is_unit_field(f)]
+        # (a field only ever absent, null or "", is no field the other side lacks: absent there too)
+        only_pred = _given(only_pred, predicted, fact_type)
+        only_gold = _given(only_gold, gold, fact_type)
         if only_pred:
             warnings.append(f"{fact_type}: predicted facts carry {', '.join(only_pred)}, which no gold "
                             "fact of this type has: not compared (set 'fields' to compare them)")
@@ -86,6 +99,15 @@ def compared_fields(gold: list[dict[str, Any]], predicted: list[dict[str, Any]],
     per_type = {t: tuple(f) for t, f in gold_fields.items()}
     per_type.update({t: tuple(config.fields_for(t) or ()) for t in listed})
     return per_type, warnings
+
+
+def _given(names: list[str], facts: Iterable[Mapping[str, Any]], fact_type: Any) -> list[str]:
+    """Those of ``names`` that a fact of ``fact_type`` gives a value (:func:`is_absent`: not null,
+    blank or empty): looked for only when there is a warning to give."""
+    if not names:
+        return names
+    of_type = [f for f in facts if f.get("fact_type") == fact_type]
+    return [n for n in names if any(not is_absent(f.get(n)) for f in of_type)]
 
 
 def fact_fields(fact: Mapping[str, Any], config: JudgeConfig,
@@ -134,7 +156,7 @@ def fields_by_type(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | No
 
 def _nothing_message(fact_type: object, count: int) -> str:
     return (f"{fact_type}: {count} fact{'' if count == 1 else 's'} had nothing to compare (every "
-            "compared field null or absent): absence is no evidence, so the rules judge matches "
+            "compared field null, empty or absent): absence is no evidence, so the rules judge matches "
             "such a fact with nothing")
 
 
@@ -146,7 +168,7 @@ _ONE_SIDE = re.compile(r"(?P<type>.*): (?P<side>gold|predicted) facts carry (?P<
 
 def nothing_to_compare(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], config: JudgeConfig,
                        fields: Mapping[Any, tuple[str, ...]] | None) -> list[str]:
-    """A warning per fact_type with facts whose compared fields are all null or absent (a
+    """A warning per fact_type with facts whose compared fields are all absent (:func:`is_absent`: a
     Pydantic ``Optional`` left empty): counted on both sides. A type with no field to compare at
     all is a fact by its type alone and is not counted."""
     counts, _ = _scope_pass(gold, predicted, config, fields, True, ())
@@ -224,7 +246,7 @@ def _scope_pass(gold: list[dict[str, Any]], predicted: list[dict[str, Any]], con
     for fact in (*gold, *predicted):
         names = fields_of(fact)
         values = list(map(fact.get, names))
-        if nothing and names and all(map(is_, values, repeat(None))):
+        if nothing and names and all(map(is_absent, values)):
             counts[fact["fact_type"]] = counts.get(fact["fact_type"], 0) + 1
             continue  # no value to read
         if looking:

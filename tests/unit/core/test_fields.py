@@ -14,7 +14,7 @@ from factjudge.models import Analysis, NearMiss
 
 FIELDS = ("a", "b", "items")
 
-scalars = st.one_of(st.none(), st.integers(0, 3), st.sampled_from(["x", "y"]))
+scalars = st.one_of(st.none(), st.integers(0, 3), st.sampled_from(["x", "y", "", " "]))
 records = st.dictionaries(st.sampled_from(["p", "q", "r"]), st.one_of(scalars, st.lists(scalars, max_size=2)),
                           max_size=3)
 values = st.one_of(scalars, st.lists(st.one_of(scalars, records, st.lists(scalars, max_size=2)), max_size=4),
@@ -23,8 +23,9 @@ STATUSES = ("TP", "FN", "FP", "ERROR", "OUT_OF_SCOPE")
 
 
 def walk(path, value, into):
-    """The values of a fact at each path, counted independently of core/fields."""
-    if value is None:
+    """The values of a fact at each path, counted independently of core/fields: null, a blank
+    string and an empty list or record are no value."""
+    if value is None or value in ("", " ", [], {}):
         return
     into[path] += 1
     if isinstance(value, list):

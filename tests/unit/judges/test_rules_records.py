@@ -35,7 +35,7 @@ def test_fields_null_on_both_sides_are_no_evidence_of_a_match():
     pred = [{"id": "p1", "fact_type": "supplier", "name": "Fabrikam Holdings", "po_number": None}]
     result, g, p = judged(gold, pred, {"fields": ["po_number", "phone"]})
     assert (g, p) == (["FN"], ["FP"])
-    assert "Nothing to compare: po_number, phone null or absent on both sides" in \
+    assert "Nothing to compare: po_number, phone null, empty or absent on both sides" in \
         result.gold_facts[0]["factjudge"]["reasoning"]
     assert any(w.startswith("supplier: 2 facts had nothing to compare") for w in result.warnings)
 
@@ -47,6 +47,27 @@ def test_a_field_null_on_both_sides_is_not_compared():
     assert (g, p) == (["TP"], ["TP"])
     assert "note" not in result.gold_facts[0]["factjudge"]["reasoning"]
     assert not any("nothing to compare" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("empty", ["", "  ", [], {}])
+def test_an_empty_value_is_absence_as_null_is(empty):
+    """An extractor's "" or [] for what it did not find (a Pydantic default) against a gold that
+    leaves the field out: was a difference (FN + FP), counted as a value, and warned of as a field
+    no prediction has."""
+    gold = [{"id": "g1", "fact_type": "invoice", "vendor": "Acme", "total": 5, "note": empty}]
+    pred = [{"id": "p1", "fact_type": "invoice", "vendor": "Acme", "total": 5}]
+    for a, b in ((gold, pred), (pred, [{**gold[0], "id": "p1"}])):
+        result, g, p = judged(a, b)
+        assert (g, p) == (["TP"], ["TP"]), result.gold_facts[0]["factjudge"]["reasoning"]
+        assert not any("note" in w for w in result.warnings), result.warnings
+        assert "note" not in result.to_dict()["analysis"]["fields"]["invoice"]  # no value either side: not counted
+    # against a value it is a missing value, as null is
+    result, g, p = judged([{**gold[0], "note": "paid"}], [{**pred[0], "note": empty}])
+    assert (g, p) == (["FN"], ["FP"]) and "note: missing on candidate" in result.gold_facts[0]["factjudge"]["reasoning"]
+    # a fact whose every compared field is empty has nothing to compare
+    result, g, _ = judged([{"id": "g", "fact_type": "x", "name": empty}],
+                          [{"id": "p", "fact_type": "x", "name": empty}])
+    assert g == ["FN"] and any("x: 2 facts had nothing to compare" in w for w in result.warnings)
 
 
 def test_a_null_prediction_against_a_gold_value_is_a_missing_value():
@@ -226,7 +247,7 @@ def test_lists_of_values_are_multisets():
     assert tags(["a", "b", "b"], ["b", "a", "b"]) == ["TP"]
     assert tags(["a", "b"], ["a", "b", "b"]) == ["FN"]
     assert tags(["12.5", "Acme Inc."], ["acme", 12.5]) == ["TP"]  # each value read as a field is
-    assert tags([], []) == ["TP"]
+    assert tags([], []) == ["FN"]  # an empty list is no value, as null: nothing to compare, no evidence
 
 
 def test_ordered_keeps_the_order_where_it_matters():
@@ -266,7 +287,7 @@ def test_alignment_is_invariant_under_permutation_of_either_list(a, b, rnd):
 
 
 @settings(max_examples=examples(40), deadline=None)
-@given(st.lists(item, max_size=6), st.randoms(use_true_random=False))
+@given(st.lists(item, min_size=1, max_size=6), st.randoms(use_true_random=False))  # ([] is no value, as null)
 def test_equal_lists_are_equal_in_any_order(a, rnd):
     shuffled = a[:]
     rnd.shuffle(shuffled)

@@ -160,7 +160,7 @@ def _negative_reasoning(negative: NegativeStatus, other: Direction, subject: Pre
     lines = [f"{negative}: no {other} fact of fact_type {quoted(subject.fact_type)} matches "
              f"({same_type} of that type). Closest: {closest.candidate.fact_id}{how}."]
     if closest.empty:
-        lines.append(f"Nothing to compare: {', '.join(closest.empty)} null or absent on both sides.")
+        lines.append(f"Nothing to compare: {', '.join(closest.empty)} null, empty or absent on both sides.")
     lines += [f"{f.line()}." for f in failed]
     if agreed:
         lines.append(f"Agrees on {', '.join(agreed)}.")

@@ -1250,8 +1250,8 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         if pattern is not None and (m := pattern.fullmatch(value)) is not None and not value.isdigit():
             return _figure(m, value, unit, reading.decimal)
         return _normalize_string(value, ignore_company_suffixes, unit, amount, reading)
-    if value is None:
-        return MISSING
+    if value is None or (isinstance(value, (list, dict)) and not value):
+        return MISSING  # an empty list or record says nothing, as null (core.scope.is_absent)
     if isinstance(value, list) and (items := _items(value, ignore_company_suffixes, reading)) is not None:
         return items
     if isinstance(value, dict) and value and (items := _items([value], ignore_company_suffixes, reading)) is not None:
@@ -1322,6 +1322,8 @@ def _figure(m: re.Match[str], text: str, unit: Unit | None, decimal: str = ".") 
 def _normalize_string(value: str, ignore_company_suffixes: bool, unit: Unit | None, amount: bool,
                       reading: Reading) -> Norm:
     """:func:`_normalize_value` of a string, by every reading in turn."""
+    if not value or value.isspace():
+        return MISSING  # a blank string says nothing, as null (core.scope.is_absent)
     # a quoted date or number ('"1923-11-18"', as RDF literals are written) is still one
     bare = _strip_quotes(value)
     key = parse_period(bare, bare_year=not amount, reading=reading)
