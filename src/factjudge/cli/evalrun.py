@@ -78,7 +78,7 @@ def scan(data: Dataset, name: str, cfg: JudgeConfig, judge: Judge, skip_invalid:
     """Check every line before any call; stop on bad ones unless they are to be skipped."""
     problems = data.scan(cfg, input_salt(cfg, judge))
     for p in problems[:MAX_PROBLEMS_SHOWN]:
-        say(("factjudge: skipped: " if skip_invalid else "factjudge: error: ") + p.message)
+        say(f"factjudge: skipped: {p.skipped}" if skip_invalid else f"factjudge: error: {p.message}")
     if len(problems) > MAX_PROBLEMS_SHOWN:
         say(f"factjudge: ... and {len(problems) - MAX_PROBLEMS_SHOWN} more bad line(s)")
     if problems and not skip_invalid:

@@ -385,6 +385,40 @@ def coerce_id(value: object, key: str, prefix: str) -> str:
     return value
 
 
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as its (key, value) pairs, every repeated key kept (:func:`named_doc_id`)."""
+
+
+#: A JSON string (its characters between the quotes), as JSON writes one.
+_JSON_STRING = r'"((?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*)"'
+
+
+def named_doc_id(raw: bytes, key: str = "doc_id") -> str | None:
+    """The doc_id a line that was refused names, when it can be told for sure, else None: the
+    ``key`` of the line parsed as a JSON object (a string or an integer, as :func:`coerce_id`
+    takes it; None when the key is repeated with another value), or, for a line that is no valid
+    JSON (cut short, a stray comma), the one ``"key": "..."`` string its raw text holds in a key's
+    place (after ``{`` or ``,``). Read only for a line already refused: what ``--skip-invalid``
+    leaves out with it."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        rec = json.loads(text, object_pairs_hook=_Pairs)
+    except (ValueError, RecursionError):  # not JSON: the raw text, strictly
+        pattern = re.compile(r'(?:^|[{,])\s*' + re.escape(json.dumps(key)) + r'\s*:\s*' + _JSON_STRING)
+        values = {json.loads(f'"{m[1]}"') for m in pattern.finditer(text)}
+    else:
+        if not isinstance(rec, _Pairs):
+            return None
+        found = [v for k, v in rec if k == key]
+        if not all(type(v) in (str, int) for v in found):  # a bool, a list, null: no doc_id
+            return None
+        values = {str(v) for v in found}
+    if len(values) != 1:
+        return None
+    [doc_id] = values
+    return doc_id if doc_id.strip() else None
+
+
 def read_error(path: Path, exc: OSError | UnicodeDecodeError) -> InputError:
     """The one-line error for a file that cannot be read."""
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -29,14 +29,25 @@ from .jsonl import coerce_id, jsonl_lines, looks_like_object
 
 @dataclass(frozen=True)
 class Problem:
-    """A bad input line: reported, and skipped with ``--skip-invalid``."""
+    """A bad input line: reported, and skipped with ``--skip-invalid``. ``doc_id``: the document
+    a bad line of a fact file belongs to, when it can be told (:class:`PairedFacts` then leaves
+    that whole document out, as a bad dataset line's)."""
 
     file: str
     line: int
     message: str
+    doc_id: str | None = None
+
+    @property
+    def skipped(self) -> str:
+        """The message when the line is skipped: what else was left out with it."""
+        if self.doc_id is None:
+            return self.message
+        return f"{self.message} (document {self.doc_id!r} left out, both sides: a document short of a fact is not scored)"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "error": self.message}
+        """Its record in summary.json's ``skipped``."""
+        return {"file": self.file, "line": self.line, "error": self.skipped}
 
 
 @dataclass(frozen=True)
@@ -359,27 +370,38 @@ class PairedFacts:
     """Documents from two fact sources (gold, predicted), grouped by ``doc_id``: a
     :class:`DocumentSource`. The sources are indexed (two integers per fact) rather than loaded,
     so facts are read only when their document is judged. A document on one side only is still
-    scored."""
+    scored. A bad record whose document can be told (:attr:`Problem.doc_id`) leaves that whole
+    document out, both sides, as a bad dataset line does: a document short of a fact is never
+    scored as if it were complete; one whose document cannot be told is a warning."""
 
     def __init__(self, gold: FactSource, predicted: FactSource) -> None:
         self.sides: dict[Direction, FactSource] = {"gold": gold, "predicted": predicted}
         self.sources = [gold.name, predicted.name]
         self._index: dict[str, dict[Direction, _Side]] = {}
         self._order: list[str] = []
+        #: The lines of bad records whose document could not be told, per side (for ``warnings``).
+        self._unknown: dict[Direction, list[int]] = {}
 
     def read(self, config: JudgeConfig) -> Iterator[Located | Problem]:
-        self._index, self._order = {}, []
+        self._index, self._order, self._unknown = {}, [], {}
+        left_out: set[str] = set()
         for src in self.sides.values():
             src.check()
         # pass 1: each fact on its own, and where each document's facts are
         for side, src in self.sides.items():
             for item in src.read(config):
                 if isinstance(item, Problem):
+                    if item.doc_id is None:
+                        self._unknown.setdefault(side, []).append(item.line)
+                    else:
+                        left_out.add(item.doc_id)
                     yield item
                     continue
                 places = self._index.setdefault(item.doc_id, {"gold": _Side(), "predicted": _Side()})
                 places[side].keys.append(item.key)
                 places[side].lines.append(item.line)
+        for doc_id in left_out:  # its valid facts, before and after the bad record, on both sides
+            self._index.pop(doc_id, None)
         # pass 2: one document at a time, for duplicate ids and the input hash
         with contextlib.ExitStack() as stack:
             loaders = {side: stack.enter_context(src.opened()) for side, src in self.sides.items()}
@@ -434,6 +456,24 @@ class PairedFacts:
             yield text
 
     def warnings(self) -> list[str]:
+        """What :meth:`_one_side` and :meth:`_unknown_documents` say."""
+        return self._unknown_documents() + self._one_side()
+
+    def _unknown_documents(self) -> list[str]:
+        """A warning when bad records were skipped whose document could not be told: some
+        document may be scored short of a fact, and nothing else would say so."""
+        if not self._unknown:
+            return []
+        units = {self.sides[side].unit for side in self._unknown}
+        unit = units.pop() if len(units) == 1 else "record"
+        where = "; ".join(f"{self.sides[side].name}: {self.sides[side].unit}{'s' if len(lines) > 1 else ''} "
+                          f"{', '.join(map(str, lines[:5]))}{', ...' if len(lines) > 5 else ''}"
+                          for side, lines in self._unknown.items())
+        count = sum(map(len, self._unknown.values()))
+        return [f"{count} fact {unit}(s) of unknown documents were skipped ({where}): their doc_id "
+                "could not be read, so some documents may be scored without a fact; fix them and run again"]
+
+    def _one_side(self) -> list[str]:
         """A warning when documents have gold facts only AND others predicted facts only: doc_ids
         spelled differently on the two sides (``1`` vs ``01``) never pair, and every fact then
         counts as missed or spurious without a word. One side alone is normal (a system that
@@ -478,12 +518,14 @@ class LinePart:
 
 
 def json_lines(path: Path, name: str, parse: Callable[[bytes, int], _Parsed],
-               is_object: Callable[[bytes], bool] = looks_like_object, part: LinePart | None = None
+               is_object: Callable[[bytes], bool] = looks_like_object, part: LinePart | None = None,
+               doc_of: Callable[[bytes], str | None] | None = None
                ) -> Iterator[tuple[int, int, _Parsed] | Problem]:
     """Each line of a JSON-lines file as ``(line, offset, parse(raw, line))``, or the located
     :class:`Problem` of a line ``parse`` refuses; a file none of whose lines even looks like a JSON
     object (``is_object``) ends in one error (:func:`not_json_lines`). The loop of every JSON-lines
-    format. ``part``: only its lines, its counts kept there (no error at the end)."""
+    format. ``part``: only its lines, its counts kept there (no error at the end). ``doc_of``: the
+    doc_id a refused line names, if any (a fact file's: :attr:`Problem.doc_id`)."""
     bad, first, objects = 0, None, 0
     lines = jsonl_lines(path) if part is None else jsonl_lines(path, part.start, part.stop, part.first_line)
     for lineno, offset, raw in lines:
@@ -492,7 +534,7 @@ def json_lines(path: Path, name: str, parse: Callable[[bytes, int], _Parsed],
             parsed = parse(raw, lineno)
         except InputError as exc:
             bad, first = bad + 1, first or str(exc)
-            yield Problem(name, lineno, str(exc))
+            yield Problem(name, lineno, str(exc), None if doc_of is None else doc_of(raw))
             continue
         yield lineno, offset, parsed
     if part is None:

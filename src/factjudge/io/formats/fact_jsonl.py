@@ -10,7 +10,7 @@ from typing import Any
 from ...models import JudgeConfig
 from ..facts import validate_numbered
 from ..inputs import check_input_kind, rename_fields
-from ..jsonl import parse_object_line, read_line_at
+from ..jsonl import named_doc_id, parse_object_line, read_line_at
 from ..scan import FactEntry, FactLoader, Problem, doc_id_of, json_lines
 
 
@@ -42,8 +42,13 @@ class FactLines:
 
     def read(self, config: JudgeConfig) -> Iterator[FactEntry | Problem]:
         self.columns = dict(config.columns)
-        for item in json_lines(self.file, self.name, self._checked_doc_id):
+        for item in json_lines(self.file, self.name, self._checked_doc_id, doc_of=self._doc_of):
             yield item if isinstance(item, Problem) else FactEntry(*item)
+
+    def _doc_of(self, raw: bytes) -> str | None:
+        """The document a refused line belongs to, if it can be told: ``--skip-invalid`` leaves
+        that document out rather than score it short of a fact (a table's copy is renamed already)."""
+        return named_doc_id(raw, "doc_id" if self.unit == "row" else self.columns.get("doc_id", "doc_id"))
 
     def _checked_doc_id(self, raw: bytes, lineno: int) -> str:
         """The doc_id of a line whose fact is valid (else the line's one-line error)."""
