@@ -43,7 +43,8 @@ class Problem:
         """The message when the line is skipped: what else was left out with it."""
         if self.doc_id is None:
             return self.message
-        return f"{self.message} (document {self.doc_id!r} left out, both sides: a document short of a fact is not scored)"
+        return (f"{self.message} (document {self.doc_id!r} left out, both sides: a document short of "
+                "a fact is not scored)")
 
     def to_dict(self) -> dict[str, Any]:
         """Its record in summary.json's ``skipped``."""
@@ -400,8 +401,6 @@ class PairedFacts:
                 places = self._index.setdefault(item.doc_id, {"gold": _Side(), "predicted": _Side()})
                 places[side].keys.append(item.key)
                 places[side].lines.append(item.line)
-        for doc_id in left_out:  # its valid facts, before and after the bad record, on both sides
-            self._index.pop(doc_id, None)
         # pass 2: one document at a time, for duplicate ids and the input hash
         with contextlib.ExitStack() as stack:
             loaders = {side: stack.enter_context(src.opened()) for side, src in self.sides.items()}
@@ -410,9 +409,13 @@ class PairedFacts:
                 for side, where in sides.items():
                     facts[side], problems = self._unique(doc_id, side, where, loaders[side])
                     yield from problems
+                if doc_id in left_out:  # its other problems named all the same (the same without --skip-invalid)
+                    continue
                 self._order.append(doc_id)
                 yield Located(self.sources[0], 0, doc_id, len(self._order) - 1,
                               Document(doc_id, facts["gold"], facts["predicted"]))
+        for doc_id in left_out:  # not a document of the run (warnings, texts)
+            self._index.pop(doc_id, None)
 
     def _unique(self, doc_id: str, side: Direction, where: _Side,
                 load: FactLoader) -> tuple[list[dict[str, Any]], list[Problem]]:

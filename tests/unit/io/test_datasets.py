@@ -66,8 +66,11 @@ def test_bad_lines_of_the_gold_predicted_form_name_file_and_line(tmp_path):
                    "--skip-invalid")
     assert proc.returncode == 0, proc.stderr
     lines = read_lines(tmp_path / "out" / "results.jsonl")
+    # a's bad lines of known doc_id (gold line 5, predicted line 1) leave it out: it is not scored
+    # from 1 of its gold facts; line 2's document is unknown, which a warning says
     assert [(x["doc_id"], [f["id"] for f in x["gold_facts"]], x["predicted_facts"]) for x in lines] == [
-        ("a", ["1"], []), ("b", ["1"], [])]
+        ("b", ["1"], [])]
+    assert "factjudge: warning: 1 fact line(s) of unknown documents were skipped" in proc.stderr
 
 
 @pytest.mark.parametrize("args, message", [
