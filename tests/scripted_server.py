@@ -366,6 +366,10 @@ class ScriptedServer:
         #: A check of every Files/Batches call that may answer it first (a redirect, a 200 that is
         #: not JSON, echoing the request's headers); None lets it through. The call is logged.
         self.batch_gate: Callable[[web.Request], Reply | None] | None = None
+        #: A hostile server's view of a batch object: what creating, retrieving or listing answers
+        #: is this function of a copy of it (a status quoting the key, counts that are no numbers);
+        #: the batch itself goes on as scripted. None: the object as it is.
+        self.batch_view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         # --- Anthropic's Messages API
         #: the key ``x-api-key`` must hold (None: any, as a local server that checks none)
         self.anthropic_key: str | None = None
@@ -803,7 +807,7 @@ class ScriptedServer:
                    "request_counts": {"total": 0, "completed": 0, "failed": 0}}
             self.batches[bid] = obj
             self._batch_outcomes[bid] = plan
-        return web.json_response(obj)
+        return web.json_response(self._viewed(obj))
 
     def _finish_batch(self, obj: dict[str, Any]) -> None:
         """Answer the batch's lines (as many as its plan lets) into an output and an error file."""
@@ -860,6 +864,10 @@ class ScriptedServer:
         failed = sum(1 for e in err if e.get("response"))
         obj["request_counts"] = {"total": len(lines), "completed": len(out), "failed": failed}
 
+    def _viewed(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` as :attr:`batch_view` shows it."""
+        return obj if self.batch_view is None else self.batch_view(json.loads(json.dumps(obj)))
+
     async def _retrieve_batch(self, request: web.Request) -> web.Response:
         self._log_call(request)
         bid = request.match_info["batch_id"]
@@ -879,12 +887,12 @@ class ScriptedServer:
             obj["status"] = "finalizing"
         elif status == "finalizing":
             self._finish_batch(obj)
-        return web.json_response(obj)
+        return web.json_response(self._viewed(obj))
 
     async def _list_batches(self, request: web.Request) -> web.Response:
         self._log_call(request)
         with self._lock:
-            data = list(reversed(list(self.batches.values())))
+            data = [self._viewed(b) for b in reversed(list(self.batches.values()))]
         return web.json_response({"object": "list", "data": data, "has_more": False})
 
     @web.middleware

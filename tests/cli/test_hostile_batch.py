@@ -364,8 +364,119 @@ def test_a_downloaded_file_has_every_key_hidden_even_one_split_between_two_piece
 
     async def download():
         async with BatchClient(endpoint(server.base_url, KEY)) as client:
-            await client.download("file-9", dest)
+            await client.download("file-9", dest, lines=1)
 
     asyncio.run(download())
     assert len(data) > 3 << 20
     assert dest.read_bytes() == data.replace(KEY.encode(), b"***")
+
+
+# --------------------------------------------------------------------------- a batch object's words, an answer's size
+
+
+def stop_at_third_check(server):
+    """The batch held in progress; the third retrieve answered with an HTTP 400 (not retried): the
+    run stops there, its batch.json holding what the second one said."""
+    def gate(request):
+        checks = [p for m, p in server.batch_calls if m == "GET" and p.startswith("/v1/batches/")]
+        if request.method == "GET" and request.path.startswith("/v1/batches/") and len(checks) >= 2:
+            return Reply(status=400, body=json.dumps({"error": {"message": "scripted stop"}}))
+        return None
+
+    server.batch_hold = True
+    server.batch_gate = gate
+
+
+def saved_job(tmp_path):
+    return json.loads((tmp_path / "out" / "batch.json").read_text(encoding="utf-8"))["jobs"][0]
+
+
+@pytest.mark.parametrize("auth", ["key", "url"])
+def test_a_batch_status_and_counts_quoting_the_key_are_shown_and_saved_without_it(tmp_path, server, batch_eval,
+                                                                                  auth):
+    """A batch object's status and request_counts went to the progress line and batch.json as the
+    server gave them: a proxy quoting the request's Authorization header there showed the key."""
+    url, env, header, secrets = with_auth(server, auth)
+
+    def quoting(obj):
+        obj["status"] = f"{obj['status']} (proxy saw {header})"
+        obj["request_counts"] = {"total": header, "completed": -1, "failed": 2.5, "extra": header}
+        return obj
+
+    server.batch_view = quoting
+    stop_at_third_check(server)
+    proc = batch_eval(url, env)
+    assert proc.returncode == 2, proc.stderr
+    assert "scripted stop" in last_line(proc) and "resume polling" in last_line(proc)
+    assert shown_or_written(tmp_path, proc, secrets) == []
+    shown = f"in_progress (proxy saw {header.split()[0]} ***)"
+    job = saved_job(tmp_path)
+    assert job["status"] == shown and job["request_counts"] == {}  # no count is trusted
+    assert f"batch_1 {shown} ?/{job['lines']} |" in proc.stderr  # the counts shown as unknown
+
+
+def test_a_huge_status_with_control_characters_is_cut_and_escaped(tmp_path, server, batch_eval):
+    """A status of 200,000 characters went whole into every progress line and batch.json."""
+    def huge(obj):
+        obj["status"] = f"{obj['status']}\x1b[2J\r" + "x" * 200_000
+        obj["request_counts"] = {"total": 10**30, "completed": True, "failed": 1}
+        return obj
+
+    server.batch_view = huge
+    stop_at_third_check(server)
+    proc = batch_eval(env={"OPENAI_API_KEY": KEY})
+    assert proc.returncode == 2, proc.stderr
+    assert max(len(line) for line in proc.stderr.splitlines()) < 1000, proc.stderr[:2000]
+    status = saved_job(tmp_path)["status"]
+    assert status.startswith("in_progress\\x1b[2J\\x0dxxx") and "[cut: " in status and len(status) < 200
+    assert saved_job(tmp_path)["request_counts"] == {"failed": 1}  # 10**30 and True are no counts
+    assert "in_progress\\x1b[2J\\x0dxxx" in proc.stderr and "?/" in proc.stderr and ", 1 failed" in proc.stderr
+
+
+@pytest.mark.parametrize("call", ["POST /v1/files", "POST /v1/batches", "GET /v1/batches/batch_1"])
+def test_a_json_answer_over_the_cap_is_one_line_read_no_further(tmp_path, server, batch_eval, call):
+    """The Files and Batches answers were read whole, however large (the chat reply's are capped):
+    9 MiB of JSON, a valid answer but for its size, stops the run with one line."""
+    from factjudge.judges.llm.batch_api import MAX_ANSWER_BYTES
+
+    method, path = call.split()
+    pad = "x" * (9 << 20)
+    answers = {"/v1/files": {"id": "file-1", "object": "file", "pad": pad},
+               "/v1/batches": {"id": "batch_1", "object": "batch", "status": "validating", "pad": pad},
+               "/v1/batches/batch_1": {"id": "batch_1", "object": "batch", "status": "failed", "pad": pad}}
+    server.batch_gate = lambda request: Reply(body=json.dumps(answers[path])) \
+        if (request.method, request.path) == (method, path) else None
+    proc = batch_eval()
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    what = {"/v1/files": "uploading input-001-round1.jsonl", "/v1/batches": "creating the batch",
+            "/v1/batches/batch_1": "checking batch batch_1"}[path]
+    assert last_line(proc).startswith(
+        f"factjudge: error: {what}: the server at 127.0.0.1:{server.port} answered more than "
+        f"{MAX_ANSWER_BYTES >> 20} MiB (read no further)")
+    assert [x for x in proc.stderr.splitlines() if "error" in x] == [last_line(proc)]
+
+
+def test_a_download_longer_than_its_answers_can_be_stops_and_leaves_no_file(tmp_path, server):
+    """The output file is streamed to disk (memory bounded); its length is bounded too, by what the
+    import would take from its lines (a batch of 2 lines: 2 x (8 MiB + 1))."""
+    import asyncio
+
+    from factjudge.judges.llm.backends import MAX_BODY_BYTES, endpoint
+    from factjudge.judges.llm.batch_api import BatchClient, BatchError
+
+    data = b"x" * (2 * (MAX_BODY_BYTES + 1) + 1)
+    server.files["file-9"], server.file_data["file-9"] = {"id": "file-9"}, data
+    dest = tmp_path / "out.jsonl"
+
+    async def download(lines):
+        async with BatchClient(endpoint(server.base_url, KEY)) as client:
+            await client.download("file-9", dest, lines=lines)
+
+    with pytest.raises(BatchError) as raised:
+        asyncio.run(download(2))
+    assert str(raised.value) == (f"downloading file file-9: the server at 127.0.0.1:{server.port} sent "
+                                 "more than 16 MiB, more than the batch's answers can be (read no further)")
+    assert list(tmp_path.iterdir()) == []
+    asyncio.run(download(3))
+    assert dest.read_bytes() == data

@@ -152,7 +152,7 @@ def test_a_200_whose_body_is_not_json_is_an_invalid_answer(server, backend, brok
 def test_an_answer_longer_than_one_read_is_read_whole(server):
     # the http backend reads a body a piece at a time and stops when the stream is at its end,
     # without a last empty read: a body of several pieces must still be read to its last byte
-    from factjudge.judges.llm.backends.http import _READ_PIECE
+    from factjudge.judges.llm.backends.base import _READ_PIECE
 
     server.truth = TRUTH
     long = "x" * (2 * _READ_PIECE + 123)  # a reasoning longer than two pieces: three reads

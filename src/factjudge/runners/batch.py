@@ -300,7 +300,7 @@ class BatchRunner:
         for key, suffix in (("output_file_id", "output"), ("error_file_id", "errors")):
             if job.get(key):
                 dest = self.out_dir / BATCH_DIR / f"{job['batch_id']}.{suffix}.jsonl"
-                await self.client.download(job[key], dest)
+                await self.client.download(job[key], dest, lines=job["lines"])
                 files.append(dest)
         assert self.llm.cache is not None
         result = import_outputs(files, self.llm.cache, redact=self.llm.redact)
@@ -356,8 +356,12 @@ def _batch_errors(batch: dict[str, Any], redact: Callable[[str], str]) -> str:
 
 
 def _job_progress(job: dict[str, Any]) -> str:
+    """``batch_1 in_progress 40/100, 2 failed``: the server's counts as the client kept them
+    (:func:`~factjudge.judges.llm.batch_api.BatchClient.retrieve`); one it did not give, or gave
+    as no count, is shown ``?`` (the total is the job's own number of lines then)."""
     counts = job.get("request_counts") or {}
-    done = (counts.get("completed") or 0) + (counts.get("failed") or 0)
+    completed, failed = counts.get("completed"), counts.get("failed")
+    done = "?" if completed is None else completed + (failed or 0)
     total = counts.get("total") or job["lines"]
-    failed = f", {counts['failed']} failed" if counts.get("failed") else ""
-    return f"{job['batch_id']} {job['status']} {done}/{total}{failed}"
+    shown_failed = f", {failed} failed" if failed else ""
+    return f"{job['batch_id']} {job['status']} {done}/{total}{shown_failed}"

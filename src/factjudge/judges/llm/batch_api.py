@@ -18,14 +18,18 @@ from typing import TYPE_CHECKING, Any
 from ..._version import __version__
 from ...errors import FactJudgeError
 from ...io.files import AtomicFile
+from ...models import cut_text
+from ...util.terminal import printable
 from ...util.urls import credentials_may_follow
 from .backends import (
+    MAX_BODY_BYTES,
     MAX_REDIRECTS,
     REDIRECTS,
     BackendError,
     Endpoint,
     error_message,
     one_line,
+    read_body,
     redirect_problem,
     retry_after_seconds,
 )
@@ -36,6 +40,17 @@ if TYPE_CHECKING:
 
 #: The endpoint every line of a batch asks.
 ENDPOINT = "/v1/chat/completions"
+#: The largest JSON answer of a Files or Batches call read (decompressed), as a chat reply's
+#: (MAX_BODY_BYTES, 8 MiB): a batch object is about 1 KB, a listing's page of 100 of them some
+#: 200 KB; a server sending more (broken, hostile, a gzip bomb) is read no further.
+MAX_ANSWER_BYTES = MAX_BODY_BYTES
+#: The most characters of a batch's ``status`` kept (a word such as ``in_progress``): it is shown
+#: in every progress line and saved in batch.json.
+STATUS_CHARS = 60
+#: The counts of a batch's ``request_counts`` kept, each when it is an integer from 0 to
+#: :data:`MAX_COUNT` (a batch holds at most 50,000 requests); any other value is unknown.
+COUNT_KEYS = ("total", "completed", "failed")
+MAX_COUNT = 10**9
 
 
 class BatchError(FactJudgeError):
@@ -98,10 +113,11 @@ class BatchClient:
 
     async def _call(self, what: str, method: str, path: str, *,
                     make: Callable[[contextlib.ExitStack], dict[str, Any]] = lambda _: {},
-                    dest: Path | None = None, idempotent: bool = True) -> Any:
+                    dest: Path | None = None, max_bytes: int = 0, idempotent: bool = True) -> Any:
         """One API call with retries (429, 5xx, timeouts, dropped connections); the parsed JSON
-        answer, or the body streamed into ``dest``. A call that is not idempotent is retried only
-        when it certainly did not reach the server; otherwise :class:`Ambiguous` is raised."""
+        answer (at most :data:`MAX_ANSWER_BYTES`), or the body streamed into ``dest`` (at most
+        ``max_bytes``). A call that is not idempotent is retried only when it certainly did not
+        reach the server; otherwise :class:`Ambiguous` is raised."""
         import aiohttp
 
         url = self.endpoint.url(path)
@@ -128,9 +144,15 @@ class BatchClient:
                                                status=resp.status, body=text,
                                                retry_after=retry_after_seconds(resp.headers))
                         if dest is not None:
-                            await _stream_to(resp, dest, self.endpoint.secrets)
+                            if not await _stream_to(resp, dest, self.endpoint.secrets, max_bytes):
+                                raise BatchError(f"{what}: the server at {self.endpoint.host} sent more than "
+                                                 f"{max_bytes >> 20} MiB, more than the batch's answers can be "
+                                                 "(read no further)")
                             return None
-                        raw = await resp.read()
+                        raw = await read_body(resp.content, MAX_ANSWER_BYTES)
+                        if raw is None:  # not retried: the server would send it again
+                            raise BatchError(f"{what}: the server at {self.endpoint.host} answered more "
+                                             f"than {MAX_ANSWER_BYTES >> 20} MiB (read no further)")
             except BackendError as exc:
                 error = exc
             except asyncio.TimeoutError:
@@ -209,14 +231,21 @@ class BatchClient:
             after = safe_id(last, "batch id", self._answered("listing batches")) if last else None
         return None
 
-    async def download(self, file_id: str, dest: Path) -> None:
-        await self._call(f"downloading file {file_id}", "GET", f"/files/{file_id}/content", dest=dest)
+    async def download(self, file_id: str, dest: Path, *, lines: int) -> None:
+        """The file into ``dest``, redacted, for a batch of ``lines`` requests. An output or error
+        file is large by right (hundreds of MB), so it is streamed to disk, never held in memory;
+        its length is bounded by what the import takes, a line per request, each at most
+        MAX_BODY_BYTES and its newline: beyond that a server is sending something else (endless,
+        a bomb), and nothing is left in ``dest``."""
+        await self._call(f"downloading file {file_id}", "GET", f"/files/{file_id}/content", dest=dest,
+                         max_bytes=lines * (MAX_BODY_BYTES + 1))
 
     def _answered(self, what: str) -> str:
         return f"{what}: the server at {self.endpoint.host} answered"
 
     def _batch_object(self, obj: object, what: str) -> dict[str, Any]:
-        """``obj`` when it is a batch object whose ids are safe (:func:`safe_id`)."""
+        """``obj`` when it is a batch object whose ids are safe (:func:`safe_id`), its ``status``
+        and ``request_counts`` made fit to show and save (:meth:`_shown_status`, :func:`_counts`)."""
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
             raise BatchError(f"{what}: the server's answer is not a batch object")
         where = self._answered(what)
@@ -228,7 +257,23 @@ class BatchClient:
         except UnsafeId as exc:  # running again would meet the same id
             raise UnsafeId(f"{exc}; the batch may exist on the server (and be billed): check the "
                            "provider's dashboard") from None
-        return obj
+        return {**obj, "status": self._shown_status(obj["status"]),
+                "request_counts": _counts(obj.get("request_counts"))}
+
+    def _shown_status(self, status: str) -> str:
+        """A server's status as it is shown and saved: the credentials hidden (before it is cut: a
+        key cut in two would not be found), control characters escaped, at most
+        :data:`STATUS_CHARS` characters and the cut's marker. A known status is unchanged."""
+        return cut_text(printable(self.endpoint.redact(status)), STATUS_CHARS)
+
+
+def _counts(counts: object) -> dict[str, int] | None:
+    """A batch's ``request_counts`` as far as they can be believed: each of :data:`COUNT_KEYS`
+    that is an integer from 0 to :data:`MAX_COUNT` (not a bool, a string or a float); the others
+    are unknown, left out. None when the server gave no such object."""
+    if not isinstance(counts, dict):
+        return None
+    return {k: v for k in COUNT_KEYS if type(v := counts.get(k)) is int and 0 <= v <= MAX_COUNT}
 
 
 def _redirect_target(resp: aiohttp.ClientResponse, method: str, url: str) -> str:
@@ -248,15 +293,20 @@ def _redirect_target(resp: aiohttp.ClientResponse, method: str, url: str) -> str
     return target
 
 
-async def _stream_to(resp: aiohttp.ClientResponse, dest: Path, secrets: tuple[str, ...]) -> None:
+async def _stream_to(resp: aiohttp.ClientResponse, dest: Path, secrets: tuple[str, ...], max_bytes: int) -> bool:
     """The body into ``dest`` with every secret replaced by ``***``: an output file's answers may
     quote them, and it stays in the output folder. The last bytes of a piece, fewer than the
-    longest secret, wait for the next piece, so a secret split between two is found too."""
+    longest secret, wait for the next piece, so a secret split between two is found too. False,
+    ``dest`` untouched, when the body is longer than ``max_bytes`` (read no further)."""
     hidden = [s.encode() for s in secrets]  # longest first (Endpoint)
     keep = max((len(s) for s in hidden), default=1) - 1
-    held = b""
+    held, size = b"", 0
     with AtomicFile(dest, binary=True) as out:
         async for chunk in resp.content.iter_chunked(1 << 20):
+            size += len(chunk)
+            if size > max_bytes:
+                out.abort()  # the part written dropped: leaving the block then commits nothing
+                return False
             data = held + chunk
             for secret in hidden:
                 data = data.replace(secret, b"***")
@@ -264,4 +314,5 @@ async def _stream_to(resp: aiohttp.ClientResponse, dest: Path, secrets: tuple[st
             out.handle.write(data[:cut])
             held = data[cut:]
         out.handle.write(held)
+    return True
 

@@ -28,6 +28,7 @@ from .base import (
     RequestBody,
     endpoint,
     one_line,
+    read_body,
     redirect_problem,
     retry_after_seconds,
     server_host,
@@ -39,6 +40,6 @@ __all__ = [
     "BACKENDS", "BODY_TOO_LARGE", "MAX_BODY_BYTES", "MAX_REDIRECTS", "MESSAGE_CHARS", "PROVIDERS",
     "REASONING_FIELDS", "REDIRECTS", "REFUSED", "BackendError", "ChatBackend", "ChatReply", "Endpoint", "ErrorKind",
     "Provider", "RequestBody", "answer_text", "endpoint", "error_message", "last_json_object", "one_line",
-    "parse_completion", "provider_of", "redirect_problem", "retry_after_seconds", "self_hosted",
+    "parse_completion", "provider_of", "read_body", "redirect_problem", "retry_after_seconds", "self_hosted",
     "server_host",
 ]

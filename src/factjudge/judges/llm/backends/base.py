@@ -11,10 +11,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timezone
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 from ....util.urls import credentials_may_follow, origin, query_credentials
+
+if TYPE_CHECKING:
+    import aiohttp  # the aiohttp clients' bodies (read_body); the openai SDK's backend needs none
 
 #: Longest server message kept in an error (one line).
 MESSAGE_CHARS = 300
@@ -26,6 +29,9 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 #: What a reply larger than MAX_BODY_BYTES says (a per-question problem: the question is re-asked).
 BODY_TOO_LARGE = (f"the server's reply is larger than {MAX_BODY_BYTES >> 20} MiB "
                   "(read no further)")
+
+#: A body is read in pieces of this size (decompressed), counting them against its bound.
+_READ_PIECE = 256 * 1024
 
 #: How a reply's problem begins when the model refused (every backend's): an answer, unlike a body
 #: that is no completion at all.
@@ -192,6 +198,21 @@ def timed_out(timeout: float) -> BackendError:
     """The error of a request unanswered within ``timeout`` seconds, shown to a hundredth: the
     question's budget left over is a float (it read "no answer within 7.99995 s")."""
     return BackendError("timeout", f"no answer within {f'{timeout:.2f}'.rstrip('0').rstrip('.')} s (timeout)")
+
+
+async def read_body(content: aiohttp.StreamReader, limit: int = MAX_BODY_BYTES) -> bytes | None:
+    """The whole body, or None when it is larger than ``limit`` bytes. aiohttp inflates a gzip or
+    deflate body a bounded piece at a time, so a bomb costs at most the limit, not its size."""
+    pieces: list[bytes] = []
+    size = 0
+    while piece := await content.read(_READ_PIECE):
+        size += len(piece)
+        if size > limit:
+            return None
+        pieces.append(piece)
+        if content.at_eof():  # the whole body read: no read more to learn it (one await a call)
+            break
+    return b"".join(pieces)
 
 
 def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:

@@ -17,7 +17,6 @@ import yarl
 from ...._version import __version__
 from .base import (
     BODY_TOO_LARGE,
-    MAX_BODY_BYTES,
     MAX_REDIRECTS,
     REDIRECTS,
     BackendError,
@@ -25,6 +24,7 @@ from .base import (
     Endpoint,
     RequestBody,
     one_line,
+    read_body,
     redirect_problem,
     retry_after_seconds,
     timed_out,
@@ -35,25 +35,6 @@ from .openai_format import error_message, parse_completion
 _MAX_ERROR_BODY = 64 * 1024
 #: The start of a TLS record as aiohttp quotes a status line it refused: b'\x15\x03... (an alert)
 _TLS_RECORD = re.compile(r"b'\\x1[4-7]\\x03")
-#: A body is read in pieces of this size (decompressed), counting them against MAX_BODY_BYTES.
-_READ_PIECE = 256 * 1024
-
-
-async def _read_body(content: aiohttp.StreamReader) -> bytes | None:
-    """The whole body, or None when it is larger than MAX_BODY_BYTES. aiohttp inflates a gzip or
-    deflate body a bounded piece at a time, so a bomb costs at most the limit, not its size."""
-    pieces: list[bytes] = []
-    size = 0
-    while piece := await content.read(_READ_PIECE):
-        size += len(piece)
-        if size > MAX_BODY_BYTES:
-            return None
-        pieces.append(piece)
-        if content.at_eof():  # the whole body read: no read more to learn it (one await a call)
-            break
-    return b"".join(pieces)
-
-
 def _failure(exc: BaseException, timeout: float, redact: Callable[[str], str]) -> BackendError:
     """What went wrong before a reply, in words a person can act on. Nothing listening, TLS on one
     side only and an answer that is not HTTP are ``connect`` errors (every request would get them:
@@ -159,7 +140,7 @@ class HTTPBackend:
                 raise BackendError("status", redact(error_message(resp.status, text)),
                                    status=resp.status, body=text,
                                    retry_after=retry_after_seconds(resp.headers))
-            return await _read_body(resp.content)
+            return await read_body(resp.content)
 
     async def aclose(self) -> None:
         if self._session is not None and self._loop is asyncio.get_running_loop():
