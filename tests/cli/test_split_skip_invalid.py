@@ -55,5 +55,5 @@ def test_without_skip_invalid_the_run_stops_as_before(tmp_path):
     proc, summary, _, g = _run(tmp_path, '{"doc_id":"a","id":"g2","fact_type":"revenue","value":')
     assert proc.returncode == 2 and summary is None
     assert proc.stderr.strip().splitlines() == [
-        f"factjudge: error: {g}: line 3 column 1: invalid JSON: Expecting value",
+        f"factjudge: error: {g}: line 2 column 55: invalid JSON: Expecting value",
         "factjudge: error: 1 bad line(s); nothing was judged (--skip-invalid scores the rest)"]

@@ -216,8 +216,13 @@ def _too_deep_at(text: str, first_line: int) -> str:
 
 
 def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None) -> InputError:
-    lineno = exc.lineno if line is None else line + exc.lineno - 1
-    at = f"line {lineno} column {exc.colno}"
+    rel, col = exc.lineno, exc.colno
+    end = len(exc.doc.rstrip())
+    if exc.pos >= end and "\n" in exc.doc[end:exc.pos]:  # ended too soon: where it ends, not on the next line
+        rel = exc.doc.count("\n", 0, end) + 1
+        col = end - exc.doc.rfind("\n", 0, end)
+    lineno = rel if line is None else line + rel - 1
+    at = f"line {lineno} column {col}"
     # "Unterminated string starting at" is half a sentence without its position
     sentence = f"{exc.msg}: {at}" if exc.msg.endswith(" at") else exc.msg
     return InputError(f"{path}: {at}: invalid JSON: {sentence}")

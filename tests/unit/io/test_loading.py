@@ -26,6 +26,18 @@ def test_jsonl_skips_blank_lines_and_names_bad_line(tmp_path):
         load_facts(p)
 
 
+@pytest.mark.parametrize(("name", "text", "at"), [
+    ("f.jsonl", '{"id": "a", "fact_type": "t"}\n{"id": "b", "v":\n', "line 2 column 17"),
+    ("f.json", '[{"id": "a", "fact_type": \n\n\n', "line 1 column 26"),  # the text ends on line 1
+])
+def test_a_line_cut_short_is_named_not_the_next(tmp_path, name, text, at):
+    """A JSON text ending too soon was reported on the line after it (where the parser stood)."""
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=rf"{name.replace('.', '[.]')}: {at}: invalid JSON"):
+        load_facts(p)
+
+
 @pytest.mark.parametrize("record, problem", [
     ([1, 2], "must be a JSON object"),
     ({"fact_type": "t"}, "missing or empty 'id'"),
