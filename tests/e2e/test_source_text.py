@@ -137,3 +137,18 @@ def test_a_near_miss_found_at_its_span_is_a_wrong_value_not_a_possible_omission(
     s = summary["source"]
     assert s["found"]["total"] == 2
     assert s["possible_gold_omissions"] == {"total": 1, "by_fact_type": {"medication": 1}}  # ibuprofen only
+
+
+def test_the_source_check_reads_figures_as_the_config_says(tmp_path):
+    """A German filing's "1.234,5" holds a predicted 1234.5 once decimal_separator is ','."""
+    doc = {"doc_id": "d", "text": "Der Umsatz betrug 1.234,5 Mio. EUR.",
+           "gold_facts": [{"id": "g", "fact_type": "revenue", "value": "1.234,5"}],
+           "predicted_facts": [{"id": "p", "fact_type": "revenue", "value": 1234.5},
+                               {"id": "q", "fact_type": "revenue", "value": 99.5}]}
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"decimal_separator": ","}), encoding="utf-8")
+    _, summary = _eval(tmp_path, data, "-c", cfg)
+    assert summary["micro"]["tp_predicted"] == 1
+    assert (summary["source"]["found"]["total"], summary["source"]["not_found"]["total"]) == (1, 1)

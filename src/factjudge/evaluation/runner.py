@@ -427,7 +427,7 @@ def _source_check(dataset: Dataset, config: JudgeConfig, documents: DocumentText
     from ..judges.rules.locate import finder  # the normaliser (the rules judge's package): at the end only
 
     source = SourceCounts("documents file" if documents is not None else "inputs")
-    return _texts(dataset, documents), source, finder(config.ignore_company_suffixes)
+    return _texts(dataset, documents), source, finder(config.ignore_company_suffixes, config.decimal_separator)
 
 
 def _view_texts(dataset: Dataset, documents: DocumentTexts | None, doc_ids: set[str]) -> dict[str, str]:

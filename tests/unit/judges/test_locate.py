@@ -37,3 +37,14 @@ def test_company_suffixes_follow_the_config():
 def test_the_search_is_bounded_to_the_beginning_of_a_long_text():
     text = "x " * (MAX_CHARS // 2) + "aspirin"
     assert found("aspirin", text) == []
+
+
+def test_figures_are_read_with_the_configs_decimal_comma():
+    """The source check ignored decimal_separator: a predicted 1234.5 was "not found" in a German
+    text's "1.234,5", and 0.5 not in "0,5"; with a decimal point a text's "1,5" is no 1.5."""
+    text = "Umsatz 1.234,5 Mio. EUR; 2.500 Mitarbeiter; Anteil 0,5 %; Version 1.2.3"
+    for value, shown in (("1234.5", "1.234,5"), ("1.234,5", "1.234,5"), ("2500", "2.500"), ("0.5", "0,5"),
+                         ("0,5", "0,5"), ("1.2.3", "1.2.3")):
+        assert found(value, text, decimal_separator=",") == [shown], value
+    assert found("1234.5", text) == [] and found("0.5", text) == [] and found("2500", text) == []
+    assert found("1.234,5", text) == ["1.234,5"]  # as written: found whatever the separator

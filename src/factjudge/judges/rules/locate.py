@@ -22,13 +22,19 @@ MAX_WORDS = 64
 _CHUNK = re.compile(r"\S+")
 #: Punctuation around a chunk, left out of its mark ("(aspirin)," marks "aspirin"; "$3.5m" keeps its "$").
 _EDGE = re.compile("^[(\\[{\"'\u201c\u2018\u00ab]+|[)\\]}\"'\u201d\u2019\u00bb,.;:!?]+$")
+#: Where the decimal separator is a comma: a thousands dot between digits ("1.234,5"), left out,
+#: and a decimal comma, read as a point: normalising keeps "1234.5" one word and splits "1234,5"
+#: into two, so a value 1234.5 was never found in "1.234,5".
+_THOUSANDS_DOT = re.compile(r"(?<=\d)\.(?=\d{3}(?!\d))")
+_DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d)")
 
 
 class TextIndex:
     """The words of one text, each with the span of the chunk it came from."""
 
-    def __init__(self, text: str, *, ignore_company_suffixes: bool = False) -> None:
+    def __init__(self, text: str, *, ignore_company_suffixes: bool = False, decimal_separator: str = ".") -> None:
         self.ignore_company_suffixes = ignore_company_suffixes
+        self.comma = decimal_separator == ","
         self.words: list[str] = []
         self.places: list[tuple[int, int]] = []
         self._where: dict[str, list[int]] = {}
@@ -37,7 +43,7 @@ class TextIndex:
             chunk = m.group()
             words = cache.get(chunk)
             if words is None:
-                words = cache[chunk] = normalize_text(chunk).split()
+                words = cache[chunk] = normalize_text(self._read(chunk)).split()
             if not words:
                 continue
             start, end = m.start(), m.end()
@@ -52,7 +58,7 @@ class TextIndex:
 
     def find(self, value: str) -> Sequence[tuple[int, int]]:
         """The spans where ``value``'s normalised words follow each other in the text."""
-        want = normalize_text(value, ignore_company_suffixes=self.ignore_company_suffixes).split()
+        want = normalize_text(self._read(value), ignore_company_suffixes=self.ignore_company_suffixes).split()
         if not want or len(want) > MAX_WORDS:
             return []
         out: list[tuple[int, int]] = []
@@ -65,6 +71,15 @@ class TextIndex:
         return out
 
 
-def finder(ignore_company_suffixes: bool = False) -> Callable[[str], Finder]:
-    """A :data:`~factjudge.core.grounding.Finder` factory: text -> its :meth:`TextIndex.find`."""
-    return lambda text: TextIndex(text, ignore_company_suffixes=ignore_company_suffixes).find
+    def _read(self, text: str) -> str:
+        """``text``'s figures written with a decimal point, where the decimal separator is a comma."""
+        if not self.comma or ("," not in text and "." not in text):
+            return text
+        return _DECIMAL_COMMA.sub(".", _THOUSANDS_DOT.sub("", text))
+
+
+def finder(ignore_company_suffixes: bool = False, decimal_separator: str = ".") -> Callable[[str], Finder]:
+    """A :data:`~factjudge.core.grounding.Finder` factory: text -> its :meth:`TextIndex.find`
+    (``decimal_separator``: the config's, how the text's figures are written)."""
+    return lambda text: TextIndex(text, ignore_company_suffixes=ignore_company_suffixes,
+                                  decimal_separator=decimal_separator).find
