@@ -177,7 +177,8 @@ def _estimates(judge: Any, gold: list[dict[str, Any]], pred: list[dict[str, Any]
             by_prefix: dict[str, list[Any]] = {}
             tasks = [] if make_task is None else map(make_task, subjects)
             for task in tasks:
-                if pipeline.has_candidates(task):  # a type the other side lacks: the negative, no call
+                # a type the other side lacks: the negative, no call (from #25 on; every fact asked before)
+                if not hasattr(pipeline, "has_candidates") or pipeline.has_candidates(task):
                     by_prefix.setdefault(task.prompt_cache_key, []).append(judge.estimate(task))
             yield len(subjects), list(by_prefix.values())
         return
