@@ -143,16 +143,9 @@ class BatchClient:
                             raise BackendError("status", redact(error_message(resp.status, text)),
                                                status=resp.status, body=text,
                                                retry_after=retry_after_seconds(resp.headers))
-                        if dest is not None:
-                            if not await _stream_to(resp, dest, self.endpoint.secrets, max_bytes):
-                                raise BatchError(f"{what}: the server at {self.endpoint.host} sent more than "
-                                                 f"{max_bytes >> 20} MiB, more than the batch's answers can be "
-                                                 "(read no further)")
+                        raw = await self._answer(resp, what, dest, max_bytes)
+                        if raw is None:
                             return None
-                        raw = await read_body(resp.content, MAX_ANSWER_BYTES)
-                        if raw is None:  # not retried: the server would send it again
-                            raise BatchError(f"{what}: the server at {self.endpoint.host} answered more "
-                                             f"than {MAX_ANSWER_BYTES >> 20} MiB (read no further)")
             except BackendError as exc:
                 error = exc
             except asyncio.TimeoutError:
@@ -175,6 +168,21 @@ class BatchClient:
                 raise BatchError(f"{what}: {error.message}{hint}")
             await asyncio.sleep(delay)
             attempt += 1
+
+    async def _answer(self, resp: aiohttp.ClientResponse, what: str, dest: Path | None, max_bytes: int) -> bytes | None:
+        """A 2xx answer's body (at most :data:`MAX_ANSWER_BYTES`), or None once it is streamed into
+        ``dest`` (at most ``max_bytes``); a larger one is a BatchError, not retried: the server
+        would send it again."""
+        if dest is not None:
+            if not await _stream_to(resp, dest, self.endpoint.secrets, max_bytes):
+                raise BatchError(f"{what}: the server at {self.endpoint.host} sent more than "
+                                 f"{max_bytes >> 20} MiB, more than the batch's answers can be (read no further)")
+            return None
+        raw = await read_body(resp.content, MAX_ANSWER_BYTES)
+        if raw is None:
+            raise BatchError(f"{what}: the server at {self.endpoint.host} answered more "
+                             f"than {MAX_ANSWER_BYTES >> 20} MiB (read no further)")
+        return raw
 
     def _json(self, what: str, raw: bytes) -> Any:
         """``raw`` parsed, else a BatchError quoting its start, redacted before it is cut (a key
