@@ -29,7 +29,8 @@ def test_a_broken_line_whose_doc_id_reads_leaves_its_document_out(tmp_path):
     assert proc.returncode == 0 and docs == ["b"] and summary["documents"] == 1  # a was P=R=F1=1 from 2 of 3
     [skipped] = summary["skipped"]
     assert skipped["file"] == str(g) and skipped["line"] == 2
-    assert skipped["error"].endswith("(document 'a' left out, both sides: a document short of a fact is not scored)")
+    assert skipped["error"].endswith("(document 'a' left out, both sides: a document with a fact in doubt "
+                                     "is not scored)")
     assert f"factjudge: skipped: {skipped['error']}" in proc.stderr.splitlines()
     assert "factjudge: 1 bad line(s) skipped; listed in summary.json" in proc.stderr
     assert "unknown documents" not in proc.stderr
@@ -57,3 +58,20 @@ def test_without_skip_invalid_the_run_stops_as_before(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"factjudge: error: {g}: line 2 column 55: invalid JSON: Expecting value",
         "factjudge: error: 1 bad line(s); nothing was judged (--skip-invalid scores the rest)"]
+
+
+def test_a_repeated_fact_id_leaves_its_document_out_as_a_dataset_line_would_be(tmp_path):
+    """The repeat was dropped and the document scored with the first fact (a perfect score, the
+    other value never seen); a dataset line holding both is skipped whole."""
+    g, p = tmp_path / "g.jsonl", tmp_path / "p.jsonl"
+    g.write_text('{"doc_id":"a","id":"g1","fact_type":"revenue","value":1}\n'
+                 '{"doc_id":"a","id":"g1","fact_type":"revenue","value":5}\n'
+                 '{"doc_id":"b","id":"g3","fact_type":"revenue","value":3}\n', encoding="utf-8")
+    p.write_text('{"doc_id":"a","id":"p1","fact_type":"revenue","value":1}\n'
+                 '{"doc_id":"b","id":"p3","fact_type":"revenue","value":3}\n', encoding="utf-8")
+    proc = run_cli("eval", "--gold", g, "--predicted", p, "-o", tmp_path / "out", "--skip-invalid", "-q")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["micro"]["tp_gold"] == 1 and summary["documents"] == 1, summary["micro"]
+    assert summary["skipped"][0]["error"].endswith("(document 'a' left out, both sides: a document with a fact "
+                                                   "in doubt is not scored)")

@@ -43,8 +43,8 @@ class Problem:
         """The message when the line is skipped: what else was left out with it."""
         if self.doc_id is None:
             return self.message
-        return (f"{self.message} (document {self.doc_id!r} left out, both sides: a document short of "
-                "a fact is not scored)")
+        return (f"{self.message} (document {self.doc_id!r} left out, both sides: a document "
+                "with a fact in doubt is not scored)")
 
     def to_dict(self) -> dict[str, Any]:
         """Its record in summary.json's ``skipped``."""
@@ -408,6 +408,8 @@ class PairedFacts:
                 facts: dict[Direction, list[dict[str, Any]]] = {}
                 for side, where in sides.items():
                     facts[side], problems = self._unique(doc_id, side, where, loaders[side])
+                    if problems:  # a repeated id: which of its facts is meant is unknown
+                        left_out.add(doc_id)
                     yield from problems
                 if doc_id in left_out:  # its other problems named all the same (the same without --skip-invalid)
                     continue
@@ -420,7 +422,8 @@ class PairedFacts:
     def _unique(self, doc_id: str, side: Direction, where: _Side,
                 load: FactLoader) -> tuple[list[dict[str, Any]], list[Problem]]:
         """One side's facts of a document, a repeated id left out (the first one kept, as on
-        every reading), and the problems."""
+        every reading), and the problems (the document is then left out of the run, as a dataset
+        line with a repeated id is: :meth:`read`)."""
         src, problems = self.sides[side], []
         seen: dict[str, int] = {}
         facts: list[dict[str, Any]] = []
@@ -429,7 +432,7 @@ class PairedFacts:
                 if fact["id"] in seen:
                     problems.append(Problem(src.name, line, (
                         f"{src.name}: {src.unit} {line} (id {fact['id']!r}): duplicate id in document "
-                        f"{doc_id!r}, first seen at {src.unit} {seen[fact['id']]}")))
+                        f"{doc_id!r}, first seen at {src.unit} {seen[fact['id']]}"), doc_id))
                     continue
                 seen[fact["id"]] = line
                 facts.append(fact)

@@ -44,7 +44,7 @@ def test_a_bad_fact_line_of_a_known_document_leaves_the_document_out(tmp_path, b
     assert [(p.file, p.line, p.doc_id) for p in problems] == [(str(gold), 2, "a")]
     record = problems[0].to_dict()
     assert record["error"].startswith(f"{gold}: line ") and record["error"].endswith(
-        "(document 'a' left out, both sides: a document short of a fact is not scored)")
+        "(document 'a' left out, both sides: a document with a fact in doubt is not scored)")
     assert problems[0].message.startswith(f"{gold}: line ") and "left out" not in problems[0].message
     assert data.warnings == []
 
