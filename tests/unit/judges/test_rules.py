@@ -1,6 +1,7 @@
 """The rules judge: labelled cases, normalisation units, index correctness, pipeline use."""
 import asyncio
 import json
+import warnings
 from decimal import Decimal
 
 import pytest
@@ -675,7 +676,8 @@ def test_python_scalars_are_read_as_the_json_values_they_stand_for():
     ("2024-03-01T10:00Z", "2024-03-01T10:00", True),  # one offset unknown: the wall clock
     ("2024-03-01", "2024-03-01T09:00:00", True),  # no time: any time of its day
     ("2024-03-01T09:00:00Z", "2024-03-02", False),
-    ("2024-03-01T25:00", "2024-03-01T10:00", True),  # no time of day: the date alone
+    ("2024-03-01T25:00", "2024-03-01T10:00", False),  # no time of day: no date and time, compared as written
+    ("2024-03-01T24:00", "2024-03-01", False),
 ])
 def test_a_time_after_an_iso_date_counts(gold, pred, same):
     """Two date-times of one day were equal whatever their times (the time was ignored)."""
@@ -704,3 +706,34 @@ def test_numpy_scalars_are_read_as_the_json_values_they_stand_for():
     np = pytest.importorskip("numpy")
     assert _tp(np.float64(1.5), "1.5") and _tp(np.int64(3), "3") and _tp(np.float32(0.1), "0.1")
     assert _tp(np.str_("Acme"), "ACME") and not _tp(np.float64(1.5), "1.6")
+
+
+@pytest.mark.parametrize(("gold", "pred", "config", "same"), [
+    # a percentage ending in 0 was read as rounded to tens, a hedge as rounding up to 2x
+    ("20%", "15%", {}, False), ("100%", "95%", {}, False), ("50 bps", "54 bps", {}, False),
+    ("20%", "20.4%", {}, True), ("42%", "42.3%", {}, True),
+    ("about 10,000", "5,000", {}, False), ("~1,000", "1,499", {}, False),
+    ("around $200 million", "$150 million", {}, False), ("about 12,000", "11,950", {}, True),
+    ("about 40", "38", {}, True), ("$1.25 billion", "$1,248 million", {}, True),
+    # currency symbols, joined numbers, month names and time zones a text's normal form lost
+    ("$2.50 per share", "€2.50 per share", {}, False), ("1,2 Mio. €", "1,2 Mio. $", {}, False),
+    ("$2.50 per share", "2.50 per share", {}, True),  # a mark on one side only
+    ("3/5/24", "5/3/24", {}, False), ("2:1", "1:2", {}, False), ("10:00-15:30", "15:30-10:00", {}, False),
+    ("15. Juni 2024", "15. Juli 2024", {}, False), ("5 juin 2024", "5 juil. 2024", {}, False),
+    ("June 2024 results", "July 2024 results", {}, False),
+    ("2024-03-05T10:00 CET", "2024-03-05T10:00 EST", {}, False),
+    ("2024-03-05T10:00 CET", "2024-03-05T10:00 cet", {}, True),
+    # numbers in a text read with the config's decimal comma; crore and lakh too
+    ("Preis: 1,234 EUR", "Preis: 1234 EUR", {"decimal_separator": ","}, False),
+    ("Preis: 1,234 EUR", "Preis: 1234 EUR", {}, True),
+    ("₹1,5 crore", "₹15 crore", {}, False), ("1,5 lakh", "15 lakh", {"decimal_separator": ","}, False),
+    ("₹15,000 crore", "₹150 billion", {}, True), ("1,50,000 lakh", "15 billion", {}, True),
+])
+def test_what_a_review_found_linked_wrongly(gold, pred, config, same):
+    """Each pair was a TP (but the controls): two different values linked as equal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_judge([{"id": "g", "fact_type": "t", "v": gold}], [{"id": "p", "fact_type": "t", "v": pred}],
+                           config)
+    verdict = result.gold_facts[0]["factjudge"]
+    assert (verdict["status"] == "TP") is same, verdict["reasoning"]

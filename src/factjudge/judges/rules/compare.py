@@ -36,6 +36,7 @@ from ...models import QUOTE_LIMIT, JudgeConfig, Tolerance, cut_text, quoted
 from ...util.assignment import max_assignment
 from . import variants
 from .knowledge import Canon, Knowledge, is_product_field, is_relation_field, qualifiers, text_units
+from .marks import lost_difference
 from .normalize import (
     EMPTY_UNIT,
     MISSING,
@@ -231,7 +232,9 @@ def _rounds_to(a: Quantity, b: Quantity, va: Decimal, vb: Decimal, explain: bool
             continue
         if not (coarse.approx or fine.step is None or fine.step < step):
             continue
-        if (vf / step).to_integral_value(ROUND_HALF_UP) * step == vc:
+        # at most a tenth apart, whatever the digits shown: "about 10,000" shows one digit, and
+        # 5,000 rounds to it, but nobody says about 10,000 of 5,000 (nor 20% of 15%)
+        if (vf / step).to_integral_value(ROUND_HALF_UP) * step == vc and abs(vf - vc) * 10 <= abs(vc):
             if not explain:
                 return ""
             how = "a hedged figure" if coarse.approx else "rounded"
@@ -277,25 +280,35 @@ _TEXT_OUTCOMES: KnowledgeMemo[tuple[str, str, str, str, float, str], _Outcome] =
 
 
 def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
-                   knowledge: Knowledge | None = None, explain: bool = True) -> _Outcome:
+                   knowledge: Knowledge | None = None, explain: bool = True, decimal: str = ".") -> _Outcome:
     if a.norm == b.norm:
-        return True, True, 100.0, (f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})" if explain else "")
+        lost = lost_difference(a.raw, b.raw, decimal) if a.raw != b.raw else None
+        if lost is None:
+            return True, True, 100.0, (f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})"
+                                       if explain else "")
+        return False, False, 0.0, f"{_shown(a, b)}: {lost}" if explain else ""
     if explain:
+        if (lost := lost_difference(a.raw, b.raw, decimal)) is not None:
+            return False, False, 0.0, f"{_shown(a, b)}: {lost}"
         if knowledge is not None:
             return _compare_known_texts(a, b, threshold, name, knowledge, True)
         return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, _shown(a, b))
     memo = _TEXT_OUTCOMES.table(knowledge)
     named = name if knowledge is not None else ""
     # by the texts' fields, which a Text's equality compares (hashing the strings is C's)
-    key = (a.raw, a.norm, b.raw, b.norm, threshold, named)
+    key = (a.raw, a.norm, b.raw, b.norm, threshold, named + decimal)
     found = memo.get(key)
     if found is None:
-        found = memo[key] = (_compare_known_texts(a, b, threshold, name, knowledge, False) if knowledge is not None
-                             else _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, ""))
+        if lost_difference(a.raw, b.raw, decimal) is not None:
+            found = memo[key] = (False, False, 0.0, "")
+        else:
+            found = memo[key] = (_compare_known_texts(a, b, threshold, name, knowledge, False)
+                                 if knowledge is not None
+                                 else _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, ""))
         # the unexplained outcome is the same both ways round (every step compares the two sides
         # alike: tests/unit/judges/test_judging_cost.py checks it), and the other direction of the
         # document asks the other way round: two different names were worked out twice
-        memo[(b.raw, b.norm, a.raw, a.norm, threshold, named)] = found
+        memo[(b.raw, b.norm, a.raw, a.norm, threshold, named + decimal)] = found
     return found
 
 
@@ -588,7 +601,8 @@ def _outcome(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None
             return True, True, 100.0, ""
         # (both sides of ``kind``, which mypy does not follow through a variable)
         if kind is Text:
-            return _compare_texts(a, b, config.text_threshold, name, knowledge, False)  # type: ignore[arg-type]
+            return _compare_texts(a, b, config.text_threshold, name, knowledge, False,  # type: ignore[arg-type]
+                                  config.decimal_separator)
         if kind is Quantity:
             return _compare_quantities(a, b, config.tolerances.get(path), False)  # type: ignore[arg-type]
     return _compare(name, a, b, config, cur_a, cur_b, knowledge, path, False)
@@ -613,7 +627,7 @@ def _compare(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None
     if isinstance(a, Items) and isinstance(b, Items):
         return _compare_lists(name, path, a, b, config, knowledge, explain)
     if isinstance(a, Text) and isinstance(b, Text):
-        return _compare_texts(a, b, config.text_threshold, name, knowledge, explain)
+        return _compare_texts(a, b, config.text_threshold, name, knowledge, explain, config.decimal_separator)
     if isinstance(a, Period) and isinstance(b, Period):
         return _compare_periods(a, b, explain)
     if isinstance(a, Period) and isinstance(b, Quantity):

@@ -727,12 +727,14 @@ def parse_number(text: str, reading: Reading = READING) -> Quantity | None:
                    approx=approx, rounded=q.rounded or approx, metric=None)
 
 
-def _step(digits: str, exponent: str | None) -> Decimal:
-    """The place of the last shown digit of written digits ("4300" -> 100, "1.25" -> 0.01)."""
+def _step(digits: str, exponent: str | None, zeros: bool = False) -> Decimal:
+    """The place of the last shown digit of written digits ("4300" -> 100, "1.25" -> 0.01); with
+    ``zeros`` a whole number's trailing zeros are shown digits too ("20" of "20%" -> 1: a
+    percentage is written to the point, and "20%" is no "15%" rounded to tens)."""
     if "." in digits:
         place = -len(digits.split(".")[1])
     else:
-        place = len(digits) - len(digits.rstrip("0")) if digits.strip("0") else 0
+        place = len(digits) - len(digits.rstrip("0")) if digits.strip("0") and not zeros else 0
     return Decimal(1).scaleb(place + (int(exponent[1:]) if exponent else 0))
 
 
@@ -777,7 +779,7 @@ def _parse_written(s: str, source: str, reading: Reading) -> Quantity | None:
     if not _sane(value):
         return None
     scale, pct, bp = m.group("scale"), m.group("pct"), m.group("bp")
-    step = _step(digits, m.group("exp"))
+    step = _step(digits, m.group("exp"), zeros=bool(pct or bp))
     if scale:
         value, step = value * _SCALES[scale], step * _SCALES[scale]
     if bp:
@@ -1034,16 +1036,20 @@ _WEEKDAY = re.compile(r"(?P<wd>mon|tue|wed|thu|fri|sat|sun)(?:day|s|sday|nesday|
 _WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
+#: What :func:`_time_of_day` gives for a time that is no time of day (``25:00``, ``10:61``).
+_NO_TIME = "no time"
+
+
 def _time_of_day(text: str) -> tuple[str | None, str | None]:
     """:attr:`Period.time` and :attr:`Period.instant` of an ISO date with a time (``None, None``
-    without one, or with a time that is no time of day: ``25:00``)."""
+    without one; :data:`_NO_TIME` with a time that is no time of day: ``25:00``)."""
     m = _ISO.fullmatch(_prep(text.replace("_", " ")).rstrip("."))
     if m is None or m["hh"] is None:
         return None, None
     try:
         at = _dt.datetime(int(m["y"]), int(m["m"]), int(m["d"]), int(m["hh"]), int(m["mi"]), int(m["ss"] or 0))
     except ValueError:
-        return None, None
+        return _NO_TIME, None
     frac = (m["frac"] or "").rstrip("0")
     time = at.strftime("%H:%M:%S") + (f".{frac}" if frac else "")
     if m["tz"] is None:
@@ -1330,7 +1336,9 @@ def _normalize_string(value: str, ignore_company_suffixes: bool, unit: Unit | No
     if key is not None:
         # (only an ISO date is read with a time, which has a colon)
         time, instant = _time_of_day(bare) if ":" in bare else (None, None)
-        return Period(key=key, raw=value.strip(), time=time, instant=instant)
+        if time != _NO_TIME:
+            return Period(key=key, raw=value.strip(), time=time, instant=instant)
+        # "T25:99", "T24:00": no time of day, so no date and time; read on as written
     q = parse_number(bare, reading)
     if q is None and "numbers" in reading.families:
         q = _written_number(bare, reading)
@@ -1354,7 +1362,8 @@ def _written_number(bare: str, reading: Reading) -> Quantity | None:
     """A number in words or in crore and lakh (``numbers`` family, guideline G26), as written."""
     low = bare.casefold()
     if "crore" in low or "lakh" in low:
-        written: str | None = indian_scales(bare)
+        # India writes a decimal point: under a decimal comma "1.234 crore" is no 12.34 crore
+        written: str | None = indian_scales(bare) if reading.decimal == "." else None
     elif low.lstrip().split(" ", 1)[0].split("-", 1)[0] in NUMBER_WORDS:  # the usual text: no
         written = number_in_words(bare)
     else:

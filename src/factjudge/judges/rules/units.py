@@ -289,7 +289,9 @@ def number_in_words(text: str) -> str | None:
 
 #: The Indian numbering scales (guideline G26): one crore is ten million, one lakh a hundred
 #: thousand; written as millions so that the amount keeps its scale's rounding.
-_INDIAN_SCALE = re.compile(r"(?P<n>\d[\d,]*(?:\.\d+)?)\s*(?P<scale>crores?|lakhs?)\b", re.IGNORECASE)
+# (commas only as Indian or Western thousands, 1,50,000 or 150,000: "1,5 crore" is no 15 crore)
+_INDIAN_SCALE = re.compile(r"(?<![\d,.])(?P<n>\d{1,3}(?:,\d{2})*,\d{3}|\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+                           r"\s*(?P<scale>crores?|lakhs?)\b", re.IGNORECASE)
 _INDIAN_FACTORS = {"crore": Decimal(10), "lakh": Decimal("0.1")}
 
 
@@ -297,7 +299,7 @@ def indian_scales(text: str) -> str:
     """``₹15,000 crore`` -> ``₹150000 million``; the text as it is when it has no such scale."""
     def millions(m: re.Match[str]) -> str:
         try:
-            n = Decimal(m["n"].replace(",", ""))
+            n = Decimal(m[0][:m.start("scale") - m.start()].strip().replace(",", ""))
         except InvalidOperation:  # pragma: no cover - the pattern only lets numbers through
             return m[0]
         value = n * _INDIAN_FACTORS[m["scale"].casefold().rstrip("s")]
