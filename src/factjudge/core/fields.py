@@ -65,6 +65,8 @@ FieldsOf = Callable[[Mapping[str, Any]], Sequence[str]]
 Tally = dict[str, dict[str, list[int]]]
 
 _EQUAL, _DIFFERENT = Match(True), Match(False)
+#: What holds a list's values: a JSON list, or a tuple a Python model handed over (as the judge reads it).
+_LISTS = (list, tuple)
 
 
 def _slot(tally: dict[str, list[int]], path: str) -> list[int]:
@@ -79,7 +81,7 @@ def _one_side(tally: dict[str, list[int]], path: str, value: Any, kind: int) -> 
     if is_absent(value):
         return
     _slot(tally, path)[kind] += 1
-    if isinstance(value, list):
+    if isinstance(value, _LISTS):
         for item in value:
             _item_one_side(tally, path + "[]", item, kind)
 
@@ -115,7 +117,7 @@ def _both(tally: dict[str, list[int]], path: str, gold: Any, predicted: Any, mat
         _one_side(tally, path, predicted, SPURIOUS)
         return
     _slot(tally, path)[CORRECT if linked or match.ok else WRONG] += 1
-    g_list, p_list = isinstance(gold, list), isinstance(predicted, list)
+    g_list, p_list = isinstance(gold, _LISTS), isinstance(predicted, _LISTS)
     if not (g_list and p_list):  # a list against a scalar: its items have no counterpart
         if g_list:
             for item in gold:
@@ -199,12 +201,12 @@ def count_fields(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[
     pairs, alone_g, alone_p = align_facts(gold, predicted, analysis)
     for g, p, linked in pairs:
         names = fields_of(g)
-        asked = [n for n in names if isinstance(g.get(n), list) and isinstance(p.get(n), list)] if linked else names
+        asked = [n for n in names if isinstance(g.get(n), _LISTS) and isinstance(p.get(n), _LISTS)] if linked else names
         matches = compare(g, p, asked) if asked else {}
         mine = tally.setdefault(str(g.get("fact_type")), {})
         for name in names:
             gv, pv = g.get(name), p.get(name)
-            if linked and not (is_absent(gv) or is_absent(pv) or isinstance(gv, list) or isinstance(pv, list)):
+            if linked and not (is_absent(gv) or is_absent(pv) or isinstance(gv, _LISTS) or isinstance(pv, _LISTS)):
                 _slot(mine, name)[CORRECT] += 1  # all _both does of two linked values not lists
             else:
                 _both(mine, name, gv, pv, matches.get(name, _EQUAL), linked)

@@ -41,14 +41,19 @@ def _fields(facts: Iterable[dict[str, Any]], skip: frozenset[str] = NOT_COMPARED
 
 
 def is_absent(value: Any) -> bool:
-    """Whether a field's value says nothing: null, a blank string, an empty list or record. An
-    extractor writes ``""`` or ``[]`` for what it did not find (a Pydantic default), where the gold
-    leaves the field out or null: the same absence, which is no evidence of a match."""
+    """Whether a field's value says nothing: null, a blank string, a list or record empty or of
+    absent values only. An extractor writes ``""``, ``[]`` or a sub-record of nulls (strict
+    structured outputs) for what it did not find, where the gold leaves the field out or null:
+    the same absence, which is no evidence of a match."""
     if value is None:
         return True
     if isinstance(value, str):
         return not value or value.isspace()
-    return isinstance(value, (list, dict)) and not value
+    if isinstance(value, (list, tuple)):  # one of absent items only ([""], [null]) too
+        return all(map(is_absent, value))
+    if isinstance(value, dict):  # a record of absent fields ({"street": null, "city": null}) too
+        return all(map(is_absent, value.values()))
+    return False
 
 
 #: Unit-like fields (:mod:`factjudge.judges.rules.normalize`): read into the amount they apply to

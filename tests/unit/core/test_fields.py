@@ -22,10 +22,18 @@ values = st.one_of(scalars, st.lists(st.one_of(scalars, records, st.lists(scalar
 STATUSES = ("TP", "FN", "FP", "ERROR", "OUT_OF_SCOPE")
 
 
+def _nothing(value):
+    if isinstance(value, list):
+        return all(_nothing(v) for v in value)
+    if isinstance(value, dict):
+        return all(_nothing(v) for v in value.values())
+    return value is None or value in ("", " ")
+
+
 def walk(path, value, into):
     """The values of a fact at each path, counted independently of core/fields: null, a blank
-    string and an empty list or record are no value."""
-    if value is None or value in ("", " ", [], {}):
+    string and a list or record of no value are no value."""
+    if _nothing(value):
         return
     into[path] += 1
     if isinstance(value, list):

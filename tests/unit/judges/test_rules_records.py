@@ -1,6 +1,7 @@
 """Records as extractors write them (issue 34): nulls, number and date locales, lists of records
 inside a fact, fields per fact type."""
 import itertools
+import json
 import warnings
 
 import pytest
@@ -375,3 +376,63 @@ def test_a_nested_record_is_compared_field_by_field_as_a_lists_record(gold, pred
     result, g, _ = judged([{"id": "g1", "fact_type": "t", "name": "x", "addr": gold}],
                           [{"id": "p1", "fact_type": "t", "name": "x", "addr": pred}])
     assert g == [status], result.gold_facts[0]["factjudge"]["reasoning"]
+
+
+def test_a_pydantic_models_dump_and_its_json_are_the_same_record():
+    """model_dump() holds Decimal and date items in lists, tuples, Enums and UUIDs: each was "not
+    comparable" (or "Status.PAID" vs "paid"), and the very same invoice was FN, its list items
+    counted missing and spurious."""
+    import datetime
+    import enum
+    import uuid
+    from decimal import Decimal
+
+    from pydantic import BaseModel
+
+    class Status(str, enum.Enum):
+        PAID = "paid"
+
+    class Invoice(BaseModel):
+        status: Status
+        ref: uuid.UUID
+        prices: list[Decimal]
+        due_dates: list[datetime.date]
+        dims: tuple[int, int]
+
+    inv = Invoice(status=Status.PAID, ref=uuid.UUID(int=7), prices=[Decimal("1.10"), Decimal("2.00")],
+                  due_dates=[datetime.date(2024, 1, 2)], dims=(3, 4))
+    gold = {"id": "g", "fact_type": "invoice", **json.loads(inv.model_dump_json())}
+    pred = {"id": "p", "fact_type": "invoice", **inv.model_dump()}
+    result, g, p = judged([gold], [pred])
+    assert (g, p) == (["TP"], ["TP"]), result.gold_facts[0]["factjudge"]["reasoning"]
+    fields = result.to_dict()["analysis"]["fields"]["invoice"]
+    assert all(c["missing"] == c["spurious"] == c["wrong"] == 0 for c in fields.values()), fields
+    assert fields["dims[]"]["correct"] == 2 and fields["prices[]"]["correct"] == 2
+
+
+@pytest.mark.parametrize(("gold", "pred"), [
+    (["", "a"], ["a"]), ([None, "a"], ["a"]), ([{}, {"k": 1}], [{"k": 1}]), (["a", "  "], ["a", None]),
+])
+def test_an_absent_item_of_a_list_is_no_item(gold, pred):
+    """The judge called the lists different ("1 item missing: item 1 ((missing))") while the field
+    counts counted no missing item."""
+    result, g, _ = judged([{"id": "g", "fact_type": "t", "x": 1, "items": gold}],
+                          [{"id": "p", "fact_type": "t", "x": 1, "items": pred}])
+    assert g == ["TP"], result.gold_facts[0]["factjudge"]["reasoning"]
+    counts = result.to_dict()["analysis"]["fields"]["t"]["items[]"]
+    assert (counts["correct"], counts["missing"], counts["spurious"]) == (1, 0, 0)
+
+
+def test_an_item_is_named_by_its_place_as_written():
+    result, g, _ = judged([{"id": "g", "fact_type": "t", "items": ["", "b", "a"]}],
+                          [{"id": "p", "fact_type": "t", "items": ["a"]}])
+    assert g == ["FN"] and "item 2 (b)" in result.gold_facts[0]["factjudge"]["reasoning"]
+
+
+@pytest.mark.parametrize("empty", [{"street": None, "city": None}, {"street": "", "city": " "}, [""], [None, {}]])
+def test_a_record_or_list_of_absent_values_is_absent(empty):
+    """What strict structured outputs write for a sub-model not found, against a gold null."""
+    result, g, p = judged([{"id": "g", "fact_type": "t", "x": 1, "address": None}],
+                          [{"id": "p", "fact_type": "t", "x": 1, "address": empty}])
+    assert (g, p) == (["TP"], ["TP"]), result.gold_facts[0]["factjudge"]["reasoning"]
+    assert "address" not in result.to_dict()["analysis"]["fields"]["t"]

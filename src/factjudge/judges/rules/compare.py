@@ -802,6 +802,7 @@ def _worth(p: _ItemPair) -> int:
 
 
 def _item_name(n: int, item: Item) -> str:
+    n = item.position if item.position >= 0 else n  # its place as written (absent items are none)
     return f"item {n + 1} ({cut_text(item.label, 40)})" if item.label else f"item {n + 1}"
 
 

@@ -38,7 +38,7 @@ def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) ->
                     fields[key] = list_match(key, f"{path}.{key}", u, v, config)
                 else:
                     fields[key] = _DIFFERS if key in failed else _SAME
-        pairs.append((i, j, Match(pair.ok, fields=fields)))
+        pairs.append((x.position, y.position, Match(pair.ok, fields=fields)))  # places as written
     return Match(lists_equal(a, b, aligned), items=tuple(pairs))
 
 

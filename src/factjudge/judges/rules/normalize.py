@@ -119,10 +119,13 @@ import unicodedata
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
+from enum import Enum
 from typing import Any, TypeVar
+from uuid import UUID
 
 from ...core.scope import GENERIC_UNIT_FIELDS as _GENERIC_UNIT_FIELDS
 from ...core.scope import UNIT_FIELD_SUFFIXES as _UNIT_FIELD_SUFFIXES
+from ...core.scope import is_absent
 from ...core.scope import is_unit_field as is_unit_field
 from ...util.jsonutil import canonical_json as _strict_json
 from .units import (
@@ -363,6 +366,9 @@ class Item:
     currency: str | None
     #: How the reasoning names it: its description, name or title, else its first text.
     label: str
+    #: Its place in the list as written (absent items, null or empty, are no items: ``["", "a"]``
+    #: holds one, at place 1).
+    position: int = -1
 
     def get(self, name: str) -> Norm:
         if name in self.values:
@@ -827,6 +833,10 @@ def _quantity_from_json(value: int | float | Decimal) -> Quantity | None:
     return Quantity(value=number, plain=isinstance(value, int), source=source)
 
 
+#: The items of a list read as they are; any other (Decimal, date, Enum...) as :func:`_python_scalar` says.
+_JSON_ITEMS = frozenset({str, int, float, bool, type(None), dict, list})
+
+
 def _python_scalar(value: Any) -> Any:
     """The JSON value a Python object handed over in Python stands for (a pydantic model's
     ``model_dump()`` holds ``Decimal`` and ``date``, a pandas frame numpy scalars), else
@@ -834,6 +844,12 @@ def _python_scalar(value: Any) -> Any:
     float64 raised in Decimal."""
     if isinstance(value, (_dt.date, _dt.time)):
         return value.isoformat()  # a datetime's time is then read as an ISO string's is
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
     if type(value).__module__ == "numpy" and callable(item := getattr(value, "item", None)):
         scalar = item()
         if isinstance(scalar, float) and not isinstance(value, float):
@@ -1256,8 +1272,12 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         if pattern is not None and (m := pattern.fullmatch(value)) is not None and not value.isdigit():
             return _figure(m, value, unit, reading.decimal)
         return _normalize_string(value, ignore_company_suffixes, unit, amount, reading)
-    if value is None or (isinstance(value, (list, dict)) and not value):
+    if isinstance(value, (tuple, set, frozenset)):
+        value = list(value)  # a Python sequence handed over: the JSON list it stands for
+    if value is None or (isinstance(value, (list, dict)) and is_absent(value)):
         return MISSING  # an empty list or record says nothing, as null (core.scope.is_absent)
+    if isinstance(value, list) and not all(type(v) in _JSON_ITEMS for v in value):
+        value = [_python_scalar(v) for v in value]  # Decimal, date, Enum items of model_dump()
     if isinstance(value, list) and (items := _items(value, ignore_company_suffixes, reading)) is not None:
         return items
     if isinstance(value, dict) and value and (items := _items([value], ignore_company_suffixes, reading)) is not None:
@@ -1275,6 +1295,8 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         if q is None:
             return _other(value)
         return _apply_unit(q, unit) if unit is not None else q
+    if isinstance(value, Enum):  # a str Enum of a pydantic model: its value, not "Status.PAID"
+        return _normalize_value(value.value, ignore_company_suffixes, unit, amount, reading)
     # a str's subclass (numpy's str_): read as the string it holds
     return _normalize_string(str(value), ignore_company_suffixes, unit, amount, reading)
 
@@ -1414,19 +1436,21 @@ def _label(values: dict[str, Norm]) -> str:
 def _items(value: list[Any], ignore_company_suffixes: bool, reading: Reading) -> Items | None:
     """A list of records or of scalars as :class:`Items`; None for a mixed or nested list (compared
     by its JSON)."""
-    records = bool(value) and all(isinstance(v, dict) for v in value)
-    if not records and not all(v is None or isinstance(v, (str, int, float)) for v in value):
+    # an absent item (null, "", {}) says nothing, as an absent field does (core.scope.is_absent)
+    kept = [(k, v) for k, v in enumerate(value) if not is_absent(v)]
+    records = bool(kept) and all(isinstance(v, dict) for _, v in kept)
+    if not records and not all(isinstance(v, (str, int, float, Decimal)) for _, v in kept):
         return None
     text = lenient_json(value)
     if _may_hold_nan(value, text):
         return None  # a NaN equals nothing, whichever item holds it: one JSON value says so
     out = []
-    for v in value:
+    for k, v in kept:
         if records:
             values = normalize_fact(v, ignore_company_suffixes=ignore_company_suffixes, reading=reading)
         else:
             values = {"": normalize_value(v, ignore_company_suffixes=ignore_company_suffixes, reading=reading)}
-        out.append(Item(values, fact_currency(values), _label(values)))
+        out.append(Item(values, fact_currency(values), _label(values), k))
     return Items(tuple(out), records, text)
 
 
@@ -1490,6 +1514,8 @@ def _code(name: Any, value: Any, reading: Reading) -> Code | None:
             name in reading.identifiers or IDENTIFIER_NAME.search(name) is not None)
     if not named:
         return None
+    if isinstance(value, (UUID, Enum)):  # a pydantic model's UUID or Enum: the string it stands for
+        value = _python_scalar(value)
     key = identifier_key(value)
     return None if key is None else Code(str(value), key)
 
