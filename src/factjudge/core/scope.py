@@ -320,7 +320,7 @@ def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> lis
     """Check the fields the config names against ``present``, every field any fact of the run
     carries (gold or predicted, every document). A ``fields`` entry no fact has compares nothing,
     so every pair of one fact_type would match (``["valeu"]`` turned recall 0.0 into 1.0): an
-    :class:`InputError`. A ``tolerances`` entry no fact has is ignored: a warning."""
+    :class:`InputError`. A ``tolerances`` or ``ordered`` entry no fact has is ignored: a warning."""
     have = set(present)
     known = sorted(have - NOT_COMPARED)
 
@@ -335,8 +335,9 @@ def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> lis
                                  f"{hint(name)}; a field no fact has compares nothing, so every "
                                  "pair of the same fact_type would match")
     # a path into a list's items (line_items.unit_price) is checked by the list field it starts with
-    return [f"tolerances {name!r}: no fact in {source} carries this field{hint(name)}: ignored"
-            for name in config.tolerances if have and name not in have and name.split(".")[0] not in have]
+    return [f"{key} {name!r}: no fact in {source} carries this field{hint(name.split('.')[0])}: ignored"
+            for key, names in (("tolerances", config.tolerances), ("ordered", config.ordered))
+            for name in names if have and name not in have and name.split(".")[0] not in have]
 
 
 def matching_rules_check(config: JudgeConfig) -> list[str]:

@@ -285,6 +285,12 @@ class JudgeConfig(Model):
         named = self.fields.values() if isinstance(self.fields, dict) else [self.fields or []]
         return list(dict.fromkeys(f for names in named for f in names))
 
+    @field_validator("ordered")
+    @classmethod
+    def _paths_as_compared(cls, value: list[str]) -> list[str]:
+        # the reports' field table writes paths with [] (line_items[].taxes): the same path
+        return [p.replace("[]", "") for p in value]
+
     @field_validator("text_threshold")
     @classmethod
     def _threshold_on_the_0_100_scale(cls, value: float) -> float:

@@ -466,3 +466,17 @@ def test_a_record_or_list_of_absent_values_is_absent(empty):
                           [{"id": "p", "fact_type": "t", "x": 1, "address": empty}])
     assert (g, p) == (["TP"], ["TP"]), result.gold_facts[0]["factjudge"]["reasoning"]
     assert "address" not in result.to_dict()["analysis"]["fields"]["t"]
+
+
+def test_an_ordered_path_no_fact_has_is_warned_of_and_the_reports_spelling_is_read():
+    """`ordered` was never checked: a typo left the order unchecked without a word, and the field
+    table's own spelling (items[].sub) was ignored."""
+    from factjudge.core.scope import field_check
+
+    config = JudgeConfig(ordered=["line_itmes", "steps[]", "line_items[].taxes"])
+    assert config.ordered == ["line_itmes", "steps", "line_items.taxes"]
+    assert field_check(config, ["line_items", "steps"], "data.jsonl") == [
+        "ordered 'line_itmes': no fact in data.jsonl carries this field (did you mean 'line_items'?): ignored"]
+    gold = [{"id": "g", "fact_type": "recipe", "steps": ["mix", "bake"]}]
+    pred = [{"id": "p", "fact_type": "recipe", "steps": ["bake", "mix"]}]
+    assert judged(gold, pred, {"ordered": ["steps[]"]})[1] == ["FN"]
