@@ -318,9 +318,11 @@ def scope_check(config: JudgeConfig, fact_types: Iterable[str], source: str) -> 
 
 def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> list[str]:
     """Check the fields the config names against ``present``, every field any fact of the run
-    carries (gold or predicted, every document). A ``fields`` entry no fact has compares nothing,
-    so every pair of one fact_type would match (``["valeu"]`` turned recall 0.0 into 1.0): an
-    :class:`InputError`. A ``tolerances`` or ``ordered`` entry no fact has is ignored: a warning."""
+    carries (gold or predicted, every document). A ``fields`` list none of whose fields a fact has
+    compares nothing, so every pair of one fact_type would match (``["valeu"]`` turned recall 0.0
+    into 1.0): an :class:`InputError`; one such field beside others is compared as absent on both
+    sides: a warning (``run_judge`` of one document without ``note`` was refused). A
+    ``tolerances`` or ``ordered`` entry no fact has is ignored: a warning."""
     have = set(present)
     known = sorted(have - NOT_COMPARED)
 
@@ -328,16 +330,21 @@ def field_check(config: JudgeConfig, present: Iterable[str], source: str) -> lis
         close = difflib.get_close_matches(name, known, n=1)
         return f" (did you mean {close[0]!r}?)" if close else ""
 
-    if have:  # nothing to judge is not a mistake
-        for name in config.field_names():
-            if name not in have:
-                raise InputError(f"config key 'fields': no fact in {source} carries {name!r}"
-                                 f"{hint(name)}; a field no fact has compares nothing, so every "
-                                 "pair of the same fact_type would match")
+    if not have:  # nothing to judge is not a mistake
+        return []
+    lists = config.fields.values() if isinstance(config.fields, dict) else [config.fields or []]
+    for names in lists:
+        named = [n for n in names if n != "fact_type"]
+        if named and not any(n in have for n in named):  # (one such field absent among others: a warning)
+            raise InputError(f"config key 'fields': no fact in {source} carries {named[0]!r}"
+                             f"{hint(named[0])}; a field no fact has compares nothing, so every "
+                             "pair of the same fact_type would match")
+    out = [f"fields {name!r}: no fact in {source} carries this field{hint(name)}: absent on both sides"
+           for name in config.field_names() if name not in have and name != "fact_type"]
     # a path into a list's items (line_items.unit_price) is checked by the list field it starts with
-    return [f"{key} {name!r}: no fact in {source} carries this field{hint(name.split('.')[0])}: ignored"
-            for key, names in (("tolerances", config.tolerances), ("ordered", config.ordered))
-            for name in names if have and name not in have and name.split(".")[0] not in have]
+    return out + [f"{key} {name!r}: no fact in {source} carries this field{hint(name.split('.')[0])}: ignored"
+                  for key, names in (("tolerances", config.tolerances), ("ordered", config.ordered))
+                  for name in names if name not in have and name.split(".")[0] not in have]
 
 
 def matching_rules_check(config: JudgeConfig) -> list[str]:

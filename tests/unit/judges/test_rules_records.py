@@ -480,3 +480,17 @@ def test_an_ordered_path_no_fact_has_is_warned_of_and_the_reports_spelling_is_re
     gold = [{"id": "g", "fact_type": "recipe", "steps": ["mix", "bake"]}]
     pred = [{"id": "p", "fact_type": "recipe", "steps": ["bake", "mix"]}]
     assert judged(gold, pred, {"ordered": ["steps[]"]})[1] == ["FN"]
+
+
+def test_a_named_field_no_fact_has_beside_others_is_a_warning_not_a_refusal():
+    """run_judge of one document whose facts lack `note` was refused ("every pair would match"),
+    though `value` was still compared; a list none of whose fields any fact has still is."""
+    from factjudge.core.scope import field_check
+
+    config = JudgeConfig(fields=["value", "note"])
+    assert field_check(config, ["id", "fact_type", "value"], "doc") == [
+        "fields 'note': no fact in doc carries this field: absent on both sides"]
+    gold = [{"id": "g", "fact_type": "t", "value": 1}]
+    assert judged(gold, [{"id": "p", "fact_type": "t", "value": 2}], {"fields": ["value", "note"]})[1] == ["FN"]
+    with pytest.raises(InputError, match="carries 'valeu' \\(did you mean 'value'\\?\\)"):
+        field_check(JudgeConfig(fields=["valeu"]), ["id", "fact_type", "value"], "doc")
