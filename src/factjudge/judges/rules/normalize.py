@@ -848,8 +848,10 @@ def _python_scalar(value: Any) -> Any:
         return value.value
     if isinstance(value, UUID):
         return str(value)
-    if isinstance(value, (tuple, set, frozenset)):
+    if isinstance(value, tuple):
         return list(value)
+    if isinstance(value, (set, frozenset)):  # in one order whatever the process's string hashes
+        return sorted(value, key=repr)
     if type(value).__module__ == "numpy" and callable(item := getattr(value, "item", None)):
         scalar = item()
         if isinstance(scalar, float) and not isinstance(value, float):
@@ -1273,7 +1275,7 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
             return _figure(m, value, unit, reading.decimal)
         return _normalize_string(value, ignore_company_suffixes, unit, amount, reading)
     if isinstance(value, (tuple, set, frozenset)):
-        value = list(value)  # a Python sequence handed over: the JSON list it stands for
+        value = _python_scalar(value)  # a Python sequence handed over: the JSON list it stands for
     if value is None or (isinstance(value, (list, dict)) and is_absent(value)):
         return MISSING  # an empty list or record says nothing, as null (core.scope.is_absent)
     if isinstance(value, list) and not all(type(v) in _JSON_ITEMS for v in value):
