@@ -410,18 +410,16 @@ def named_doc_id(raw: bytes, key: str = "doc_id") -> str | None:
         rec = json.loads(text, object_pairs_hook=_Pairs)
     except (ValueError, RecursionError):  # not JSON: the raw text, strictly
         pattern = re.compile(r'(?:^|[{,])\s*' + re.escape(json.dumps(key)) + r'\s*:\s*' + _JSON_STRING)
-        values = {json.loads(f'"{m[1]}"') for m in pattern.finditer(text)}
+        found = [json.loads(f'"{m[1]}"') for m in pattern.finditer(text)]
     else:
         if not isinstance(rec, _Pairs):
             return None
         found = [v for k, v in rec if k == key]
-        if not all(type(v) in (str, int) for v in found):  # a bool, a list, null: no doc_id
-            return None
-        values = {str(v) for v in found}
-    if len(values) != 1:
+    try:  # a bool, a list, null, a blank string: no doc_id
+        values = {coerce_id(v, key, "") for v in found}
+    except InputError:
         return None
-    [doc_id] = values
-    return doc_id if doc_id.strip() else None
+    return values.pop() if len(values) == 1 else None
 
 
 def read_error(path: Path, exc: OSError | UnicodeDecodeError) -> InputError:
