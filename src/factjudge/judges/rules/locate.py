@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from ...core.grounding import Finder
-from .normalize import normalize_text
+from .normalize import normalize_text, with_decimal_point
 
 #: The text searched, at most (a longer document is searched in its beginning).
 MAX_CHARS = 1_000_000
@@ -22,11 +22,6 @@ MAX_WORDS = 64
 _CHUNK = re.compile(r"\S+")
 #: Punctuation around a chunk, left out of its mark ("(aspirin)," marks "aspirin"; "$3.5m" keeps its "$").
 _EDGE = re.compile("^[(\\[{\"'\u201c\u2018\u00ab]+|[)\\]}\"'\u201d\u2019\u00bb,.;:!?]+$")
-#: Where the decimal separator is a comma: a thousands dot between digits ("1.234,5"), left out,
-#: and a decimal comma, read as a point: normalising keeps "1234.5" one word and splits "1234,5"
-#: into two, so a value 1234.5 was never found in "1.234,5".
-_THOUSANDS_DOT = re.compile(r"(?<=\d)\.(?=\d{3}(?!\d))")
-_DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d)")
 
 
 class TextIndex:
@@ -72,10 +67,8 @@ class TextIndex:
 
 
     def _read(self, text: str) -> str:
-        """``text``'s figures written with a decimal point, where the decimal separator is a comma."""
-        if not self.comma or ("," not in text and "." not in text):
-            return text
-        return _DECIMAL_COMMA.sub(".", _THOUSANDS_DOT.sub("", text))
+        """``text`` as the config's decimal separator reads it (a value 1234.5 is in "1.234,5")."""
+        return with_decimal_point(text) if self.comma else text
 
 
 def finder(ignore_company_suffixes: bool = False, decimal_separator: str = ".") -> Callable[[str], Finder]:

@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from decimal import Decimal
+
+from .normalize import format_decimal, with_decimal_point
 
 #: Currency symbols (codes such as ``EUR`` are words, which the normaliser keeps).
 _CURRENCY = re.compile(r"[$€£¥₹₩₽₺₪₫฿₴₦₱¢]")
 #: Numbers joined by a slash, a colon or a dash (a date, a ratio, a time, a range).
 _JOINED = re.compile(r"\d+(?:\s?[/:\-]\s?\d+)+")
 _NUMBER = re.compile(r"\d+")
+_POINT_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _DIGIT = re.compile(r"\d")
 #: A time of day and the zone written after it.
 _ZONE = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?\s*(?P<zone>[a-z]{2,5})\b")
@@ -79,12 +83,7 @@ def _months(words: list[str]) -> list[int]:
 
 def _comma_numbers(text: str) -> list[str]:
     """The numbers of ``text`` read with a decimal comma (thousands dots left out)."""
-    out = []
-    for m in re.finditer(r"\d[\d.,]*\d|\d", text):
-        token = m.group()
-        whole, _, frac = token.replace(".", "").partition(",")
-        out.append(f"{int(whole)}.{frac.rstrip('0')}" if frac.rstrip("0") else str(int(whole)))
-    return sorted(out)
+    return sorted(format_decimal(Decimal(n)) for n in _POINT_NUMBER.findall(with_decimal_point(text)))
 
 
 def lost_difference(a: str, b: str, decimal: str = ".") -> str | None:

@@ -431,6 +431,20 @@ def _other(value: Any) -> Other:
     return Other(text, nan=_may_hold_nan(value, text))
 
 
+#: Under a decimal comma: a thousands dot between digits ("1.234,5"), and a decimal comma.
+_THOUSANDS_DOT = re.compile(r"(?<=\d)\.(?=\d{3}(?!\d))")
+_DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d)")
+
+
+def with_decimal_point(text: str) -> str:
+    """``text``'s figures, written with a decimal comma, rewritten with a decimal point
+    ("1.234,5" -> "1234.5", "0,5" -> "0.5"): a text as ``decimal_separator: ","`` reads it. (Text
+    normalisation keeps "1234.5" one word and splits "1234,5" in two.)"""
+    if "," not in text and "." not in text:
+        return text
+    return _DECIMAL_COMMA.sub(".", _THOUSANDS_DOT.sub("", text))
+
+
 def format_decimal(value: Decimal) -> str:
     """``Decimal('1.25E+7')`` -> ``12500000``; no exponent, no trailing zeros."""
     text = format(value.normalize(), "f")
