@@ -276,40 +276,40 @@ class KnowledgeMemo(Generic[_K, _V]):
 #: Two different texts compared (unexplained), by the texts, the threshold and the field: names,
 #: products and places repeat across a run's facts, and a list's items are compared pair by pair
 #: (5 line items an invoice: 25 pairs, most of them two different products).
-_TEXT_OUTCOMES: KnowledgeMemo[tuple[str, str, str, str, float, str], _Outcome] = KnowledgeMemo(50_000)
+_TEXT_OUTCOMES: KnowledgeMemo[tuple[str, str, str, str, float, str, str], _Outcome] = KnowledgeMemo(50_000)
 
 
 def _compare_texts(a: Text, b: Text, threshold: float, name: str = "",
                    knowledge: Knowledge | None = None, explain: bool = True, decimal: str = ".") -> _Outcome:
-    if a.norm == b.norm:
-        lost = lost_difference(a.raw, b.raw, decimal) if a.raw != b.raw else None
-        if lost is None:
-            return True, True, 100.0, (f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})"
-                                       if explain else "")
-        return False, False, 0.0, f"{_shown(a, b)}: {lost}" if explain else ""
+    if a.raw == b.raw:
+        return True, True, 100.0, (f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})" if explain else "")
     if explain:
-        if (lost := lost_difference(a.raw, b.raw, decimal)) is not None:
-            return False, False, 0.0, f"{_shown(a, b)}: {lost}"
-        if knowledge is not None:
-            return _compare_known_texts(a, b, threshold, name, knowledge, True)
-        return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, _shown(a, b))
+        return _texts_outcome(a, b, threshold, name, knowledge, decimal, True)
     memo = _TEXT_OUTCOMES.table(knowledge)
     named = name if knowledge is not None else ""
     # by the texts' fields, which a Text's equality compares (hashing the strings is C's)
-    key = (a.raw, a.norm, b.raw, b.norm, threshold, named + decimal)
+    key = (a.raw, a.norm, b.raw, b.norm, threshold, named, decimal)
     found = memo.get(key)
     if found is None:
-        if lost_difference(a.raw, b.raw, decimal) is not None:
-            found = memo[key] = (False, False, 0.0, "")
-        else:
-            found = memo[key] = (_compare_known_texts(a, b, threshold, name, knowledge, False)
-                                 if knowledge is not None
-                                 else _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, ""))
+        found = memo[key] = _texts_outcome(a, b, threshold, name, knowledge, decimal, False)
         # the unexplained outcome is the same both ways round (every step compares the two sides
         # alike: tests/unit/judges/test_judging_cost.py checks it), and the other direction of the
         # document asks the other way round: two different names were worked out twice
-        memo[(b.raw, b.norm, a.raw, a.norm, threshold, named + decimal)] = found
+        memo[(b.raw, b.norm, a.raw, a.norm, threshold, named, decimal)] = found
     return found
+
+
+def _texts_outcome(a: Text, b: Text, threshold: float, name: str, knowledge: Knowledge | None, decimal: str,
+                   explain: bool) -> _Outcome:
+    """Two texts written differently compared (:func:`_compare_texts` keeps the unexplained outcome):
+    what their normal form loses first (:mod:`.marks`), then the normal forms."""
+    if (lost := lost_difference(a.raw, b.raw, decimal)) is not None:
+        return False, False, 0.0, f"{_shown(a, b)}: {lost}" if explain else ""
+    if a.norm == b.norm:
+        return True, True, 100.0, (f"{_shown(a, b)}: equal after normalisation ({quoted(a.norm)})" if explain else "")
+    if knowledge is not None:
+        return _compare_known_texts(a, b, threshold, name, knowledge, explain)
+    return _similar_texts(a.sorted, b.sorted, a.numbers, b.numbers, threshold, _shown(a, b) if explain else "")
 
 
 def _qualifier_difference(qa: tuple[str, ...], qb: tuple[str, ...]) -> str:
