@@ -7,7 +7,7 @@ superset of the candidates that can match.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Hashable, Iterable
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -15,11 +15,13 @@ from rapidfuzz import fuzz, process
 
 from ...models import JudgeConfig, Tolerance
 from . import variants
-from .compare import Forms, KnowledgeMemo, Prepared, prepared_once
+from .compare import Forms, ItemPartners, KnowledgeMemo, Prepared, absent, prepared_once
 from .knowledge import Knowledge
 from .normalize import (
     READING,
     Code,
+    Item,
+    Items,
     Missing,
     Norm,
     Other,
@@ -65,7 +67,6 @@ class CandidateIndex:
     def __init__(self, candidates: list[dict[str, Any]], ignore_company_suffixes: bool,
                  knowledge: Knowledge | None = None, config: JudgeConfig | None = None,
                  forms: Forms | None = None) -> None:
-        self.size = len(candidates)
         self.ignore_company_suffixes = ignore_company_suffixes
         self.knowledge = knowledge
         #: The config the knowledge was built from (an index is rebuilt for another one).
@@ -74,7 +75,21 @@ class CandidateIndex:
         self.reading = READING if config is None else Reading.of(config)
         #: The document's facts prepared once (the config's), whichever direction or analysis reads them.
         self.forms = forms
-        self.prepared = [self.prepare(c).at(i) for i, c in enumerate(candidates)]
+        self._file([self.prepare(c).at(i) for i, c in enumerate(candidates)])
+
+    @classmethod
+    def of_items(cls, items: Items, name: str, knowledge: Knowledge | None, config: JudgeConfig) -> CandidateIndex:
+        """The items of a list inside a fact (``name``), as candidates of no fact_type: a
+        record's fields by their keys, a scalar item as the field ``name`` (how compare.py names
+        them to the knowledge)."""
+        index = cls([], False, knowledge, config)
+        index._file([Prepared(j, "", None, _item_fields(item, name, items.records), item.currency)
+                     for j, item in enumerate(items.items)])
+        return index
+
+    def _file(self, prepared: list[Prepared]) -> None:
+        self.size = len(prepared)
+        self.prepared = prepared
         self.by_type: dict[Any, list[int]] = {}
         for p in self.prepared:
             self.by_type.setdefault(_type_key(p.fact_type), []).append(p.position)
@@ -237,7 +252,8 @@ _Lookups = tuple[list[tuple[str, tuple[Hashable, ...]]],
                  list[tuple[str, tuple[float, float], Quantity]], list[tuple[str, Text]]]
 
 
-def _lookups(index: CandidateIndex, subject: Prepared, fields: list[str], config: JudgeConfig) -> _Lookups:
+def _lookups(index: CandidateIndex, subject: Prepared, fields: list[str],
+             tolerances: Mapping[str, Tolerance]) -> _Lookups:
     """How each field of the subject narrows the candidates: exact keys, a number window (with
     the figure whose keys are looked up outside it: :func:`_figure_keys`), or a text search."""
     exact: list[tuple[str, tuple[Hashable, ...]]] = []
@@ -252,7 +268,7 @@ def _lookups(index: CandidateIndex, subject: Prepared, fields: list[str], config
         if isinstance(value, Text):
             texts.append((name, value))
         elif isinstance(value, Quantity):
-            bounds = _bounds(value, config.tolerances.get(name))
+            bounds = _bounds(value, tolerances.get(name))
             if bounds is None:
                 exact.append((name, _figure_keys(index, subject.fact_type, name, value)))
             else:
@@ -263,10 +279,11 @@ def _lookups(index: CandidateIndex, subject: Prepared, fields: list[str], config
 
 
 def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
-              config: JudgeConfig) -> list[int]:
-    """Positions of the same-type candidates that may match; a superset of the true matches."""
+              config: JudgeConfig, tolerances: Mapping[str, Tolerance] | None = None) -> list[int]:
+    """Positions of the same-type candidates that may match; a superset of the true matches.
+    ``tolerances``: by field name, when not the config's (the items of a list: by their path)."""
     ft = subject.fact_type
-    exact, windows, texts = _lookups(index, subject, fields, config)
+    exact, windows, texts = _lookups(index, subject, fields, config.tolerances if tolerances is None else tolerances)
     pool: set[int] | None = None
     if exact:  # the rarest value's candidates, then each other field checked on those only
         if len(exact) > 1:
@@ -295,6 +312,47 @@ def shortlist(index: CandidateIndex, subject: Prepared, fields: list[str],
         if not pool:
             return []
     return sorted(pool) if pool is not None else list(index.bucket(ft))
+
+
+def item_partners(a: Items, b: Items, name: str, path: str, config: JudgeConfig,
+                  knowledge: Knowledge | None) -> ItemPartners | None:
+    """For two long lists of ``name`` inside a fact (``path``), the items of ``b`` that may equal
+    item ``i`` of ``a`` (compare._align_long), looked up as a subject's candidates are with the
+    tolerances of the items' fields, and those that may agree with it in one field at least (the
+    same look-up, field by field). None for records with a field named "" (compared as the list's
+    own name and path, which a record's field of that name may be too)."""
+    if a.records and any("" in item.values for item in (*a.items, *b.items)):
+        return None
+    index = CandidateIndex.of_items(b, name, knowledge, config)
+    tolerances = {name: tol} if not a.records and (tol := config.tolerances.get(path)) else {
+        key[len(path) + 1:]: tol for key, tol in config.tolerances.items() if key.startswith(f"{path}.")}
+
+    def subject(i: int) -> Prepared:
+        item = a.items[i]
+        return Prepared(-1, "", None, _item_fields(item, name, a.records), item.currency)
+
+    def equal(i: int) -> list[int]:
+        x = subject(i)
+        return shortlist(index, x, list(x.values), config, tolerances)
+
+    # a unit field absent on one side may still agree with the other's (a currency implied), and
+    # one is looked up under no key: an item holding one may agree with any item, and any item
+    # with an item holding one
+    with_units = {j for j, item in enumerate(b.items)
+                  if any(is_unit_field(f) for f in _item_fields(item, name, b.records))}
+
+    def related(i: int) -> set[int]:
+        x = subject(i)
+        if any(is_unit_field(f) for f in x.values):
+            return set(range(len(b.items)))
+        # another field absent on one side differs, on both is not compared: a present one agrees
+        return with_units.union(*(shortlist(index, x, [f], config, tolerances)
+                                  for f, v in x.values.items() if not absent(v)))
+    return ItemPartners(equal, related)
+
+
+def _item_fields(item: Item, name: str, records: bool) -> dict[str, Norm]:
+    return item.values if records else {name: item.get("")}
 
 
 def _figure_keys(index: CandidateIndex, fact_type: Any, name: str, q: Quantity) -> tuple[Hashable, ...]:
