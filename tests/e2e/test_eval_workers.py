@@ -378,3 +378,24 @@ def test_a_large_dataset_scanned_on_two_cores_writes_what_one_core_writes(tmp_pa
     assert [h is not None for h in halves] == [False, True]  # the second run split the file
     assert outs["one"] == outs["two"]
     assert len(read_lines(tmp_path / "two" / "results.jsonl")) == 3 * workers_mod.CHUNK + 10
+
+
+def test_a_stopped_pool_ends_even_when_a_killed_worker_held_its_lock():
+    """Ctrl-C once hung ``eval --workers 2`` for ever: Pool.terminate puts a sentinel on the
+    results pipe under the lock a worker holds while it sends a chunk, and a worker halfway
+    through a large chunk held it for good. Here the lock is held (as that worker held it) and the
+    pool is stopped: the workers are dead at once and the stop returns within its bounded wait."""
+    import multiprocessing
+
+    from factjudge.evaluation import workers
+
+    pool = workers._pool_type()(2, context=multiprocessing.get_context("fork"))
+    lock = pool._outqueue._wlock
+    lock.acquire()
+    try:
+        started = time.monotonic()
+        workers._stop(pool)
+        assert time.monotonic() - started < workers.STOP_WAIT + 1.0
+        assert all(p.exitcode is not None for p in pool._pool)  # killed, none left running
+    finally:
+        lock.release()  # the stopping thread goes on and ends

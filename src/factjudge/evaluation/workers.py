@@ -215,6 +215,35 @@ def _pool_type() -> type[multiprocessing.pool.Pool]:
     return _Pool
 
 
+def _stop(pool: multiprocessing.pool.Pool) -> None:
+    """Kill the pool's workers, then terminate the pool within :data:`STOP_WAIT` seconds.
+
+    ``terminate`` alone can wait forever (CPython's ``Pool._terminate_pool``): it tells the
+    results thread to stop, which reads one more message and leaves, then puts a sentinel on the
+    results pipe under the lock a worker holds while it sends a chunk's lines, and a worker
+    halfway through a chunk larger than the pipe holds that lock for ever (Ctrl-C hung ``eval
+    --workers 2`` in 1 run of ~30 under load; faulthandler: the main thread in
+    ``outqueue.put(None)``, a worker in ``put``, no results thread). The workers are killed
+    first, so none is left running; the rest of terminate, which a killed worker's lock may
+    block the same way, runs in a daemon thread waited for a bounded time."""
+    for worker in pool._pool:  # type: ignore[attr-defined]
+        worker.kill()
+
+    def terminate() -> None:
+        pool.terminate()
+        pool.join()
+
+    done = threading.Thread(target=terminate, daemon=True)
+    done.start()
+    done.join(STOP_WAIT)
+
+
+#: Seconds :func:`_stop` waits for a pool's threads after its workers were killed (they end
+#: within milliseconds unless a killed worker held one of the pool's locks; then they never do,
+#: and being daemon threads, they do not keep the process from exiting).
+STOP_WAIT = 2.0
+
+
 async def judge_in_processes(documents: Iterable[Sent], dataset: Dataset, config: JudgeConfig,
                              judge: Judge, salt: str, workers: int, on_line: Callable[[Line], None], *,
                              closest: bool = False, meanwhile: Iterable[object] = ()) -> None:
@@ -252,9 +281,9 @@ async def judge_in_processes(documents: Iterable[Sent], dataset: Dataset, config
     finally:
         if finished:
             pool.close()
+            pool.join()
         else:
-            pool.terminate()
-        pool.join()
+            _stop(pool)
 
 
 async def _next(pending: deque[asyncio.Future[Chunk]], steps: Iterator[object]) -> Chunk:
