@@ -12,7 +12,9 @@ out-of-scope facts are not counted, as in the fact-level figures.
 **Paths**: each compared field (``total``), and inside a list field its items (``line_items[]``)
 and their fields (``line_items[].unit_price``), at any depth. A value is there unless it is
 absent: left out, null, a blank string or an empty list or record (:func:`~.scope.is_absent`); a
-list's items are its values at ``field[]``.
+list's items are its values at ``field[]``. A field whose own name holds ``[]`` (a column
+literally named ``items[].p``), or starts with ``"``, is written in a path as a JSON string
+(``"items[].p"``): it would otherwise be counted with the path of that name (:func:`path_name`).
 
 **Counts** per fact type and path:
 
@@ -31,6 +33,7 @@ only one side has is missing or spurious. A near-miss pair's values follow the c
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +72,15 @@ _EQUAL, _DIFFERENT = Match(True), Match(False)
 _LISTS = (list, tuple)
 
 
+def path_name(name: object) -> str:
+    """A field's name as a step of a path: as it is, unless it holds ``[]`` or starts with ``"``,
+    when it is written as a JSON string. A path is then read one way only: a name as it is ends at
+    the first ``[]``, a JSON string at its closing quote, so a field named ``items[].p`` is counted
+    apart from the ``p`` of the items of ``items``."""
+    text = str(name)
+    return text if "[]" not in text and text[:1] != '"' else json.dumps(text, ensure_ascii=False)
+
+
 def _slot(tally: dict[str, list[int]], path: str) -> list[int]:
     found = tally.get(path)
     if found is None:
@@ -90,7 +102,7 @@ def _item_one_side(tally: dict[str, list[int]], path: str, item: Any, kind: int)
     _one_side(tally, path, item, kind)
     if isinstance(item, dict):
         for key, value in item.items():
-            _one_side(tally, f"{path}.{key}", value, kind)
+            _one_side(tally, f"{path}.{path_name(key)}", value, kind)
 
 
 def _pairs(match: Match, gold: list[Any], predicted: list[Any]) -> list[tuple[int, int, Match]]:
@@ -148,12 +160,12 @@ def _item(tally: dict[str, list[int]], path: str, gold: object, predicted: objec
             for record, kind in ((gold, MISSING), (predicted, SPURIOUS)):
                 if isinstance(record, dict):
                     for key, value in record.items():
-                        _one_side(tally, f"{path}.{key}", value, kind)
+                        _one_side(tally, f"{path}.{path_name(key)}", value, kind)
         return
     _slot(tally, path)[CORRECT if linked or match.ok else WRONG] += 1
     for key in dict.fromkeys((*gold, *predicted)):
         sub = match.fields.get(key) or (_EQUAL if match.ok else _DIFFERENT)
-        _both(tally, f"{path}.{key}", gold.get(key), predicted.get(key), sub, linked)
+        _both(tally, f"{path}.{path_name(key)}", gold.get(key), predicted.get(key), sub, linked)
 
 
 def _pairable(gold: Mapping[str, Any], predicted: Mapping[str, Any], status: str) -> bool:
@@ -207,14 +219,14 @@ def count_fields(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[
         for name in names:
             gv, pv = g.get(name), p.get(name)
             if linked and not (is_absent(gv) or is_absent(pv) or isinstance(gv, _LISTS) or isinstance(pv, _LISTS)):
-                _slot(mine, name)[CORRECT] += 1  # all _both does of two linked values not lists
+                _slot(mine, path_name(name))[CORRECT] += 1  # all _both does of two linked values not lists
             else:
-                _both(mine, name, gv, pv, matches.get(name, _EQUAL), linked)
+                _both(mine, path_name(name), gv, pv, matches.get(name, _EQUAL), linked)
     for facts, kind in ((alone_g, MISSING), (alone_p, SPURIOUS)):
         for f in facts:
             mine = tally.setdefault(str(f.get("fact_type")), {})
             for name in fields_of(f):
-                _one_side(mine, name, f.get(name), kind)
+                _one_side(mine, path_name(name), f.get(name), kind)
     return tally
 
 

@@ -77,8 +77,9 @@ def read_table_records(path: str | Path, required: Sequence[str] = FACT_REQUIRED
     string, lists, structs), as plain Python values; dates and times become ISO strings, decimals
     numbers (or strings when a float would change them), UTF-8 binary strings.
 
-    An empty cell is an absent field (not ``""``); so is a Parquet null or NaN (and the
-    ``__index_level_N__`` columns pandas adds for a non-default index are left out). Blank lines and
+    An empty cell is an absent field (not ``""``); so is a Parquet null or NaN, and a NaN inside a
+    Parquet list or struct is a null there (an absent item, as a JSON null in a list is). The
+    ``__index_level_N__`` columns pandas adds for a non-default index are left out. Blank lines and
     rows whose cells are all empty are skipped and not counted. A CSV row has a cell for every
     column of the header: a shorter one is an error (a line cut short, or cells lost to a quote
     out of place), and so is a longer one unless the extra cells are empty (a trailing
@@ -336,7 +337,12 @@ def _parquet_rows(path: Path, required: Sequence[str],
 
 
 def _plain(value: object, path: Path, row: int, column: str) -> Any:
-    """A value from pyarrow as JSON-ready plain Python (what facts hold everywhere else)."""
+    """A value from pyarrow as JSON-ready plain Python (what facts hold everywhere else). A NaN
+    inside a list or a struct is null, as a NaN cell is an absent field: pandas and Polars write
+    a missing float as NaN, and ``[1.5, NaN]`` is one value and one absent item (a JSON null in a
+    list), not a value JSON cannot hold."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict):

@@ -172,6 +172,25 @@ def test_a_near_miss_invoice_counts_items_and_item_fields():
         "line_items[]": [1, 1, 1, 0], "line_items[].sku": [2, 0, 1, 0], "line_items[].qty": [1, 1, 1, 0]}}
 
 
+def test_a_field_named_like_a_path_is_counted_apart_from_that_path():
+    """A column literally named ``line_items[].sku`` was summed into the skus of the items (its
+    value counted as a third sku); so was an item's key ``tags[]`` into the items of its list
+    ``tags``. Such a name is written as a JSON string, a path of its own."""
+    items = [{"sku": "A", "tags": ["x"], "tags[]": "y"}, {"sku": "B"}]
+    gold = [invoice("g1", "TP", items, matched_ids=["p1"], **{"line_items[].sku": "Z", '"q"': 1})]
+    pred = [invoice("p1", "TP", copy.deepcopy(items), **{"line_items[].sku": "Z", '"q"': 1})]
+
+    def compare(g, p, names):
+        return {"line_items": Match(True, items=((0, 0, Match(True)), (1, 1, Match(True))))}
+
+    fields = ["line_items", "line_items[].sku", '"q"']
+    tally = count_fields(gold, pred, Analysis(), lambda f: fields, compare)
+    assert tally == {"invoice": {
+        "line_items": [1, 0, 0, 0], "line_items[]": [2, 0, 0, 0], "line_items[].sku": [2, 0, 0, 0],
+        "line_items[].tags": [1, 0, 0, 0], "line_items[].tags[]": [1, 0, 0, 0],
+        'line_items[]."tags[]"': [1, 0, 0, 0], '"line_items[].sku"': [1, 0, 0, 0], '"\\"q\\""': [1, 0, 0, 0]}}
+
+
 def test_field_scores_over_a_run_with_intervals():
     lines = []
     for k in range(6):

@@ -185,7 +185,36 @@ def test_records_doc_ids_come_from_a_key_else_the_line_number(tmp_path):
     assert facts == [{"id": "invoice-1", "fact_type": "invoice", "total": 3},
                      {"id": "items-1", "fact_type": "items", "sku": "A"}]
     with_ids = _lines(tmp_path / "ids.jsonl", [{"id": 4, "items": [{"id": "x1", "sku": "A"}, {"id": None}]}])
-    assert [f["id"] for f in _facts(with_ids)["4"]] == ["x1", "items-2"]  # an item's own id is kept
+    # an item's own id is kept, scoped by its list; a null one is no id
+    assert [f["id"] for f in _facts(with_ids)["4"]] == ["items:x1", "items-2"]
+
+
+def test_records_item_ids_are_scoped_per_list_so_each_list_may_number_from_1(tmp_path):
+    """A model numbering each list's items from 1 (line_items 1, 2; taxes 1) was refused as
+    duplicate ids ("line 1 (id '1'): duplicate id, first seen at line 1"); the record's own id is
+    scoped as well. An id names its object and is not compared (nested-lists.md says why)."""
+    path = _lines(tmp_path / "invoices.jsonl", [
+        {"document_id": "d1", "id": 7, "total": 3, "line_items": [{"id": 1, "sku": "A"}, {"id": 2, "sku": "B"}],
+         "taxes": [{"id": 1, "kind": "VAT"}, {"kind": "eco"}]}])
+    facts = _facts(path)["d1"]
+    assert [(f["id"], f["fact_type"]) for f in facts] == [
+        ("invoices:7", "invoices"), ("line_items:1", "line_items"), ("line_items:2", "line_items"),
+        ("taxes:1", "taxes"), ("taxes-2", "taxes")]
+    assert facts[1] == {"id": "line_items:1", "fact_type": "line_items", "sku": "A"}
+
+
+def test_a_list_named_as_the_record_type_is_refused_only_where_a_record_would_share_its_type(tmp_path):
+    """``items.jsonl``: the stem names the record type. A line with a record and a list ``items``
+    mixed the two into one fact type (a gold total FN against a predicted item); a line of lists
+    only has no record, so nothing mixes and it is read."""
+    path = _lines(tmp_path / "items.jsonl", [{"doc_id": "d1", "items": [{"sku": "A"}]},
+                                             {"doc_id": "d2", "total": 3, "items": [{"sku": "B"}]}])
+    assert _problems(path, fmt="records") == [
+        f"{path}: line 2: the list 'items' has the name of the record type (the file's stem): its items and the "
+        "record would be one fact type; name the record type otherwise with record_type in the config"]
+    docs = _facts(path, JudgeConfig(record_type="invoice"))
+    assert docs["d2"] == [{"id": "invoice-1", "fact_type": "invoice", "total": 3},
+                          {"id": "items-1", "fact_type": "items", "sku": "B"}]
 
 
 @pytest.mark.parametrize(("record", "config", "message"), [
@@ -197,11 +226,25 @@ def test_records_doc_ids_come_from_a_key_else_the_line_number(tmp_path):
     ({"doc_id": "a", "items": [{"sku": "A", "factjudge": "open"}]}, {},
      "{f}: line 1 (id 'items-1'): field 'factjudge' is reserved for "
      "factjudge's verdict in its output: rename the field"),
+    # a top-level fact_type silently replaced the record type (a gold record 'receipt' against a
+    # predicted 'r': one FN and one FP); the format names the type, so the field is refused
+    ({"doc_id": "a", "fact_type": "receipt", "total": 3, "items": [{"sku": "A"}]}, {},
+     "{f}: line 1: a top-level field 'fact_type' (\"receipt\"): the records format names the record's type "
+     "itself ('r', the file's stem; record_type in the config names it otherwise): rename the field upstream"),
+    # the record type named as a list: the record and the items were facts of one type 'items'
+    ({"doc_id": "a", "total": 3, "items": [{"sku": "A"}]}, {"record_type": "items"},
+     "{f}: line 1: the list 'items' has the name of the record type (the config's record_type): its items and "
+     "the record would be one fact type; name the record type otherwise with record_type in the config"),
+    ({"doc_id": "a", "items": [{"id": 1, "sku": "A"}, {"id": "1", "sku": "B"}]}, {},
+     "{f}: line 1: 'items' items 1 and 2 have the same id \"1\": an item's id names it within its list"),
+    ({"doc_id": "a", "items": [{"id": 1.5, "sku": "A"}]}, {},
+     "{f}: line 1: 'items' item 1: 'id' must be a string or an integer, got number 1.5"),
     ({"number": "a", "items": [{"sku": "A"}]}, {"columns": {"doc_id": "invoice_number"}},
      "{f}: line 1: no key 'invoice_number' (the doc_id, as the config key columns names it); keys found: number, "
      "items"),
 ])
 def test_records_errors_are_one_line_naming_file_and_line(tmp_path, record, config, message):
+    """Each problem of a records line is one line naming the file and the line (and the item)."""
     path = _lines(tmp_path / "r.jsonl", [record])
     assert _problems(path, JudgeConfig(**config), fmt="records") == [message.format(f=path)]
 

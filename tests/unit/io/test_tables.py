@@ -9,6 +9,7 @@ from evalkit import ROOT, run_cli, run_process
 from factjudge import load_config, load_facts, run_judge
 from factjudge.errors import InputError, OptionalDependencyError
 from factjudge.io.facts import validate_facts
+from factjudge.io.formats import open_dataset
 from factjudge.io.tables import (
     DATASET_REQUIRED,
     FACT_REQUIRED,
@@ -153,6 +154,30 @@ def test_parquet_keeps_types(tmp_path):
     facts = load_table(path)
     assert [f["id"] for f in facts] == ["1", "2", "3"]  # integer ids become strings, as in JSON
     assert facts[0]["count"] == 4310 and facts[2]["flag"] is True
+
+
+def test_parquet_nan_inside_a_list_or_struct_is_an_absent_item(tmp_path):
+    """pandas and Polars write a missing float as NaN, in a list too: read as the null it stands
+    for (a NaN cell already is an absent field), not refused as a value JSON cannot hold; the eval
+    path (a split dataset's Parquet side) reads it as the facts' loader does."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    nan = float("nan")
+    path = tmp_path / "gold.parquet"
+    pq.write_table(pa.table({
+        "doc_id": ["d1"], "id": ["g1"], "fact_type": ["invoice"],
+        "amounts": pa.array([[1.5, nan, 2.0]], pa.list_(pa.float64())),
+        "items": pa.array([[{"p": 1.0, "q": "a"}, {"p": nan, "q": "b"}]]),
+    }), path)
+    want = {"doc_id": "d1", "id": "g1", "fact_type": "invoice", "amounts": [1.5, None, 2.0],
+            "items": [{"p": 1.0, "q": "a"}, {"p": None, "q": "b"}]}
+    assert load_table(path) == [want]
+    assert [rec for _, rec in iter_table_rows(path, DATASET_REQUIRED)] == [want]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    data = open_dataset((path, empty))
+    assert data.scan(load_config(None), "salt") == []  # before: "row 1: field 'amounts[1]': NaN ..."
+    assert [d.gold for d in data.documents()] == [[{k: v for k, v in want.items() if k != "doc_id"}]]
 
 
 def test_parquet_equals_json_with_numbers(tmp_path, write_json):
