@@ -29,11 +29,16 @@ Text
     are the same ("Q1 sales" never matches "Q2 sales", however similar the letters).
 
 Numbers (:func:`parse_number`)
-    Thousands separators (``,`` or a space, in groups of three), decimals, exponents, a sign,
-    accounting negatives ``(1,234)``, currency symbols / codes / words before or after the number
-    (``$`` is read as USD, ``¥`` as JPY), scale words and abbreviations (thousand/k,
-    million/m/mn/mm/mln, billion/b/bn/bln, trillion/tn/trn; ``m`` is always million, never
-    metres), and percentages (``%``, ``percent``, ``per cent``, ``pct``; ``bp``/``bps``/``basis
+    Thousands separators (``,``, a space or an apostrophe, in groups of three: ``1'234.5`` as
+    Switzerland writes it; in Indian groups ``12,34,567`` under a decimal point only), decimals,
+    exponents, a sign, accounting negatives ``(1,234)`` and ``1.234,56-`` (a minus after a figure
+    that has a separator: after bare digits, ``2020-``, it may end an open range and is no number),
+    currency symbols / codes / words before or after the number (``$`` is read as USD, ``¥`` as JPY,
+    ``zł`` as PLN, ``Rs`` as INR as ``rupees`` is; ``kr`` is Swedish, Norwegian, Danish or
+    Icelandic and names the currency ``kr``, equal to no one of them), scale words and
+    abbreviations (thousand/k/Tsd., million/m/mn/mm/mln/Mio., billion/b/bn/bln/Mrd.,
+    trillion/tn/trn; ``m`` is always million, never metres; ``TEUR``, ``T€``, ``TCHF`` are
+    thousands of the currency), and percentages (``%``, ``percent``, ``per cent``, ``pct``; ``bp``/``bps``/``basis
     points`` are hundredths of a percent). Decimal commas are read where the form says so
     (``148,16``, ``1.234,50``, ``1 234,5``, ``0,125``: issue 34 item 4); a single separator
     followed by exactly three digits (``1,234``, ``1.234``) is ambiguous and read as
@@ -629,6 +634,8 @@ def _prep(text: str) -> str:
 
 # --------------------------------------------------------------------------- currencies, scales
 
+#: The currency of an amount in ``kr`` (module docs): named, but by no ISO code.
+_CROWNS = "kr"
 _CODES = (
     "usd eur gbp jpy cny chf cad aud nzd hkd sgd inr krw brl mxn zar rub sek nok dkk pln czk "
     "huf try ils aed sar twd thb idr myr php"
@@ -642,7 +649,15 @@ _CURRENCY_WORDS.update({
     "rupee": "INR", "swiss francs": "CHF",
     # Swedish krona (plural kronor); the Danish and Norwegian krone (kroner) stay unread
     "kronor": "SEK", "krona": "SEK", "swedish kronor": "SEK",
+    # the Polish zloty's sign; Rs as rupees are read (INR, as "rupees" is)
+    "zł": "PLN", "rs": "INR", "rs.": "INR",
+    # kr is the Swedish, Norwegian, Danish and Icelandic crown alike: a currency of its own that
+    # equals no one of them (100 kr != 100 SEK), as "krone" names none
+    "kr": _CROWNS, "kr.": _CROWNS,
 })
+#: Abbreviations that are also the start of other writings ("RS-232"): before an amount only when a
+#: digit follows (after a space at most).
+_ABBREVIATED = frozenset({"rs", "rs.", "kr", "kr."})
 _CURRENCY_SYMBOLS: dict[str, str] = {
     "us$": "USD", "u.s.$": "USD", "a$": "AUD", "au$": "AUD", "c$": "CAD", "ca$": "CAD",
     "hk$": "HKD", "s$": "SGD", "nz$": "NZD", "r$": "BRL", "mx$": "MXN", "$": "USD", "€": "EUR",
@@ -657,9 +672,10 @@ def _alternation(words: Any) -> str:
 
 _SCALES: dict[str, Decimal] = {}
 for _words, _factor in (
-    (("k", "thousand", "thousands", "000", "000s", "'000", "'000s"), Decimal(10) ** 3),
-    (("m", "mn", "mm", "mln", "million", "millions"), Decimal(10) ** 6),
-    (("b", "bn", "bln", "billion", "billions"), Decimal(10) ** 9),
+    # German Tsd., Mio., Mrd. (Milliarde: 10^9; a German "Billion" is 10^12 and stays unread)
+    (("k", "thousand", "thousands", "000", "000s", "'000", "'000s", "tsd", "tsd."), Decimal(10) ** 3),
+    (("m", "mn", "mm", "mln", "million", "millions", "mio", "mio."), Decimal(10) ** 6),
+    (("b", "bn", "bln", "billion", "billions", "mrd", "mrd."), Decimal(10) ** 9),
     (("tn", "trn", "trillion", "trillions"), Decimal(10) ** 12),
 ):
     for _w in _words:
@@ -668,9 +684,15 @@ for _words, _factor in (
 _PERCENT_WORDS = ("%", "percent", "per cent", "per-cent", "pct")
 _BP_WORDS = ("bp", "bps", "basis point", "basis points")
 
+#: Thousands of a currency in one word, as German and Swiss accounts head their columns (``TEUR``,
+#: ``T€``, ``TCHF``): written out as the scale and the currency (``tsd eur``) before either is read.
+_THOUSANDS_OF = re.compile(r"(?<![^\W\d_])t(eur|€|chf)(?![^\W\d_])")
+_THOUSANDS_OF_ENDS = ("teur", "t€", "tchf")
+
 # Each currency pattern names the currency "cur"; parse_number cuts that span out.
 _CURRENCY_PREFIX = re.compile(
-    rf"(?P<cur>{_alternation(_CURRENCY_SYMBOLS)}|(?:{_alternation(_CURRENCY_WORDS)})(?=[\s\d.(+-]))")
+    rf"(?P<cur>{_alternation(_CURRENCY_SYMBOLS)}|(?:{_alternation(set(_CURRENCY_WORDS) - _ABBREVIATED)})"
+    rf"(?=[\s\d.(+-])|(?:{_alternation(_ABBREVIATED)})(?=\s?\d))")
 _CURRENCY_SUFFIX = re.compile(
     rf"(?P<cur>(?<=[\s\d)])(?:{_alternation(_CURRENCY_WORDS)})|(?:{_alternation(_CURRENCY_SYMBOLS)}))$")
 _SCALE_WORDS = _alternation(w for w in _SCALES if not w.startswith(("0", "'")))
@@ -682,8 +704,11 @@ _CURRENCY_BEFORE_SCALE = re.compile(
 _CURRENCY_ENDS = tuple(_ALL_CURRENCY)
 _SCALE_ENDS = tuple(w for w in _SCALES if not w.startswith(("0", "'")))
 _NUMBER_CORE = re.compile(
-    # thousands by commas, by dots (then a decimal comma), by spaces, or none; _digits reads them
-    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d{1,3}(?:\.\d{3})+(?:,\d*)?|\d{1,3}(?: \d{3})+(?:\.\d*|,\d+)?"
+    # thousands by commas, in Indian groups (12,34,567: lakhs, with a decimal point only), by
+    # apostrophes (Swiss: 1'234.5, then either separator is the decimal one), by dots (then a
+    # decimal comma), by spaces, or none; _digits reads them
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d*)?|(?P<indian>\d{1,2}(?:,\d{2})+,\d{3})(?:\.\d*)?"
+    r"|\d{1,3}(?:'\d{3})+(?:[.,]\d+)?|\d{1,3}(?:\.\d{3})+(?:,\d*)?|\d{1,3}(?: \d{3})+(?:\.\d*|,\d+)?"
     r"|\d+(?:\.\d*|,\d+)?|\.\d+)"
     r"(?P<exp>e[+-]?\d+)?"
     rf"\s*(?:(?P<scale>{_SCALE_WORDS})"
@@ -706,8 +731,8 @@ def _digits(num: str, reading: Reading) -> str:
     """Written digits as Python reads them ("1.234,5" -> "1234.5"). The last of two different
     separators is the decimal one; a separator written twice groups thousands; one separator
     is a decimal unless exactly three digits follow a group of one to three that is not 0
-    ("1,234", "1.234": ambiguous, read by ``reading.decimal``)."""
-    num = num.replace(" ", "")
+    ("1,234", "1.234": ambiguous, read by ``reading.decimal``). Apostrophes group thousands."""
+    num = num.replace(" ", "").replace("'", "")
     seps = [c for c in num if c in ".,"]
     if not seps:
         return num
@@ -758,8 +783,15 @@ def _step(digits: str, exponent: str | None, zeros: bool = False) -> Decimal:
     return Decimal(1).scaleb(place + (int(exponent[1:]) if exponent else 0))
 
 
+#: Dashes that may end an open range ("1,000–") and are no minus sign (:func:`_parse_written`;
+#: _prep has made each a "-").
+_RANGE_DASHES = frozenset("‐‑‒–—―")
+
+
 def _parse_written(s: str, source: str, reading: Reading) -> Quantity | None:
     negative, currency = False, None
+    if s.endswith(_THOUSANDS_OF_ENDS):  # "5 TEUR", "5 T€": thousands of euros
+        s = _THOUSANDS_OF.sub(r"tsd \1", s)
     changed = True
     while changed and s:
         changed = False
@@ -786,11 +818,23 @@ def _parse_written(s: str, source: str, reading: Reading) -> Quantity | None:
             s = f"{s[:m.start('cur')]} {s[m.end('cur'):]}".strip()
             changed = True
             break
+    # an accounting minus after the figure ("1.234,56-", as SAP prints a credit), read only when
+    # glued to a figure with a separator: after bare digits it may end an open range ("2020-",
+    # "100-"), and so may a dash that is no minus sign ("1,000–")
+    trailing = s.endswith("-") and len(s) > 1 and s[-2].isdigit()
+    if trailing:
+        if negative or any(c in _RANGE_DASHES for c in source):
+            return None
+        s = s[:-1]
     m = _NUMBER_CORE.fullmatch(s)
     if not m and currency is not None and s.endswith("t"):
         m = _NUMBER_CORE.fullmatch(s[:-1].rstrip() + "tn")  # "3.2T USD"; a bare "3.2 t" is tonnes
-    if not m:
-        return None
+    if not m or (m["indian"] and reading.decimal != "."):
+        return None  # (India writes a decimal point: under a decimal comma "12,34,567" is no number)
+    if trailing:
+        if not any(c in m["num"] for c in ".,'") or m["exp"] or m["scale"] or m["pct"] or m["bp"]:
+            return None
+        negative = True
     digits = _digits(m.group("num"), reading)
     try:
         value = Decimal(digits + (m.group("exp") or ""))
@@ -917,6 +961,7 @@ def _parse_unit(text: str) -> Unit:
     s = _prep(text)
     for pattern, repl in _UNIT_MULTIWORD:
         s = pattern.sub(repl, s)
+    s = _THOUSANDS_OF.sub(r" tsd \1 ", s)  # "TEUR", "T€": thousands of euros
     # Symbols are their own token ("$m", "US$bn", "%"), "'000" is a scale token.
     s = _UNIT_SPACED.sub(r" \1 ", s)
     currency: str | None = None
