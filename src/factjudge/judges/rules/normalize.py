@@ -783,15 +783,10 @@ def _step(digits: str, exponent: str | None, zeros: bool = False) -> Decimal:
     return Decimal(1).scaleb(place + (int(exponent[1:]) if exponent else 0))
 
 
-#: Dashes that may end an open range ("1,000–") and are no minus sign (:func:`_parse_written`;
-#: _prep has made each a "-").
-_RANGE_DASHES = frozenset("‐‑‒–—―")
-
-
-def _parse_written(s: str, source: str, reading: Reading) -> Quantity | None:
+def _peel(s: str) -> tuple[str, bool, str | None] | None:
+    """The figure inside its signs, accounting parentheses and currency (``-$(1,234)`` ->
+    ``1,234``), whether they make it negative, and the currency; None for two currencies."""
     negative, currency = False, None
-    if s.endswith(_THOUSANDS_OF_ENDS):  # "5 TEUR", "5 T€": thousands of euros
-        s = _THOUSANDS_OF.sub(r"tsd \1", s)
     changed = True
     while changed and s:
         changed = False
@@ -818,6 +813,21 @@ def _parse_written(s: str, source: str, reading: Reading) -> Quantity | None:
             s = f"{s[:m.start('cur')]} {s[m.end('cur'):]}".strip()
             changed = True
             break
+    return s, negative, currency
+
+
+#: Dashes that may end an open range ("1,000–") and are no minus sign (:func:`_parse_written`;
+#: _prep has made each a "-").
+_RANGE_DASHES = frozenset("‐‑‒–—―")
+
+
+def _parse_written(s: str, source: str, reading: Reading) -> Quantity | None:
+    if s.endswith(_THOUSANDS_OF_ENDS):  # "5 TEUR", "5 T€": thousands of euros
+        s = _THOUSANDS_OF.sub(r"tsd \1", s)
+    peeled = _peel(s)
+    if peeled is None:
+        return None
+    s, negative, currency = peeled
     # an accounting minus after the figure ("1.234,56-", as SAP prints a credit), read only when
     # glued to a figure with a separator: after bare digits it may end an open range ("2020-",
     # "100-"), and so may a dash that is no minus sign ("1,000–")
