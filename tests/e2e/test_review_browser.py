@@ -106,9 +106,18 @@ async def drive(port, url, downloads, keys_of):
             await page.key("r")
             await page.click(link_b, "wrong")
             progress = await page.js("document.getElementById('progress').textContent")
-            # a reload keeps every verdict and the correction
-            await page.open()
-            after = await page.js("document.getElementById('progress').textContent")
+            # a reload keeps every verdict and the correction. Chromium hands a page's localStorage
+            # writes to its browser process asynchronously: a reload right after the last click
+            # found the storage empty under load (1 run in ~12; the page had saved it), so the
+            # page is reloaded until the state arrives, for at most 10 s: a person never reloads
+            # within milliseconds of a click
+            end = time.monotonic() + 10
+            while True:
+                await page.open()
+                after = await page.js("document.getElementById('progress').textContent")
+                if after == progress or time.monotonic() > end:
+                    break
+                await asyncio.sleep(0.1)
             corrected = await page.js("document.querySelectorAll('#queue > li')[0].querySelector('.fixed').textContent")
             hostile = await page.js(
                 "[document.title, document.querySelectorAll('#queue img').length + Array.from("
