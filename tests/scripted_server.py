@@ -40,6 +40,8 @@ from typing import Any
 import yarl
 from aiohttp import web
 
+from factjudge.judges.llm.prompts import PROVED_NOTE
+
 ID_KEYS = {"gold": ("gold_fact_id", "matched_predicted_id", "FN"),
            "predicted": ("predicted_fact_id", "matched_gold_id", "FP")}
 
@@ -153,9 +155,16 @@ def prompt_facts(request: dict[str, Any]) -> tuple[str, dict[str, Any], list[dic
     messages = request["messages"]
     at = 2 if messages[0]["role"] == "system" else 1
     head, _, fact = messages[at]["content"].partition("\n")
+    fact = fact.partition(f"\n\n{PROVED_NOTE}")[0]  # the hybrid judge's proved candidates (proved_ids)
     direction = "gold" if head.startswith("GOLD") else "predicted"
     candidates = messages[at - 1]["content"].partition(" facts (candidates):\n")[2]
     return direction, read_tables(fact)[0], read_tables(candidates)
+
+
+def proved_ids(request: dict[str, Any]) -> list[str]:
+    """The candidates a question names as proved different (the hybrid judge's, on a shared prefix)."""
+    note = request["messages"][-1]["content"].partition(f"\n\n{PROVED_NOTE}")[2]
+    return note.partition("never the match: ")[2].split(", ") if note else []
 
 
 def describe(request: dict[str, Any]) -> tuple[str, str, list[str]]:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from evalkit import fact, run_cli, write_jsonl
-from scripted_server import ScriptedServer, answer, prompt_facts
+from scripted_server import ScriptedServer, answer, prompt_facts, proved_ids
 
 from factjudge.models import JudgeConfig, verdict_of
 
@@ -83,6 +83,44 @@ def test_hybrid_leaves_a_candidate_proved_different_out_of_the_question(tmp_path
     assert [c["id"] for c in gold_question[2]] == ["p2"]  # p1 differs in total: not shown
     summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
     assert summary["usage"]["proof_left_out"] == 1 and summary["micro"]["tp_gold"] == 1
+
+
+def test_a_few_candidates_proved_different_are_named_on_the_shared_prefix_and_never_linked(tmp_path):
+    """Where the rules prove a few of many candidates different, the question keeps its direction's
+    prefix, byte for byte the one every question of the direction shares and a provider caches
+    (each question had a prefix of its own: 0% of the hybrid judge's prompt tokens cached), and
+    names them in its own message. A model that links one anyway is asked again without them."""
+    fillers = [fact(f"p{k}", "invoice_total", total="936.32 EUR", vendor=f"Vendor {k} Trading Company Limited, "
+                    f"Industrial Estate {k}, Northern Business District") for k in range(3, 43)]
+    doc = {"doc_id": "d", "gold_facts": [fact("g1", "invoice_total", total="936.32 EUR", vendor="Acme"),
+                                         fact("g2", "invoice_total", total="936.32 EUR", vendor="Zenith")],
+           "predicted_facts": [fact("p1", "invoice_total", total="936.33 EUR", vendor="Acme"),
+                               fact("p2", "invoice_total", total="936.32", vendor="Acme Industrial"), *fillers]}
+
+    def linker(body):  # links p1 whenever it is shown, else p2, and nothing for the rest
+        direction, subject, candidates = prompt_facts(body)
+        shown = {c["id"] for c in candidates}
+        wanted = {"g1": "p1" if "p1" in shown else "p2", "p2": "g1"}.get(subject["id"])
+        return answer(direction, subject["id"], wanted if wanted in shown else None)
+
+    data = write_jsonl(tmp_path / "data.jsonl", [doc])
+    with ScriptedServer(responder=linker) as server:
+        proc = run_cli("eval", data, "--judge", "hybrid", "--model", "m", "--base-url", server.base_url,
+                       "--concurrency", "1", "-o", tmp_path / "out")
+        gold = [r for r in server.requests if prompt_facts(r)[0] == "gold"]
+    assert proc.returncode == 0, proc.stderr
+    first = {prompt_facts(r)[1]["id"]: r for r in reversed(gold)}  # each fact's first question
+    # both gold questions on one prefix, all 42 candidates shown; g1's names p1 as proved
+    assert first["g1"]["messages"][:-1] == first["g2"]["messages"][:-1]
+    assert len(prompt_facts(first["g1"])[2]) == 42
+    assert proved_ids(gold[0]) == ["p1"] and prompt_facts(gold[0])[1]["id"] == "g1"
+    # the model linked p1: asked again without it, on a prefix of its own
+    again = [r for r in gold if prompt_facts(r)[1]["id"] == "g1"][1]
+    assert "p1" not in {c["id"] for c in prompt_facts(again)[2]} and proved_ids(again) == []
+    results = json.loads((tmp_path / "out" / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    g1 = verdict_of(next(f for f in results["gold_facts"] if f["id"] == "g1"))
+    assert g1["status"] == "TP" and g1["matched_ids"] == ["p2"]
+    assert "the first answer linked p1" in g1["description"]
 
 
 def test_the_guard_is_switchable(tmp_path):

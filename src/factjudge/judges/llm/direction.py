@@ -44,19 +44,48 @@ class LLMPass:
             prefix = self._prefixes[key] = direction_prefix(q.direction, candidates, q.config, q.doc_id, q.fields)
         return prefix
 
-    def asked(self, subject: dict[str, Any], leave_out: Collection[str] = ()) -> Asked:
+    def asked(self, subject: dict[str, Any], leave_out: Collection[str] = (), keep_prefix: bool = True) -> Asked:
         """The question about ``subject`` as sent: shown the candidates of its prefix, but those
-        in ``leave_out`` (ids the rules proved different: a prefix of its own, fewer tokens)."""
+        in ``leave_out`` (ids the rules proved different). They are named in the question, the
+        prefix kept, where a provider caches it and they are fewer than half its candidates
+        (:meth:`_keeps_prefix`); otherwise they are left out of a prefix of its own (fewer
+        tokens, none of them cached). ``keep_prefix`` False: always left out (a batch line,
+        whose answer cannot be asked again)."""
         asked = Asked(self.questions.task(subject, self.same_type), self._prefix(subject))
         if not leave_out:
             return asked
-        return asked.with_candidates([c for c in asked.task.candidates if str(c["id"]) not in leave_out])
+        kept = [c for c in asked.task.candidates if str(c["id"]) not in leave_out]
+        if keep_prefix and self._keeps_prefix(asked, len(kept)):
+            return Asked(asked.task, asked.prefix, tuple(str(c["id"]) for c in asked.task.candidates
+                                                         if str(c["id"]) in leave_out))
+        return asked.with_candidates(kept)
+
+    def _keeps_prefix(self, asked: Asked, kept: int) -> bool:
+        """Whether the question is cheaper on its direction's cached prefix, the proved candidates
+        named, than on a prefix of its own without them. Each question of the hybrid judge had a
+        prefix of its own: 0% of its prompt tokens cached, 28.0 M prompt tokens for 1,000 facts a
+        side against the llm judge's 7.5 M (benchmarks/cost.py). A provider's cached read costs a
+        half (OpenAI's older models) to a tenth (Claude, GPT-4.1) of a token sent: a prefix of
+        its own pays when it drops more than half the candidates, or when the prefix is too short
+        to be cached at all."""
+        return kept * 2 > len(asked.task.candidates) and self.llm.plan(asked).tokens >= MIN_CACHED_PREFIX
 
     async def judge(self, subject: dict[str, Any], leave_out: Collection[str] = ()) -> Verdict:
         skipped = self.questions.unasked(subject)
         if skipped is not None:
             return skipped
-        return await self.llm.ask(self.asked(subject, leave_out))
+        asked = self.asked(subject, leave_out)
+        verdict = await self.llm.ask(asked)
+        if verdict.matched_id is None or verdict.matched_id not in asked.proved:
+            return verdict
+        # the model linked a candidate the rules proved different, which is not its to overrule:
+        # asked again without the proved candidates, as a prefix of its own
+        again = await self.llm.ask(asked.with_candidates(
+            [c for c in asked.task.candidates if str(c["id"]) not in asked.proved]))
+        again.usage.add(verdict.usage)
+        again.note = "; ".join(n for n in (again.note, f"asked again without the candidates the rules proved "
+                                           f"different: the first answer linked {verdict.matched_id}") if n)
+        return again
 
     def stages(self, subjects: list[dict[str, Any]]) -> list[Stage]:
         """One prefix after another (with ``candidates: same_type``, one fact_type in order of first
@@ -75,7 +104,7 @@ class LLMPass:
         plan = llm.plan(call.asked)
         if llm.cache is not None and llm.cache.get(cache_key(plan, call.asked)) is not None:
             return Estimate("cache_hit")
-        if call.asked is not asked or leave_out:  # shortlisted: a prefix of its own, cached by no earlier call
+        if call.asked is not asked or (leave_out and not asked.proved):  # a prefix of its own: cached by no call
             return Estimate("call", call.prompt_tokens, 0, True)
         key = asked.prefix.cache_key
         cached = plan.tokens if key in self._warm and plan.tokens >= MIN_CACHED_PREFIX else 0
@@ -89,7 +118,7 @@ class LLMPass:
             return None
         llm = self.llm
         try:
-            call = llm.prepare(self.asked(subject, leave_out))
+            call = llm.prepare(self.asked(subject, leave_out, keep_prefix=False))
         except PromptTooLarge:
             return None
         task = call.asked.task

@@ -324,9 +324,18 @@ def schema_instruction(direction: Direction, candidate_ids: list[str], drop: fro
             + canonical_json(verdict_schema(direction, candidate_ids, drop=drop, reasoning=reasoning)))
 
 
-def last_message(task: JudgeTask) -> dict[str, str]:
-    """The one message that differs between the calls of a direction: the fact judged."""
-    return {"role": "user", "content": subject_message(task.direction, task.subject, task.fields)}
+#: How the question's own message names the candidates proved different (:func:`last_message`).
+PROVED_NOTE = "Proved different"
+
+
+def last_message(task: JudgeTask, proved: tuple[str, ...] = ()) -> dict[str, str]:
+    """The one message that differs between the calls of a direction: the fact judged, and the
+    candidates the rules proved different from it (``proved``: the hybrid judge's)."""
+    content = subject_message(task.direction, task.subject, task.fields)
+    if proved:
+        content += (f"\n\n{PROVED_NOTE} by exact rules (an identifier, number or date differs), so never the "
+                    f"match: {', '.join(proved)}")
+    return {"role": "user", "content": content}
 
 
 @dataclass(eq=False)
@@ -358,12 +367,16 @@ class Asked:
 
     task: JudgeTask
     prefix: Prefix
+    #: Candidates of the prefix the rules proved different (the hybrid judge's), named in the
+    #: question's own message instead of a prefix of their own without them: the prefix stays
+    #: the one a provider has cached (judges/llm/direction.py).
+    proved: tuple[str, ...] = ()
 
     @cached_property
     def last(self) -> dict[str, str]:
         """The question's own message (:func:`last_message`), built once however often the
         question is counted, keyed and sent."""
-        return last_message(self.task)
+        return last_message(self.task, self.proved)
 
     def messages(self) -> list[dict[str, str]]:
         return [*self.prefix.messages, self.last]
