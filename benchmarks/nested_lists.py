@@ -154,14 +154,14 @@ def main() -> None:
         if args.baseline:
             runs.append(("baseline", args.baseline))
         for label, src in runs:
-            pairs = [_pair(args, tmp, invoices, flat, config, values, label, src, shown=r == 0)
+            pairs = [_pair(args, tmp, invoices, flat, config, values, f"{label}-{r}", src, shown=r == 0)
                      for r in range(args.repeat)]
             ratios = [ratio for ratio, _ in pairs]
             if args.repeat > 1:
                 report(f"{label}: nested / flat per value, {args.repeat} pairs run one after the other", [
                     ("each pair", ", ".join(f"{x:.2f}x" for x in ratios)),
                     ("median", f"{statistics.median(ratios):.2f}x (limit 1x, issue 39 item 3)")])
-            _long(args, tmp, label, src, statistics.median(flat for _, flat in pairs))
+            _long(args, tmp, label, src, statistics.median(flat_cpu for _, flat_cpu in pairs))
 
 
 def _long(args: argparse.Namespace, tmp: Path, label: str, src: str | None, flat: float) -> None:
@@ -181,8 +181,10 @@ def _long(args: argparse.Namespace, tmp: Path, label: str, src: str | None, flat
 
 def _pair(args: argparse.Namespace, tmp: Path, invoices: Path, flat: Path, config: Path, values: dict[str, int],
           label: str, src: str | None, shown: bool) -> tuple[float, float]:
-    """The invoices, then the flat facts, run by ``src``: their CPU per value's ratio, and the
-    flat facts' CPU per value (the reports of the first pair only)."""
+    """The invoices, then the flat facts, run by ``src`` into folders of their own (``label``: a
+    folder run into again is a resumed run, which judges nothing: the pairs after the first
+    compared such runs until this checkout), their CPU per value's ratio, and the flat facts'
+    CPU per value (the reports of the first pair only)."""
     wall, cpu, rss, s = run_eval([str(invoices), "-c", str(config), "-o", str(tmp / f"inv-{label}")], src)
     nested = cpu / values["invoices"]
     rows = [("wall", f"{wall:.1f} s ({args.invoices / wall:,.0f} invoices/s)"), ("CPU", f"{cpu:.1f} s"),
