@@ -83,7 +83,12 @@ Dates and periods (:func:`parse_period`)
     ``5 Mar 2023``, ``5th of March 2023``, ``03/05/2023``, after a weekday that is the date's own,
     ``Sun 5 Mar 2023`` or ``Sunday, March 5, 2023``; slash and dash all-number dates are month first
     unless the first number exceeds 12, dotted ones (``05.03.2023``) day first; an ISO date may
-    carry a time: see below), ``2023-03`` (``March 2023``, ``2023-03``), ``2023`` (``2023``,
+    carry a time: see below; a month name in German, French, Spanish, Italian, Dutch or
+    Portuguese, full or short, with or without its dot, the day first: ``15. Juni 2024``,
+    ``1er mars 2024``, ``1 de marzo de 2024``, ``1 mrt. 2024``: :data:`MONTH_NAMES`), ``2023-03``
+    (``March 2023``, ``2023-03``, ``Juni 2024``, ``janv. 2024``, ``marzo de 2024``; a name that is
+    also a word or a name, ``Mai``, ``Mars``, ``Juni``, is a month only in a date's shape, and
+    ``set``, ``out``, ``gen``, ``mag``, ``ago`` only with a day or their dot), ``2023`` (``2023``,
     ``CY2023``, ``calendar year 2023``), ``FY2023`` (``FY2023``, ``FY 2023``, ``FY23``,
     ``fiscal 2023``, ``fiscal year 2023``, ``2023 fiscal year``), ``2023-Q1`` (``Q1 2023``,
     ``1Q23``, ``2023Q1``, ``first quarter of 2023``), ``FY2023-Q1`` (``Q1 FY2023``, ``FY23 Q1``)
