@@ -122,6 +122,8 @@ def test_the_date_order_still_decides_the_numeric_date_it_is_compared_with():
     "Mai Nguyen 2024", "Marco Rossi 2024", "15 Mars missions 2024",
     # short forms that are words: a month only with a day or their dot
     "Set 2024", "Gen 2024", "Out 2024", "Mag 2024", "Ago 2024",
+    # nor after an English ordinal: a product's generation
+    "5th gen 2024", "2nd set 2024",
     # no such day
     "31. Februar 2024", "30 février 2024",
 ])

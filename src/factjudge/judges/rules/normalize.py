@@ -88,7 +88,7 @@ Dates and periods (:func:`parse_period`)
     ``1er mars 2024``, ``1 de marzo de 2024``, ``1 mrt. 2024``: :data:`MONTH_NAMES`), ``2023-03``
     (``March 2023``, ``2023-03``, ``Juni 2024``, ``janv. 2024``, ``marzo de 2024``; a name that is
     also a word or a name, ``Mai``, ``Mars``, ``Juni``, is a month only in a date's shape, and
-    ``set``, ``out``, ``gen``, ``mag``, ``ago`` only with a day or their dot), ``2023`` (``2023``,
+    ``set``, ``out``, ``gen``, ``mag``, ``ago`` only with a bare day or their dot), ``2023`` (``2023``,
     ``CY2023``, ``calendar year 2023``), ``FY2023`` (``FY2023``, ``FY 2023``, ``FY23``,
     ``fiscal 2023``, ``fiscal year 2023``, ``2023 fiscal year``), ``2023-Q1`` (``Q1 2023``,
     ``1Q23``, ``2023Q1``, ``first quarter of 2023``), ``FY2023-Q1`` (``Q1 FY2023``, ``FY23 Q1``)
@@ -1141,7 +1141,7 @@ _ANY_MON = (r"(?P<mon>" + "|".join(sorted(map(re.escape, _DATE_MONTHS), key=len,
 _ORD = r"(?:st|nd|rd|th)?"
 #: A day in any language: ``5th``, ``1er`` (French), ``1º`` / ``1°`` (Spanish, Portuguese: NFKC
 #: reads ``º`` as ``o``), ``15.`` (German).
-_DAY = r"(?P<d>\d{1,2})(?:st|nd|rd|th|er|o|°|\.)?"
+_DAY = r"(?P<d>\d{1,2})(?P<ord>st|nd|rd|th|er|o|°|\.)?"
 _FY = r"(?:fy|f\.y\.|fiscal(?:\s*year)?|financial\s+year)"
 _YR = rf"(?P<fy>{_FY})?[\s\-']*(?P<y>\d{{4}}|\d{{2}})"
 _QTR = (r"(?:q(?P<q1>[1-4])|(?P<q2>[1-4])q|(?P<q3>first|second|third|fourth|1st|2nd|3rd|4th)"
@@ -1218,6 +1218,13 @@ def _month(name: str) -> int:
     return _DATE_MONTHS[name]
 
 
+def _is_month(m: re.Match[str], *, bare_day: bool) -> bool:
+    """Whether the month word of ``m`` (:data:`_ANY_MON`) is a month: a short form that is also a
+    word (:data:`_WORDLIKE_MONTHS`) is one only with its dot or after a bare day (``1 set 2024``;
+    ``5th gen 2024`` is a product's generation, ``Set 2024`` a set)."""
+    return m["dot"] is not None or bare_day or m["mon"] not in _WORDLIKE_MONTHS
+
+
 def _dated_weekday(weekday: str, rest: str, reading: Reading) -> str | None:
     """The date after a weekday, if it is a full date falling on that weekday."""
     key = parse_period(rest, reading=reading)
@@ -1261,9 +1268,11 @@ def _period_key(s: str, bare_year: bool, reading: Reading) -> str | None:
         # 13/05/2024 and 05/13/2024 say which is the day; 03.04.2024 is day first where written
         day_first = a > 12 or (b <= 12 and (m["sep"] == "." or reading.date_order == "DMY"))
         return _date_key(y, a, b) if not day_first else _date_key(y, b, a)
-    if m := (_DAY_MON_YEAR.fullmatch(s) or _MON_DAY_YEAR.fullmatch(s)):
+    if (m := _DAY_MON_YEAR.fullmatch(s)) and _is_month(m, bare_day=m["ord"] in (None, ".")):
         return _date_key(int(m["y"]), _month(m["mon"]), int(m["d"]))
-    if (m := _MON_YEAR.fullmatch(s)) and (m["dot"] or m["mon"] not in _WORDLIKE_MONTHS):
+    if m := _MON_DAY_YEAR.fullmatch(s):
+        return _date_key(int(m["y"]), _month(m["mon"]), int(m["d"]))
+    if (m := _MON_YEAR.fullmatch(s)) and _is_month(m, bare_day=False):
         return f"{int(m['y']):04d}-{_month(m['mon']):02d}"
     if (m := _YEAR_MON.fullmatch(s)) and 1 <= int(m["m"]) <= 12:
         return f"{int(m['y']):04d}-{int(m['m']):02d}"
