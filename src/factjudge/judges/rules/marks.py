@@ -24,7 +24,7 @@ import re
 import unicodedata
 from decimal import Decimal
 
-from .normalize import format_decimal, with_decimal_point
+from .normalize import MONTH_NAMES, format_decimal, with_decimal_point
 
 #: Currency symbols (codes such as ``EUR`` are words, which the normaliser keeps).
 _CURRENCY = re.compile(r"[$€£¥₹₩₽₺₪₫฿₴₦₱¢]")
@@ -42,28 +42,8 @@ _ZONES = frozenset({
     "art", "clt", "sast", "wat", "cat", "eat", "gst", "pkt", "npt", "ict",
 })
 _WORD = re.compile(r"[^\W\d_]+")
-#: Month names and their common short forms, casefolded, accents kept and left out.
-_MONTHS: dict[str, int] = {}
-for _n, _names in enumerate((
-        "january jan januar janvier enero gennaio januari janeiro jän jänner",
-        "february feb februar février fevrier febrero febbraio februari fevereiro",
-        "march mar märz maerz marz mars marzo maart março marco mrt",
-        "april apr avril abril aprile",
-        "may mai mayo maggio mei maio",
-        "june jun juni juin junio giugno junho",
-        "july jul juli juillet juil julio luglio julho",
-        "august aug août aout agosto augustus ago",
-        "september sep sept septembre septiembre settembre setembro",
-        "october oct oktober octobre octubre ottobre outubro okt",
-        "november nov novembre noviembre novembro",
-        "december dec dezember décembre decembre diciembre dicembre dezembro dez",
-), start=1):
-    for _name in _names.split():
-        _MONTHS[_name] = _n
-
-
-#: Any month name of :data:`_MONTHS` as a word (a search before the words are read).
-_MONTH = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True)) + r")\b",
+#: Any month name of :data:`~.normalize.MONTH_NAMES` as a word (a search before the words are read).
+_MONTH = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, MONTH_NAMES), key=len, reverse=True)) + r")\b",
                     re.IGNORECASE)
 
 
@@ -78,7 +58,7 @@ def _joined(text: str) -> list[str]:
 
 
 def _months(words: list[str]) -> list[int]:
-    return sorted(_MONTHS[w] for w in words if w in _MONTHS)
+    return sorted(MONTH_NAMES[w] for w in words if w in MONTH_NAMES)
 
 
 def _comma_numbers(text: str) -> list[str]:

@@ -83,7 +83,12 @@ Dates and periods (:func:`parse_period`)
     ``5 Mar 2023``, ``5th of March 2023``, ``03/05/2023``, after a weekday that is the date's own,
     ``Sun 5 Mar 2023`` or ``Sunday, March 5, 2023``; slash and dash all-number dates are month first
     unless the first number exceeds 12, dotted ones (``05.03.2023``) day first; an ISO date may
-    carry a time: see below), ``2023-03`` (``March 2023``, ``2023-03``), ``2023`` (``2023``,
+    carry a time: see below; a month name in German, French, Spanish, Italian, Dutch or
+    Portuguese, full or short, with or without its dot, the day first: ``15. Juni 2024``,
+    ``1er mars 2024``, ``1 de marzo de 2024``, ``1 mrt. 2024``: :data:`MONTH_NAMES`), ``2023-03``
+    (``March 2023``, ``2023-03``, ``Juni 2024``, ``janv. 2024``, ``marzo de 2024``; a name that is
+    also a word or a name, ``Mai``, ``Mars``, ``Juni``, is a month only in a date's shape, and
+    ``set``, ``out``, ``gen``, ``mag``, ``ago`` only with a bare day or their dot), ``2023`` (``2023``,
     ``CY2023``, ``calendar year 2023``), ``FY2023`` (``FY2023``, ``FY 2023``, ``FY23``,
     ``fiscal 2023``, ``fiscal year 2023``, ``2023 fiscal year``), ``2023-Q1`` (``Q1 2023``,
     ``1Q23``, ``2023Q1``, ``first quarter of 2023``), ``FY2023-Q1`` (``Q1 FY2023``, ``FY23 Q1``)
@@ -1086,11 +1091,57 @@ def _applied(value: Decimal, currency: str | None, percent: bool, plain: bool, s
 
 # --------------------------------------------------------------------------- periods
 
+def _month_table(rows: tuple[str, ...]) -> dict[str, int]:
+    """Each name of row ``n`` (January first) to ``n``."""
+    return {name: n for n, names in enumerate(rows, start=1) for name in names.split()}
+
+
+#: Month names in English, German, French, Spanish, Italian, Dutch and Portuguese and their common
+#: short forms, casefolded, accents kept and left out. A date is read with them (``15. Juni 2024``,
+#: ``1er mars 2024``, ``1 de marzo de 2024``) and :mod:`.marks` tells two texts apart by them.
+MONTH_NAMES: dict[str, int] = _month_table((
+    "january jan januar janvier enero gennaio januari janeiro jän jänner",
+    "february feb februar février fevrier febrero febbraio februari fevereiro",
+    "march mar märz maerz marz mars marzo maart março marco mrt",
+    "april apr avril abril aprile",
+    "may mai mayo maggio mei maio",
+    "june jun juni juin junio giugno junho",
+    "july jul juli juillet juil julio luglio julho",
+    "august aug août aout agosto augustus ago",
+    "september sep sept septembre septiembre settembre setembro",
+    "october oct oktober octobre octubre ottobre outubro okt",
+    "november nov novembre noviembre novembro",
+    "december dec dezember décembre decembre diciembre dicembre dezembro dez",
+))
+#: Short forms read only inside a date's shape: as words of a text some are other words (``set``,
+#: ``out``, ``gen``), so :mod:`.marks` does not look for them.
+_DATE_MONTHS: dict[str, int] = {**MONTH_NAMES, **_month_table((
+    "janv gen ene",
+    "févr fevr fév fev",
+    "mär mrz",
+    "avr abr",
+    "mag",
+    "giu",
+    "lug",
+    "",
+    "set setiembre",
+    "ott out",
+    "",
+    "déc dic",
+))}
+#: Short forms that are also words (``Set 2024``, ``Gen 2024``, ``Out 2024``): a month only with a
+#: day or with their dot (``set. 2024``).
+_WORDLIKE_MONTHS = frozenset({"gen", "set", "out", "mag", "ago"})
+#: An English month name (the orders only English writes: ``March 5, 2023``, ``April-June 2023``).
 _MON = (r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
         r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
-_MONTHS = {m: i for i, m in enumerate(
-    "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
+#: A month name in any language of :data:`_DATE_MONTHS` (the day, if any, written first).
+_ANY_MON = (r"(?P<mon>" + "|".join(sorted(map(re.escape, _DATE_MONTHS), key=len, reverse=True))
+            + r")(?P<dot>\.)?")
 _ORD = r"(?:st|nd|rd|th)?"
+#: A day in any language: ``5th``, ``1er`` (French), ``1º`` / ``1°`` (Spanish, Portuguese: NFKC
+#: reads ``º`` as ``o``), ``15.`` (German).
+_DAY = r"(?P<d>\d{1,2})(?P<ord>st|nd|rd|th|er|o|°|\.)?"
 _FY = r"(?:fy|f\.y\.|fiscal(?:\s*year)?|financial\s+year)"
 _YR = rf"(?P<fy>{_FY})?[\s\-']*(?P<y>\d{{4}}|\d{{2}})"
 _QTR = (r"(?:q(?P<q1>[1-4])|(?P<q2>[1-4])q|(?P<q3>first|second|third|fourth|1st|2nd|3rd|4th)"
@@ -1103,10 +1154,12 @@ _ISO = re.compile(r"(?P<y>\d{4})[-/.](?P<m>\d{1,2})[-/.](?P<d>\d{1,2})"
                   r"(?:[t ](?P<hh>\d{1,2}):(?P<mi>\d{2})(?::(?P<ss>\d{2})(?:\.(?P<frac>\d+))?)?"
                   r"\s*(?P<tz>z|[+-]\d{2}:?\d{2})?)?")
 _NUMERIC_DATE = re.compile(r"(?P<a>\d{1,2})(?P<sep>[-/.])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})")
+#: ``5 March 2023``, ``15. Juni 2024``, ``1 de marzo de 2024``, ``1er mars 2024``.
 _DAY_MON_YEAR = re.compile(
-    rf"(?P<d>\d{{1,2}}){_ORD}[\s\-/]*(?:of\s+)?{_MON}[\s,\-/]*(?P<y>\d{{4}})")
+    rf"{_DAY}[\s\-/]*(?:(?:of|de)\s+)?{_ANY_MON}[\s,\-/]*(?:del?\s+)?(?P<y>\d{{4}})")
 _MON_DAY_YEAR = re.compile(rf"{_MON}[\s\-/]*(?P<d>\d{{1,2}}){_ORD}[\s,\-/]+(?P<y>\d{{4}})")
-_MON_YEAR = re.compile(rf"{_MON}[\s,\-/]*(?P<y>\d{{4}})")
+#: ``March 2023``, ``Juni 2024``, ``marzo de 2024``, ``janv. 2024``.
+_MON_YEAR = re.compile(rf"{_ANY_MON}[\s,\-/]*(?:del?\s+)?(?P<y>\d{{4}})")
 _YEAR_MON = re.compile(r"(?P<y>\d{4})[-/](?P<m>\d{1,2})")
 _CAL_YEAR = re.compile(r"(?:cy|calendar(?:\s*year)?)[\s\-']*(?P<y>\d{4}|\d{2})")
 _BARE_YEAR = re.compile(r"(?P<y>\d{4})")
@@ -1162,7 +1215,14 @@ def _date_key(y: int, m: int, d: int) -> str | None:
 
 
 def _month(name: str) -> int:
-    return _MONTHS[name[:3]]
+    return _DATE_MONTHS[name]
+
+
+def _is_month(m: re.Match[str], *, bare_day: bool) -> bool:
+    """Whether the month word of ``m`` (:data:`_ANY_MON`) is a month: a short form that is also a
+    word (:data:`_WORDLIKE_MONTHS`) is one only with its dot or after a bare day (``1 set 2024``;
+    ``5th gen 2024`` is a product's generation, ``Set 2024`` a set)."""
+    return m["dot"] is not None or bare_day or m["mon"] not in _WORDLIKE_MONTHS
 
 
 def _dated_weekday(weekday: str, rest: str, reading: Reading) -> str | None:
@@ -1208,9 +1268,11 @@ def _period_key(s: str, bare_year: bool, reading: Reading) -> str | None:
         # 13/05/2024 and 05/13/2024 say which is the day; 03.04.2024 is day first where written
         day_first = a > 12 or (b <= 12 and (m["sep"] == "." or reading.date_order == "DMY"))
         return _date_key(y, a, b) if not day_first else _date_key(y, b, a)
-    if m := (_DAY_MON_YEAR.fullmatch(s) or _MON_DAY_YEAR.fullmatch(s)):
+    if (m := _DAY_MON_YEAR.fullmatch(s)) and _is_month(m, bare_day=m["ord"] in (None, ".")):
         return _date_key(int(m["y"]), _month(m["mon"]), int(m["d"]))
-    if m := _MON_YEAR.fullmatch(s):
+    if m := _MON_DAY_YEAR.fullmatch(s):
+        return _date_key(int(m["y"]), _month(m["mon"]), int(m["d"]))
+    if (m := _MON_YEAR.fullmatch(s)) and _is_month(m, bare_day=False):
         return f"{int(m['y']):04d}-{_month(m['mon']):02d}"
     if (m := _YEAR_MON.fullmatch(s)) and 1 <= int(m["m"]) <= 12:
         return f"{int(m['y']):04d}-{int(m['m']):02d}"
