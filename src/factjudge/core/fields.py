@@ -97,7 +97,7 @@ def _slot(tally: dict[str, list[int]], path: str) -> list[int]:
 def _as_list(value: Any) -> Sequence[Any]:
     """A list's items at the places the judge gives them (its alignment names items by place): a
     set's sorted by repr, as the judge reads a set (normalize._python_scalar)."""
-    return sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value  # type: ignore[no-any-return]
+    return sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
 
 
 def _one_side(tally: dict[str, list[int]], path: str, value: Any, kind: int) -> None:
@@ -225,7 +225,8 @@ def count_fields(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[
     for g, p, linked in pairs:
         names = fields_of(g)
         # a linked pair's lists and records are asked about, to align the items inside them
-        asked = [n for n in names if isinstance(g.get(n), _NESTED) and isinstance(p.get(n), _NESTED)] if linked else names
+        asked = ([n for n in names if isinstance(g.get(n), _NESTED) and isinstance(p.get(n), _NESTED)] if linked
+                 else names)
         matches = compare(g, p, asked) if asked else {}
         mine = tally.setdefault(str(g.get("fact_type")), {})
         for name in names:

@@ -1011,7 +1011,7 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
                 differ = "a value vs a record" if "" in x.values else "a record vs a value"
             else:
                 differ = "; ".join(f"{f.name}: {f.detail}" if a.records or key else f.detail for key, f in zip(
-                    p.failed, _failed_fields(x, y, p, name, path, config, knowledge)))
+                    p.failed, _failed_fields(x, y, p, name, path, config, knowledge), strict=True))
             parts.append(f"{_item_name(i, x)} {differ}")
     for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
         if left:
