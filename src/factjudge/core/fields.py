@@ -9,10 +9,13 @@ order, the first linked prediction not yet taken), or else with its near-miss pa
 of :mod:`factjudge.core.analysis`); every other gold fact and prediction is unaligned. ERROR and
 out-of-scope facts are not counted, as in the fact-level figures.
 
-**Paths**: each compared field (``total``), and inside a list field its items (``line_items[]``)
-and their fields (``line_items[].unit_price``), at any depth. A value is there unless it is
-absent: left out, null, a blank string or an empty list or record (:func:`~.scope.is_absent`); a
-list's items are its values at ``field[]``. A field whose own name holds ``[]`` (a column
+**Paths**: each compared field (``total``), inside a list field its items (``line_items[]``),
+inside a record (a JSON object, as a sub-model dumps) its fields (``address.city``), at any
+depth (``line_items[].dims.width``). A value is there unless it is absent: left out, null, a
+blank string or an empty list or record (:func:`~.scope.is_absent`); a list's items (a tuple's,
+a set's sorted by repr, as the judge reads them) are its values at ``field[]``, a record's
+fields its values at ``field.name``. Two records are compared field by field, as the judge
+compares them. A field whose own name holds ``[]`` (a column
 literally named ``items[].p``), or starts with ``"``, is written in a path as a JSON string
 (``"items[].p"``): it would otherwise be counted with the path of that name (:func:`path_name`).
 
@@ -68,8 +71,11 @@ FieldsOf = Callable[[Mapping[str, Any]], Sequence[str]]
 Tally = dict[str, dict[str, list[int]]]
 
 _EQUAL, _DIFFERENT = Match(True), Match(False)
-#: What holds a list's values: a JSON list, or a tuple a Python model handed over (as the judge reads it).
-_LISTS = (list, tuple)
+#: What holds a list's values: a JSON list, or a tuple or set a Python model handed over (as the
+#: judge reads it, a set as its items sorted by repr: :func:`_as_list`).
+_LISTS = (list, tuple, set, frozenset)
+#: What has values inside it: a list's items, a record's fields.
+_NESTED = (*_LISTS, dict)
 
 
 def path_name(name: object) -> str:
@@ -88,24 +94,31 @@ def _slot(tally: dict[str, list[int]], path: str) -> list[int]:
     return found
 
 
+def _as_list(value: Any) -> Sequence[Any]:
+    """A list's items at the places the judge gives them (its alignment names items by place): a
+    set's sorted by repr, as the judge reads a set (normalize._python_scalar)."""
+    return sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+
+
 def _one_side(tally: dict[str, list[int]], path: str, value: Any, kind: int) -> None:
     """``value`` and everything inside it counted as ``kind`` (missing or spurious)."""
     if is_absent(value):
         return
     _slot(tally, path)[kind] += 1
+    _inside_one_side(tally, path, value, kind)
+
+
+def _inside_one_side(tally: dict[str, list[int]], path: str, value: Any, kind: int) -> None:
+    """What is inside ``value`` (a list's items, a record's fields) counted as ``kind``."""
     if isinstance(value, _LISTS):
-        for item in value:
-            _item_one_side(tally, path + "[]", item, kind)
+        for item in _as_list(value):
+            _one_side(tally, path + "[]", item, kind)
+    elif isinstance(value, dict):
+        for key, field_value in value.items():
+            _one_side(tally, f"{path}.{path_name(key)}", field_value, kind)
 
 
-def _item_one_side(tally: dict[str, list[int]], path: str, item: Any, kind: int) -> None:
-    _one_side(tally, path, item, kind)
-    if isinstance(item, dict):
-        for key, value in item.items():
-            _one_side(tally, f"{path}.{path_name(key)}", value, kind)
-
-
-def _pairs(match: Match, gold: list[Any], predicted: list[Any]) -> list[tuple[int, int, Match]]:
+def _pairs(match: Match, gold: Sequence[Any], predicted: Sequence[Any]) -> list[tuple[int, int, Match]]:
     """The aligned items of two lists: the comparison's (indices checked, each item once), or by
     position."""
     if match.items is None:
@@ -121,51 +134,49 @@ def _pairs(match: Match, gold: list[Any], predicted: list[Any]) -> list[tuple[in
     return out
 
 
+def _record_match(match: Match) -> Match:
+    """What a field's comparison says of the record it holds on both sides: the judge compares a
+    nested record as a list of that one record (normalize.Items), so its fields' matches are those
+    of that item pair; a record pair it did not align (no field agrees) has every field as ``ok``
+    says (each differs), as has a comparison that aligns nothing."""
+    if match.items is None:
+        return match
+    return next((m for i, j, m in match.items if i == j == 0), Match(match.ok))
+
+
 def _both(tally: dict[str, list[int]], path: str, gold: Any, predicted: Any, match: Match,
-          linked: bool) -> None:
-    """One value of an aligned pair, and everything inside it."""
+          linked: bool, item: bool = False) -> None:
+    """One value of an aligned pair, and everything inside it. ``item``: two aligned list items,
+    ``match`` their pair's (a field's otherwise)."""
     if is_absent(gold) or is_absent(predicted):
         _one_side(tally, path, gold, MISSING)
         _one_side(tally, path, predicted, SPURIOUS)
         return
-    _slot(tally, path)[CORRECT if linked or match.ok else WRONG] += 1
-    g_list, p_list = isinstance(gold, _LISTS), isinstance(predicted, _LISTS)
-    if not (g_list and p_list):  # a list against a scalar: its items have no counterpart
-        if g_list:
-            for item in gold:
-                _item_one_side(tally, path + "[]", item, MISSING)
-        if p_list:
-            for item in predicted:
-                _item_one_side(tally, path + "[]", item, SPURIOUS)
+    if isinstance(gold, dict) and isinstance(predicted, dict):  # two records: field by field
+        record = match if item else _record_match(match)
+        _slot(tally, path)[CORRECT if linked or record.ok else WRONG] += 1
+        for key in dict.fromkeys((*gold, *predicted)):
+            sub = record.fields.get(key) or (_EQUAL if record.ok else _DIFFERENT)
+            _both(tally, f"{path}.{path_name(key)}", gold.get(key), predicted.get(key), sub, linked)
         return
+    _slot(tally, path)[CORRECT if linked or match.ok else WRONG] += 1
+    if not (isinstance(gold, _LISTS) and isinstance(predicted, _LISTS)):
+        # a list or record against another kind of value: what is inside has no counterpart
+        _inside_one_side(tally, path, gold, MISSING)
+        _inside_one_side(tally, path, predicted, SPURIOUS)
+        return
+    gold, predicted = _as_list(gold), _as_list(predicted)
     items = path + "[]"
     pairs = _pairs(match, gold, predicted)
     for i, j, m in pairs:
-        _item(tally, items, gold[i], predicted[j], m, linked)
+        _both(tally, items, gold[i], predicted[j], m, linked, item=True)
     taken_g, taken_p = {i for i, _, _ in pairs}, {j for _, j, _ in pairs}
-    for i, item in enumerate(gold):
+    for i, value in enumerate(gold):
         if i not in taken_g:
-            _item_one_side(tally, items, item, MISSING)
-    for j, item in enumerate(predicted):
+            _one_side(tally, items, value, MISSING)
+    for j, value in enumerate(predicted):
         if j not in taken_p:
-            _item_one_side(tally, items, item, SPURIOUS)
-
-
-def _item(tally: dict[str, list[int]], path: str, gold: object, predicted: object, match: Match,
-          linked: bool) -> None:
-    """Two aligned list items: whole (``path``), then their fields when both are records."""
-    if not (isinstance(gold, dict) and isinstance(predicted, dict)):
-        _both(tally, path, gold, predicted, match, linked)
-        if isinstance(gold, dict) or isinstance(predicted, dict):  # a record against a scalar
-            for record, kind in ((gold, MISSING), (predicted, SPURIOUS)):
-                if isinstance(record, dict):
-                    for key, value in record.items():
-                        _one_side(tally, f"{path}.{path_name(key)}", value, kind)
-        return
-    _slot(tally, path)[CORRECT if linked or match.ok else WRONG] += 1
-    for key in dict.fromkeys((*gold, *predicted)):
-        sub = match.fields.get(key) or (_EQUAL if match.ok else _DIFFERENT)
-        _both(tally, f"{path}.{path_name(key)}", gold.get(key), predicted.get(key), sub, linked)
+            _one_side(tally, items, value, SPURIOUS)
 
 
 def _pairable(gold: Mapping[str, Any], predicted: Mapping[str, Any], status: str) -> bool:
@@ -213,13 +224,15 @@ def count_fields(gold: Sequence[Mapping[str, Any]], predicted: Sequence[Mapping[
     pairs, alone_g, alone_p = align_facts(gold, predicted, analysis)
     for g, p, linked in pairs:
         names = fields_of(g)
-        asked = [n for n in names if isinstance(g.get(n), _LISTS) and isinstance(p.get(n), _LISTS)] if linked else names
+        # a linked pair's lists and records are asked about, to align the items inside them
+        asked = ([n for n in names if isinstance(g.get(n), _NESTED) and isinstance(p.get(n), _NESTED)] if linked
+                 else names)
         matches = compare(g, p, asked) if asked else {}
         mine = tally.setdefault(str(g.get("fact_type")), {})
         for name in names:
             gv, pv = g.get(name), p.get(name)
-            if linked and not (is_absent(gv) or is_absent(pv) or isinstance(gv, _LISTS) or isinstance(pv, _LISTS)):
-                _slot(mine, path_name(name))[CORRECT] += 1  # all _both does of two linked values not lists
+            if linked and not (is_absent(gv) or is_absent(pv) or isinstance(gv, _NESTED) or isinstance(pv, _NESTED)):
+                _slot(mine, path_name(name))[CORRECT] += 1  # all _both does of two linked scalars
             else:
                 _both(mine, path_name(name), gv, pv, matches.get(name, _EQUAL), linked)
     for facts, kind in ((alone_g, MISSING), (alone_p, SPURIOUS)):

@@ -49,7 +49,7 @@ def is_absent(value: Any) -> bool:
         return True
     if isinstance(value, str):
         return not value or value.isspace()
-    if isinstance(value, (list, tuple)):  # one of absent items only ([""], [null]) too
+    if isinstance(value, (list, tuple, set, frozenset)):  # one of absent items only ([""], [null]) too
         return all(map(is_absent, value))
     if isinstance(value, dict):  # a record of absent fields ({"street": null, "city": null}) too
         return all(map(is_absent, value.values()))

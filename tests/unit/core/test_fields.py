@@ -15,15 +15,16 @@ from factjudge.models import Analysis, NearMiss
 FIELDS = ("a", "b", "items")
 
 scalars = st.one_of(st.none(), st.integers(0, 3), st.sampled_from(["x", "y", "", " "]))
-records = st.dictionaries(st.sampled_from(["p", "q", "r"]), st.one_of(scalars, st.lists(scalars, max_size=2)),
-                          max_size=3)
+keys = st.sampled_from(["p", "q", "r"])
+records = st.dictionaries(keys, st.one_of(scalars, st.lists(scalars, max_size=2), st.frozensets(scalars, max_size=2),
+                                          st.dictionaries(keys, scalars, max_size=2)), max_size=3)
 values = st.one_of(scalars, st.lists(st.one_of(scalars, records, st.lists(scalars, max_size=2)), max_size=4),
-                   records)
+                   records, st.frozensets(scalars, max_size=3))
 STATUSES = ("TP", "FN", "FP", "ERROR", "OUT_OF_SCOPE")
 
 
 def _nothing(value):
-    if isinstance(value, list):
+    if isinstance(value, (list, frozenset)):
         return all(_nothing(v) for v in value)
     if isinstance(value, dict):
         return all(_nothing(v) for v in value.values())
@@ -32,16 +33,17 @@ def _nothing(value):
 
 def walk(path, value, into):
     """The values of a fact at each path, counted independently of core/fields: null, a blank
-    string and a list or record of no value are no value."""
+    string and a list, set or record of no value are no value; a list's or set's items are at
+    ``path[]``, a record's fields at ``path.key``."""
     if _nothing(value):
         return
     into[path] += 1
-    if isinstance(value, list):
+    if isinstance(value, (list, frozenset)):
         for item in value:
             walk(path + "[]", item, into)
-            if isinstance(item, dict):
-                for key, x in item.items():
-                    walk(f"{path}[].{key}", x, into)
+    elif isinstance(value, dict):
+        for key, x in value.items():
+            walk(f"{path}.{key}", x, into)
 
 
 def values_of(facts):
@@ -116,6 +118,9 @@ def test_a_linked_pair_counts_every_value_correct(fields, rng):
     def aligning(g, p, names):  # aligns every item, says every one differs: a link overrides that
         out = {}
         for n in names:
+            if not isinstance(g[n], list):  # a record or set: says it differs, fields and items by position
+                out[n] = Match(False)
+                continue
             back = {i: j for j, i in enumerate(order_of(g[n], p[n]))}
             out[n] = Match(False, items=tuple((i, back[i], Match(False)) for i in range(len(g[n]))))
         return out

@@ -94,3 +94,60 @@ def test_equal_lists_count_every_item_correct_in_any_order(a, rnd):
     got = counts(a, shuffled)
     assert got["line_items[]"] == [len(a), 0, 0, 0]
     assert all(c[1:] == [0, 0, 0] for c in got.values())
+
+
+def fact_counts(gold, pred, config=None, linked=False):
+    """The counts of one pair of facts of type t (a near miss, or linked), compared by the rules."""
+    compare = rules_field_comparer(JudgeConfig(**(config or {})))
+    names = sorted({*gold, *pred})
+    g = {"id": "g", "fact_type": "t", "status": "TP" if linked else "FN", "matched_ids": ["p"] if linked else [],
+         **gold}
+    p = {"id": "p", "fact_type": "t", "status": "TP" if linked else "FP", **pred}
+    near = Analysis() if linked else Analysis(near_misses=[NearMiss(fact_type="t", gold="g", predicted="p", score=50,
+                                                                    agree=[], differ=[])])
+    return count_fields([g], [p], near, lambda f: names, compare)["t"]
+
+
+def test_a_nested_record_counts_each_of_its_fields_as_the_judge_compared_them():
+    gold = {"address": {"city": "Berlin", "zip": "10115", "street": "Unter den Linden 1"}}
+    pred = {"address": {"city": "Munich", "zip": 10115, "country": "DE"}}  # zip as a number: equal
+    assert fact_counts(gold, pred) == {"address": [0, 1, 0, 0], "address.city": [0, 1, 0, 0],
+                                       "address.zip": [1, 0, 0, 0], "address.street": [0, 0, 1, 0],
+                                       "address.country": [0, 0, 0, 1]}
+    # a linked pair counts every value both sides have correct, sub-fields too
+    assert fact_counts(gold, pred, linked=True)["address.city"] == [1, 0, 0, 0]
+    # records that agree in no field (the judge aligns no item): each field differs
+    other = fact_counts({"address": {"city": "Berlin"}}, {"address": {"city": "Munich"}})
+    assert other == {"address": [0, 1, 0, 0], "address.city": [0, 1, 0, 0]}
+
+
+def test_a_record_inside_a_list_item_and_a_list_inside_a_nested_record_at_any_depth():
+    gold = {"line_items": [{"sku": "A", "dims": {"width": 3, "height": 4}}, {"sku": "B", "dims": {"width": 1}}],
+            "meta": {"tags": ["x", "y"], "source": {"page": 2}}}
+    pred = {"line_items": [{"sku": "B", "dims": {"width": 1}}, {"sku": "A", "dims": {"width": 5, "height": 4}}],
+            "meta": {"tags": ["y", "z"], "source": {"page": 2}}}
+    got = fact_counts(gold, pred)
+    assert got["line_items[].dims"] == [1, 1, 0, 0]
+    assert got["line_items[].dims.width"] == [1, 1, 0, 0] and got["line_items[].dims.height"] == [1, 0, 0, 0]
+    assert got["meta.tags[]"] == [1, 0, 1, 1]  # aligned as a multiset, inside the record
+    assert got["meta.source.page"] == [1, 0, 0, 0] and got["meta.source"] == [1, 0, 0, 0]
+    linked = fact_counts(gold, {**gold, "meta": {"tags": ["y", "x"], "source": {"page": 2}}}, linked=True)
+    assert linked["meta.tags[]"] == [2, 0, 0, 0]  # a linked pair's nested list is aligned too
+
+
+def test_a_python_set_counts_its_items_as_a_list_does():
+    got = fact_counts({"tags": {"b", "a", "c"}}, {"tags": frozenset({"a", "c", "d"})})
+    assert got == {"tags": [0, 1, 0, 0], "tags[]": [2, 0, 1, 1]}
+    assert fact_counts({"tags": set(), "n": 1}, {"tags": set(), "n": 1}) == {"n": [1, 0, 0, 0]}  # empty: absent
+    records = fact_counts({"parts": ({"sku": "A", "qty": 1},)}, {"parts": ({"sku": "A", "qty": 2},)})
+    assert records["parts[].qty"] == [0, 1, 0, 0]  # a tuple of records, as the judge reads it
+
+
+def test_mixed_lists_and_lists_of_lists_are_unordered_unless_ordered_names_them():
+    mixed = fact_counts({"m": [{"k": 1, "n": "a"}, "x", 3]}, {"m": ["x", 3, {"k": 2, "n": "a"}]})
+    assert mixed == {"m": [0, 1, 0, 0], "m[]": [2, 1, 0, 0], "m[].k": [0, 1, 0, 0], "m[].n": [1, 0, 0, 0]}
+    nested = fact_counts({"m": [[1, 2], [3]]}, {"m": [[3], [2, 1]]})
+    assert nested == {"m": [1, 0, 0, 0], "m[]": [2, 0, 0, 0], "m[][]": [3, 0, 0, 0]}
+    by_position = fact_counts({"m": [[1, 2], [3]]}, {"m": [[3], [2, 1]]}, {"ordered": ["m"]})
+    # by position at every depth: 1 vs 3 and 3 vs 2 wrong, 2 missing, 1 spurious
+    assert by_position["m"] == [0, 1, 0, 0] and by_position["m[][]"] == [0, 2, 1, 1]

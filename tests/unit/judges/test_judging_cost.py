@@ -346,8 +346,8 @@ def test_the_partners_of_a_long_list_hold_every_equal_and_every_agreeing_item(
             and x.records == y.records):
         return
     partners = item_partners(x, y, "line_items", "line_items", config, knowledge)
-    if partners is None:  # a record's field named "": the full table
-        assert records and any("" in item.values for item in (*x.items, *y.items))
+    if partners is None:  # a record's field named "", or a mixed list (records and values, lists): the full table
+        assert x.mixed or y.mixed or records and any("" in item.values for item in (*x.items, *y.items))
         return
     for i, item in enumerate(x.items):
         equal, related = set(partners.equal(i)), partners.related(i)

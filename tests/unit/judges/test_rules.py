@@ -198,7 +198,9 @@ def test_normalize_value_kinds():
     assert normalize_value(None) is MISSING
     assert isinstance(normalize_value(True), Other)  # a bool is not the number 1
     assert isinstance(normalize_value([1, 2]), Items)  # compared as a multiset (issue 34 item 1)
-    assert isinstance(normalize_value([1, [2]]), Other)
+    nested = normalize_value([1, [2]])  # a list of lists or of records and values: a multiset too
+    assert isinstance(nested, Items) and nested.mixed and isinstance(nested.items[1].values[""], Items)
+    assert isinstance(normalize_value([1, float("nan")]), Other)  # a NaN equals nothing: one JSON value
     assert isinstance(normalize_value(float("nan")), Other)
     assert isinstance(normalize_value("2023"), Period)
     assert isinstance(normalize_value("2023", amount=True), Quantity)

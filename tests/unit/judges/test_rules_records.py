@@ -494,3 +494,30 @@ def test_a_named_field_no_fact_has_beside_others_is_a_warning_not_a_refusal():
     assert judged(gold, [{"id": "p", "fact_type": "t", "value": 2}], {"fields": ["value", "note"]})[1] == ["FN"]
     with pytest.raises(InputError, match="carries 'valeu' \\(did you mean 'value'\\?\\)"):
         field_check(JudgeConfig(fields=["valeu"]), ["id", "fact_type", "value"], "doc")
+
+
+# --------------------------------------------------------------------------- mixed lists
+
+
+@pytest.mark.parametrize(("gold", "pred"), [
+    ([{"k": 1}, "x"], ["x", {"k": 1}]),            # a record and a value
+    ([[1, 2], [3]], [[3], [2, 1]]),                # lists of lists, the inner lists shuffled too
+    ([["a", {"k": 1}], 2.0], [2, [{"k": "1"}, "a"]]),  # values read as values are (2.0 = 2, "1" = 1)
+])
+def test_a_mixed_list_is_unordered_as_other_lists_are(gold, pred):
+    facts = [{"id": "g", "fact_type": "t", "m": gold}], [{"id": "p", "fact_type": "t", "m": pred}]
+    result, g, p = judged(*facts)
+    assert (g, p) == (["TP"], ["TP"]), result.gold_facts[0]["factjudge"]["reasoning"]
+    assert "in another order" in result.gold_facts[0]["factjudge"]["reasoning"]
+    _, g, p = judged(*facts, {"ordered": ["m"]})
+    assert (g, p) == (["FN"], ["FP"])
+
+
+def test_a_mixed_list_says_which_items_differ():
+    facts = ([{"id": "g", "fact_type": "t", "m": [{"k": 1, "n": "a"}, "x", "y"]}],
+             [{"id": "p", "fact_type": "t", "m": ["x", {"k": 2, "n": "a"}, "z"]}])
+    result, g, _ = judged(*facts)
+    why = result.gold_facts[0]["factjudge"]["reasoning"]
+    assert g == ["FN"] and "item 1 (a) k: 1 vs 2" in why and "item 3 (y)" in why, why
+    result, _, _ = judged(*facts, {"ordered": ["m"]})
+    assert "item 1 (a) a record vs a value" in result.gold_facts[0]["factjudge"]["reasoning"]

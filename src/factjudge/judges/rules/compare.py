@@ -977,11 +977,17 @@ def lists_equal(a: Items, b: Items, aligned: Sequence[tuple[int, int, _ItemPair]
     return len(aligned) == len(a.items) == len(b.items) and all(p.ok for _, _, p in aligned)
 
 
+def not_comparable(a: Items, b: Items) -> bool:
+    """A list of records against a list of values: no item of one can equal an item of the other
+    (a mixed list may share items with either)."""
+    return bool(a.items and b.items and a.records != b.records and not (a.mixed or b.mixed))
+
+
 def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
                    knowledge: Knowledge | None, explain: bool = True) -> _Outcome:
     """Lists inside a fact: equal when every item aligns with an equal item and none is left
     over; the detail names the items that differ and those left over (issue 34 item 1)."""
-    if a.items and b.items and a.records != b.records:
+    if not_comparable(a, b):
         return False, False, 0.0, (f"{_shown(a, b)}: a list of records vs a list of values" if explain else "")
     aligned = aligned_items(name, path, a, b, config, knowledge)
     ok = lists_equal(a, b, aligned)
@@ -1000,9 +1006,13 @@ def _compare_lists(name: str, path: str, a: Items, b: Items, config: JudgeConfig
     parts = []
     for i, j, p in aligned:
         if not p.ok:
-            differ = "; ".join(f"{f.name}: {f.detail}" if a.records else f.detail
-                               for f in _failed_fields(a.items[i], b.items[j], p, name, path, config, knowledge))
-            parts.append(f"{_item_name(i, a.items[i])} {differ}")
+            x, y = a.items[i], b.items[j]
+            if (a.mixed or b.mixed) and ("" in x.values) != ("" in y.values):  # (only in an ordered list)
+                differ = "a value vs a record" if "" in x.values else "a record vs a value"
+            else:
+                differ = "; ".join(f"{f.name}: {f.detail}" if a.records or key else f.detail for key, f in zip(
+                    p.failed, _failed_fields(x, y, p, name, path, config, knowledge), strict=True))
+            parts.append(f"{_item_name(i, x)} {differ}")
     for side, left, items in (("candidate", only_a, a.items), ("subject", only_b, b.items)):
         if left:
             names = ", ".join(_item_name(k, items[k]) for k in left[:5]) + (", ..." if len(left) > 5 else "")

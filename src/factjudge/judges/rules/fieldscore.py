@@ -11,7 +11,7 @@ from typing import Any
 from ...core.fields import FieldComparer, Match
 from ...models import JudgeConfig
 from .closeness import preparer
-from .compare import Prepared, absent, aligned_items, compare_outcome, lists_equal
+from .compare import Prepared, absent, aligned_items, compare_outcome, lists_equal, not_comparable
 from .normalize import Items
 
 #: A record item's field as the alignment found it, shared (a match is never changed): making
@@ -22,16 +22,22 @@ _SAME, _DIFFERS = Match(True), Match(False)
 def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) -> Match:
     """Two lists inside a fact: the rules judge's one-to-one alignment of their items, each item
     pair with its fields' outcomes (a list inside an item aligned in turn)."""
-    if a.items and b.items and a.records != b.records:
+    if not_comparable(a, b):
         return Match(False, items=())  # a list of records vs a list of values: nothing aligns
     # the near-miss analysis compared the same pair without knowledge too: its alignment is kept
     aligned = aligned_items(name, path, a, b, config, None)
     pairs = []
     for i, j, pair in aligned:
         x, y = a.items[i], b.items[j]
+        u, v = x.get(""), y.get("")
+        if isinstance(u, Items) and isinstance(v, Items):  # two lists, items of a mixed list: aligned in turn
+            # (compare.py compares them as the list's own name and path, as a scalar item)
+            pairs.append((x.position, y.position, Match(pair.ok, items=list_match(name, path, u, v, config).items)))
+            continue
         failed = set(pair.failed)  # a record's field keys
         fields: dict[str, Match] = {}
-        if a.records:
+        # a record (a mixed list's record has no field "", its values have nothing else)
+        if a.records or (a.mixed and "" not in x.values and "" not in y.values):
             for key in dict.fromkeys((*x.values, *y.values)):
                 u, v = x.get(key), y.get(key)
                 if isinstance(u, Items) and isinstance(v, Items):

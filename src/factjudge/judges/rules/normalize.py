@@ -390,11 +390,14 @@ class Item:
 class Items:
     """A list of records (``records``) or of scalars inside a fact, compared as an unordered
     list (judges/rules/compare.py aligns the items one-to-one) unless the config's ``ordered``
-    names the field."""
+    names the field. A ``mixed`` list (records and values, lists in a list) holds each record as
+    a record's item and any other value, a list included, as a scalar's (the one field ``""``):
+    it is unordered too, and a record is never equal to a value."""
 
     items: tuple[Item, ...]
     records: bool
     json: str
+    mixed: bool = False
 
     def describe(self) -> str:
         return self.json
@@ -1567,24 +1570,24 @@ def _label(values: dict[str, Norm]) -> str:
 
 
 def _items(value: list[Any], ignore_company_suffixes: bool, reading: Reading) -> Items | None:
-    """A list of records or of scalars as :class:`Items`; None for a mixed or nested list (compared
-    by its JSON)."""
+    """A list of records, of scalars, or of both or of lists (``mixed``) as :class:`Items`; None
+    for one holding a NaN (compared by its JSON). A mixed list was compared by its JSON, so two
+    lists of the same items in another order differed, where lists of records or of values do not."""
     # an absent item (null, "", {}) says nothing, as an absent field does (core.scope.is_absent)
     kept = [(k, v) for k, v in enumerate(value) if not is_absent(v)]
     records = bool(kept) and all(isinstance(v, dict) for _, v in kept)
-    if not records and not all(isinstance(v, (str, int, float, Decimal)) for _, v in kept):
-        return None
+    mixed = not records and not all(isinstance(v, (str, int, float, Decimal)) for _, v in kept)
     text = lenient_json(value)
     if _may_hold_nan(value, text):
         return None  # a NaN equals nothing, whichever item holds it: one JSON value says so
     out = []
     for k, v in kept:
-        if records:
+        if isinstance(v, dict):  # (every item of a list of records; a record of a mixed list)
             values = normalize_fact(v, ignore_company_suffixes=ignore_company_suffixes, reading=reading)
         else:
             values = {"": normalize_value(v, ignore_company_suffixes=ignore_company_suffixes, reading=reading)}
         out.append(Item(values, fact_currency(values), _label(values), k))
-    return Items(tuple(out), records, text)
+    return Items(tuple(out), records, text, mixed)
 
 
 def _unit_norm(value: Any) -> Norm:
