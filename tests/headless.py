@@ -8,7 +8,10 @@ console message and uncaught exception."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
+import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -29,10 +32,15 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 def launch(profile: Path) -> tuple[subprocess.Popen[bytes], int, str]:
     """Chromium listening for the DevTools protocol on a free port of 127.0.0.1: the process, the
     port and the browser's websocket address (Chromium writes port and path to DevToolsActivePort
-    once it listens)."""
+    once it listens). Chromium puts its singleton socket in a folder of TMPDIR it leaves behind
+    when it is terminated (a suite run left 73 ``org.chromium.Chromium.*`` folders in /tmp): it is
+    given a short folder of its own (a socket's path is at most 107 bytes, too few inside
+    pytest's), removed when the test process ends."""
+    own_tmp = tempfile.mkdtemp(prefix="fj-chromium-")
+    atexit.register(shutil.rmtree, own_tmp, True)
     proc = subprocess.Popen([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
                              "--remote-debugging-address=127.0.0.1", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": own_tmp})
     port_file, end = profile / "DevToolsActivePort", time.monotonic() + 30
     while time.monotonic() < end:
         lines = port_file.read_text().split() if port_file.exists() else []
