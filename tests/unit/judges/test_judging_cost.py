@@ -394,6 +394,17 @@ def test_a_long_list_aligns_as_the_full_table_would(a: list[Any], data: st.DataO
     assert compare.lists_equal(x, y, long) == compare.lists_equal(x, y, full)
     if unique:
         assert long == full
+    # each direction as a run asks it (aligned_items: alike items solved one way round, the other
+    # read turned over) is an optimal alignment of that direction
+    compare._ALIGNED.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compare, "_SPLIT_FROM", 1)
+        for first, second in ((x, y), (y, x)):
+            read = compare.aligned_items("line_items", "line_items", first, second, config, None)
+            alone, _ = compare._align(first, second, False, lambda i, j, f=first, s=second: compare._compare_item(
+                f.items[i], s.items[j], "line_items", "line_items", config, None))
+            assert sum(compare._worth(p) for *_, p in read) == sum(compare._worth(p) for *_, p in alone)
+            assert len({i for i, _, _ in read}) == len({j for _, j, _ in read}) == len(read)
 
 
 def test_a_long_list_compares_a_few_item_pairs_an_item(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -411,6 +422,24 @@ def test_a_long_list_compares_a_few_item_pairs_an_item(monkeypatch: pytest.Monke
     assert items[0] < 6 * len(lines), items[0]
     assert not result.ok
     assert result.detail.count("unit_price: ") == 30 and "3 items missing on candidate" in result.detail
+
+
+def test_a_long_list_of_alike_items_is_aligned_once_for_both_directions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: two long lists whose items have the same fields are solved one way round,
+    which their content decides, and the other direction reads that alignment turned over: 60
+    line items each with a wrong price compare their item pairs once, not once a direction."""
+    lines = [{"sku": f"SKU-{k:04d}", "description": f"{PRODUCTS[k % 6]} {k // 6}", "qty": 1 + k % 9,
+              "unit_price": 10 + k} for k in range(60)]
+    predicted = [dict(x, unit_price=x["unit_price"] + 1) for x in lines][::-1]
+    config = JudgeConfig()
+    gold, pred = _lists_of(lines, predicted, config)
+    items = _counting(monkeypatch, "_compare_item")
+    forward = compare.compare_field("line_items", gold, pred, config)
+    once = items[0]
+    backward = compare.compare_field("line_items", pred, gold, config)
+    assert items[0] == once  # the other direction compared no item pair again
+    assert not forward.ok and not backward.ok
+    assert forward.detail.count("unit_price: ") == backward.detail.count("unit_price: ") == 60
 
 
 def test_a_documents_facts_are_prepared_once(monkeypatch: pytest.MonkeyPatch) -> None:
