@@ -123,6 +123,23 @@ def test_a_few_candidates_proved_different_are_named_on_the_shared_prefix_and_ne
     assert "the first answer linked p1" in g1["description"]
 
 
+def test_a_batch_line_leaves_the_proved_candidates_out_of_its_prompt(tmp_path):
+    """A batch file's answer cannot be asked again, so its line never names the proved
+    candidates on the shared prefix: they are left out, whatever the prefix's length."""
+    fillers = [fact(f"p{k}", "invoice_total", total="936.32 EUR", vendor=f"Vendor {k} Trading Company Limited, "
+                    f"Industrial Estate {k}, Northern Business District") for k in range(3, 43)]
+    doc = {"doc_id": "d", "gold_facts": [fact("g1", "invoice_total", total="936.32 EUR", vendor="Acme")],
+           "predicted_facts": [fact("p1", "invoice_total", total="936.33 EUR", vendor="Acme"), *fillers]}
+    data = write_jsonl(tmp_path / "data.jsonl", [doc])
+    proc = run_cli("eval", data, "--judge", "hybrid", "--model", "gpt-4o-mini", "-o", tmp_path / "out",
+                   "--batch-export", tmp_path / "b.jsonl", cache_dir=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr
+    bodies = [json.loads(line)["body"] for line in (tmp_path / "b.jsonl").read_text(encoding="utf-8").splitlines()]
+    g1 = next(b for b in bodies if prompt_facts(b)[0] == "gold")
+    assert len(prompt_facts(g1)[2]) == 40 and "p1" not in {c["id"] for c in prompt_facts(g1)[2]}
+    assert proved_ids(g1) == []
+
+
 def test_the_guard_is_switchable(tmp_path):
     proc, summary, results, asked = run(tmp_path, "hybrid", {"proof_guard": False})
     assert proc.returncode == 0, proc.stderr
