@@ -44,6 +44,20 @@ TRUTH = {
 CALLS = 6 + 2 + 0 + 2 + 3
 
 
+def rules_link(gold, pred, config=None):
+    """Whether the rules judge links a gold fact of ``gold``'s fields with a prediction of
+    ``pred``'s (a TP), its warnings silenced."""
+    import warnings
+
+    from factjudge.evaluation.pipeline import run_judge
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_judge([{"id": "g", "fact_type": "t", **gold}], [{"id": "p", "fact_type": "t", **pred}],
+                           config or {})
+    return result.gold_facts[0]["factjudge"]["status"] == "TP"
+
+
 def write_jsonl(path, records):
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
