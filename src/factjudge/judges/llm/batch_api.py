@@ -180,8 +180,7 @@ class BatchClient:
             return None
         raw = await read_body(resp.content, MAX_ANSWER_BYTES)
         if raw is None:
-            raise BatchError(f"{what}: the server at {self.endpoint.host} answered more "
-                             f"than {MAX_ANSWER_BYTES >> 20} MiB (read no further)")
+            raise BatchError(f"{self._answered(what)} more than {MAX_ANSWER_BYTES >> 20} MiB (read no further)")
         return raw
 
     def _json(self, what: str, raw: bytes) -> Any:

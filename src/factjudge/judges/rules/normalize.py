@@ -1421,7 +1421,8 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         # compared field by field as a list's record is, not by its JSON ({"zip": "80331"} was
         # not {"zip": 80331}); it is shown as written
         return replace(items, json=lenient_json(value))
-    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+    if isinstance(value, (bool, Enum)) or not isinstance(value, (int, float, str, Decimal)):
+        # (an Enum of a pydantic model, a str's or an int's too: its value, not "Status.PAID")
         scalar = _python_scalar(value)
         if scalar is value:
             return _other(value)
@@ -1431,8 +1432,6 @@ def _normalize_value(value: Any, ignore_company_suffixes: bool, unit: Unit | Non
         if q is None:
             return _other(value)
         return _apply_unit(q, unit) if unit is not None else q
-    if isinstance(value, Enum):  # a str Enum of a pydantic model: its value, not "Status.PAID"
-        return _normalize_value(value.value, ignore_company_suffixes, unit, amount, reading)
     # a str's subclass (numpy's str_): read as the string it holds
     return _normalize_string(str(value), ignore_company_suffixes, unit, amount, reading)
 
