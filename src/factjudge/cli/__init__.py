@@ -78,11 +78,18 @@ def main() -> None:
     # import, only spun (importing numpy 0.12 -> 0.06 s of CPU); a user's own setting stands
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
+        # The command's modules (~0.1 s of a run's start, before an LLM run's first question)
+        # loaded without the collector: its passes only walked their new objects, which live to
+        # the end, again and again (measured: 143 -> 135 ms to here, an eval's).
+        collecting = gc.isenabled()
+        gc.disable()
         register_commands(sys.argv[1:])
         # The modules just loaded live until the process ends: left out of the collector's full
         # passes, they stop costing a run with many calls its time (measured: -0.1 s, -15% CPU
         # in benchmarks/llm_overhead.py's paced run).
         gc.freeze()
+        if collecting:
+            gc.enable()
         # A run allocates millions of short-lived containers (facts, verdicts, normal forms) that
         # reference counting frees; collecting the youngest generation every 700 of them instead
         # of every GC_YOUNG cost 18% of a rules run's CPU (1,000 documents x 20 facts: 7.1 s ->
