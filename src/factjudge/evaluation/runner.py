@@ -81,6 +81,7 @@ from ..reports.rows import (
     ClosestMemo,
     closest_detail,
     closest_of_ids,
+    read_config_as,
     select_rows,
     worst_order_key,
 )
@@ -660,6 +661,10 @@ class _Passing:
                  store: ResultStore) -> None:
         self.make = functools.partial(FinishPass, dataset, config, judge, settings)
         self.store = store
+        # the lines' closest facts searched with the judge's config, as a worker's are: the rules
+        # judge keeps a long list's alignment by the config's identity (10 invoices of 400 items,
+        # every price wrong: each list aligned twice, not three times)
+        read_config_as(store.folder.run_config(), config)
         self.run: FinishPass | None = None
         self.waiting: dict[int, tuple[bytes, ClosestIds | None]] = {}
         self.next = 0

@@ -384,16 +384,24 @@ def test_a_long_list_aligns_as_the_full_table_would(a: list[Any], data: st.DataO
     def probe(i: int, j: int) -> Any:
         return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None, True)
 
+    def above(i: int, j: int, worth: int) -> Any:
+        below = (worth, compare._equal_worth(len(x.items), len(y.items)))
+        return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None, False, below)
+
     full, _ = compare._align(x, y, False, pair)
     partners = item_partners(x, y, "line_items", "line_items", config, None)
     assert partners is not None
-    long, unique = compare._align(x, y, False, pair, probe, partners)
-    assert len({i for i, _, _ in long}) == len({j for _, j, _ in long}) == len(long)  # one to one
-    assert sum(p.ok for *_, p in long) == sum(p.ok for *_, p in full)
-    assert sum(map(compare._worth, (p for *_, p in long))) == sum(map(compare._worth, (p for *_, p in full)))
-    assert compare.lists_equal(x, y, long) == compare.lists_equal(x, y, full)
-    if unique:
-        assert long == full
+    # the items left after the equal pairs solved by the solver, and each row's best first: the
+    # same alignment (when every row's best is the only one, it is the one optimum)
+    solved = compare._align(x, y, False, pair, probe, partners)
+    assert compare._align(x, y, False, pair, probe, partners, above) == solved
+    for long, unique in (solved,):
+        assert len({i for i, _, _ in long}) == len({j for _, j, _ in long}) == len(long)  # one to one
+        assert sum(p.ok for *_, p in long) == sum(p.ok for *_, p in full)
+        assert sum(map(compare._worth, (p for *_, p in long))) == sum(map(compare._worth, (p for *_, p in full)))
+        assert compare.lists_equal(x, y, long) == compare.lists_equal(x, y, full)
+        if unique:
+            assert long == full
     # each direction as a run asks it (aligned_items: alike items solved one way round, the other
     # read turned over) is an optimal alignment of that direction
     compare._ALIGNED.clear()
@@ -422,6 +430,27 @@ def test_a_long_list_compares_a_few_item_pairs_an_item(monkeypatch: pytest.Monke
     assert items[0] < 6 * len(lines), items[0]
     assert not result.ok
     assert result.detail.count("unit_price: ") == 30 and "3 items missing on candidate" in result.detail
+
+
+def test_a_long_list_of_items_all_differing_compares_each_item_in_full_with_few_others(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 3: 300 line items each with a wrong price and a quantity of 1-9 compare each
+    item in full with its best partner and stop the others at the field that proves them worth
+    less (before: each in full with every item of its quantity, a ninth of the list), and the
+    list reads as the full table's alignment does."""
+    lines = [{"sku": f"SKU-{k:04d}", "description": f"{PRODUCTS[k % 6]} {k // 6 % 8}", "qty": 1 + k * 7 % 9,
+              "unit_price": 10 + k} for k in range(300)]
+    predicted = [dict(x, unit_price=x["unit_price"] + 1) for x in lines][::-1]
+    config = JudgeConfig()
+    gold, pred = _lists_of(lines, predicted, config)
+    fields = _counting(monkeypatch, "_outcome")
+    result = compare.compare_field("line_items", gold, pred, config)
+    assert fields[0] < 60 * len(lines), fields[0]  # (15,366; before: 57,861, in full with ~40 items each)
+    assert not result.ok and result.detail.count("unit_price: ") == 300 and "missing" not in result.detail
+    with monkeypatch.context() as patch:  # the full table's alignment: the same pairs
+        patch.setattr(compare, "_best_of_rows", lambda *args: None)
+        compare._ALIGNED.clear()
+        assert compare.compare_field("line_items", gold, pred, config) == result
 
 
 def test_a_long_list_of_alike_items_is_aligned_once_for_both_directions(monkeypatch: pytest.MonkeyPatch) -> None:

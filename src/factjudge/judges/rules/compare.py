@@ -661,19 +661,22 @@ _new_pair = tuple.__new__
 
 @overload
 def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
-                  knowledge: Knowledge | None, probe: Literal[False] = False) -> _ItemPair: ...
+                  knowledge: Knowledge | None, probe: Literal[False] = False, below: None = None) -> _ItemPair: ...
 
 
 @overload
-def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
-                  knowledge: Knowledge | None, probe: bool) -> _ItemPair | None: ...
+def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig, knowledge: Knowledge | None,
+                  probe: bool, below: tuple[int, int] | None = None) -> _ItemPair | None: ...
 
 
 def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
-                  knowledge: Knowledge | None, probe: bool = False) -> _ItemPair | None:
+                  knowledge: Knowledge | None, probe: bool = False,
+                  below: tuple[int, int] | None = None) -> _ItemPair | None:
     """Two items field by field, with the comparators and tolerances of top-level fields (a
     field null or absent in both is not compared); a scalar item is the one field ``""``.
-    ``probe``: None at the first field that differs (whether the pair is equal, see :func:`_align`)."""
+    ``probe``: None at the first field that differs (whether the pair is equal, see :func:`_align`).
+    ``below``: (a worth, what an equal pair is worth): None as soon as the pair is surely worth
+    less than it to :func:`_align` (:func:`_worth`), even were every field left equal."""
     # one pass (5 x 5 items are 25 pairs a list), with no FieldResult: three of them a pair
     # were most of its cost, and only an aligned pair's differing fields are ever read
     ok, exact, compared, total, failed = True, True, 0, 0.0, []
@@ -681,7 +684,10 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
     xv, yv = x.values, y.values
     # the same fields on both sides, mostly: then in x's order, as the union would be
     same = xv.keys() == yv.keys()
-    for key in xv if same else dict.fromkeys((*xv, *yv)):
+    keys = xv if same else dict.fromkeys((*xv, *yv))
+    left = len(keys)
+    for key in keys:
+        left -= 1
         u, v = (xv[key], yv[key]) if same else (x.get(key), y.get(key))
         if absent(u) and absent(v):
             continue
@@ -698,8 +704,17 @@ def _compare_item(x: Item, y: Item, name: str, path: str, config: JudgeConfig,
         else:
             ok = False
             failed.append(key)
+        if below is not None and _worth_at_most(ok, total, compared, left, below[1]) < below[0]:
+            return None
     return _new_pair(_ItemPair, (ok, ok and exact, total / compared if compared else 100.0, tuple(failed),
                                  related or not compared))
+
+
+def _worth_at_most(ok: bool, total: float, compared: int, left: int, equal: int) -> int:
+    """More than :func:`_worth` of an item pair whose ``compared`` fields so far scored ``total``
+    with ``left`` fields still to compare (each at most 100, some maybe not compared at all:
+    counting them raises the mean): the rounding of the floats' sums covered by a unit."""
+    return (equal if ok else 0) + round((total + 100.0 * left) / (compared + left) * 100) + 1
 
 
 def _equal_pairs_decide(rows: Sequence[int], cols: Sequence[int], pair: Callable[[int, int], _ItemPair],
@@ -747,8 +762,8 @@ def _failed_fields(x: Item, y: Item, pair: _ItemPair, name: str, path: str, conf
 
 
 def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPair],
-           probe: Callable[[int, int], _ItemPair | None] | None = None, partners: ItemPartners | None = None
-           ) -> tuple[list[tuple[int, int, _ItemPair]], bool]:
+           probe: Callable[[int, int], _ItemPair | None] | None = None, partners: ItemPartners | None = None,
+           above: Above | None = None) -> tuple[list[tuple[int, int, _ItemPair]], bool]:
     """The aligned items of ``a`` and ``b``: by position when ``ordered``, else one-to-one by
     most equal items, then most agreement (an optimal assignment: the items' order never
     matters). Unordered, a pair sharing no equal field is no alignment: both items are left over.
@@ -757,11 +772,12 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     differing field only. Beside it, whether it is the one alignment the lists allow (by
     position, or decided by the equal pairs): the same whichever list is ``a``, where the solver
     breaks a tie by the lists' content. ``partners``: for long lists, the items of ``b`` that
-    may equal or agree with an item of ``a`` (:func:`_align_long`)."""
+    may equal or agree with an item of ``a`` (:func:`_align_long`), and ``above`` how it compares
+    an item pair that may be worth less than another (:data:`Above`)."""
     if ordered:
         return [(i, i, pair(i, i)) for i in range(min(len(a.items), len(b.items)))], True
     if partners is not None and probe is not None:
-        return _align_long(a, b, pair, probe, partners)
+        return _align_long(a, b, pair, probe, partners, above)
     probed: dict[tuple[int, int], _ItemPair | None] = {}
     if probe is not None:  # the one optimal alignment, whatever the order: no tie to break
         decided = _equal_pairs_decide(range(len(a.items)), range(len(b.items)), pair, probe, probed)
@@ -771,12 +787,20 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
     return sorted(kept, key=lambda pair_: pair_[0]), False
 
 
+#: How :func:`_align_long` compares item ``i`` of one list with item ``j`` of the other when
+#: another item of the other list is worth ``worth`` with it: the pair compared in full, or None
+#: as soon as it is surely worth less (:func:`_compare_item`'s ``below``).
+Above = Callable[[int, int, int], "_ItemPair | None"]
+
+
 def _solve(a: Items, b: Items, rows: Iterable[int], cols: Iterable[int], pair: Callable[[int, int], _ItemPair],
-           probed: Mapping[tuple[int, int], _ItemPair | None],
-           related: Callable[[int], Collection[int]] | None = None) -> list[tuple[int, int, _ItemPair]]:
+           probed: dict[tuple[int, int], _ItemPair | None],
+           related: Callable[[int], Mapping[int, int]] | None = None,
+           above: Above | None = None) -> list[tuple[int, int, _ItemPair]]:
     """The optimal assignment of ``rows`` of ``a`` to ``cols`` of ``b`` (the pairs kept: related
     ones), every pair of them compared (``probed``: those compared in full already), or with
-    ``related``, only those it gives (the others are worth nothing)."""
+    ``related``, only those it gives (the others are worth nothing), each row's best first when
+    ``above`` is given (:func:`_best_of_rows`)."""
     # The solver breaks a tie between equally good alignments by position: it is given the items
     # in an order of their own content, so the one kept (and the per-field counts it makes) never
     # depends on the lists' order (hypothesis: description agreeing on 4 items or on 3, qty on 3
@@ -784,14 +808,55 @@ def _solve(a: Items, b: Items, rows: Iterable[int], cols: Iterable[int], pair: C
     rows = sorted(rows, key=lambda i: _content_order(a.items[i]))
     cols = sorted(cols, key=lambda j: _content_order(b.items[j]))
     near = {i: related(i) for i in rows} if related is not None else None
-    table = [[probed.get((i, j)) or (pair(i, j) if near is None or j in near[i] else None) for j in cols]
-             for i in rows]
     # integers keep the solver exact: one equal item outweighs any sum of similarities. A pair
     # that is no alignment is worth nothing, so every optimal assignment keeps the same worth in
     # its kept pairs, whatever the lists' order (hypothesis found 56.9 vs 68.1 when it counted)
     equal = _equal_worth(len(a.items), len(b.items))
+    if near is not None and above is not None:
+        best = _best_of_rows(rows, set(cols), near, above, probed, equal)
+        if best is not None:
+            return best
+    table = [[probed.get((i, j)) or (pair(i, j) if near is None or j in near[i] else None) for j in cols]
+             for i in rows]
     benefit = [[0 if p is None else _worth(p, equal) for p in row] for row in table]
     return [(rows[r], cols[c], p) for r, c in _assignment(benefit) if (p := table[r][c]) is not None and p.related]
+
+
+def _best_of_rows(rows: Sequence[int], cols: Collection[int], near: Mapping[int, Mapping[int, int]],
+                  above: Above, probed: dict[tuple[int, int], _ItemPair | None], equal: int
+                  ) -> list[tuple[int, int, _ItemPair]] | None:
+    """The optimal assignment of :func:`_solve` when each row's related pair worth most is worth
+    more than its others and no two rows want the same column, else None (each pair compared in
+    full is then in ``probed``, for the solver).
+
+    No assignment is worth more than the sum of its rows' best pairs, so one that gives every row
+    its best is optimal, and the only one when each row's best is worth more than its others: the
+    solver finds the same. A row's other pairs are compared only until they are surely worth less
+    (``above``), its likely best first (the items agreeing with it in most fields, by the index:
+    ``near``'s counts): 400 line items each with a wrong price compared each item with every item
+    of the same quantity in full (a ninth of the list), 5.9x the flat run's cost a value."""
+    kept: list[tuple[int, int, _ItemPair]] = []
+    taken: set[int] = set()
+    for i in rows:
+        top: tuple[int, _ItemPair] | None = None
+        worth, tied = 0, False
+        for j in sorted((j for j in near[i] if j in cols), key=lambda j: (-near[i][j], j)):
+            p = probed.get((i, j)) or above(i, j, worth)
+            if p is None:
+                continue
+            probed[i, j] = p
+            w = _worth(p, equal)
+            if w > worth:
+                top, worth, tied = (j, p), w, False
+            elif w == worth and w:
+                tied = True
+        if top is None:  # (a related pair is worth something: a field agreeing scores)
+            continue
+        if tied or top[0] in taken:
+            return None  # a tie, or two rows wanting one item: the solver decides
+        taken.add(top[0])
+        kept.append((i, *top))
+    return kept
 
 
 class ItemPartners(NamedTuple):
@@ -800,11 +865,13 @@ class ItemPartners(NamedTuple):
     a superset of each (judges/rules/index.py looks them up)."""
 
     equal: Callable[[int], Iterable[int]]
-    related: Callable[[int], Collection[int]]
+    #: Each item ``related`` gives, with the number of fields it was looked up by (the likely
+    #: best partners first, :func:`_best_of_rows`).
+    related: Callable[[int], Mapping[int, int]]
 
 
 def _align_long(a: Items, b: Items, pair: Callable[[int, int], _ItemPair],
-                probe: Callable[[int, int], _ItemPair | None], partners: ItemPartners
+                probe: Callable[[int, int], _ItemPair | None], partners: ItemPartners, above: Above | None = None
                 ) -> tuple[list[tuple[int, int, _ItemPair]], bool]:
     """:func:`_align` of long lists, from their equal pairs found through ``partners`` (the index
     of judges/rules/index.py: a few candidates an item instead of every item of the other list;
@@ -825,12 +892,13 @@ def _align_long(a: Items, b: Items, pair: Callable[[int, int], _ItemPair],
             if found is not None:
                 edges.append((i, j, found))
     groups = _groups(len(a.items), [(i, j) for i, j, _ in edges])
-    probed = {(i, j): p for i, j, p in edges}
+    equal_pairs = {(i, j): p for i, j, p in edges}
+    probed: dict[tuple[int, int], _ItemPair | None] = dict(equal_pairs)
     kept: list[tuple[int, int, _ItemPair]] = []
     rest_rows, rest_cols, unique = set(range(len(a.items))), set(range(len(b.items))), True
     for rows, cols in groups:
         if len(rows) == len(cols) == 1:
-            solved = [(rows[0], cols[0], probed[rows[0], cols[0]])]
+            solved = [(rows[0], cols[0], equal_pairs[rows[0], cols[0]])]
         else:
             unique = False  # copies of one item: the solver breaks a tie by their content
             solved = _solve(a, b, rows, cols, pair, probed)
@@ -841,7 +909,7 @@ def _align_long(a: Items, b: Items, pair: Callable[[int, int], _ItemPair],
         rest_cols.difference_update(cols)
     if rest_rows and rest_cols:
         unique = unique and len(rest_rows) == len(rest_cols) == 1
-        kept += _solve(a, b, rest_rows, rest_cols, pair, probed, partners.related)
+        kept += _solve(a, b, rest_rows, rest_cols, pair, probed, partners.related, above)
     return sorted(kept, key=lambda pair_: pair_[0]), unique
 
 
@@ -954,10 +1022,13 @@ def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
         if long:
             from .index import item_partners  # (index.py builds on this module)
             partners = item_partners(a, b, name, path, config, knowledge)
+        equal = _equal_worth(len(a.items), len(b.items))
         aligned, unique = _align(
             a, b, ordered,
             lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
-            lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True), partners)
+            lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True), partners,
+            lambda i, j, worth: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, False,
+                                              (worth, equal)))
         turns = (long or unique) and _alike_items(a, b)
     if len(_ALIGNED) >= 5_000:
         _ALIGNED.clear()

@@ -341,13 +341,17 @@ def item_partners(a: Items, b: Items, name: str, path: str, config: JudgeConfig,
     with_units = {j for j, item in enumerate(b.items)
                   if any(is_unit_field(f) for f in _item_fields(item, name, b.records))}
 
-    def related(i: int) -> set[int]:
+    def related(i: int) -> dict[int, int]:
         x = subject(i)
         if any(is_unit_field(f) for f in x.values):
-            return set(range(len(b.items)))
+            return dict.fromkeys(range(len(b.items)), 0)
         # another field absent on one side differs, on both is not compared: a present one agrees
-        return with_units.union(*(shortlist(index, x, [f], config, tolerances)
-                                  for f, v in x.values.items() if not absent(v)))
+        found = dict.fromkeys(with_units, 0)
+        for f, v in x.values.items():
+            if not absent(v):
+                for j in shortlist(index, x, [f], config, tolerances):
+                    found[j] = found.get(j, 0) + 1
+        return found
     return ItemPartners(equal, related)
 
 
