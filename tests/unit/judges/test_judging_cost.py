@@ -432,20 +432,25 @@ def test_a_long_list_compares_a_few_item_pairs_an_item(monkeypatch: pytest.Monke
     assert result.detail.count("unit_price: ") == 30 and "3 items missing on candidate" in result.detail
 
 
+def _every_price_wrong(n: int) -> tuple[Any, Any, JudgeConfig]:
+    """``n`` line items (an SKU, a description shared by a few, a quantity of 1-9, a price) and
+    the same items each with its price one higher, in reverse order, normalised."""
+    lines = [{"sku": f"SKU-{k:04d}", "description": f"{PRODUCTS[k % 6]} {k // 6 % 8}", "qty": 1 + k * 7 % 9,
+              "unit_price": 10 + k} for k in range(n)]
+    config = JudgeConfig()
+    return (*_lists_of(lines, [dict(x, unit_price=x["unit_price"] + 1) for x in lines][::-1], config), config)
+
+
 def test_a_long_list_of_items_all_differing_compares_each_item_in_full_with_few_others(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 39 item 3: 300 line items each with a wrong price and a quantity of 1-9 compare each
     item in full with its best partner and stop the others at the field that proves them worth
     less (before: each in full with every item of its quantity, a ninth of the list), and the
     list reads as the full table's alignment does."""
-    lines = [{"sku": f"SKU-{k:04d}", "description": f"{PRODUCTS[k % 6]} {k // 6 % 8}", "qty": 1 + k * 7 % 9,
-              "unit_price": 10 + k} for k in range(300)]
-    predicted = [dict(x, unit_price=x["unit_price"] + 1) for x in lines][::-1]
-    config = JudgeConfig()
-    gold, pred = _lists_of(lines, predicted, config)
+    gold, pred, config = _every_price_wrong(300)
     fields = _counting(monkeypatch, "_outcome")
     result = compare.compare_field("line_items", gold, pred, config)
-    assert fields[0] < 60 * len(lines), fields[0]  # (15,366; before: 57,861, in full with ~40 items each)
+    assert fields[0] < 60 * 300, fields[0]  # (15,366; before: 57,861, in full with ~40 items each)
     assert not result.ok and result.detail.count("unit_price: ") == 300 and "missing" not in result.detail
     with monkeypatch.context() as patch:  # the full table's alignment: the same pairs
         patch.setattr(compare, "_best_of_rows", lambda *args: None)
@@ -457,11 +462,7 @@ def test_a_long_list_of_alike_items_is_aligned_once_for_both_directions(monkeypa
     """Issue 39 item 3: two long lists whose items have the same fields are solved one way round,
     which their content decides, and the other direction reads that alignment turned over: 60
     line items each with a wrong price compare their item pairs once, not once a direction."""
-    lines = [{"sku": f"SKU-{k:04d}", "description": f"{PRODUCTS[k % 6]} {k // 6}", "qty": 1 + k % 9,
-              "unit_price": 10 + k} for k in range(60)]
-    predicted = [dict(x, unit_price=x["unit_price"] + 1) for x in lines][::-1]
-    config = JudgeConfig()
-    gold, pred = _lists_of(lines, predicted, config)
+    gold, pred, config = _every_price_wrong(60)
     items = _counting(monkeypatch, "_compare_item")
     forward = compare.compare_field("line_items", gold, pred, config)
     once = items[0]
