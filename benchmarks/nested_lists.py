@@ -6,7 +6,8 @@
    and the field-level table's figures.
 2. The flat-fact figure of benchmarks/eval_scale.py: 1,000 documents x 20 facts per side.
 3. Long lists: 10 invoices of 400 line items each (``--long-items``), shuffled, one price in 20
-   wrong and one item in 50 missing; then the same with every price wrong (no item equal to any).
+   wrong and one item in 50 missing; then the same with every price wrong (no item equal to any),
+   also beside its like-for-like of flat facts: every value 10% off.
 
 Each runs as the real command in its own process; beside each, the CPU per compared gold value,
 and their ratio against issue 39's limit (item 3: nested records cost no more than flat facts).
@@ -37,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import report, user_env
+from _common import report, synthetic_document, user_env
 from eval_scale import write_dataset as write_flat  # the flat facts eval_scale.py judges
 
 PRODUCTS = ["Switch 8-port", "Router AX", "Patch panel", "Cable Cat6 2m", "Rack shelf", "Toner black",
@@ -99,6 +100,17 @@ def write_long_invoices(path: Path, invoices: int, items: int, every_price_wrong
             gold = {"id": "g1", "fact_type": "invoice", "number": f"INV-{i:05d}", "line_items": lines}
             fh.write(json.dumps({"doc_id": f"long{i:03d}", "gold_facts": [gold],
                                  "predicted_facts": [{**gold, "id": "p1", "line_items": pred}]}) + "\n")
+
+
+def write_flat_all_wrong(path: Path, docs: int, facts: int) -> None:
+    """The flat facts' like-for-like of every price wrong: each document's facts predicted in
+    another notation, every value 10% off (no fact matches; each has its closest to explain)."""
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(docs):
+            gold, pred = synthetic_document(facts, seed=i)
+            for p, g in zip(pred, gold, strict=True):
+                p["value"] = f"${float(g['value'].replace(',', '')) * 1.1:.1f} million"
+            fh.write(json.dumps({"doc_id": f"d{i:05d}", "gold_facts": gold, "predicted_facts": pred}) + "\n")
 
 
 def gold_values(path: Path) -> int:
@@ -165,8 +177,13 @@ def main() -> None:
 
 
 def _long(args: argparse.Namespace, tmp: Path, label: str, src: str | None, flat: float) -> None:
-    """The long lists run by ``src``, each beside ``flat`` (the flat facts' CPU per value)."""
+    """The long lists run by ``src``, each beside ``flat`` (the flat facts' CPU per value); every
+    price wrong also beside flat facts with every value wrong (:func:`write_flat_all_wrong`)."""
     rows = []
+    all_wrong = tmp / "flat-all-wrong.jsonl"
+    write_flat_all_wrong(all_wrong, args.flat_docs, args.facts)
+    _, flat_cpu, _, _ = run_eval([str(all_wrong), "-o", str(tmp / f"flat-all-wrong-{label}")], src)
+    like = flat_cpu / gold_values(all_wrong)
     for wrong in (False, True):
         data = tmp / f"long-{wrong}.jsonl"
         write_long_invoices(data, args.long_invoices, args.long_items, wrong)
@@ -176,6 +193,10 @@ def _long(args: argparse.Namespace, tmp: Path, label: str, src: str | None, flat
                      f"wall {wall:.1f} s, CPU {cpu:.1f} s, {per * 1000:.3f} ms a value: {per / flat:.2f}x flat "
                      f"(limit 1x), peak RSS {rss:.0f} MB, line_items[] F1 "
                      f"{s['fields']['invoice']['line_items[]']['f1']:.3f}"))
+        if wrong:
+            rows.append(("  beside flat facts all wrong", f"{like * 1000:.3f} ms a value ({args.flat_docs:,} documents "
+                                                          f"x {args.facts} facts, every value 10% off): "
+                                                          f"{per / like:.2f}x"))
     report(f"{label}: rules judge, {args.long_invoices} invoices x {args.long_items} line items", rows)
 
 
