@@ -841,7 +841,13 @@ def _best_of_rows(rows: Sequence[int], cols: Collection[int], near: Mapping[int,
     for i in rows:
         top: tuple[int, _ItemPair] | None = None
         worth, tied = 0, False
-        for j in sorted((j for j in near[i] if j in cols), key=lambda j: (-near[i][j], j)):
+        counts = near[i]
+        most = max(counts.values(), default=0)
+        # those looked up by most fields first, then the others (the order only decides how soon
+        # the others are stopped: a row's one best is the same in any order)
+        for j in (*(j for j, c in counts.items() if c == most), *(j for j, c in counts.items() if c != most)):
+            if j not in cols:
+                continue
             p = probed.get((i, j)) or above(i, j, worth)
             if p is None:
                 continue
