@@ -432,6 +432,28 @@ def test_a_long_list_compares_a_few_item_pairs_an_item(monkeypatch: pytest.Monke
     assert result.detail.count("unit_price: ") == 30 and "3 items missing on candidate" in result.detail
 
 
+@pytest.mark.parametrize(("worths", "kept"), [
+    ({(0, 0): 90, (0, 1): 50, (1, 0): 40, (1, 1): 80}, [(0, 0), (1, 1)]),  # each row's one best, wanted once
+    ({(0, 0): 90, (0, 1): 90, (1, 0): 40, (1, 1): 80}, None),  # a row with two best partners
+    ({(0, 0): 90, (0, 1): 50, (1, 0): 80, (1, 1): 50}, None),  # two rows wanting one partner
+    ({(0, 0): 90, (1, 1): 0}, [(0, 0)]),  # a row with no related partner is left over
+])
+def test_the_rows_best_partners_settle_an_alignment_only_when_that_is_the_one_optimum(
+        worths: dict[tuple[int, int], int], kept: list[tuple[int, int]] | None) -> None:
+    """compare._best_of_rows: every row given its one best partner is the one optimal assignment
+    (no assignment is worth more than the sum of its rows' best); a tie or a partner wanted twice
+    is the solver's to decide (None), with the pairs it compared in full kept for it."""
+    def pair(worth: int) -> Any:  # (worth: round(score x 100) of a related, unequal pair)
+        return compare._new_pair(compare._ItemPair, (False, False, worth / 100, ("unit_price",), worth > 0))
+
+    near = {i: {j: 1 for (r, j) in worths if r == i} for i in (0, 1)}
+    probed: dict[tuple[int, int], Any] = {}
+    found = compare._best_of_rows([0, 1], {0, 1}, near, lambda i, j, floor: pair(worths[i, j]), probed, 10 ** 6)
+    assert (None if found is None else [(i, j) for i, j, _ in found]) == kept
+    # (what it compared in full, the solver reads; it stops at the first row it cannot settle)
+    assert set(probed) == set(worths) if kept is not None else set(probed) <= set(worths)
+
+
 def _every_price_wrong(n: int) -> tuple[Any, Any, JudgeConfig]:
     """``n`` line items (an SKU, a description shared by a few, a quantity of 1-9, a price) and
     the same items each with its price one higher, in reverse order, normalised."""
