@@ -319,8 +319,9 @@ def item_partners(a: Items, b: Items, name: str, path: str, config: JudgeConfig,
     """For two long lists of ``name`` inside a fact (``path``), the items of ``b`` that may equal
     item ``i`` of ``a`` (compare._align_long), looked up as a subject's candidates are with the
     tolerances of the items' fields, and those that may agree with it in one field at least (the
-    same look-up, field by field), each with the number of fields it was found by. None for records with a field named "" (compared as the list's
-    own name and path, which a record's field of that name may be too) and for a mixed list."""
+    same look-up, field by field), each with the number of fields it was found by. None for
+    records with a field named "" (compared as the list's own name and path, which a record's
+    field of that name may be too) and for a mixed list."""
     if a.records and any("" in item.values for item in (*a.items, *b.items)) or a.mixed or b.mixed:
         return None  # (a mixed list's items are records and values: its index would be neither's)
     index = CandidateIndex.of_items(b, name, knowledge, config)
