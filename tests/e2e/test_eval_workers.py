@@ -380,6 +380,23 @@ def test_a_large_dataset_scanned_on_two_cores_writes_what_one_core_writes(tmp_pa
     assert len(read_lines(tmp_path / "two" / "results.jsonl")) == 3 * workers_mod.CHUNK + 10
 
 
+def test_a_stopped_pool_of_idle_workers_terminates_and_its_threads_end():
+    """A run stopped by an error or Ctrl-C, its workers waiting for their next chunk: the pool
+    terminates (each worker told to stop) and its threads end, without the bounded
+    wait. Killing the workers first left the lock an idle worker holds on the tasks' pipe taken
+    for good: every stopped run waited the whole STOP_WAIT, its threads never ended."""
+    import multiprocessing
+
+    from factjudge.evaluation import workers
+
+    pool = workers._pool_type()(2, context=multiprocessing.get_context("fork"))
+    assert pool.apply_async(sum, ([1, 2],)).get(timeout=30) == 3  # both idle now, waiting for tasks
+    workers._stop(pool)
+    # each ended by the pool (its stop sentinel, or SIGTERM), none killed (SIGKILL)
+    assert all(p.exitcode in (0, -signal.SIGTERM) for p in pool._pool), [p.exitcode for p in pool._pool]
+    assert not pool._task_handler.is_alive() and not pool._result_handler.is_alive()
+
+
 def test_a_stopped_pool_ends_even_when_a_killed_worker_held_its_lock():
     """Ctrl-C once hung ``eval --workers 2`` for ever: Pool.terminate puts a sentinel on the
     results pipe under the lock a worker holds while it sends a chunk, and a worker halfway

@@ -216,19 +216,20 @@ def _pool_type() -> type[multiprocessing.pool.Pool]:
 
 
 def _stop(pool: multiprocessing.pool.Pool) -> None:
-    """Kill the pool's workers, then terminate the pool within :data:`STOP_WAIT` seconds.
+    """Terminate the pool, and kill its workers when that has not ended within :data:`STOP_WAIT`
+    seconds.
 
-    ``terminate`` alone can wait forever (CPython's ``Pool._terminate_pool``): it tells the
-    results thread to stop, which reads one more message and leaves, then puts a sentinel on the
+    ``terminate`` tells each worker to stop and waits for the pool's threads, in milliseconds,
+    but it can wait for ever (CPython's ``Pool._terminate_pool``): it puts a sentinel on the
     results pipe under the lock a worker holds while it sends a chunk's lines, and a worker
-    halfway through a chunk larger than the pipe holds that lock for ever (Ctrl-C hung ``eval
-    --workers 2`` in 1 run of ~30 under load; faulthandler: the main thread in
-    ``outqueue.put(None)``, a worker in ``put``, no results thread). The workers are killed
-    first, so none is left running; the rest of terminate, which a killed worker's lock may
-    block the same way, runs in a daemon thread waited for a bounded time."""
-    for worker in pool._pool:  # type: ignore[attr-defined]
-        worker.kill()
-
+    halfway through a chunk larger than the pipe, whose reader has left, holds that lock for good
+    (Ctrl-C hung ``eval --workers 2`` in 1 run of ~30 under load; faulthandler: the main thread
+    in ``outqueue.put(None)``, a worker in ``put``, no results thread). So it runs in a daemon
+    thread, and a pool not terminated in time has its workers killed: none is left running, and
+    the stuck thread does not keep the process from exiting. Killing them first, always, cost
+    every stopped run the whole wait: an idle worker waits for its next chunk holding the lock of
+    the tasks' pipe, which ``terminate`` takes, so once killed it never gave it back (a run
+    stopped by a changed input took 2.0 s longer; Ctrl-C too)."""
     def terminate() -> None:
         pool.terminate()
         pool.join()
@@ -236,11 +237,15 @@ def _stop(pool: multiprocessing.pool.Pool) -> None:
     done = threading.Thread(target=terminate, daemon=True)
     done.start()
     done.join(STOP_WAIT)
+    if done.is_alive():
+        for worker in pool._pool:  # type: ignore[attr-defined]
+            worker.kill()
+        for worker in pool._pool:  # type: ignore[attr-defined]
+            worker.join(STOP_WAIT)  # (dead within milliseconds of SIGKILL: reaped, no zombie left)
 
 
-#: Seconds :func:`_stop` waits for a pool's threads after its workers were killed (they end
-#: within milliseconds unless a killed worker held one of the pool's locks; then they never do,
-#: and being daemon threads, they do not keep the process from exiting).
+#: Seconds :func:`_stop` waits for a pool to terminate before it kills its workers (a pool
+#: terminates within milliseconds unless a worker holds one of its locks; then never).
 STOP_WAIT = 2.0
 
 
