@@ -14,12 +14,17 @@ from factjudge.cli import GC_MIDDLE, GC_YOUNG
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
+def _env() -> dict[str, str]:
+    """This environment with this checkout's package first, for a command run in a process."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+
+
 def test_a_command_runs_with_the_raised_generation_thresholds() -> None:
     # the command replaced by one that says what the collector's threshold is while it runs
     code = ("import gc, factjudge.cli as cli\n"
             "cli.app = lambda standalone_mode: print(gc.get_threshold()) or 0\n"
             "cli.main()\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    env = _env()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     young, *older = ast.literal_eval(proc.stdout)
@@ -31,7 +36,7 @@ def test_openblas_runs_one_thread_unless_the_user_says_otherwise() -> None:
     code = ("import os, factjudge.cli as cli\n"
             "cli.app = lambda standalone_mode: print(os.environ['OPENBLAS_NUM_THREADS']) or 0\n"
             "cli.main()\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    env = _env()
     env.pop("OPENBLAS_NUM_THREADS", None)
     said = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, check=True).stdout
             for e in (env, {**env, "OPENBLAS_NUM_THREADS": "4"})]
@@ -46,7 +51,7 @@ def test_the_command_modules_load_without_the_collector_and_the_command_runs_wit
             "cli.register_commands = lambda argv: print(gc.isenabled()) or register(argv)\n"
             "cli.app = lambda standalone_mode: print(gc.isenabled()) or 0\n"
             "cli.main()\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    env = _env()
     proc = subprocess.run([sys.executable, "-c", code, "eval"], capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "True"]

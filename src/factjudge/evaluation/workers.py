@@ -257,8 +257,8 @@ async def judge_in_processes(documents: Iterable[Sent], dataset: Dataset, config
     order (with its closest facts when ``closest``); a document that is not what the scan read
     stops the run with :func:`~.runner.as_scanned`'s one-line InputError. However the run ends,
     no worker is left running: stopped (Ctrl-C, an error), the workers are stopped (:func:`_stop`),
-    their chunks unfinished. ``meanwhile``: steps taken one at a time whenever this process would wait for the
-    workers (:func:`_next`)."""
+    their chunks unfinished. ``meanwhile``: steps taken one at a time whenever this process would
+    wait for the workers (:func:`_next`)."""
     loop = asyncio.get_running_loop()
     import multiprocessing
 

@@ -384,8 +384,7 @@ def test_a_long_list_aligns_as_the_full_table_would(a: list[Any], data: st.DataO
     def probe(i: int, j: int) -> Any:
         return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None, True)
 
-    def above(i: int, j: int, worth: int) -> Any:
-        below = (worth, compare._equal_worth(len(x.items), len(y.items)))
+    def above(i: int, j: int, below: tuple[int, int]) -> Any:
         return compare._compare_item(x.items[i], y.items[j], "line_items", "line_items", config, None, False, below)
 
     full, _ = compare._align(x, y, False, pair)
@@ -448,7 +447,7 @@ def test_the_rows_best_partners_settle_an_alignment_only_when_that_is_the_one_op
 
     near = {i: {j: 1 for (r, j) in worths if r == i} for i in (0, 1)}
     probed: dict[tuple[int, int], Any] = {}
-    found = compare._best_of_rows([0, 1], {0, 1}, near, lambda i, j, floor: pair(worths[i, j]), probed, 10 ** 6)
+    found = compare._best_of_rows([0, 1], {0, 1}, near, lambda i, j, below: pair(worths[i, j]), probed, 10 ** 6)
     assert (None if found is None else [(i, j) for i, j, _ in found]) == kept
     # (what it compared in full, the solver reads; it stops at the first row it cannot settle)
     assert set(probed) == set(worths) if kept is not None else set(probed) <= set(worths)

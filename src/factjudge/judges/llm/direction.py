@@ -80,8 +80,7 @@ class LLMPass:
             return verdict
         # the model linked a candidate the rules proved different, which is not its to overrule:
         # asked again without the proved candidates, as a prefix of its own
-        again = await self.llm.ask(asked.with_candidates(
-            [c for c in asked.task.candidates if str(c["id"]) not in asked.proved]))
+        again = await self.llm.ask(self.asked(subject, leave_out, keep_prefix=False))
         again.usage.add(verdict.usage)
         again.note = "; ".join(n for n in (again.note, f"asked again without the candidates the rules proved "
                                            f"different: the first answer linked {verdict.matched_id}") if n)

@@ -788,9 +788,10 @@ def _align(a: Items, b: Items, ordered: bool, pair: Callable[[int, int], _ItemPa
 
 
 #: How :func:`_align_long` compares item ``i`` of one list with item ``j`` of the other when
-#: another item of the other list is worth ``worth`` with it: the pair compared in full, or None
-#: as soon as it is surely worth less (:func:`_compare_item`'s ``below``).
-Above = Callable[[int, int, int], "_ItemPair | None"]
+#: another item of the other list is worth as much as ``below`` says (a worth, what an equal pair
+#: is worth): the pair compared in full, or None as soon as it is surely worth less
+#: (:func:`_compare_item`'s ``below``).
+Above = Callable[[int, int, tuple[int, int]], "_ItemPair | None"]
 
 
 def _solve(a: Items, b: Items, rows: Iterable[int], cols: Iterable[int], pair: Callable[[int, int], _ItemPair],
@@ -848,7 +849,7 @@ def _best_of_rows(rows: Sequence[int], cols: Collection[int], near: Mapping[int,
         for j in (*(j for j, c in counts.items() if c == most), *(j for j, c in counts.items() if c != most)):
             if j not in cols:
                 continue
-            p = probed.get((i, j)) or above(i, j, worth)
+            p = probed.get((i, j)) or above(i, j, (worth, equal))
             if p is None:
                 continue
             probed[i, j] = p
@@ -1029,13 +1030,11 @@ def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
         if long:
             from .index import item_partners  # (index.py builds on this module)
             partners = item_partners(a, b, name, path, config, knowledge)
-        equal = _equal_worth(len(a.items), len(b.items))
         aligned, unique = _align(
             a, b, ordered,
             lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
             lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True), partners,
-            lambda i, j, worth: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, False,
-                                              (worth, equal)))
+            lambda i, j, below: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, False, below))
         turns = (long or unique) and _alike_items(a, b)
     if len(_ALIGNED) >= 5_000:
         _ALIGNED.clear()
