@@ -145,12 +145,15 @@ def test_an_items_content_order_is_worked_out_once(monkeypatch: pytest.MonkeyPat
 
 def test_the_field_counts_reuse_the_near_miss_alignment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The field counts of a near-miss pair align its lists as the near-miss analysis did (the
-    same comparison, no knowledge): its alignment is read, no item pair compared again."""
+    same comparison, with the config's knowledge as the judge's): its alignment is read, no item
+    pair compared again."""
     from factjudge.judges.rules import fieldscore
+    from factjudge.judges.rules.knowledge import knowledge_for
 
     gold, predicted = _invoice_lists('counts')
     config = JudgeConfig()
-    ranked = compare.compare_field("line_items", gold, predicted, config)  # as closeness.py compares
+    # as closeness.py compares
+    ranked = compare.compare_field("line_items", gold, predicted, config, knowledge=knowledge_for(config))
     pairs = _counting(monkeypatch, "_compare_item")
     if hasattr(fieldscore, "_compare_item"):  # the version that compared its own pairs
         monkeypatch.setattr(fieldscore, "_compare_item", compare._compare_item)
@@ -935,6 +938,6 @@ def test_a_worker_s_closest_search_aligns_no_list_the_judge_aligned(monkeypatch:
     aligned = count_calls(monkeypatch, compare, "_align")
     found = rows.closest_detail(line, forms=forms, fields=fields)
     assert set(found) == {("gold", "g1"), ("predicted", "p1")}
-    # the gold fact's lists as the near-miss analysis aligned them; only the predicted fact's search
-    # aligns the other way round (before: 2, the gold fact's again too)
-    assert aligned[0] == 1
+    # both facts' lists as the judge aligned them: the search compares with the judge's knowledge
+    # too (before: 2, then 1, the search aligning without it)
+    assert aligned[0] == 0

@@ -82,6 +82,29 @@ def test_an_alias_group_links_its_values_and_the_reasoning_names_it():
     assert "alias 'boss = head honcho = top dog'" in verdict.reasoning
 
 
+def test_the_near_miss_search_and_the_field_counts_read_an_alias_as_the_judge_does():
+    """A near miss whose values differ only by an alias (and a price): the judge says the buyer
+    agrees, and so do the near-miss analysis and the field counts (they compared without the
+    config's aliases and families: missing + spurious, the buyer counted wrong)."""
+    from factjudge import run_judge
+    from factjudge.core.fields import count_fields
+    from factjudge.judges.rules.fieldscore import rules_field_comparer
+
+    config = parse_config({"aliases": ["IBM = International Business Machines"]})
+    gold = [{"id": "g1", "fact_type": "deal", "buyer": "IBM", "target": "Red Hat", "price": "5 million",
+             "lots": [{"buyer": "IBM", "qty": 2}]}]
+    pred = [{"id": "p1", "fact_type": "deal", "buyer": "International Business Machines", "target": "Red Hat",
+             "price": "6 million", "lots": [{"buyer": "International Business Machines", "qty": 2}]}]
+    result = run_judge(gold, pred, config)
+    assert "Agrees on buyer, target, lots" in result.gold_facts[0]["factjudge"]["reasoning"]
+    [near] = result.analysis.near_misses
+    assert (near.agree, near.differ) == (["buyer", "target", "lots"], ["price"])
+    counts = count_fields(result.gold_facts, result.predicted_facts, result.analysis,
+                          lambda f: ["buyer", "target", "price", "lots"], rules_field_comparer(config))["deal"]
+    assert counts["buyer"] == counts["lots[].buyer"] == [1, 0, 0, 0]  # correct, wrong, missing, spurious
+    assert counts["price"] == [0, 1, 0, 0]
+
+
 def test_a_per_field_alias_applies_to_its_field_only():
     config = {"aliases": [{"field": "role", "values": ["boss", "top dog"]}]}
     assert both_ways({"role": "boss"}, {"role": "top dog"}, config)

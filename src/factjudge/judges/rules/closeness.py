@@ -15,6 +15,7 @@ from ...core.analysis import Closeness, FieldCheck, Ranker, closest_first
 from ...core.scope import fact_fields
 from ...models import JudgeConfig
 from .compare import Forms, Prepared, absent, compare_outcome, prepared_once
+from .knowledge import Knowledge, knowledge_for
 from .normalize import Norm, Reading
 
 #: Candidates fully compared per subject. A larger group is first narrowed to this many by a
@@ -23,9 +24,11 @@ from .normalize import Norm, Reading
 RANK_POOL = 20
 
 
-def closeness(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig) -> Closeness:
-    """The closeness of two prepared facts over ``fields``."""
-    checks = _checks(a, b, fields, config)
+def closeness(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig,
+              knowledge: Knowledge | None = None) -> Closeness:
+    """The closeness of two prepared facts over ``fields``, compared with ``config``'s aliases
+    and families (``knowledge``: :func:`~.knowledge.knowledge_for` of it, when the caller has it)."""
+    checks = _checks(a, b, fields, config, knowledge=knowledge or knowledge_for(config))
     assert checks is not None  # (no floor: never given up)
     return Closeness(tuple(FieldCheck(*c) for c in checks))
 
@@ -47,30 +50,30 @@ FIELDS_LIMIT = 50_000
 
 
 def _field(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None,
-           memo: FieldMemo | None) -> tuple[bool, float]:
+           memo: FieldMemo | None, knowledge: Knowledge | None) -> tuple[bool, float]:
     """:func:`~.compare.compare_field`'s verdict and similarity, from ``memo`` when it has them."""
     if memo is None:
-        return _outcome(name, x, y, config, cur_x, cur_y)
+        return _outcome(name, x, y, config, cur_x, cur_y, knowledge)
     key = (name, id(x), id(y), cur_x, cur_y)
     hit = memo.get(key)
     if hit is None or hit[0] is not x or hit[1] is not y:
         if len(memo) >= FIELDS_LIMIT:
             memo.clear()
-        hit = memo[key] = (x, y, *_outcome(name, x, y, config, cur_x, cur_y))
+        hit = memo[key] = (x, y, *_outcome(name, x, y, config, cur_x, cur_y, knowledge))
     return hit[2], hit[3]
 
 
-def _outcome(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None
-             ) -> tuple[bool, float]:
+def _outcome(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None,
+             knowledge: Knowledge | None) -> tuple[bool, float]:
     """:func:`~.compare.compare_field`'s verdict and similarity, without the result it would make
     (only they are read: 16,000 comparisons of a 1,000 x 20 facts run's near-miss search)."""
-    ok, _, score, _ = compare_outcome(name, x, y, config, cur_x, cur_y)
+    ok, _, score, _ = compare_outcome(name, x, y, config, cur_x, cur_y, knowledge)
     return ok, score
 
 
 def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig,
-            floor: tuple[int, float] | None = None, memo: FieldMemo | None = None
-            ) -> list[tuple[str, bool, float]] | None:
+            floor: tuple[int, float] | None = None, memo: FieldMemo | None = None,
+            knowledge: Knowledge | None = None) -> list[tuple[str, bool, float]] | None:
     """Each compared field of ``a`` and ``b`` (name, agrees, similarity), as
     :func:`~.compare.compare_facts` finds them (a field null or absent on both sides is not
     compared); None as soon as the pair cannot reach ``floor`` (fields agreeing, mean similarity),
@@ -83,7 +86,7 @@ def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig
         x, y = a.get(name), b.get(name)
         if absent(x) and absent(y):
             continue
-        ok, score = _field(name, x, y, config, a.currency, b.currency, memo)
+        ok, score = _field(name, x, y, config, a.currency, b.currency, memo, knowledge)
         out.append((name, ok, score))
         agree += ok
         total += score
@@ -143,6 +146,7 @@ def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
     ``config``; ``fields``: the compared fields per fact_type (see :func:`~factjudge.core.scope.fact_fields`);
     ``prepare``: a :func:`preparer` to share."""
     prepare = prepare or preparer(config)
+    knowledge = knowledge_for(config)
 
     def rank(subjects: Sequence[Mapping[str, Any]], candidates: Sequence[Mapping[str, Any]]
              ) -> list[list[tuple[int, Closeness]]]:
@@ -151,7 +155,8 @@ def rules_ranker(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | None
         for subject in subjects:
             names, among = shortlist(subject)
             mine = prepare(subject)
-            out.append(closest_first((i, closeness(mine, prepare(candidates[i]), names, config)) for i in among))
+            out.append(closest_first((i, closeness(mine, prepare(candidates[i]), names, config, knowledge))
+                                     for i in among))
         return out
 
     return rank
@@ -182,6 +187,7 @@ def rules_closest(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | Non
     :data:`FieldMemo` kept for ``config`` (never changed while it is used), shared by the searches of
     a run's documents."""
     prepare = prepare or preparer(config)
+    knowledge = knowledge_for(config)
 
     def closest(subjects: Sequence[Mapping[str, Any]], candidates: Sequence[Mapping[str, Any]]
                 ) -> list[tuple[int, Closeness] | None]:
@@ -193,7 +199,7 @@ def rules_closest(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | Non
             best: tuple[int, list[tuple[str, bool, float]]] | None = None
             floor: tuple[int, float] | None = None
             for i, other in _likely_first(mine, [(i, prepare(candidates[i])) for i in among], names):
-                checks = _checks(mine, other, names, config, floor, memo)
+                checks = _checks(mine, other, names, config, floor, memo, knowledge)
                 if checks is None:
                     continue
                 key = _key(checks)

@@ -580,10 +580,10 @@ def _alike(a: Norm, b: Norm) -> bool:
 
 
 def compare_outcome(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None = None,
-                    cur_b: str | None = None) -> tuple[bool, bool, float, str]:
+                    cur_b: str | None = None, knowledge: Knowledge | None = None) -> tuple[bool, bool, float, str]:
     """:func:`compare_field`'s ok, exact and score (and ""), without its :class:`FieldResult`,
     for a caller reading no more (the near-miss search)."""
-    return _compare(name, a, b, config, cur_a, cur_b, None, name, False)
+    return _compare(name, a, b, config, cur_a, cur_b, knowledge, name, False)
 
 
 def _outcome(name: str, a: Norm, b: Norm, config: JudgeConfig, cur_a: str | None, cur_b: str | None,

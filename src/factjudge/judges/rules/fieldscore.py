@@ -12,6 +12,7 @@ from ...core.fields import FieldComparer, Match
 from ...models import JudgeConfig
 from .closeness import preparer
 from .compare import Prepared, absent, aligned_items, compare_outcome, lists_equal, not_comparable
+from .knowledge import Knowledge, knowledge_for
 from .normalize import Items
 
 #: A record item's field as the alignment found it, shared (a match is never changed): making
@@ -19,20 +20,25 @@ from .normalize import Items
 _SAME, _DIFFERS = Match(True), Match(False)
 
 
-def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) -> Match:
+def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
+               knowledge: Knowledge | None = None) -> Match:
     """Two lists inside a fact: the rules judge's one-to-one alignment of their items, each item
-    pair with its fields' outcomes (a list inside an item aligned in turn)."""
+    pair with its fields' outcomes (a list inside an item aligned in turn); ``knowledge``:
+    :func:`~.knowledge.knowledge_for` ``config``, when the caller has it."""
     if not_comparable(a, b):
         return Match(False, items=())  # a list of records vs a list of values: nothing aligns
-    # the near-miss analysis compared the same pair without knowledge too: its alignment is kept
-    aligned = aligned_items(name, path, a, b, config, None)
+    # with the config's aliases and families, as the judge and the near-miss search compare: the
+    # alignment each of them made of the same two lists is the one read here
+    knowledge = knowledge or knowledge_for(config)
+    aligned = aligned_items(name, path, a, b, config, knowledge)
     pairs = []
     for i, j, pair in aligned:
         x, y = a.items[i], b.items[j]
         u, v = x.get(""), y.get("")
         if isinstance(u, Items) and isinstance(v, Items):  # two lists, items of a mixed list: aligned in turn
             # (compare.py compares them as the list's own name and path, as a scalar item)
-            pairs.append((x.position, y.position, Match(pair.ok, items=list_match(name, path, u, v, config).items)))
+            inner = list_match(name, path, u, v, config, knowledge)
+            pairs.append((x.position, y.position, Match(pair.ok, items=inner.items)))
             continue
         failed = set(pair.failed)  # a record's field keys
         fields: dict[str, Match] = {}
@@ -41,7 +47,7 @@ def list_match(name: str, path: str, a: Items, b: Items, config: JudgeConfig) ->
             for key in dict.fromkeys((*x.values, *y.values)):
                 u, v = x.get(key), y.get(key)
                 if isinstance(u, Items) and isinstance(v, Items):
-                    fields[key] = list_match(key, f"{path}.{key}", u, v, config)
+                    fields[key] = list_match(key, f"{path}.{key}", u, v, config, knowledge)
                 else:
                     fields[key] = _DIFFERS if key in failed else _SAME
         pairs.append((x.position, y.position, Match(pair.ok, fields=fields)))  # places as written
@@ -54,6 +60,7 @@ def rules_field_comparer(config: JudgeConfig, prepare: Callable[[Mapping[str, An
     ``config``; ``prepare``: the near-miss ranker's :func:`~.closeness.preparer`, so a pair it has
     read is not normalised again."""
     prepare = prepare or preparer(config)
+    knowledge = knowledge_for(config)
 
     def compare(gold: Mapping[str, Any], predicted: Mapping[str, Any], names: Sequence[str]) -> dict[str, Match]:
         g, p = prepare(gold), prepare(predicted)
@@ -63,9 +70,9 @@ def rules_field_comparer(config: JudgeConfig, prepare: Callable[[Mapping[str, An
             if absent(a) and absent(b):
                 continue
             if isinstance(a, Items) and isinstance(b, Items):
-                out[name] = list_match(name, name, a, b, config)
+                out[name] = list_match(name, name, a, b, config, knowledge)
             else:
-                out[name] = Match(compare_outcome(name, a, b, config, g.currency, p.currency)[0])
+                out[name] = Match(compare_outcome(name, a, b, config, g.currency, p.currency, knowledge)[0])
         return out
 
     return compare
