@@ -107,6 +107,26 @@ def test_steps_wait_while_the_loop_is_busy():
     assert taken and all(not start <= at < busy_until for at in taken)
 
 
+def test_steps_wait_until_the_loop_has_been_idle_a_while():
+    # a run's first questions: work with short waits between (a connection opening) is no idle
+    # loop yet; a step then held the questions after it back (numpy's import, ~50 ms)
+    taken = []
+
+    async def go():
+        idle = asyncio.ensure_future(when_idle(iter(lambda: taken.append(time.monotonic()), 0)))
+        start = time.monotonic()
+        for _ in range(10):
+            time.sleep(0.004)  # busy
+            await asyncio.sleep(0.0025)  # a short wait: one timer of IDLE_PAUSE on time
+        busy_until = time.monotonic()
+        await asyncio.sleep(0.2)  # idle
+        idle.cancel()
+        return start, busy_until
+
+    start, busy_until = asyncio.run(go())
+    assert taken and all(not start <= at < busy_until for at in taken)
+
+
 def test_second_core_is_refused_while_another_thread_runs(monkeypatch):
     monkeypatch.setattr(forked, "cpu_count", lambda: 2)
     monkeypatch.setattr(threading, "active_count", lambda: 1)
