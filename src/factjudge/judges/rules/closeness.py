@@ -28,7 +28,7 @@ def closeness(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConf
               knowledge: Knowledge | None = None) -> Closeness:
     """The closeness of two prepared facts over ``fields``, compared with ``config``'s aliases
     and families (``knowledge``: :func:`~.knowledge.knowledge_for` of it, when the caller has it)."""
-    checks = _checks(a, b, fields, config, knowledge=knowledge or knowledge_for(config))
+    checks = _checks(a, b, fields, config, knowledge or knowledge_for(config))
     assert checks is not None  # (no floor: never given up)
     return Closeness(tuple(FieldCheck(*c) for c in checks))
 
@@ -50,7 +50,7 @@ FIELDS_LIMIT = 50_000
 
 
 def _field(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None,
-           memo: FieldMemo | None, knowledge: Knowledge | None) -> tuple[bool, float]:
+           memo: FieldMemo | None, knowledge: Knowledge) -> tuple[bool, float]:
     """:func:`~.compare.compare_field`'s verdict and similarity, from ``memo`` when it has them."""
     if memo is None:
         return _outcome(name, x, y, config, cur_x, cur_y, knowledge)
@@ -64,21 +64,22 @@ def _field(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, 
 
 
 def _outcome(name: str, x: Norm, y: Norm, config: JudgeConfig, cur_x: str | None, cur_y: str | None,
-             knowledge: Knowledge | None) -> tuple[bool, float]:
+             knowledge: Knowledge) -> tuple[bool, float]:
     """:func:`~.compare.compare_field`'s verdict and similarity, without the result it would make
     (only they are read: 16,000 comparisons of a 1,000 x 20 facts run's near-miss search)."""
     ok, _, score, _ = compare_outcome(name, x, y, config, cur_x, cur_y, knowledge)
     return ok, score
 
 
-def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig,
-            floor: tuple[int, float] | None = None, memo: FieldMemo | None = None,
-            knowledge: Knowledge | None = None) -> list[tuple[str, bool, float]] | None:
+def _checks(a: Prepared, b: Prepared, fields: Sequence[str], config: JudgeConfig, knowledge: Knowledge,
+            floor: tuple[int, float] | None = None, memo: FieldMemo | None = None
+            ) -> list[tuple[str, bool, float]] | None:
     """Each compared field of ``a`` and ``b`` (name, agrees, similarity), as
-    :func:`~.compare.compare_facts` finds them (a field null or absent on both sides is not
-    compared); None as soon as the pair cannot reach ``floor`` (fields agreeing, mean similarity),
-    not even if every field left agreed at :data:`TOP_SCORE`: a closest-fact search stops a pair that
-    cannot win on its first fields instead of comparing them all."""
+    :func:`~.compare.compare_facts` finds them with ``knowledge`` (the judge's: ``config``'s
+    aliases and families), a field null or absent on both sides not compared; None as soon as
+    the pair cannot reach ``floor`` (fields agreeing, mean similarity), not even if every field
+    left agreed at :data:`TOP_SCORE`: a closest-fact search stops a pair that cannot win on its
+    first fields instead of comparing them all."""
     out: list[tuple[str, bool, float]] = []
     agree, total, left = 0, 0.0, len(fields)
     for name in fields:
@@ -199,7 +200,7 @@ def rules_closest(config: JudgeConfig, fields: Mapping[Any, Sequence[str]] | Non
             best: tuple[int, list[tuple[str, bool, float]]] | None = None
             floor: tuple[int, float] | None = None
             for i, other in _likely_first(mine, [(i, prepare(candidates[i])) for i in among], names):
-                checks = _checks(mine, other, names, config, floor, memo, knowledge)
+                checks = _checks(mine, other, names, config, knowledge, floor, memo)
                 if checks is None:
                     continue
                 key = _key(checks)
