@@ -380,23 +380,32 @@ def test_a_large_dataset_scanned_on_two_cores_writes_what_one_core_writes(tmp_pa
     assert len(read_lines(tmp_path / "two" / "results.jsonl")) == 3 * workers_mod.CHUNK + 10
 
 
+#: The pool of the test below, in an interpreter of its own: what this suite's worker imported
+#: before (Ray installs a SIGTERM handler that dumps a stack, and took over 2 s in CI's worker) is
+#: not in its forked workers.
+_IDLE_POOL = """
+import json, multiprocessing, time
+from factjudge.evaluation import workers
+pool = workers._pool_type()(2, context=multiprocessing.get_context("fork"))
+assert pool.apply_async(sum, ([1, 2],)).get(timeout=30) == 3  # both idle now, waiting for tasks
+started = time.monotonic()
+workers._stop(pool)
+print(json.dumps({"took": time.monotonic() - started, "codes": [p.exitcode for p in pool._pool],
+                  "threads": [pool._task_handler.is_alive(), pool._result_handler.is_alive()]}))
+"""
+
+
 def test_a_stopped_pool_of_idle_workers_terminates_and_its_threads_end():
     """A run stopped by an error or Ctrl-C, its workers waiting for their next chunk: the pool
     terminates (each worker told to stop) and its threads end, without the bounded
     wait. Killing the workers first left the lock an idle worker holds on the tasks' pipe taken
     for good: every stopped run waited the whole STOP_WAIT, its threads never ended."""
-    import multiprocessing
-
-    from factjudge.evaluation import workers
-
-    pool = workers._pool_type()(2, context=multiprocessing.get_context("fork"))
-    assert pool.apply_async(sum, ([1, 2],)).get(timeout=30) == 3  # both idle now, waiting for tasks
-    workers._stop(pool)
-    # each ended by the pool (its stop sentinel, or SIGTERM: -15, or 15 where a library imported
-    # before the fork handles SIGTERM, as Ray's does in this suite's worker), none killed (SIGKILL)
-    codes = [p.exitcode for p in pool._pool]
-    assert None not in codes and -signal.SIGKILL not in codes, codes
-    assert not pool._task_handler.is_alive() and not pool._result_handler.is_alive()
+    proc = subprocess.run([sys.executable, "-c", _IDLE_POOL], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    # each ended by the pool (its stop sentinel, or SIGTERM: -15), none killed (SIGKILL)
+    assert set(got["codes"]) <= {0, -signal.SIGTERM}, got
+    assert got["threads"] == [False, False] and got["took"] < workers_mod.STOP_WAIT, got
 
 
 def test_a_stopped_pool_ends_even_when_a_killed_worker_held_its_lock():
