@@ -163,7 +163,7 @@ def test_resume_after_a_killed_run_gives_identical_files(tmp_path):
     truth = {**{("gold", f"{d}-g{j}"): f"{d}-p{j}" for d in ids for j in range(2)},
              **{("predicted", f"{d}-p{j}"): f"{d}-g{j}" for d in ids for j in range(3)}}
     data = write_jsonl(tmp_path / "data.jsonl", docs)
-    with ScriptedServer(truth=truth, delay=0.05) as server:
+    with ScriptedServer(truth=truth, delay=0.03) as server:
         args = ["eval", data, "--model", "m", "--base-url", server.base_url, "--concurrency", "2"]
         reference = tmp_path / "reference"
         assert run_cli(*args, "--no-cache", "-o", reference).returncode == 0

@@ -14,10 +14,10 @@ DOC = {"doc_id": "d", "gold_facts": [fact(f"g{i}", value=str(i)) for i in range(
 TRUTH = {**{("gold", f"g{i}"): f"p{i}" for i in range(6)}, **{("predicted", f"p{i}"): f"g{i}" for i in range(6)}}
 
 
-def run(tmp_path, server, *args):
+def run(tmp_path, server, *args, timeout="1"):
     tmp_path.mkdir(exist_ok=True)
     data = write_jsonl(tmp_path / "data.jsonl", [DOC])
-    proc = run_cli("eval", data, "--model", "m", "--base-url", server.base_url, "--timeout", "1", *args,
+    proc = run_cli("eval", data, "--model", "m", "--base-url", server.base_url, "--timeout", timeout, *args,
                    "-o", tmp_path / "out")
     summary = (json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
                if (tmp_path / "out" / "summary.json").exists() else None)
@@ -25,8 +25,9 @@ def run(tmp_path, server, *args):
 
 
 def test_a_cold_llama_server_is_waited_for_and_no_fact_is_error(tmp_path):
+    # /health asked again every second while it says 503: loading for under one, the second answers 200
     server = ScriptedServer(truth=TRUTH)
-    server.llama_health, server.loading_seconds = True, 3.0
+    server.llama_health, server.loading_seconds = True, 0.8
     with server:
         proc, summary = run(tmp_path, server)
     assert proc.returncode == 0, proc.stderr
@@ -37,12 +38,13 @@ def test_a_cold_llama_server_is_waited_for_and_no_fact_is_error(tmp_path):
 
 
 def test_a_server_silent_for_its_first_seconds_makes_no_error(tmp_path):
-    """No /health at all (not llama.cpp): its first answers come after 3.5 s, beyond --timeout 1
-    and the question's 3 s; the request goes again with 2 s, then 4 s."""
+    """No /health at all (not llama.cpp): its first answers come 1.6 s after it started, beyond
+    --timeout 0.3 and the question's 0.9 s; the request goes again with 0.6 s, then 1.2 s (the
+    third try answered whenever the first question was sent in its first 0.5 s)."""
     server = ScriptedServer(truth=TRUTH)
-    server.loading_seconds = 3.5
+    server.loading_seconds = 1.6
     with server:
-        proc, summary = run(tmp_path, server, "--concurrency", "2")
+        proc, summary = run(tmp_path, server, "--concurrency", "2", timeout="0.3")
     assert proc.returncode == 0, proc.stderr
     assert summary["micro"]["errors"] == 0 and summary["micro"]["tp_gold"] == 6
     assert proc.stderr.count("asking again with up to") == 1  # said once
