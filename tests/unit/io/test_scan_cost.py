@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from hypo import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,7 +74,7 @@ def _with_the_hook(text):
 
 
 @given(TEXT)
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 def test_counting_finds_every_duplicate_key_the_hook_finds(drawn):
     text = drawn[0] + drawn[1]
     assert _outcome(jsonl._loads, text) == _outcome(_with_the_hook, text)
@@ -103,7 +104,7 @@ def test_a_dataset_line_is_parsed_without_the_hook(monkeypatch):
 
 @given(st.lists(st.sampled_from([b"", b" ", b"\t", b"\r", b"\x0b", b"\x0c", b"\xc2\xa0", b"\x00", b"{}", b"x"]),
                 max_size=30).map(lambda parts: b"".join(parts)) | st.binary(max_size=40))
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 def test_the_lines_read_are_those_strip_leaves_something_of(tmp_path_factory, body):
     path = tmp_path_factory.mktemp("lines") / "f.jsonl"
     path.write_bytes(body)

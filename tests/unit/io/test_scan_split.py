@@ -5,6 +5,7 @@ import json
 import os
 
 import pytest
+from hypo import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,7 +64,7 @@ def scanned(path, split, config):
             list(source._offsets), list(source._lines), texts, list(data.documents()))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(line, max_size=30), bom=st.booleans(), crlf=st.booleans(),
        entity_types=st.sampled_from([[], ["type_0"], ["type_9"]]))
 def test_the_two_core_scan_is_the_one_core_scan(tmp_path, lines, bom, crlf, entity_types):

@@ -804,7 +804,7 @@ def test_a_value_against_itself_is_equal_without_comparing_it(monkeypatch: pytes
 
 @given(st.sampled_from(["Acme Inc.", "1,234.5", "$1.2 million", "FY2023", "2023", "12%", "about 40", "3 kg",
                         "", "Q1 2024", "15.6 in"]), st.sampled_from(["value", "company", "period", "amount"]))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_a_value_against_itself_compares_as_compare_field_does(raw: str, name: str) -> None:
     fact = {"id": "g1", "fact_type": "t", name: raw, "unit": "USD million"}
     config = JudgeConfig()
@@ -826,7 +826,7 @@ _WRITTEN_VALUES = ["FY2023", "fiscal 2023", "2023", "1,926.8", "$1926.8 million"
 
 @given(st.sampled_from(_WRITTEN_VALUES), st.sampled_from(_WRITTEN_VALUES),
        st.sampled_from(["USD million", "USD", "kg"]), st.sampled_from(["USD million", "USD", "", "kg"]))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_identical_is_equality_of_the_normal_forms(x: Any, y: Any, unit_x: str, unit_y: str) -> None:
     # compare_field's "identical" told apart by how each value was written first: what == says
     a = compare.normalized({"id": "g", "fact_type": "t", "value": x, "unit": unit_x}, -1, False)
@@ -842,7 +842,7 @@ def test_identical_is_equality_of_the_normal_forms(x: Any, y: Any, unit_x: str, 
                         "chief executive officer", "chief operating officer", "2 TB SSD", "2 TiB SSD"]),
        st.sampled_from(["Acme Inc.", "acme inc", "Company 433", "Orion Pharma", "CEO", "2 TB SSD", "Fabrikam"]),
        st.sampled_from(["company", "title", "product"]), st.booleans())
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 def test_two_texts_of_two_facts_compare_as_compare_field_does(x: str, y: str, name: str, known: bool) -> None:
     config = JudgeConfig()
     knowledge = knowledge_for(config) if known else None
