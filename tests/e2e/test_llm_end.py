@@ -88,43 +88,36 @@ def test_a_rules_run_in_one_process_takes_no_step_while_it_judges(tmp_path, monk
     assert (tmp_path / "out" / "report.html").exists()
 
 
-def test_steps_wait_while_the_loop_is_busy():
-    # busy: answers handled back to back (20 ms each), the step's timer comes due behind them
+def _steps_beside(rounds: int, busy: float, wait: float, idle: float) -> None:
+    """``rounds`` of work (``busy`` seconds) each followed by a ``wait``, then ``idle``: steps
+    are taken in the idle time, none while the work goes on."""
     taken = []
 
     async def go():
-        idle = asyncio.ensure_future(when_idle(iter(lambda: taken.append(time.monotonic()), 0)))
+        idle_steps = asyncio.ensure_future(when_idle(iter(lambda: taken.append(time.monotonic()), 0)))
         start = time.monotonic()
-        for _ in range(5):
-            time.sleep(0.02)
-            await asyncio.sleep(0)
+        for _ in range(rounds):
+            time.sleep(busy)
+            await asyncio.sleep(wait)
         busy_until = time.monotonic()
-        await asyncio.sleep(0.05)  # idle
-        idle.cancel()
+        await asyncio.sleep(idle)
+        idle_steps.cancel()
         return start, busy_until
 
     start, busy_until = asyncio.run(go())
     assert taken and all(not start <= at < busy_until for at in taken)
+
+
+def test_steps_wait_while_the_loop_is_busy():
+    # busy: answers handled back to back (20 ms each), the step's timer comes due behind them
+    _steps_beside(5, 0.02, 0, 0.05)
 
 
 def test_steps_wait_until_the_loop_has_been_idle_a_while():
-    # a run's first questions: work with short waits between (a connection opening) is no idle
-    # loop yet; a step then held the questions after it back (numpy's import, ~50 ms)
-    taken = []
-
-    async def go():
-        idle = asyncio.ensure_future(when_idle(iter(lambda: taken.append(time.monotonic()), 0)))
-        start = time.monotonic()
-        for _ in range(10):
-            time.sleep(0.004)  # busy
-            await asyncio.sleep(0.0025)  # a short wait: one timer of IDLE_PAUSE on time
-        busy_until = time.monotonic()
-        await asyncio.sleep(0.2)  # idle
-        idle.cancel()
-        return start, busy_until
-
-    start, busy_until = asyncio.run(go())
-    assert taken and all(not start <= at < busy_until for at in taken)
+    # a run's first questions: work with short waits between (a connection opening, here one
+    # timer of IDLE_PAUSE on time) is no idle loop yet; a step then held the questions after it
+    # back (numpy's import, ~50 ms)
+    _steps_beside(10, 0.004, 0.0025, 0.2)
 
 
 def test_second_core_is_refused_while_another_thread_runs(monkeypatch):
