@@ -1019,14 +1019,14 @@ def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
     else:
         ordered, partners = path in config.ordered, None
         long = not ordered and min(len(a.items), len(b.items)) >= _SPLIT_FROM
-        if long and _alike_items(a, b):
+        alike = long and _alike_items(a, b)
+        if alike and b.json < a.json:
             # Long lists of alike items are solved one way round, the lists' content deciding which,
             # and read turned over the other way: both directions align alike, and the items a
             # wrong price leaves are solved once (the other direction solved them again: a third
             # of a run of 400 items all with a wrong price)
-            if b.json < a.json:
-                turned = aligned_items(name, path, b, a, config, knowledge)
-                return sorted(((j, i, p) for i, j, p in turned), key=lambda pair_: pair_[0])
+            turned = aligned_items(name, path, b, a, config, knowledge)
+            return sorted(((j, i, p) for i, j, p in turned), key=lambda pair_: pair_[0])
         if long:
             from .index import item_partners  # (index.py builds on this module)
             partners = item_partners(a, b, name, path, config, knowledge)
@@ -1035,7 +1035,7 @@ def aligned_items(name: str, path: str, a: Items, b: Items, config: JudgeConfig,
             lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge),
             lambda i, j: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, True), partners,
             lambda i, j, below: _compare_item(a.items[i], b.items[j], name, path, config, knowledge, False, below))
-        turns = (long or unique) and _alike_items(a, b)
+        turns = alike or (unique and _alike_items(a, b))
     if len(_ALIGNED) >= 5_000:
         _ALIGNED.clear()
     _ALIGNED[key] = (a, b, config, knowledge, aligned, turns)
