@@ -142,8 +142,9 @@ class PacedServer(ServerProcess):
 
     def __exit__(self, *exc: object) -> None:
         super().__exit__(*exc)
-        mean, most, count = self.proc.stdout.read().split()
-        self.late = (float(mean), float(most), int(count))
+        said = self.proc.stdout.read().split()
+        if len(said) == 3:  # else the server died: the error already raised says why
+            self.late = (float(said[0]), float(said[1]), int(said[2]))
 
 
 def write_dataset(path: Path, docs: int, per_side: int) -> None:
@@ -266,7 +267,7 @@ def scenario(title: str, docs: int, per_side: int, delay: float, concurrency: in
         rows.append(("server", f"its {count:,} answers {mean:.2f} ms after their delay on average "
                                f"(at most {most:.1f} ms): part of every row's time"))
     report(f"{title}: {docs} docs x {per_side}+{per_side} facts, {delay * 1000:.0f} ms, "
-               f"concurrency {concurrency} (limit {target})", rows)
+           f"concurrency {concurrency} (limit {target})", rows)
 
 
 def main() -> None:
