@@ -397,13 +397,13 @@ def test_a_long_list_aligns_as_the_full_table_would(a: list[Any], data: st.DataO
     # same alignment (when every row's best is the only one, it is the one optimum)
     solved = compare._align(x, y, False, pair, probe, partners)
     assert compare._align(x, y, False, pair, probe, partners, above) == solved
-    for long, unique in (solved,):
-        assert len({i for i, _, _ in long}) == len({j for _, j, _ in long}) == len(long)  # one to one
-        assert sum(p.ok for *_, p in long) == sum(p.ok for *_, p in full)
-        assert sum(map(compare._worth, (p for *_, p in long))) == sum(map(compare._worth, (p for *_, p in full)))
-        assert compare.lists_equal(x, y, long) == compare.lists_equal(x, y, full)
-        if unique:
-            assert long == full
+    long, unique = solved
+    assert len({i for i, _, _ in long}) == len({j for _, j, _ in long}) == len(long)  # one to one
+    assert sum(p.ok for *_, p in long) == sum(p.ok for *_, p in full)
+    assert sum(map(compare._worth, (p for *_, p in long))) == sum(map(compare._worth, (p for *_, p in full)))
+    assert compare.lists_equal(x, y, long) == compare.lists_equal(x, y, full)
+    if unique:
+        assert long == full
     # each direction as a run asks it (aligned_items: alike items solved one way round, the other
     # read turned over) is an optimal alignment of that direction
     compare._ALIGNED.clear()
